@@ -1,0 +1,68 @@
+"""pacer: adaptive micro-batching, deadline-aware scheduling and CPU/GPU placement
+for micro-batch stream processing (Apache Spark Structured Streaming).
+
+Strategies are pluggy plugins; see :mod:`pacer.hookspecs` for the hooks and
+:class:`pacer.Controller` for the runtime-agnostic engine that calls them.
+"""
+
+from pacer.controller import Controller, StrategyError
+from pacer.hookspecs import hookimpl, hookspec
+from pacer.ledger import ExactlyOnceLedger, LedgerViolation
+from pacer.model import (
+    CPU_ONLY_KINDS,
+    DECISION_KINDS,
+    OPERATOR_KINDS,
+    AdmissionDecision,
+    BatchReport,
+    Dataset,
+    DatasetBuffer,
+    Device,
+    Devices,
+    MicroBatch,
+    Operator,
+    OperatorDAG,
+    OperatorMetric,
+    PendingBatch,
+    Placement,
+    QueryHistory,
+    QuerySpec,
+    ScheduleDecision,
+    SystemView,
+)
+from pacer.plugins import PluginManager, UnknownStrategyError, get_plugin_manager
+from pacer.strategy import Param, StrategyContext, StrategyInfo
+
+__all__ = [
+    "CPU_ONLY_KINDS",
+    "DECISION_KINDS",
+    "OPERATOR_KINDS",
+    "AdmissionDecision",
+    "BatchReport",
+    "Controller",
+    "Dataset",
+    "DatasetBuffer",
+    "Device",
+    "Devices",
+    "ExactlyOnceLedger",
+    "LedgerViolation",
+    "MicroBatch",
+    "Operator",
+    "OperatorDAG",
+    "OperatorMetric",
+    "Param",
+    "PendingBatch",
+    "Placement",
+    "PluginManager",
+    "QueryHistory",
+    "QuerySpec",
+    "ScheduleDecision",
+    "StrategyContext",
+    "StrategyError",
+    "StrategyInfo",
+    "SystemView",
+    "UnknownStrategyError",
+    "get_plugin_manager",
+    "hookimpl",
+    "hookspec",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,6 @@
+"""The baselines pacer ships, registered by default and ``trylast``.
+
+- admission: ``static`` (Spark's ``processingTime`` trigger), ``asap`` (Spark's default trigger);
+- scheduling: ``fifo``, ``fair``;
+- placement: ``cpu-only``, ``gpu-only``, ``static-preference`` (LMStream Table II).
+"""

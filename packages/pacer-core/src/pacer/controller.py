@@ -1,0 +1,490 @@
+"""The runtime-agnostic Controller: buffers, admission, scheduling, placement, feedback.
+
+A runtime drives it with its own clock:
+
+1. ``arrive(query_id, dataset)`` as data lands;
+2. ``poll(query_id)`` every poll interval while the query is idle: the chosen
+   admission strategy may form a micro-batch, which is then placed and queued;
+3. ``schedule()`` to learn the order and core shares of the queued batches;
+4. ``start(batch_id)`` when it runs and ``complete(batch_id, ...)`` when it is
+   done: latencies are recorded, the ledger checked and every strategy told.
+
+A query has at most one micro-batch admitted and not yet completed, as in
+Spark's micro-batch execution.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pacer.ledger import ExactlyOnceLedger
+from pacer.model import (
+    AdmissionDecision,
+    BatchReport,
+    Dataset,
+    DatasetBuffer,
+    Devices,
+    MicroBatch,
+    OperatorMetric,
+    PendingBatch,
+    Placement,
+    QueryHistory,
+    QuerySpec,
+    ScheduleDecision,
+    SystemView,
+)
+from pacer.plugins import PluginManager, get_plugin_manager
+from pacer.strategy import StrategyContext, StrategyInfo
+
+log = logging.getLogger("pacer.controller")
+
+#: The decision each baseline falls back to when a strategy raises and fallback is on.
+FALLBACK = {"admission": "asap", "scheduling": "fifo", "placement": "cpu-only"}
+
+Clock = Callable[[], float]
+
+
+class StrategyError(RuntimeError):
+    """A strategy raised, or returned an ill-formed decision. The message names it."""
+
+    def __init__(self, strategy: str, decision: str, query_id: str | None, detail: str) -> None:
+        where = f" for query {query_id!r}" if query_id else ""
+        super().__init__(f"{decision} strategy {strategy!r} failed{where}: {detail}")
+        self.strategy = strategy
+        self.decision = decision
+        self.query_id = query_id
+
+
+@dataclass
+class _QueryState:
+    spec: QuerySpec
+    selected: dict[str, str]
+    params: dict[str, dict[str, Any]]
+    states: dict[str, Any]
+    buffer: DatasetBuffer = field(default_factory=DatasetBuffer)
+    history: QueryHistory = field(default_factory=QueryHistory)
+    seq: int = 0
+    in_flight: str | None = None
+    last_admitted_at: float | None = None
+    reports: list[BatchReport] = field(default_factory=list)
+    shed: int = 0
+    fallbacks: int = 0
+
+
+@dataclass
+class _Running:
+    batch: MicroBatch
+    started_at: float | None = None
+    interval_s: float = 0.0
+    overhead_s: float = 0.0
+
+
+@dataclass
+class Overhead:
+    """pacer's own time, measured with ``timer`` (None when not measured)."""
+
+    poll_s: list[float] = field(default_factory=list)
+    per_batch_s: list[float] = field(default_factory=list)
+
+
+class Controller:
+    """Runs the chosen strategies for a set of queries on one runtime.
+
+    :param clock: the runtime's clock in seconds (virtual or wall).
+    :param cores: task slots the runtime has.
+    :param devices: devices on offer (default: ``cores`` CPUs, no GPU).
+    :param scheduler: the scheduling strategy's name.
+    :param scheduler_params: its parameters.
+    :param plugin_manager: defaults to every installed plugin plus the baselines.
+    :param fallback: when a strategy raises, log it and use the baseline for that
+        decision (``asap``, ``fifo``, ``cpu-only``) instead of raising :class:`StrategyError`.
+    :param timer: a monotonic timer for measuring pacer's own overhead; None
+        skips the measurement (the simulator does, to stay deterministic).
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        cores: int,
+        devices: Devices | None = None,
+        scheduler: str = "fifo",
+        scheduler_params: Mapping[str, Any] | None = None,
+        plugin_manager: PluginManager | None = None,
+        fallback: bool = False,
+        timer: Clock | None = time.perf_counter,
+    ) -> None:
+        if cores < 1:
+            raise ValueError(f"cores must be >= 1, got {cores}")
+        self.clock = clock
+        self.cores = cores
+        self.devices = devices or Devices(cpu_cores=cores)
+        self.pm = plugin_manager or get_plugin_manager()
+        self.fallback = fallback
+        self.timer = timer
+        self.ledger = ExactlyOnceLedger()
+        self.overhead = Overhead()
+        self.queries: dict[str, _QueryState] = {}
+        self._running: dict[str, _Running] = {}
+        self._order: list[str] = []
+        self._allocated: dict[str, float] = {}
+        info = self.pm.find(scheduler, "scheduling")
+        self.scheduler = scheduler
+        self._scheduler_params = info.resolve_params(scheduler_params)
+        self._scheduler_state = self._build_state(info, None, self._scheduler_params)
+        self._scheduler_history = QueryHistory(maxlen=1)
+
+    # ------------------------------------------------------------------ setup
+
+    @staticmethod
+    def _build_state(info: StrategyInfo, spec: QuerySpec | None, params: Mapping[str, Any]) -> Any:
+        return info.state(spec, params) if info.state is not None else {}
+
+    def add_query(
+        self,
+        spec: QuerySpec,
+        *,
+        admission: str = "asap",
+        placement: str = "cpu-only",
+        admission_params: Mapping[str, Any] | None = None,
+        placement_params: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Register a query with its admission and placement strategies (by name).
+
+        :raises UnknownStrategyError: for a name no installed plugin provides.
+        :raises ValueError: for a duplicate query id or an unknown parameter.
+        """
+        if spec.id in self.queries:
+            raise ValueError(f"query {spec.id!r} is already registered")
+        chosen = {"admission": admission, "placement": placement}
+        given = {"admission": dict(admission_params or {}), "placement": dict(placement_params or {})}
+        infos = {kind: self.pm.find(name, kind) for kind, name in chosen.items()}
+        params: dict[str, dict[str, Any]] = {}
+        states: dict[str, Any] = {}
+        for kind, info in infos.items():
+            merged = {**params.get(info.name, {}), **given[kind]}
+            params[info.name] = info.resolve_params(merged)
+        for info in infos.values():
+            if info.name not in states:
+                states[info.name] = self._build_state(info, spec, params[info.name])
+        self.queries[spec.id] = _QueryState(spec=spec, selected=chosen, params=params, states=states)
+
+    # ------------------------------------------------------------------ data in
+
+    def arrive(self, query_id: str, dataset: Dataset) -> None:
+        """A dataset landed for ``query_id``; it waits in the query's buffer."""
+        q = self._query(query_id)
+        if dataset.bytes < 0 or dataset.rows < 0:
+            raise ValueError(f"dataset {dataset.id!r}: bytes and rows must be >= 0")
+        self.ledger.arrived(query_id, dataset.id)
+        q.buffer.append(dataset)
+
+    def _query(self, query_id: str) -> _QueryState:
+        try:
+            return self.queries[query_id]
+        except KeyError:
+            raise KeyError(f"unknown query {query_id!r}; registered: {sorted(self.queries)}") from None
+
+    def busy(self, query_id: str) -> bool:
+        """True while the query has an admitted batch that has not completed."""
+        return self._query(query_id).in_flight is not None
+
+    # ------------------------------------------------------------------ decisions
+
+    def _ctx(self, q: _QueryState | None, decision: str, chosen: str) -> StrategyContext:
+        if q is None:
+            return StrategyContext(
+                decision=decision,
+                chosen=chosen,
+                query=None,
+                params=self._scheduler_params,
+                state=self._scheduler_state,
+                history=self._scheduler_history,
+                selected={"scheduling": self.scheduler},
+                states={self.scheduler: self._scheduler_state},
+            )
+        selected = {**q.selected, "scheduling": self.scheduler}
+        return StrategyContext(
+            decision=decision,
+            chosen=chosen,
+            query=q.spec,
+            params=q.params.get(chosen, {}),
+            state=q.states.get(chosen, {}),
+            history=q.history,
+            selected=selected,
+            states=q.states,
+        )
+
+    def _fallback_ctx(self, q: _QueryState | None, decision: str) -> StrategyContext:
+        name = FALLBACK[decision]
+        ctx = self._ctx(q, decision, name)
+        if q is not None and name not in q.states:
+            info = self.pm.find(name, decision)
+            params = info.resolve_params(None)
+            q.params.setdefault(name, params)
+            q.states[name] = self._build_state(info, q.spec, params)
+            ctx = self._ctx(q, decision, name)
+        return ctx
+
+    def _decide(
+        self,
+        hook: Any,
+        q: _QueryState | None,
+        decision: str,
+        chosen: str,
+        validate: Callable[[Any], None],
+        **kwargs: Any,
+    ) -> Any:
+        query_id = q.spec.id if q else None
+        try:
+            result = hook(ctx=self._ctx(q, decision, chosen), **kwargs)
+            if result is None:
+                raise StrategyError(
+                    chosen, decision, query_id,
+                    "no installed plugin answered for it (is its package loaded? see PACER_PLUGINS)",
+                )
+            validate(result)
+            return result
+        except Exception as exc:
+            error = exc if isinstance(exc, StrategyError) else StrategyError(
+                chosen, decision, query_id, f"{type(exc).__name__}: {exc}"
+            )
+            if not self.fallback or chosen == FALLBACK[decision]:
+                raise error from exc
+            log.warning("%s; falling back to %r for this decision", error, FALLBACK[decision])
+            if q is not None:
+                q.fallbacks += 1
+            result = hook(ctx=self._fallback_ctx(q, decision), **kwargs)
+            validate(result)
+            return result
+
+    def system_view(self) -> SystemView:
+        """The view a decision gets of the whole runtime right now."""
+        now = self.clock()
+        pending = []
+        for batch_id in self._order:
+            run = self._running[batch_id]
+            spec = self.queries[run.batch.query_id].spec
+            pending.append(
+                PendingBatch(
+                    batch=run.batch,
+                    deadline_at=run.batch.earliest_arrival + spec.effective_deadline,
+                    estimated_run_s=run.batch.estimated_run_s or 0.0,
+                    running=run.started_at is not None,
+                )
+            )
+        return SystemView(
+            now=now,
+            cores=self.cores,
+            devices=self.devices,
+            scheduler=self.scheduler,
+            pending=tuple(pending),
+            allocated_cores=dict(self._allocated),
+        )
+
+    def estimate_run_s(self, query_id: str, nbytes: int) -> float:
+        """Processing time estimate: bytes / the query's average throughput (0 before history)."""
+        hist = self._query(query_id).history
+        throughput = hist.avg_throughput_bytes_per_s
+        if throughput:
+            return nbytes / throughput
+        last = hist.last
+        return last.processing_s if last is not None else 0.0
+
+    def poll(self, query_id: str) -> MicroBatch | None:
+        """Ask the query's admission strategy whether to form a micro-batch now.
+
+        Does nothing (and asks nobody) while the query is busy or its buffer is empty.
+        :return: the admitted, placed and queued micro-batch, or None.
+        """
+        q = self._query(query_id)
+        if q.in_flight is not None or not len(q.buffer):
+            return None
+        t0 = self.timer() if self.timer else 0.0
+        now = self.clock()
+        chosen = q.selected["admission"]
+
+        def check(d: AdmissionDecision) -> None:
+            if not isinstance(d, AdmissionDecision):
+                raise TypeError(f"expected AdmissionDecision, got {type(d).__name__}")
+            if d.count < 0 or d.shed < 0 or d.count + d.shed > len(q.buffer):
+                raise ValueError(
+                    f"admits {d.count} and sheds {d.shed} of a buffer of {len(q.buffer)} datasets"
+                )
+
+        decision: AdmissionDecision = self._decide(
+            self.pm.hook.pacer_admit, q, "admission", chosen, check,
+            buffer=q.buffer, now=now, system=self.system_view(),
+        )
+        if decision.shed:
+            dropped = q.buffer.take(decision.shed)
+            self.ledger.shed(query_id, (d.id for d in dropped))
+            q.shed += len(dropped)
+            log.warning("query %r: shed %d datasets (%s)", query_id, len(dropped), decision.reason or "overload policy")
+        batch = self._admit(q, decision.count, now) if decision.count else None
+        if self.timer:
+            spent = self.timer() - t0
+            self.overhead.poll_s.append(spent)
+            if batch is not None:
+                self._running[batch.id].overhead_s += spent
+        return batch
+
+    def _admit(self, q: _QueryState, count: int, now: float) -> MicroBatch:
+        datasets = q.buffer.take(count)
+        q.seq += 1
+        batch = MicroBatch(
+            id=f"{q.spec.id}#{q.seq}",
+            query_id=q.spec.id,
+            seq=q.seq,
+            datasets=datasets,
+            admitted_at=now,
+        )
+        batch = replace(batch, estimated_run_s=self.estimate_run_s(q.spec.id, batch.bytes))
+        chosen = q.selected["placement"]
+
+        def check(p: Placement) -> None:
+            if not isinstance(p, Placement):
+                raise TypeError(f"expected Placement, got {type(p).__name__}")
+            p.validate(q.spec.dag)
+
+        placement: Placement = self._decide(
+            self.pm.hook.pacer_place, q, "placement", chosen, check,
+            batch=batch, dag=q.spec.dag, devices=self.devices, now=now,
+        )
+        if not placement.strategy:
+            placement = replace(placement, strategy=chosen)
+        batch = replace(batch, placement=placement)
+        self.ledger.admitted(q.spec.id, (d.id for d in datasets))
+        interval = now - q.last_admitted_at if q.last_admitted_at is not None else now - batch.earliest_arrival
+        q.last_admitted_at = now
+        q.in_flight = batch.id
+        self._running[batch.id] = _Running(batch=batch, interval_s=interval)
+        self._order.append(batch.id)
+        return batch
+
+    def poll_all(self) -> list[MicroBatch]:
+        """Poll every idle query with buffered data, in registration order."""
+        admitted = []
+        for query_id in self.queries:
+            batch = self.poll(query_id)
+            if batch is not None:
+                admitted.append(batch)
+        return admitted
+
+    def pending(self) -> list[MicroBatch]:
+        """Admitted batches not yet completed, in admission order."""
+        return [self._running[b].batch for b in self._order]
+
+    def schedule(self) -> ScheduleDecision:
+        """Ask the scheduler for the order and core shares of every pending batch."""
+        view = self.system_view()
+        if not view.pending:
+            return ScheduleDecision(order=())
+        t0 = self.timer() if self.timer else 0.0
+
+        def check(d: ScheduleDecision) -> None:
+            if not isinstance(d, ScheduleDecision):
+                raise TypeError(f"expected ScheduleDecision, got {type(d).__name__}")
+            d.validate(view.pending, self.cores, self.scheduler)
+
+        decision: ScheduleDecision = self._decide(
+            self.pm.hook.pacer_schedule, None, "scheduling", self.scheduler, check,
+            pending=view.pending, now=view.now, system=view,
+        )
+        allocated: dict[str, float] = {}
+        for batch_id, share in decision.shares.items():
+            query_id = self._running[batch_id].batch.query_id
+            allocated[query_id] = allocated.get(query_id, 0.0) + share
+        self._allocated = allocated
+        if self.timer:
+            spent = self.timer() - t0
+            for batch_id in decision.order:
+                self._running[batch_id].overhead_s += spent / len(decision.order)
+        return decision
+
+    # ------------------------------------------------------------------ execution
+
+    def start(self, batch_id: str) -> None:
+        """The runtime began processing ``batch_id``."""
+        run = self._run(batch_id)
+        if run.started_at is None:
+            run.started_at = self.clock()
+
+    def _run(self, batch_id: str) -> _Running:
+        try:
+            return self._running[batch_id]
+        except KeyError:
+            raise KeyError(f"no pending micro-batch {batch_id!r}") from None
+
+    def complete(
+        self,
+        batch_id: str,
+        *,
+        operator_metrics: Iterable[OperatorMetric] = (),
+        cores_used: float | None = None,
+    ) -> BatchReport:
+        """The runtime finished ``batch_id`` (its sink committed): record and dispatch feedback."""
+        run = self._run(batch_id)
+        now = self.clock()
+        started = run.started_at if run.started_at is not None else now
+        batch = run.batch
+        q = self.queries[batch.query_id]
+        report = BatchReport(
+            batch_id=batch.id,
+            query_id=batch.query_id,
+            seq=batch.seq,
+            admitted_at=batch.admitted_at,
+            started_at=started,
+            completed_at=now,
+            bytes=batch.bytes,
+            rows=batch.rows,
+            dataset_latencies=tuple((d.id, now - d.arrival) for d in batch.datasets),
+            earliest_arrival=batch.earliest_arrival,
+            interval_s=run.interval_s,
+            placement=batch.placement,
+            operator_metrics=tuple(operator_metrics),
+            cores_used=cores_used,
+        )
+        self.ledger.processed(batch.query_id, (d.id for d in batch.datasets))
+        del self._running[batch_id]
+        self._order.remove(batch_id)
+        q.in_flight = None
+        q.history.add(report)
+        q.reports.append(report)
+        t0 = self.timer() if self.timer else 0.0
+        self._feedback(q, report)
+        if self.timer:
+            self.overhead.per_batch_s.append(run.overhead_s + self.timer() - t0)
+        return report
+
+    def _feedback(self, q: _QueryState, report: BatchReport) -> None:
+        ctx = self._ctx(q, "feedback", "")
+        hook = self.pm.hook.pacer_batch_completed
+        for impl in reversed(hook.get_hookimpls()):
+            kwargs = {"ctx": ctx, "report": report}
+            try:
+                impl.function(*(kwargs[name] for name in impl.argnames))
+            except Exception as exc:
+                strategy = next((n for n in q.states if q.states[n] is not None and impl.plugin_name.endswith(n)), impl.plugin_name)
+                error = StrategyError(strategy, "feedback", q.spec.id, f"{type(exc).__name__}: {exc}")
+                if not self.fallback:
+                    raise error from exc
+                log.warning("%s; feedback ignored for this batch", error)
+                q.fallbacks += 1
+
+    # ------------------------------------------------------------------ results
+
+    def reports(self, query_id: str | None = None) -> list[BatchReport]:
+        """Completed batch reports of one query, or of all queries in completion order."""
+        if query_id is not None:
+            return list(self._query(query_id).reports)
+        every = [r for q in self.queries.values() for r in q.reports]
+        return sorted(every, key=lambda r: (r.completed_at, r.query_id))
+
+    def buffered(self, query_id: str) -> Sequence[Dataset]:
+        """Datasets of ``query_id`` still waiting for admission."""
+        return tuple(self._query(query_id).buffer)

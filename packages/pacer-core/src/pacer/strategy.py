@@ -1,0 +1,130 @@
+"""How a package declares its strategies, and the context every hook call receives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pacer.model import DECISION_KINDS, QueryHistory, QuerySpec
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One tunable parameter of a strategy.
+
+    :param name: keyword name (``"rho"``).
+    :param default: default value; its type is the parameter's type.
+    :param doc: one line saying what it does.
+    """
+
+    name: str
+    default: Any
+    doc: str
+
+    def coerce(self, value: Any) -> Any:
+        """Convert ``value`` (often a string from a CLI or a Spark conf) to the default's type."""
+        kind = type(self.default)
+        if self.default is None or isinstance(value, kind):
+            return value
+        if kind is bool and isinstance(value, str):
+            return value.strip().lower() in ("1", "true", "yes", "on")
+        try:
+            return kind(value)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"parameter {self.name!r} expects {kind.__name__} (default {self.default!r}), got {value!r}"
+            ) from exc
+
+
+#: Builds a strategy's state for one query (or, for a scheduler, for the whole runtime).
+StateFactory = Callable[[QuerySpec | None, Mapping[str, Any]], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyInfo:
+    """A strategy as a package declares it through ``pacer_strategies``.
+
+    :param name: the selection name (``"zstream"``); one name may provide several decisions.
+    :param provides: the decisions it implements: ``admission``, ``scheduling``, ``placement``.
+    :param summary: one line saying what it does and which paper it follows.
+    :param params: its parameters with defaults and docs.
+    :param state: builds the per-query state object handed back as ``ctx.state``;
+        None for stateless strategies (``ctx.state`` is then an empty dict).
+    :param package: the distribution that provides it (filled in by the plugin manager).
+    :param version: that distribution's version (filled in by the plugin manager).
+    """
+
+    name: str
+    provides: frozenset[str]
+    summary: str = ""
+    params: tuple[Param, ...] = ()
+    state: StateFactory | None = None
+    package: str = ""
+    version: str = ""
+
+    def __post_init__(self) -> None:
+        unknown = set(self.provides) - set(DECISION_KINDS)
+        if unknown or not self.provides:
+            raise ValueError(
+                f"strategy {self.name!r}: provides must be a non-empty subset of {DECISION_KINDS}, got {sorted(self.provides)}"
+            )
+
+    def resolve_params(self, given: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Defaults overlaid with ``given``; an unknown key raises with the list of known ones."""
+        known = {p.name: p for p in self.params}
+        out = {p.name: p.default for p in self.params}
+        for key, value in (given or {}).items():
+            if key not in known:
+                raise ValueError(
+                    f"strategy {self.name!r} has no parameter {key!r}; its parameters are {sorted(known) or 'none'}"
+                )
+            out[key] = known[key].coerce(value)
+        return out
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``pacer strategies --json`` form."""
+        return {
+            "name": self.name,
+            "provides": sorted(self.provides),
+            "package": self.package,
+            "version": self.version,
+            "summary": self.summary,
+            "params": [{"name": p.name, "default": p.default, "doc": p.doc} for p in self.params],
+        }
+
+
+@dataclass(slots=True)
+class StrategyContext:
+    """Handed to every hook call: who is chosen, with which parameters and state.
+
+    Implementations answer only when they are the chosen strategy::
+
+        @hookimpl
+        def pacer_admit(ctx, buffer, now, system):
+            if ctx.chosen != "zstream":
+                return None
+            return ctx.state.admit(buffer, now, system, ctx)
+
+    :ivar decision: ``admission``, ``scheduling``, ``placement`` or ``feedback``.
+    :ivar chosen: the strategy name selected for this decision (for feedback: "").
+    :ivar query: the query the call is about (None for scheduling).
+    :ivar params: the chosen strategy's parameters, defaults applied.
+    :ivar state: the chosen strategy's state for this query (built by its factory).
+    :ivar history: the query's completed batches (an empty history for scheduling).
+    :ivar selected: decision kind -> strategy name in force for this query.
+    :ivar states: strategy name -> state, for every strategy selected for this query.
+    """
+
+    decision: str
+    chosen: str
+    query: QuerySpec | None
+    params: Mapping[str, Any]
+    state: Any
+    history: QueryHistory
+    selected: Mapping[str, str] = field(default_factory=dict)
+    states: Mapping[str, Any] = field(default_factory=dict)
+
+    def state_of(self, name: str) -> Any:
+        """The state of strategy ``name`` for this query, or None when it is not selected."""
+        return self.states.get(name)

@@ -73,6 +73,7 @@ class _QueryState:
     reports: list[BatchReport] = field(default_factory=list)
     shed: int = 0
     fallbacks: int = 0
+    arrivals: list[tuple[float, int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -182,6 +183,7 @@ class Controller:
             raise ValueError(f"dataset {dataset.id!r}: bytes and rows must be >= 0")
         self.ledger.arrived(query_id, dataset.id)
         q.buffer.append(dataset)
+        q.arrivals.append((dataset.arrival, dataset.rows, dataset.bytes))
 
     def _query(self, query_id: str) -> _QueryState:
         try:
@@ -469,8 +471,7 @@ class Controller:
             try:
                 impl.function(*(kwargs[name] for name in impl.argnames))
             except Exception as exc:
-                strategy = next((n for n in q.states if q.states[n] is not None and impl.plugin_name.endswith(n)), impl.plugin_name)
-                error = StrategyError(strategy, "feedback", q.spec.id, f"{type(exc).__name__}: {exc}")
+                error = StrategyError(impl.plugin_name, "feedback", q.spec.id, f"{type(exc).__name__}: {exc}")
                 if not self.fallback:
                     raise error from exc
                 log.warning("%s; feedback ignored for this batch", error)

@@ -1,0 +1,117 @@
+"""Metrics as the papers define them: latency percentiles, throughput, deadline misses, series.
+
+- dataset latency = completion of its micro-batch - its arrival;
+- max latency of a batch = completion - arrival of its earliest dataset;
+- throughput = rows (bytes) processed / wall time of the run, and / processing time (LMStream Eq. 4);
+- deadline miss ratio = share of datasets whose latency exceeds the query's deadline.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pacer.model import BatchReport
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) with linear interpolation (numpy's default); 0.0 when empty."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return float(ordered[0])
+    pos = (len(ordered) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return float(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo))
+
+
+def latency_summary_ms(latencies_s: Sequence[float]) -> dict[str, float]:
+    """avg/p50/p95/p99/max in milliseconds."""
+    if not latencies_s:
+        return {"avg": 0.0, "p50": 0.0, "p95": 0.0, "p99": 0.0, "max": 0.0}
+    return {
+        "avg": 1000.0 * sum(latencies_s) / len(latencies_s),
+        "p50": 1000.0 * percentile(latencies_s, 50),
+        "p95": 1000.0 * percentile(latencies_s, 95),
+        "p99": 1000.0 * percentile(latencies_s, 99),
+        "max": 1000.0 * max(latencies_s),
+    }
+
+
+def dataset_latencies(reports: Iterable[BatchReport]) -> list[float]:
+    """Every dataset's end-to-end latency in seconds."""
+    return [lat for r in reports for _, lat in r.dataset_latencies]
+
+
+def deadline_miss_ratio(latencies_s: Sequence[float], deadline_s: float) -> float:
+    """Share of datasets whose latency exceeds ``deadline_s``."""
+    if not latencies_s:
+        return 0.0
+    return sum(1 for lat in latencies_s if lat > deadline_s) / len(latencies_s)
+
+
+def gpu_operator_ratio(reports: Iterable[BatchReport]) -> float:
+    """Mean share of operators placed on the GPU over the batches."""
+    ratios = [r.placement.gpu_ratio for r in reports if r.placement is not None]
+    return sum(ratios) / len(ratios) if ratios else 0.0
+
+
+def series(
+    reports: Sequence[BatchReport],
+    arrivals: Sequence[tuple[float, int, int]],
+    *,
+    start: float,
+    end: float,
+    interval: float = 1.0,
+) -> list[dict[str, Any]]:
+    """One row per monitoring interval ``[t, t + interval)`` with SPBench's columns.
+
+    :param reports: completed batches (assigned to the interval of their completion).
+    :param arrivals: ``(time, rows, bytes)`` of each arrived dataset (the offered load).
+    :return: rows with ``t`` (interval start, relative to ``start``), ``batches``,
+        ``batch_bytes`` and ``batch_rows`` (mean size of batches completed),
+        ``batch_interval_s`` (mean interval between admissions), ``max_latency_ms``,
+        ``avg_latency_ms`` (this interval) and ``cum_avg_latency_ms`` (so far),
+        ``throughput_rows_per_s`` (this interval) and ``avg_throughput_rows_per_s``
+        (so far), ``input_rows_per_s`` (the offered frequency), ``gpu_operator_ratio``.
+    """
+    if interval <= 0:
+        raise ValueError("monitoring interval must be > 0")
+    count = max(1, math.ceil((end - start) / interval - 1e-9))
+    buckets: list[list[BatchReport]] = [[] for _ in range(count)]
+    for r in reports:
+        idx = min(count - 1, max(0, int((r.completed_at - start) // interval)))
+        buckets[idx].append(r)
+    offered = [0] * count
+    for t, rows, _ in arrivals:
+        idx = min(count - 1, max(0, int((t - start) // interval)))
+        offered[idx] += rows
+    rows_out: list[dict[str, Any]] = []
+    cum_rows = 0
+    cum_lat: list[float] = []
+    for i, bucket in enumerate(buckets):
+        lats = dataset_latencies(bucket)
+        cum_lat.extend(lats)
+        rows_done = sum(r.rows for r in bucket)
+        cum_rows += rows_done
+        n = len(bucket)
+        rows_out.append(
+            {
+                "t": i * interval,
+                "batches": n,
+                "batch_bytes": sum(r.bytes for r in bucket) / n if n else 0.0,
+                "batch_rows": rows_done / n if n else 0.0,
+                "batch_interval_s": sum(r.interval_s for r in bucket) / n if n else 0.0,
+                "max_latency_ms": 1000.0 * max((r.max_latency_s for r in bucket), default=0.0),
+                "avg_latency_ms": 1000.0 * sum(lats) / len(lats) if lats else 0.0,
+                "cum_avg_latency_ms": 1000.0 * sum(cum_lat) / len(cum_lat) if cum_lat else 0.0,
+                "throughput_rows_per_s": rows_done / interval,
+                "avg_throughput_rows_per_s": cum_rows / ((i + 1) * interval),
+                "input_rows_per_s": offered[i] / interval,
+                "gpu_operator_ratio": gpu_operator_ratio(bucket),
+            }
+        )
+    return rows_out

@@ -34,7 +34,9 @@ class UsageError(Exception):
 
 def _configure_strategies(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
-    parser.add_argument("--decision", choices=("admission", "scheduling", "placement"), help="only strategies for this decision")
+    parser.add_argument(
+        "--decision", choices=("admission", "scheduling", "placement"), help="only strategies for this decision"
+    )
 
 
 def _run_strategies(args: argparse.Namespace, pm: PluginManager) -> int:
@@ -43,16 +45,14 @@ def _run_strategies(args: argparse.Namespace, pm: PluginManager) -> int:
         print(json.dumps([s.as_json() for s in infos], indent=2))
         return 0
     rows = [(s.name, ",".join(sorted(s.provides)), f"{s.package} {s.version}", s.summary) for s in infos]
-    widths = [max(len(r[i]) for r in rows + [("name", "provides", "package", "")]) for i in range(3)]
+    widths = [max(len(r[i]) for r in [*rows, ("name", "provides", "package", "")]) for i in range(3)]
     print(f"{'name':<{widths[0]}}  {'provides':<{widths[1]}}  {'package':<{widths[2]}}  summary")
     for row in rows:
         print(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {row[3]}")
     return 0
 
 
-CORE_COMMANDS = (
-    Command("strategies", "list installed strategies", _configure_strategies, _run_strategies),
-)
+CORE_COMMANDS = (Command("strategies", "list installed strategies", _configure_strategies, _run_strategies),)
 
 
 def build_parser(pm: PluginManager) -> tuple[argparse.ArgumentParser, dict[str, Command]]:

@@ -246,14 +246,18 @@ class Controller:
             result = hook(ctx=self._ctx(q, decision, chosen), **kwargs)
             if result is None:
                 raise StrategyError(
-                    chosen, decision, query_id,
+                    chosen,
+                    decision,
+                    query_id,
                     "no installed plugin answered for it (is its package loaded? see PACER_PLUGINS)",
                 )
             validate(result)
             return result
         except Exception as exc:
-            error = exc if isinstance(exc, StrategyError) else StrategyError(
-                chosen, decision, query_id, f"{type(exc).__name__}: {exc}"
+            error = (
+                exc
+                if isinstance(exc, StrategyError)
+                else StrategyError(chosen, decision, query_id, f"{type(exc).__name__}: {exc}")
             )
             if not self.fallback or chosen == FALLBACK[decision]:
                 raise error from exc
@@ -314,13 +318,17 @@ class Controller:
             if not isinstance(d, AdmissionDecision):
                 raise TypeError(f"expected AdmissionDecision, got {type(d).__name__}")
             if d.count < 0 or d.shed < 0 or d.count + d.shed > len(q.buffer):
-                raise ValueError(
-                    f"admits {d.count} and sheds {d.shed} of a buffer of {len(q.buffer)} datasets"
-                )
+                raise ValueError(f"admits {d.count} and sheds {d.shed} of a buffer of {len(q.buffer)} datasets")
 
         decision: AdmissionDecision = self._decide(
-            self.pm.hook.pacer_admit, q, "admission", chosen, check,
-            buffer=q.buffer, now=now, system=self.system_view(),
+            self.pm.hook.pacer_admit,
+            q,
+            "admission",
+            chosen,
+            check,
+            buffer=q.buffer,
+            now=now,
+            system=self.system_view(),
         )
         if decision.shed:
             dropped = q.buffer.take(decision.shed)
@@ -354,8 +362,15 @@ class Controller:
             p.validate(q.spec.dag)
 
         placement: Placement = self._decide(
-            self.pm.hook.pacer_place, q, "placement", chosen, check,
-            batch=batch, dag=q.spec.dag, devices=self.devices, now=now,
+            self.pm.hook.pacer_place,
+            q,
+            "placement",
+            chosen,
+            check,
+            batch=batch,
+            dag=q.spec.dag,
+            devices=self.devices,
+            now=now,
         )
         if not placement.strategy:
             placement = replace(placement, strategy=chosen)
@@ -394,8 +409,14 @@ class Controller:
             d.validate(view.pending, self.cores, self.scheduler)
 
         decision: ScheduleDecision = self._decide(
-            self.pm.hook.pacer_schedule, None, "scheduling", self.scheduler, check,
-            pending=view.pending, now=view.now, system=view,
+            self.pm.hook.pacer_schedule,
+            None,
+            "scheduling",
+            self.scheduler,
+            check,
+            pending=view.pending,
+            now=view.now,
+            system=view,
         )
         allocated: dict[str, float] = {}
         for batch_id, share in decision.shares.items():

@@ -19,13 +19,11 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    import argparse
-
     from pacer.model import (
         AdmissionDecision,
         BatchReport,
-        Devices,
         DatasetBuffer,
+        Devices,
         MicroBatch,
         OperatorDAG,
         PendingBatch,
@@ -160,6 +158,7 @@ def pacer_batch_completed(ctx: StrategyContext, report: BatchReport) -> None:
     :param ctx: ``decision == "feedback"``, the query, its selected strategies and their states.
     :param report: buffering, queueing and processing times, bytes, rows,
         per-dataset latencies and per-operator metrics where known.
+    :return: nothing; return values are ignored.
 
     .. versionadded:: 0.1
     """

@@ -7,16 +7,24 @@ an immutable value except :class:`DatasetBuffer`, which the Controller owns.
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-OperatorKind = Literal[
-    "scan", "filter", "project", "expand", "aggregate", "join", "sort", "shuffle", "state", "sink"
-]
+OperatorKind = Literal["scan", "filter", "project", "expand", "aggregate", "join", "sort", "shuffle", "state", "sink"]
 OPERATOR_KINDS: tuple[OperatorKind, ...] = (
-    "scan", "filter", "project", "expand", "aggregate", "join", "sort", "shuffle", "state", "sink",
+    "scan",
+    "filter",
+    "project",
+    "expand",
+    "aggregate",
+    "join",
+    "sort",
+    "shuffle",
+    "state",
+    "sink",
 )
 Device = Literal["cpu", "gpu"]
 DecisionKind = Literal["admission", "scheduling", "placement"]
@@ -48,7 +56,7 @@ class Dataset:
 class DatasetBuffer:
     """Datasets of one query that arrived and wait for admission, oldest first."""
 
-    __slots__ = ("_items", "_bytes", "_rows")
+    __slots__ = ("_bytes", "_items", "_rows")
 
     def __init__(self, items: Iterable[Dataset] = ()) -> None:
         self._items: deque[Dataset] = deque()
@@ -143,7 +151,7 @@ class OperatorDAG:
     @classmethod
     def chain(cls, *operators: Operator) -> OperatorDAG:
         """A linear DAG: each operator feeds the next."""
-        edges = tuple((a.id, b.id) for a, b in zip(operators, operators[1:], strict=False))
+        edges = tuple((a.id, b.id) for a, b in itertools.pairwise(operators))
         return cls(tuple(operators), edges)
 
     def operator(self, op_id: str) -> Operator:
@@ -215,8 +223,7 @@ class QuerySpec:
     def __post_init__(self) -> None:
         if self.deadline is not None and not self.deadline > 0:
             raise ValueError(
-                f"query {self.id!r}: deadline must be > 0 seconds, got {self.deadline}; "
-                "omit it to use the window slide"
+                f"query {self.id!r}: deadline must be > 0 seconds, got {self.deadline}; omit it to use the window slide"
             )
         if self.window_range < 0 or self.window_slide < 0:
             raise ValueError(f"query {self.id!r}: window range and slide must be >= 0")
@@ -415,9 +422,7 @@ class ScheduleDecision:
             if any(v < 0 for v in self.shares.values()):
                 raise ValueError(f"scheduler {strategy!r} gives a negative share")
             if sum(self.shares.values()) > cores + 1e-9:
-                raise ValueError(
-                    f"scheduler {strategy!r} hands out {sum(self.shares.values()):.3f} cores of {cores}"
-                )
+                raise ValueError(f"scheduler {strategy!r} hands out {sum(self.shares.values()):.3f} cores of {cores}")
 
 
 @dataclass(frozen=True, slots=True)

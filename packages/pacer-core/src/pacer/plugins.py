@@ -20,7 +20,7 @@ import logging
 import os
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import pluggy
 
@@ -113,7 +113,8 @@ class PluginManager(pluggy.PluginManager):
             impls = self.hook.pacer_strategies.get_hookimpls()
             for impl in reversed(impls):  # registration order
                 dist, version = self._dist_of.get(id(impl.plugin), ("", ""))
-                for info in impl.function() or ():
+                declared = cast("Iterable[StrategyInfo]", impl.function() or ())
+                for info in declared:
                     found.append(replace(info, package=info.package or dist, version=info.version or version))
             self._catalogue = found
         return list(self._catalogue)
@@ -159,7 +160,9 @@ def _enable_tracing(pm: PluginManager) -> None:
         trace_log.debug("call %s(%s)", hook_name, ", ".join(sorted(kwargs)))
 
     def after(outcome: Any, hook_name: str, impls: Any, kwargs: Any) -> None:
-        trace_log.debug("result %s -> %r", hook_name, outcome.get_result() if outcome.exception is None else outcome.exception)
+        trace_log.debug(
+            "result %s -> %r", hook_name, outcome.get_result() if outcome.exception is None else outcome.exception
+        )
 
     pm.add_hookcall_monitoring(before, after)
 

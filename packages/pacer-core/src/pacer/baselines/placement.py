@@ -26,9 +26,7 @@ TABLE_II_PREFERENCE: dict[str, str] = {
 
 def uniform(dag: OperatorDAG, device: Device, strategy: str) -> Placement:
     """Every operator on ``device``, CPU-only operators on the CPU."""
-    return Placement(
-        devices={op.id: ("cpu" if op.cpu_only else device) for op in dag.operators}, strategy=strategy
-    )
+    return Placement(devices={op.id: ("cpu" if op.cpu_only else device) for op in dag.operators}, strategy=strategy)
 
 
 def static_preference(dag: OperatorDAG, neutral: Device) -> Placement:
@@ -45,9 +43,7 @@ def static_preference(dag: OperatorDAG, neutral: Device) -> Placement:
 def pacer_strategies() -> Sequence[StrategyInfo]:
     """Declare ``cpu-only``, ``gpu-only`` and ``static-preference``."""
     return [
-        StrategyInfo(
-            name="cpu-only", provides=frozenset({"placement"}), summary="Every operator on the CPU"
-        ),
+        StrategyInfo(name="cpu-only", provides=frozenset({"placement"}), summary="Every operator on the CPU"),
         StrategyInfo(
             name="gpu-only",
             provides=frozenset({"placement"}),

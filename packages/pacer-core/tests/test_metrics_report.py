@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pacer import Controller, Dataset, QuerySpec
+from pacer.clock import ManualClock
+from pacer.metrics import deadline_miss_ratio, latency_summary_ms, percentile, series
+from pacer.report import SCHEMA, build_report, dumps, validate_report
+
+
+def test_percentile_interpolates_like_numpy() -> None:
+    values = [1.0, 2.0, 3.0, 4.0]
+    assert percentile(values, 50) == 2.5
+    assert percentile(values, 100) == 4.0
+    assert percentile([], 99) == 0.0
+    assert latency_summary_ms([1.0, 3.0]) == {"avg": 2000.0, "p50": 2000.0, "p95": 2900.0, "p99": 2980.0, "max": 3000.0}
+
+
+def test_deadline_miss_ratio() -> None:
+    assert deadline_miss_ratio([1.0, 2.0, 5.0, 6.0], 4.0) == 0.5
+
+
+def _run(clock: ManualClock, spec: QuerySpec) -> Controller:
+    c = Controller(clock=clock, cores=2, timer=None)
+    c.add_query(spec)
+    for i in range(4):
+        clock.now = float(i)
+        c.arrive("q1", Dataset(f"d{i}", clock.now, 1000, 10))
+        batch = c.poll("q1")
+        assert batch is not None
+        c.start(batch.id)
+        clock.now += 0.5
+        c.complete(batch.id)
+    return c
+
+
+def test_report_has_the_documented_shape(clock: ManualClock, spec: QuerySpec) -> None:
+    c = _run(clock, spec)
+    report = build_report(runtime="sim", config={"seed": 1}, controller=c, start=0.0, end=4.0)
+    validate_report(report)
+    assert report["schema"] == SCHEMA
+    q = report["queries"]["q1"]
+    assert q["datasets_in"] == q["datasets_processed"] == 4
+    assert q["rows_in"] == q["rows_processed"] == 40
+    assert q["latency_ms"]["max"] == 500.0
+    assert q["throughput_rows_per_s"] == 10.0
+    assert q["deadline_ms"] == 10000.0
+    assert len(q["series"]) == 4 and q["series"][0]["batch_bytes"] == 1000.0
+    assert report["overhead"]["measured"] is False and report["overhead"]["admission_poll_us_p99"] is None
+    assert dumps(report) == dumps(json.loads(dumps(report)))
+
+
+def test_series_assigns_batches_to_their_completion_interval(clock: ManualClock, spec: QuerySpec) -> None:
+    c = _run(clock, spec)
+    rows = series(c.reports("q1"), c.queries["q1"].arrivals, start=0.0, end=4.0, interval=2.0)
+    assert [r["batches"] for r in rows] == [2, 2]
+    assert rows[0]["input_rows_per_s"] == 10.0
+    with pytest.raises(ValueError):
+        series([], [], start=0, end=1, interval=0)
+
+
+def test_validate_report_names_missing_keys() -> None:
+    with pytest.raises(ValueError, match="not a pacer.report/1"):
+        validate_report({"schema": "x"})
+    with pytest.raises(ValueError, match="lacks \\['latency_ms'"):
+        validate_report({"schema": SCHEMA, "runtime": "sim", "config": {}, "overhead": {}, "queries": {"q": {}}})

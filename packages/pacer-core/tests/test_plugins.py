@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pluggy
+import pytest
+
+from pacer import StrategyInfo, UnknownStrategyError, get_plugin_manager, hookimpl, hookspecs
+from pacer.cli import main
+
+BASELINES = {"static", "asap", "fifo", "fair", "cpu-only", "gpu-only", "static-preference"}
+
+
+def test_baselines_are_registered_by_default_and_trylast() -> None:
+    pm = get_plugin_manager(entry_points=False)
+    assert {s.name for s in pm.strategies()} == BASELINES
+    assert all(s.package == "pacer-core" and s.version for s in pm.strategies())
+    for impl in pm.hook.pacer_admit.get_hookimpls():
+        assert impl.trylast
+
+
+def test_unknown_strategy_lists_what_is_installed() -> None:
+    pm = get_plugin_manager(entry_points=False)
+    with pytest.raises(UnknownStrategyError, match=r"unknown admission strategy 'zstrem'.*asap \(pacer-core\).*static"):
+        pm.find("zstrem", "admission")
+    with pytest.raises(UnknownStrategyError, match="provides only \\['scheduling'\\]"):
+        pm.find("fifo", "admission")
+
+
+class _Duplicate:
+    @hookimpl
+    def pacer_strategies(self) -> Sequence[StrategyInfo]:
+        return [StrategyInfo("asap", frozenset({"admission"}), package="pacer-other")]
+
+
+def test_ambiguous_strategy_says_how_to_resolve_it() -> None:
+    pm = get_plugin_manager(entry_points=False)
+    pm.register(_Duplicate(), name="dup")
+    with pytest.raises(
+        UnknownStrategyError, match="ambiguous admission strategy 'asap'.*pacer-core, pacer-other.*PACER_PLUGINS"
+    ):
+        pm.find("asap", "admission")
+
+
+class _Misspelt:
+    @hookimpl
+    def pacer_admitt(self) -> None:  # a typo of pacer_admit
+        return None
+
+
+def test_misspelt_hook_fails_loudly_on_check_pending() -> None:
+    pm = get_plugin_manager(entry_points=False)
+    pm.register(_Misspelt(), name="typo")
+    with pytest.raises(pluggy.PluginValidationError, match="pacer_admitt"):
+        pm.check_pending()
+
+
+def test_pacer_plugins_env_restricts_loading(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PACER_PLUGINS", "")
+    pm = get_plugin_manager()
+    assert {s.name for s in pm.strategies()} == BASELINES
+
+
+def test_unknown_param_lists_the_known_ones() -> None:
+    info = get_plugin_manager(entry_points=False).find("static", "admission")
+    assert info.resolve_params({"interval": "5"}) == {"interval": 5.0}
+    with pytest.raises(ValueError, match="no parameter 'intervall'.*interval"):
+        info.resolve_params({"intervall": 5})
+
+
+def test_strategies_json_lists_the_baselines(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["strategies", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert BASELINES <= {s["name"] for s in listed}
+    for entry in listed:
+        assert {"name", "provides", "package", "version"} <= set(entry)
+
+
+def _hookspecs() -> list[str]:
+    return [name for name, _ in inspect.getmembers(hookspecs, inspect.isfunction) if name.startswith("pacer_")]
+
+
+@pytest.mark.parametrize("name", _hookspecs())
+def test_every_hook_is_documented_and_tested(name: str) -> None:
+    """datasette-style meta-test: each hook documents every argument and has a test_hook_<name>."""
+    spec = getattr(hookspecs, name)
+    doc = inspect.getdoc(spec) or ""
+    for arg in inspect.signature(spec).parameters:
+        assert f":param {arg}:" in doc, f"{name} does not document {arg}"
+    assert ":return:" in doc or "-> None" in str(inspect.signature(spec)), f"{name} does not document its return"
+    assert "versionadded" in doc
+    tests = "".join(p.read_text() for p in Path(__file__).parent.glob("test_*.py"))
+    assert f"def test_hook_{name}" in tests, f"no test_hook_{name}"

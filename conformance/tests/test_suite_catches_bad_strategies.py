@@ -1,0 +1,56 @@
+"""The suite must fail for a strategy that breaks its contract: it is not a test that cannot fail."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from pacer import AdmissionDecision, Controller, DatasetBuffer, LedgerViolation, StrategyContext, StrategyError, StrategyInfo, hookimpl
+from pacer.clock import ManualClock
+from pacer_conformance.harness import drive, steady_arrivals
+from pacer_workloads import make_query
+
+
+class NeverAdmits:
+    @hookimpl
+    def pacer_strategies(self) -> Sequence[StrategyInfo]:
+        return [StrategyInfo("never", frozenset({"admission"}))]
+
+    @hookimpl
+    def pacer_admit(self, ctx: StrategyContext, buffer: DatasetBuffer) -> AdmissionDecision | None:
+        return AdmissionDecision.wait("starves") if ctx.chosen == "never" else None
+
+
+class OverAdmits:
+    @hookimpl
+    def pacer_strategies(self) -> Sequence[StrategyInfo]:
+        return [StrategyInfo("greedy", frozenset({"admission"}))]
+
+    @hookimpl
+    def pacer_admit(self, ctx: StrategyContext, buffer: DatasetBuffer) -> AdmissionDecision | None:
+        return AdmissionDecision(len(buffer) + 1) if ctx.chosen == "greedy" else None
+
+
+def _controller(plugin: object, name: str) -> tuple[Controller, ManualClock]:
+    from pacer import get_plugin_manager
+
+    pm = get_plugin_manager(entry_points=False)
+    pm.register(plugin)
+    clock = ManualClock()
+    c = Controller(clock=clock, cores=2, plugin_manager=pm, timer=None)
+    c.add_query(make_query("lr2", query_id="q"), admission=name)
+    return c, clock
+
+
+def test_a_starving_strategy_fails_the_lossless_check() -> None:
+    c, clock = _controller(NeverAdmits(), "never")
+    drive(c, clock, {"q": steady_arrivals("q", start=0, end=5)}, until=50)
+    with pytest.raises(LedgerViolation, match="5 datasets arrived but were never processed"):
+        c.ledger.check_complete()
+
+
+def test_an_over_admitting_strategy_is_named() -> None:
+    c, clock = _controller(OverAdmits(), "greedy")
+    with pytest.raises(StrategyError, match="admission strategy 'greedy'.*admits 2"):
+        drive(c, clock, {"q": steady_arrivals("q", start=0, end=5)}, until=50)

@@ -1,0 +1,106 @@
+"""nox sessions for pacer: tests, conformance per runtime, lint, benchmarks, Spark and RAPIDS matrices.
+
+``nox --list`` shows every session with its docstring.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+MEMBERS: list[str] = PYPROJECT["tool"]["pacer"]["workspace"]["members"]
+PYTHON = PYPROJECT["project"]["requires-python"].removeprefix(">=")
+SPARK_VERSIONS = [nox.param("4.2.1", id="spark-4.2"), nox.param("4.3.0", id="spark-4.3")]
+
+nox.options.sessions = ["tests", "lint"]
+nox.options.reuse_existing_virtualenvs = True
+
+
+def _install(session: nox.Session, *extra: str, spark: str | None = None) -> None:
+    editable = [arg for member in MEMBERS for arg in ("-e", str(ROOT / member))]
+    pins = [f"pyspark=={spark}"] if spark else []
+    session.install(*editable, *pins, "pytest>=8", "pytest-benchmark>=5", "hypothesis>=6", "matplotlib>=3.8", *extra)
+    session.env["PYSPARK_PYTHON"] = str(Path(session.bin) / "python")
+    session.env["PYSPARK_DRIVER_PYTHON"] = session.env["PYSPARK_PYTHON"]
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Every package's tests, Spark included (the README's test command, in its own virtualenv)."""
+    _install(session)
+    session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+@nox.parametrize("runtime", ["sim", "spark"])
+def conformance(session: nox.Session, runtime: str) -> None:
+    """The shared conformance suite over every installed strategy, on one runtime (sim or spark)."""
+    _install(session)
+    paths = {"sim": ["conformance/tests"], "spark": ["integrations/pacer-spark/tests/test_conformance.py"]}[runtime]
+    strategy_suites = [str(p) for p in ROOT.glob("strategies/*/tests/test_conformance.py")] if runtime == "sim" else []
+    session.run("python", "-m", "pytest", *paths, *strategy_suites, *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff lint and mypy (strict on pacer-core) over the whole workspace."""
+    _install(session, "ruff>=0.6", "mypy>=1.10")
+    session.run("ruff", "check", ".")
+    sources = [str(p) for member in MEMBERS for p in [ROOT / member / "src"] if p.exists()]
+    session.run("mypy", *sources)
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """pytest-benchmark suites (outside default collection); writes .benchmarks/pacer-bench.json."""
+    _install(session)
+    suites = [str(p) for p in sorted(ROOT.glob("*/*/benchmarks")) + sorted(ROOT.glob("*/benchmarks")) if p.is_dir()]
+    out = ROOT / ".benchmarks" / "pacer-bench.json"
+    out.parent.mkdir(exist_ok=True)
+    session.run("python", "-m", "pytest", *suites, "--benchmark-only", f"--benchmark-json={out}", *session.posargs)
+    session.log(f"benchmark results: {out}")
+
+
+@nox.session(python=PYTHON, tags=["spark"])
+@nox.parametrize("spark", SPARK_VERSIONS)
+def spark(session: nox.Session, spark: str) -> None:
+    """pacer-spark's tests against one PySpark release from PyPI (4.2.x and 4.3.x; pacer needs >= 4.2)."""
+    _install(session, spark=spark)
+    session.run("python", "-m", "pytest", "integrations/pacer-spark/tests", *session.posargs)
+
+
+@nox.session(python=PYTHON, tags=["spark"])
+def cluster(session: nox.Session) -> None:
+    """A short stream on local-cluster[2,1,1024]: two executor JVMs on loopback."""
+    _install(session)
+    session.env["PACER_TEST_MASTER"] = "local-cluster[2,1,1024]"
+    session.run("python", "-m", "pytest", "integrations/pacer-spark/tests", "-m", "cluster", *session.posargs)
+
+
+def _gpu_visible() -> bool:
+    if shutil.which("nvidia-smi") is None:
+        return False
+    return subprocess.run(["nvidia-smi", "-L"], capture_output=True, check=False).returncode == 0
+
+
+@nox.session(python=PYTHON, tags=["gpu"])
+def rapids(session: nox.Session) -> None:
+    """pacer-spark with the RAPIDS Accelerator jars in PACER_RAPIDS_JARS (comma-separated paths) on a GPU."""
+    jars = os.environ.get("PACER_RAPIDS_JARS", "")
+    if not jars:
+        session.skip("PACER_RAPIDS_JARS is unset: point it at the rapids-4-spark jar(s) from Maven")
+    missing = [j for j in jars.split(",") if not Path(j).exists()]
+    if missing:
+        session.skip(f"RAPIDS jar(s) not found: {missing}")
+    if not _gpu_visible():
+        session.skip("no GPU visible (nvidia-smi -L failed)")
+    _install(session)
+    session.env["PACER_RAPIDS_JARS"] = jars
+    session.run("python", "-m", "pytest", "integrations/pacer-spark/tests", "-m", "gpu", *session.posargs)

@@ -15,28 +15,35 @@ from typing import Any
 from pacer.model import BatchReport
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0-100) with linear interpolation (numpy's default); 0.0 when empty."""
+def quantiles(values: Sequence[float], qs: Sequence[float]) -> list[float]:
+    """Percentiles ``qs`` (0-100) with linear interpolation (numpy's default), sorting once."""
     if not values:
-        return 0.0
+        return [0.0 for _ in qs]
     ordered = sorted(values)
-    if len(ordered) == 1:
-        return float(ordered[0])
-    pos = (len(ordered) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return float(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo))
+    out = []
+    for q in qs:
+        pos = (len(ordered) - 1) * q / 100.0
+        lo = math.floor(pos)
+        hi = min(lo + 1, len(ordered) - 1)
+        out.append(float(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)))
+    return out
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100); 0.0 when empty."""
+    return quantiles(values, (q,))[0]
 
 
 def latency_summary_ms(latencies_s: Sequence[float]) -> dict[str, float]:
     """avg/p50/p95/p99/max in milliseconds."""
     if not latencies_s:
         return {"avg": 0.0, "p50": 0.0, "p95": 0.0, "p99": 0.0, "max": 0.0}
+    p50, p95, p99 = quantiles(latencies_s, (50, 95, 99))
     return {
         "avg": 1000.0 * sum(latencies_s) / len(latencies_s),
-        "p50": 1000.0 * percentile(latencies_s, 50),
-        "p95": 1000.0 * percentile(latencies_s, 95),
-        "p99": 1000.0 * percentile(latencies_s, 99),
+        "p50": 1000.0 * p50,
+        "p95": 1000.0 * p95,
+        "p99": 1000.0 * p99,
         "max": 1000.0 * max(latencies_s),
     }
 

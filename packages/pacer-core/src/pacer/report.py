@@ -21,6 +21,7 @@ from pacer.metrics import (
     gpu_operator_ratio,
     latency_summary_ms,
     percentile,
+    quantiles,
     series,
 )
 
@@ -107,6 +108,7 @@ def build_report(
             "admission": q.selected["admission"],
             "placement": q.selected["placement"],
             "latency_ms": latency_summary_ms(lats),
+            "latency_quantiles_ms": [1000.0 * v for v in quantiles(lats, range(101))] if lats else [],
             "processing_ms": {
                 "avg": 1000.0 * sum(processing) / len(processing) if processing else 0.0,
                 "p95": 1000.0 * percentile(processing, 95),

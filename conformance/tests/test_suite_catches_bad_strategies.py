@@ -6,7 +6,16 @@ from collections.abc import Sequence
 
 import pytest
 
-from pacer import AdmissionDecision, Controller, DatasetBuffer, LedgerViolation, StrategyContext, StrategyError, StrategyInfo, hookimpl
+from pacer import (
+    AdmissionDecision,
+    Controller,
+    DatasetBuffer,
+    LedgerViolation,
+    StrategyContext,
+    StrategyError,
+    StrategyInfo,
+    hookimpl,
+)
 from pacer.clock import ManualClock
 from pacer_conformance.harness import drive, steady_arrivals
 from pacer_workloads import make_query

@@ -37,7 +37,7 @@ class AdmissionConformance:
     def test_admits_every_dataset_exactly_once(self, strategy: str) -> None:
         run = _admission_run(strategy, steady_arrivals("q", start=0, end=60), until=400)
         run.controller.ledger.check_complete()
-        processed = [d.id for r in run.reports for d, _ in r.dataset_latencies]
+        processed = [dataset_id for r in run.reports for dataset_id, _ in r.dataset_latencies]
         assert len(processed) == len(set(processed)) == 60
 
     def test_batches_keep_arrival_order(self, strategy: str) -> None:

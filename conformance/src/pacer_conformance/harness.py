@@ -35,7 +35,7 @@ class HarnessRun:
 
 def steady_arrivals(query_id: str, *, start: float, end: float, nbytes: int = 65_000, rows: int = 1000) -> list[Dataset]:
     """One dataset per second in ``(start, end]``."""
-    count = int(round(end - start))
+    count = round(end - start)
     return [Dataset(f"{query_id}-{int(start) + i}", start + i + 1.0, nbytes, rows) for i in range(count)]
 
 

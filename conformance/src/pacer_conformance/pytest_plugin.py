@@ -12,7 +12,6 @@ import pytest
 
 from pacer_conformance.selection import installed
 
-
 #: Argument names of the runtime suite, parametrised over installed strategies of that decision.
 DECISION_ARGS = {
     "admission_strategy": "admission",

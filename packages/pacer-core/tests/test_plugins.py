@@ -94,3 +94,14 @@ def test_every_hook_is_documented_and_tested(name: str) -> None:
     assert "versionadded" in doc
     tests = "".join(p.read_text() for p in Path(__file__).parent.glob("test_*.py"))
     assert f"def test_hook_{name}" in tests, f"no test_hook_{name}"
+
+
+def test_a_broken_entry_point_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    from pacer.plugins import PluginLoadError
+
+    broken = importlib.metadata.EntryPoint("ghost", "pacer_no_such_module.plugin", "pacer")
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [broken])
+    with pytest.raises(PluginLoadError, match=r"pacer plugin 'ghost' \(pacer_no_such_module.plugin\).*failed to load.*PACER_PLUGINS"):
+        get_plugin_manager()

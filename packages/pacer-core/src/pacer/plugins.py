@@ -43,6 +43,10 @@ class UnknownStrategyError(LookupError):
     """A strategy name that no installed plugin provides, or that several provide."""
 
 
+class PluginLoadError(ImportError):
+    """An installed plugin's entry point could not be imported."""
+
+
 def _core_version() -> str:
     try:
         return importlib.metadata.version("pacer-core")
@@ -91,7 +95,13 @@ class PluginManager(pluggy.PluginManager):
                 continue
             if self.get_plugin(ep.name) is not None or self.is_blocked(ep.name):
                 continue
-            plugin = ep.load()
+            try:
+                plugin = ep.load()
+            except Exception as exc:
+                raise PluginLoadError(
+                    f"pacer plugin {ep.name!r} ({ep.value}) from {dist or 'an unknown distribution'} failed to load: "
+                    f"{type(exc).__name__}: {exc}. Reinstall or uninstall it, or leave it out with {PLUGINS_ENV}."
+                ) from exc
             self.register(plugin, name=ep.name)
             version = ep.dist.version if ep.dist is not None else ""
             self._dist_of[id(plugin)] = (dist, version)

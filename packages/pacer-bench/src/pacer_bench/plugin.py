@@ -1,0 +1,42 @@
+"""Registers ``pacer bench`` with the pacer CLI."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from pacer import hookimpl
+from pacer.cli import Command, UsageError
+from pacer.plugins import PluginManager
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    from pacer_bench.scenarios import SCENARIOS
+
+    parser.add_argument("scenario", choices=sorted(SCENARIOS), help="the experiment to run")
+    parser.add_argument("--runtime", choices=("sim", "spark"), default="sim", help="where to run it (default: sim)")
+    parser.add_argument("--out", required=True, help="folder for JSON, CSV, Markdown, PNG plots and the HTML page")
+    parser.add_argument("--quick", action="store_true", help="a reduced version that finishes in minutes")
+    parser.add_argument("--duration", type=float, help="override every configuration's duration (seconds)")
+    parser.add_argument("--seed", type=int, default=7, help="seed for traffic and noise (default 7)")
+    parser.add_argument("--master", default="local[2]", help="Spark master for --runtime spark")
+
+
+def _run(args: argparse.Namespace, pm: PluginManager) -> int:
+    from pacer_bench.runner import run_scenario
+
+    if args.duration is not None and args.duration <= 0:
+        raise UsageError("--duration must be > 0 seconds")
+    paths = run_scenario(
+        args.scenario, runtime=args.runtime, out=args.out, quick=args.quick, duration=args.duration,
+        seed=args.seed, master=args.master, plugin_manager=pm,
+    )
+    print(paths["md"].read_text())
+    print(f"wrote {len(paths)} files to {args.out} (open {paths['html']})")
+    return 0
+
+
+@hookimpl
+def pacer_cli_commands() -> Sequence[Command]:
+    """``pacer bench SCENARIO --runtime sim|spark --out DIR [--quick]``."""
+    return [Command("bench", "run one of the papers' experiments side by side, with tables and plots", _configure, _run)]

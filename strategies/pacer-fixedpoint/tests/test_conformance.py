@@ -1,0 +1,5 @@
+from pacer_conformance import AdmissionConformance
+
+
+class TestFixedPointAdmission(AdmissionConformance):
+    strategies = ("fixed-point",)

@@ -1,0 +1,67 @@
+"""Registers ``zstream`` (admission), ``edf`` and ``rdas`` (scheduling)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pacer import (
+    AdmissionDecision,
+    DatasetBuffer,
+    Param,
+    PendingBatch,
+    ScheduleDecision,
+    StrategyContext,
+    StrategyInfo,
+    SystemView,
+    hookimpl,
+)
+from pacer_zstream.admission import ZStreamAdmission, build_state
+from pacer_zstream.scheduling import edf, rdas
+
+
+@hookimpl
+def pacer_strategies() -> Sequence[StrategyInfo]:
+    """Declare the three zStream strategies."""
+    return [
+        StrategyInfo(
+            name="zstream",
+            provides=frozenset({"admission"}),
+            summary="zStream: admit when T_buff + T_sched + T_anal reaches the query's deadline (Eqs. 1-4)",
+            state=build_state,
+        ),
+        StrategyInfo(
+            name="edf",
+            provides=frozenset({"scheduling"}),
+            summary="zStream EDF: earliest deadline (Eq. 5) first, re-sorted on every arrival",
+        ),
+        StrategyInfo(
+            name="rdas",
+            provides=frozenset({"scheduling"}),
+            summary="zStream RDAS: min-max normalised deadline priority turned into core shares",
+            params=(Param("spread", 1.0, "the most urgent batch weighs 1 + spread, the least urgent 1"),),
+        ),
+    ]
+
+
+@hookimpl
+def pacer_admit(ctx: StrategyContext, buffer: DatasetBuffer, now: float, system: SystemView) -> AdmissionDecision | None:
+    """zStream Algorithm 1."""
+    if ctx.chosen != "zstream" or ctx.query is None:
+        return None
+    state: ZStreamAdmission = ctx.state
+    return state.admit(ctx.query.id, buffer, now, system, ctx.history)
+
+
+@hookimpl
+def pacer_schedule(
+    ctx: StrategyContext, pending: Sequence[PendingBatch], now: float, system: SystemView
+) -> ScheduleDecision | None:
+    """zStream Algorithm 2."""
+    if ctx.chosen == "edf":
+        return edf(pending, now)
+    if ctx.chosen == "rdas":
+        spread = float(ctx.params.get("spread", 1.0))
+        if spread < 0:
+            raise ValueError(f"rdas: spread must be >= 0, got {spread}")
+        return rdas(pending, now, system.cores, spread)
+    return None

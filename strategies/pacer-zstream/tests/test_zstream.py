@@ -1,0 +1,97 @@
+"""zStream Eqs. 1-5 and Algorithms 1-2 with exact values."""
+
+from __future__ import annotations
+
+import pytest
+
+from pacer import Dataset, DatasetBuffer, Devices, MicroBatch, PendingBatch, QueryHistory, ScheduleDecision, SystemView
+from pacer.baselines.scheduling import pacer_schedule as baseline_schedule
+from pacer.strategy import StrategyContext
+from pacer_zstream import ZStreamAdmission, edf, rdas, rdas_weights, t_anal, t_buff, t_sched
+from pacer_zstream.admission import Estimate
+
+
+def _pending(query_id: str, deadline_at: float, run_s: float = 1.0, running: bool = False, seq: int = 1) -> PendingBatch:
+    batch = MicroBatch(f"{query_id}#{seq}", query_id, seq, (Dataset("d", 0.0, 100, 1),), 0.0)
+    return PendingBatch(batch, deadline_at, run_s, running)
+
+
+def _system(scheduler: str, pending: tuple[PendingBatch, ...] = (), cores: int = 6, **alloc: float) -> SystemView:
+    return SystemView(10.0, cores, Devices(cores), scheduler, pending, alloc)
+
+
+def _history(nbytes: int, seconds: float) -> QueryHistory:
+    from pacer import BatchReport
+
+    h = QueryHistory()
+    h.add(BatchReport("q#1", "q", 1, 0.0, 0.0, seconds, nbytes, 1, (), 0.0, 1.0))
+    return h
+
+
+def test_eq2_buffering_time() -> None:
+    assert t_buff(DatasetBuffer([Dataset("a", 3.0, 1, 1), Dataset("b", 5.0, 1, 1)]), 10.0) == 7.0
+
+
+def test_eq3_scheduling_delay_sums_other_queries() -> None:
+    system = _system("fifo", (_pending("a", 20, 2.0), _pending("b", 20, 3.5), _pending("q", 20, 9.0)))
+    assert t_sched(system, "q") == 5.5
+
+
+def test_eq4_analysis_time_fifo_and_fair() -> None:
+    # 4 MB at 2 MB/s: 2 s alone; with 2 of 6 cores under FAIR/RDAS: 2 / (2/6) = 6 s
+    assert t_anal(4_000_000, 2_000_000, _system("edf"), "q") == pytest.approx(2.0)
+    assert t_anal(4_000_000, 2_000_000, _system("rdas", q=2.0), "q") == pytest.approx(6.0)
+    three = (_pending("a", 20), _pending("b", 20))
+    assert t_anal(4_000_000, 2_000_000, _system("fair", three), "q") == pytest.approx(6.0), "default: cores / active queries"
+
+
+def test_algorithm_1_admits_when_max_latency_reaches_the_deadline() -> None:
+    state = ZStreamAdmission(deadline=10.0)
+    history = _history(2_000_000, 1.0)  # 2 MB/s
+    buf = DatasetBuffer([Dataset("a", 0.0, 2_000_000, 1)])  # T_anal = 1 s
+    system = SystemView(0.0, 2, Devices(2), "fifo", (_pending("other", 99, 3.0),))  # T_sched = 3 s
+    assert not state.admit("q", buf, 5.9, system, history).admits  # 5.9 + 3 + 1 = 9.9 < 10
+    decision = state.admit("q", buf, 6.0, system, history)  # 6 + 3 + 1 = 10 >= 10
+    assert decision.admits and decision.count == 1
+    assert state.last == Estimate(6.0, 3.0, 1.0)
+
+
+def test_cold_start_admits_to_measure_throughput() -> None:
+    state = ZStreamAdmission(deadline=10.0)
+    buf = DatasetBuffer([Dataset("a", 0.0, 10, 1)])
+    assert state.admit("q", buf, 0.0, _system("fifo"), QueryHistory()).admits
+
+
+def test_a_deadline_too_tight_is_admitted_at_once_and_counted() -> None:
+    state = ZStreamAdmission(deadline=1.0)
+    buf = DatasetBuffer([Dataset("a", 0.0, 4_000_000, 1)])
+    assert state.admit("q", buf, 0.0, _system("fifo"), _history(1_000_000, 1.0)).admits
+    assert state.predicted_misses == 1
+
+
+def test_eq5_edf_orders_by_remaining_time_and_keeps_running_first() -> None:
+    pending = (
+        _pending("a", 30.0, running=True),
+        _pending("b", 25.0),
+        _pending("c", 12.0),
+        _pending("d", 12.0, seq=2),
+    )
+    assert edf(pending, 10.0).order == ("a#1", "c#1", "d#2", "b#1")
+
+
+def test_rdas_scenario_six_cores_three_queries() -> None:
+    """zStream Fig. 6: FAIR gives 2 cores each; RDAS gives the most urgent query (Q3) more."""
+    pending = (_pending("q1", 30.0), _pending("q2", 20.0), _pending("q3", 10.0))
+    fair_ctx = StrategyContext("scheduling", "fair", None, {}, {}, QueryHistory())
+    fair: ScheduleDecision = baseline_schedule(fair_ctx, pending, 0.0, _system("fair", pending))  # type: ignore[assignment]
+    assert dict(fair.shares) == {"q1#1": 2.0, "q2#1": 2.0, "q3#1": 2.0}
+    decision = rdas(pending, 0.0, 6, spread=1.0)
+    assert rdas_weights(pending, 0.0, 1.0) == {"q1#1": 1.0, "q2#1": 1.5, "q3#1": 2.0}
+    assert decision.shares == pytest.approx({"q1#1": 6 / 4.5, "q2#1": 2.0, "q3#1": 12 / 4.5})
+    assert decision.shares["q3#1"] > 2.0 and decision.order[0] == "q3#1"
+    assert sum(decision.shares.values()) == pytest.approx(6.0)
+
+
+def test_rdas_with_equal_urgency_is_fair() -> None:
+    pending = (_pending("q1", 10.0), _pending("q2", 10.0))
+    assert rdas(pending, 0.0, 4, spread=1.0).shares == {"q1#1": 2.0, "q2#1": 2.0}

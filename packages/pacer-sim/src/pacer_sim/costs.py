@@ -5,44 +5,67 @@ papers report, not measurements of a real GPU:
 
 - per partition, an operator costs ``fixed + per_mb * MB`` on its device; the GPU
   has a larger fixed (launch) cost and a much smaller slope, so the CPU wins on
-  small partitions and the GPU on large ones, crossing near 150 KB per partition
-  (LMStream Fig. 5: CPU below ~15 KB, mixed around 150 KB, GPU above);
-- the stream-stream join also pays ``join_superlinear * MB^join_exponent``: its
-  cost grows faster than its batch (Das §3.2, LMStream LR1S), so intervals above
-  the stable point diverge;
+  small partitions and the GPU on large ones, crossing between roughly 100 and
+  180 KB per partition depending on the operator (LMStream Fig. 5: CPU below
+  ~15 KB, mixed around 150 KB, GPU above; dStream: the GPU wins as the rate grows);
+- the stream-stream join also pays ``join_superlinear * MB^join_exponent`` per
+  partition (``gpu_join_factor`` times that on the GPU): its cost grows faster
+  than its batch (Das §3.2, LMStream LR1), so intervals above the stable point diverge;
 - moving data between devices costs ``pcie_init + bytes / pcie_bandwidth``
-  (dStream Eq. 3);
+  wherever adjacent operators sit on different devices; data arrives in, and
+  leaves from, host memory (dStream Eq. 3);
 - every micro-batch pays ``batch_overhead`` (Spark's planning, WAL and offset
-  commits: 300-420 ms on the 2-core machines pacer is developed on);
+  commits: 300-420 ms end to end on the 2-core machines pacer is developed on);
 - CPU work runs in parallel over the batch's partitions (up to the cores it is
-  given); GPU work and transfers run one after another on the single device.
+  given); GPU work runs on the GPU, one device shared by every batch on it, and
+  does not speed up with cores;
+- one multiplicative log-normal noise factor per batch, drawn from a
+  ``numpy.random.Generator`` seeded by (seed, query, batch number), so a batch's
+  cost does not depend on the order events happen in.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from pacer import Device, MicroBatch, OperatorDAG, OperatorMetric, QuerySpec
+from pacer import Device, MicroBatch, OperatorDAG, QuerySpec
 
 MB = 1_000_000.0
 
 
 @dataclass(frozen=True)
 class OperatorCost:
-    """Cost curve of one operator kind, seconds per partition over megabytes per partition."""
+    """Cost curve of one operator kind: seconds per partition over megabytes per partition.
+
+    :param cpu_fixed: seconds per partition on the CPU, whatever its size.
+    :param cpu_per_mb: CPU seconds per MB of a partition.
+    :param gpu_fixed: seconds per partition on the GPU (kernel launch, scheduling).
+    :param gpu_per_mb: GPU seconds per MB of a partition.
+    :param selectivity: bytes out / bytes in (what the next operator reads).
+    """
 
     cpu_fixed: float
     cpu_per_mb: float
     gpu_fixed: float
     gpu_per_mb: float
-    selectivity: float = 1.0  # bytes out / bytes in
+    selectivity: float = 1.0
+
+    def crossover_mb(self) -> float | None:
+        """MB per partition above which the GPU is cheaper (None: it never is)."""
+        slope = self.cpu_per_mb - self.gpu_per_mb
+        if slope <= 0:
+            return None
+        return max(0.0, (self.gpu_fixed - self.cpu_fixed) / slope)
 
 
-def _default_operators() -> dict[str, OperatorCost]:
+def default_operators() -> dict[str, OperatorCost]:
+    """The default cost curve of every operator kind pacer's DAGs use."""
     return {
         "scan": OperatorCost(0.002, 0.30, 0.030, 0.020),
         "filter": OperatorCost(0.001, 0.15, 0.025, 0.015, selectivity=0.6),
@@ -57,26 +80,72 @@ def _default_operators() -> dict[str, OperatorCost]:
     }
 
 
+_SCALARS = ("join_superlinear", "join_exponent", "gpu_join_factor", "batch_overhead", "pcie_init", "pcie_bandwidth",
+            "noise")
+
+
 @dataclass(frozen=True)
 class CostModel:
     """All parameters of the simulated processing time; override any of them.
 
-    :param operators: cost curve per operator kind.
-    :param join_superlinear: coefficient of the join's superlinear term (seconds per partition).
-    :param join_exponent: exponent of that term over MB per partition (> 1: superlinear).
-    :param batch_overhead: fixed seconds per micro-batch.
-    :param pcie_init: seconds to start one host-device transfer.
-    :param pcie_bandwidth: bytes per second of a host-device transfer.
-    :param noise: standard deviation of the multiplicative log-normal noise per batch.
+    :param operators: cost curve per operator kind (:func:`default_operators`).
+    :param join_superlinear: coefficient of the join's superlinear term, seconds per partition (8.0).
+    :param join_exponent: exponent of that term over MB per partition (1.5; > 1 is superlinear).
+    :param gpu_join_factor: the superlinear term on the GPU, as a fraction of the CPU's (0.25).
+    :param batch_overhead: fixed seconds per micro-batch (0.3).
+    :param pcie_init: seconds to start one host-device transfer (0.01).
+    :param pcie_bandwidth: bytes per second of a host-device transfer (2e9).
+    :param noise: standard deviation of the per-batch multiplicative log-normal noise (0.03; 0 = none).
     """
 
-    operators: Mapping[str, OperatorCost] = field(default_factory=_default_operators)
+    operators: Mapping[str, OperatorCost] = field(default_factory=default_operators)
     join_superlinear: float = 8.0
     join_exponent: float = 1.5
+    gpu_join_factor: float = 0.25
     batch_overhead: float = 0.3
     pcie_init: float = 0.01
     pcie_bandwidth: float = 2.0e9
     noise: float = 0.03
+
+    def __post_init__(self) -> None:
+        for name in _SCALARS:
+            if getattr(self, name) < 0:
+                raise ValueError(f"cost model parameter {name!r} must be >= 0, got {getattr(self, name)}")
+        if self.pcie_bandwidth <= 0:
+            raise ValueError("cost model parameter 'pcie_bandwidth' must be > 0")
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> CostModel:
+        """A copy with ``overrides`` applied: ``{"batch_overhead": 0.4, "join.gpu_fixed": 0.1}``.
+
+        Keys are the scalar parameters or ``KIND.FIELD`` of an operator curve; values may be strings.
+        :raises ValueError: for an unknown key or a value that is not a number.
+        """
+        scalars: dict[str, float] = {}
+        operators = dict(self.operators)
+        fields = {f.name for f in dataclasses.fields(OperatorCost)}
+        for key, raw in overrides.items():
+            try:
+                value = float(raw)
+            except (TypeError, ValueError):
+                raise ValueError(f"cost parameter {key!r} expects a number, got {raw!r}") from None
+            kind, dot, name = key.partition(".")
+            if not dot:
+                if key not in _SCALARS:
+                    raise ValueError(f"unknown cost parameter {key!r}; scalars are {', '.join(_SCALARS)}, "
+                                     f"curves are KIND.FIELD with FIELD in {', '.join(sorted(fields))}")
+                scalars[key] = value
+            elif kind in operators and name in fields:
+                operators[kind] = dataclasses.replace(operators[kind], **{name: value})
+            else:
+                raise ValueError(f"unknown cost parameter {key!r}; operator kinds are {', '.join(sorted(operators))} "
+                                 f"and their fields {', '.join(sorted(fields))}")
+        return dataclasses.replace(self, operators=operators, **scalars)
+
+    def as_config(self) -> dict[str, Any]:
+        """Every parameter as plain JSON values (recorded in reports)."""
+        out: dict[str, Any] = {name: getattr(self, name) for name in _SCALARS}
+        out["operators"] = {kind: dataclasses.asdict(c) for kind, c in sorted(self.operators.items())}
+        return out
 
     def operator_seconds(self, kind: str, device: Device, mb_per_partition: float) -> float:
         """Seconds one partition of ``mb_per_partition`` MB spends in an operator of ``kind`` on ``device``."""
@@ -86,71 +155,137 @@ class CostModel:
         else:
             seconds = cost.cpu_fixed + cost.cpu_per_mb * mb_per_partition
         if kind == "join":
-            seconds += self.join_superlinear * mb_per_partition**self.join_exponent * (0.25 if device == "gpu" else 1.0)
+            factor = self.gpu_join_factor if device == "gpu" else 1.0
+            seconds += factor * self.join_superlinear * mb_per_partition**self.join_exponent
         return seconds
 
     def transfer_seconds(self, nbytes: float) -> float:
-        """Seconds to move ``nbytes`` between host and device (dStream Eq. 3)."""
+        """Seconds to move ``nbytes`` between host and device (dStream Eq. 3: T_init + size / bandwidth)."""
         return self.pcie_init + nbytes / self.pcie_bandwidth
 
 
 @dataclass(frozen=True)
-class BatchWork:
-    """What a batch costs: serial seconds (overhead, GPU, transfers), parallel CPU core-seconds, metrics."""
+class OperatorWork:
+    """The raw cost of one operator in one batch, before contention turns it into a measured time.
 
-    serial_s: float
+    :param cpu_core_s: CPU core-seconds (all partitions).
+    :param gpu_s: GPU device-seconds.
+    :param transfer_s: PCIe seconds to bring its input onto its device.
+    """
+
+    operator_id: str
+    device: Device
+    cpu_core_s: float
+    gpu_s: float
+    transfer_s: float
+    bytes_in: int
+    rows_in: int
+
+
+@dataclass(frozen=True)
+class BatchWork:
+    """What a batch costs, in three phases run one after another.
+
+    :param fixed_s: seconds independent of cores and GPU contention (batch overhead + PCIe transfers).
+    :param gpu_s: GPU device-seconds (shared with every other batch in its GPU phase).
+    :param cpu_core_s: CPU core-seconds, run at ``min(cores given, parallelism)`` cores.
+    :param parallelism: the batch's partitions: the most cores it can use.
+    :param operators: the per-operator costs, in topological order.
+    :param enacted: False when GPU operators had to run on the CPU (no GPU modelled).
+    """
+
+    fixed_s: float
+    gpu_s: float
     cpu_core_s: float
     parallelism: int
-    metrics: tuple[OperatorMetric, ...]
+    operators: tuple[OperatorWork, ...]
     enacted: bool
 
+    @property
+    def serial_s(self) -> float:
+        """Seconds that do not shrink with cores: ``fixed_s + gpu_s`` (uncontended)."""
+        return self.fixed_s + self.gpu_s
 
-def _noise_factor(model: CostModel, seed: int, query_id: str, seq: int) -> float:
+    def alone_s(self, cores: float) -> float:
+        """Processing time of the batch alone on ``cores`` cores and an idle GPU."""
+        return self.fixed_s + self.gpu_s + self.cpu_core_s / max(1e-12, min(cores, self.parallelism))
+
+
+def noise_factor(model: CostModel, seed: int, query_id: str, seq: int) -> float:
+    """The batch's multiplicative noise, a function of (seed, query, batch number) only."""
     if model.noise <= 0:
         return 1.0
     rng = np.random.default_rng(np.random.SeedSequence([seed & 0xFFFFFFFF, zlib.crc32(query_id.encode()), seq]))
     return float(np.exp(rng.normal(0.0, model.noise)))
 
 
+@dataclass(frozen=True)
+class _Step:
+    op_id: str
+    kind: str
+    parents: tuple[str, ...]
+    source: bool
+    sink: bool
+
+
+_PLANS: dict[int, tuple[OperatorDAG, tuple[_Step, ...]]] = {}
+
+
+def _plan(dag: OperatorDAG) -> tuple[_Step, ...]:
+    """The DAG in topological order with what the cost walk needs, computed once per DAG object."""
+    cached = _PLANS.get(id(dag))
+    if cached is not None and cached[0] is dag:
+        return cached[1]
+    sources = set(dag.sources())
+    steps = tuple(
+        _Step(op_id, dag.operator(op_id).kind, tuple(dag.parents(op_id)), op_id in sources, not dag.children(op_id))
+        for op_id in dag.topological_order()
+    )
+    if len(_PLANS) > 256:
+        _PLANS.clear()
+    _PLANS[id(dag)] = (dag, steps)
+    return steps
+
+
 def batch_work(model: CostModel, spec: QuerySpec, batch: MicroBatch, *, gpus: int, seed: int) -> BatchWork:
-    """Cost of ``batch`` of query ``spec`` under its placement (GPU operators run on the CPU when there is no GPU)."""
+    """Cost of ``batch`` of query ``spec`` under its placement (GPU operators run on the CPU when ``gpus == 0``).
+
+    Every source operator reads the whole batch (LR1 reads its stream twice); other
+    operators read their parents' output (input bytes times the parent's selectivity).
+    """
     dag: OperatorDAG = spec.dag
     placement = batch.placement.devices if batch.placement else {}
     enacted = gpus > 0 or all(d == "cpu" for d in placement.values())
     partitions = max(1, spec.partitions)
-    factor = _noise_factor(model, seed, spec.id, batch.seq)
-    sources = dag.sources()
-    bytes_in: dict[str, float] = {}
+    factor = noise_factor(model, seed, spec.id, batch.seq)
+    rows_per_byte = batch.rows / batch.bytes if batch.bytes else 0.0
+    bytes_out: dict[str, float] = {}
     device_of: dict[str, Device] = {}
-    serial = model.batch_overhead
-    cpu = 0.0
-    metrics = []
-    rows_ratio = batch.rows / batch.bytes if batch.bytes else 0.0
-    for op_id in dag.topological_order():
-        op = dag.operator(op_id)
-        parents = dag.parents(op_id)
-        if op_id in sources:
-            nbytes = float(batch.bytes)  # every scan reads the whole batch (LR1 reads its stream twice)
-        else:
-            nbytes = sum(bytes_in[p] * model.operators[dag.operator(p).kind].selectivity for p in parents)
-        bytes_in[op_id] = nbytes
-        wanted = placement.get(op_id, "cpu")
-        device: Device = "gpu" if wanted == "gpu" and gpus > 0 else "cpu"
+    fixed = model.batch_overhead
+    gpu_total = cpu_total = 0.0
+    ops: list[OperatorWork] = []
+    for step in _plan(dag):
+        op_id, parents = step.op_id, step.parents
+        device: Device = "gpu" if placement.get(op_id, "cpu") == "gpu" and gpus > 0 else "cpu"
         device_of[op_id] = device
         transfer = 0.0
-        upstream = [device_of[p] for p in parents] or ["cpu"]  # data arrives in host memory
-        for p_device, p_id in zip(upstream, parents or [None], strict=False):
-            if p_device != device:
-                moved = bytes_in[p_id] * model.operators[dag.operator(p_id).kind].selectivity if p_id else nbytes
-                transfer += model.transfer_seconds(moved)
-        per_partition = model.operator_seconds(op.kind, device, nbytes / partitions / MB) * factor
-        total = per_partition * partitions
-        if device == "gpu":
-            serial += total + transfer
+        if step.source:
+            nbytes = float(batch.bytes)
+            if device == "gpu":  # data arrives in host memory
+                transfer += model.transfer_seconds(nbytes)
         else:
-            cpu += total
-            serial += transfer
-        metrics.append(
-            OperatorMetric(op_id, device, total + transfer, int(nbytes), int(nbytes * rows_ratio))
-        )
-    return BatchWork(serial, cpu, partitions, tuple(metrics), enacted)
+            nbytes = 0.0
+            for p in parents:
+                nbytes += bytes_out[p]
+                if device_of[p] != device:
+                    transfer += model.transfer_seconds(bytes_out[p])
+        bytes_out[op_id] = nbytes * model.operators[step.kind].selectivity
+        if device == "gpu" and step.sink:  # results leave from host memory
+            transfer += model.transfer_seconds(bytes_out[op_id])
+        seconds = model.operator_seconds(step.kind, device, nbytes / partitions / MB) * factor * partitions
+        cpu_s, gpu_s = (0.0, seconds) if device == "gpu" else (seconds, 0.0)
+        gpu_total += gpu_s
+        cpu_total += cpu_s
+        fixed += transfer
+        ops.append(OperatorWork(op_id, device, cpu_s, gpu_s, transfer, int(nbytes), int(nbytes * rows_per_byte)))
+    return BatchWork(fixed, gpu_total, cpu_total, partitions, tuple(ops), enacted)

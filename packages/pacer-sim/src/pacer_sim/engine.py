@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pacer import Controller, Dataset, Devices, MicroBatch, ScheduleDecision
+from pacer import Controller, Dataset, Devices, MicroBatch, OperatorMetric, ScheduleDecision
 from pacer.clock import ManualClock
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.report import build_report
@@ -22,6 +22,9 @@ from pacer_sim.costs import BatchWork, CostModel, batch_work
 from pacer_workloads import WORKLOADS, bytes_per_row, make_query, make_traffic, schedule_arrivals
 
 POLL_INTERVAL = 0.01  # Spark's spark.sql.streaming.pollingDelay
+
+# Event kinds; at equal times they run in this order (then in the order they were pushed).
+_DONE, _RESOURCES, _ARRIVE, _POLL = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -37,32 +40,82 @@ class ResourceChange:
             raise ValueError(f"resource change needs 0 <= start < end and 0 < fraction < 1, got {self}")
 
 
+_EPS = 1e-9
+
+
 @dataclass
 class _Running:
+    """A batch in the engine: its remaining work in three phases (fixed, GPU, CPU) and its current rates."""
+
     batch: MicroBatch
     work: BatchWork
-    serial_left: float
+    fixed_left: float
+    gpu_left: float
     cpu_left: float
     cores: float = 0.0
+    gpu_rate: float = 1.0
     last: float = 0.0
+    due: float = math.inf
     version: int = 0
-    started: bool = False
+    started_at: float | None = None
+    core_s: float = 0.0  # cores allocated, integrated over time since start
+    gpu_wall: float = 0.0  # seconds spent in the GPU phase
+    cpu_wall: float = 0.0  # seconds spent in the CPU phase
+
+    @property
+    def in_gpu_phase(self) -> bool:
+        return self.fixed_left <= _EPS and self.gpu_left > _EPS
+
+    @property
+    def finished(self) -> bool:
+        return self.fixed_left <= _EPS and self.gpu_left <= _EPS and self.cpu_left <= _EPS
 
     def advance(self, now: float) -> None:
+        """Progress from ``last`` to ``now`` at the current rates (constant in between, by construction)."""
         dt = now - self.last
         self.last = now
         if dt <= 0 or self.cores <= 0:
             return
-        used = min(dt, self.serial_left)
-        self.serial_left -= used
-        dt -= used
-        if dt > 0:
-            self.cpu_left = max(0.0, self.cpu_left - dt * min(self.cores, self.work.parallelism))
+        self.core_s += dt * self.cores
+        if self.fixed_left > 0:
+            used = min(dt, self.fixed_left)
+            self.fixed_left -= used
+            dt -= used
+        if dt > 0 and self.gpu_left > 0:
+            used = min(dt, self.gpu_left / self.gpu_rate)
+            self.gpu_left = max(0.0, self.gpu_left - used * self.gpu_rate)
+            self.gpu_wall += used
+            dt -= used
+        if dt > 0 and self.cpu_left > 0:
+            rate = min(self.cores, self.work.parallelism)
+            used = min(dt, self.cpu_left / rate)
+            self.cpu_left = max(0.0, self.cpu_left - used * rate)
+            self.cpu_wall += used
 
-    def finish_time(self, now: float) -> float:
+    def next_event(self, now: float) -> float:
+        """When this batch next finishes or enters/leaves its GPU phase (which changes the GPU's sharing)."""
         if self.cores <= 0:
             return math.inf
-        return now + self.serial_left + self.cpu_left / min(self.cores, self.work.parallelism)
+        cpu = self.cpu_left / min(self.cores, self.work.parallelism) if self.cpu_left > _EPS else 0.0
+        if self.fixed_left > _EPS:
+            return now + self.fixed_left + (0.0 if self.gpu_left > _EPS else cpu)
+        if self.gpu_left > _EPS:
+            return now + self.gpu_left / self.gpu_rate
+        return now + cpu
+
+    def metrics(self) -> tuple[OperatorMetric, ...]:
+        """Per-operator times as observed: CPU work at the cores it got, GPU work at the share it got."""
+        work = self.work
+        cpu_speed = work.cpu_core_s / self.cpu_wall if self.cpu_wall > 0 else float(work.parallelism)
+        gpu_slowdown = self.gpu_wall / work.gpu_s if work.gpu_s > 0 else 1.0
+        return tuple(
+            OperatorMetric(
+                op.operator_id, op.device,
+                op.transfer_s + op.cpu_core_s / max(cpu_speed, 1e-12) + op.gpu_s * gpu_slowdown,
+                op.bytes_in, op.rows_in,
+            )
+            for op in work.operators
+        )
 
 
 @dataclass
@@ -75,15 +128,26 @@ class _Query:
 
 @dataclass
 class Simulation:
-    """A simulated micro-batch engine with ``cores`` task slots and ``gpus`` GPUs.
+    """A simulated micro-batch engine with ``cores`` task slots and ``gpus`` GPUs, driving a :class:`pacer.Controller`.
 
-    :param scheduler: scheduling strategy name (``fifo``, ``fair``, ``edf``, ...).
-    :param seed: seeds traffic and processing noise.
+    Add queries with :meth:`add_query`, then call :meth:`run` once; it returns the
+    ``pacer.report/1`` document (``runtime: "sim"``). Every figure in it is simulated.
+
+    :param cores: CPU task slots shared by every running batch.
+    :param gpus: modelled GPUs (0: GPU placements run on the CPU).
+    :param scheduler: scheduling strategy name (``fifo``, ``fair``, ``edf``, ...), global.
+    :param scheduler_params: its parameters.
+    :param seed: seeds the traffic (query ``i`` uses ``seed + i``) and the processing noise.
     :param cost_model: the processing-time model (:class:`CostModel` defaults).
     :param resource_changes: periods in which part of the cores is taken away.
-    :param measure_overhead: time pacer's own decisions with the wall clock
-        (the report is then not byte-identical between runs).
+    :param poll_interval: virtual seconds between admission polls of an idle query with data (0.01).
+    :param measure_overhead: time pacer's own decisions with the wall clock (``time.perf_counter``);
+        the report is then not byte-identical between runs.
     :param fallback: a raising strategy falls back to the baseline instead of stopping the run.
+    :param plugin_manager: where strategies come from (default: every installed plugin).
+    :param monitor_interval: seconds per row of the report's ``series``.
+    :ivar events: events simulated so far (arrivals, polls, phase ends and completions, resource changes).
+    :ivar extra_config: more keys for the report's ``config`` (the CLI puts its arguments here).
     """
 
     cores: int = 2
@@ -99,8 +163,13 @@ class Simulation:
     plugin_manager: PluginManager | None = None
     monitor_interval: float = 1.0
     events: int = 0
+    extra_config: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.cores < 1 or self.gpus < 0:
+            raise ValueError(f"need cores >= 1 and gpus >= 0, got cores={self.cores}, gpus={self.gpus}")
+        if self.poll_interval <= 0 or self.monitor_interval <= 0:
+            raise ValueError("poll_interval and monitor_interval must be > 0")
         self.clock = ManualClock()
         self.controller = Controller(
             clock=self.clock,
@@ -113,10 +182,14 @@ class Simulation:
             timer=time.perf_counter if self.measure_overhead else None,
         )
         self._queries: dict[str, _Query] = {}
-        self._heap: list[tuple[float, int, str, Any]] = []
+        self._heap: list[tuple[float, int, int, Any]] = []
         self._seq = 0
+        self._arrivals_left = 0
         self._running: dict[str, _Running] = {}
+        self._ran = False
+        self.drained = True
         self.batches: dict[str, MicroBatch] = {}
+        self.works: dict[str, BatchWork] = {}
         self._config_queries: list[dict[str, Any]] = []
 
     # ------------------------------------------------------------------ setup
@@ -137,10 +210,20 @@ class Simulation:
         partitions: int = 2,
         duration: float = 600.0,
     ) -> str:
-        """Add a query with its traffic and strategies; its datasets are scheduled for ``duration`` seconds.
+        """Add a query with its traffic and strategies; its datasets arrive over ``duration`` seconds.
 
-        :return: the query id (the workload name, suffixed when taken).
+        One dataset per second (``pacer_workloads.schedule_arrivals``): id ``{query_id}-{index}``,
+        its rows, and bytes = rows x the stream's CSV bytes per row.
+
+        :param workload: ``lr1``, ``lr1t``, ``lr2``, ``lr3``, ``cm1`` or ``cm2``.
+        :param traffic: a ``pacer_workloads.TRAFFIC_PATTERNS`` name; ``rate`` its mean rows/s.
+        :param deadline: seconds (None: the window slide).
+        :param partitions: partitions per batch, the most cores one batch can use.
+        :return: the query id (``query_id`` or the workload name, suffixed ``-2``, ``-3``... when taken).
+        :raises ValueError: for an unknown workload, traffic, strategy parameter or a duplicate id.
         """
+        if self._ran:
+            raise RuntimeError("add queries before run()")
         base = query_id or workload
         qid, n = base, 1
         while qid in self._queries:
@@ -155,76 +238,99 @@ class Simulation:
         per_row = bytes_per_row(WORKLOADS[workload].stream)
         arrivals = schedule_arrivals(pattern, duration=duration, seed=self.seed + len(self._queries))
         for a in arrivals:
-            self._push(a.time, "arrive", (qid, Dataset(f"{qid}-{a.index}", a.time, round(a.rows * per_row), a.rows)))
+            dataset = Dataset(f"{qid}-{a.index}", a.time, round(a.rows * per_row), a.rows)
+            self._push(a.time, _ARRIVE, (qid, dataset))
+        self._arrivals_left += len(arrivals)
         self._queries[qid] = _Query(qid, workload, len(arrivals))
         self._config_queries.append(
             {
                 "query_id": qid, "workload": workload, "traffic": traffic, "traffic_params": pattern.params(),
-                "rate": rate, "admission": admission, "admission_params": dict(admission_params or {}),
-                "placement": placement, "placement_params": dict(placement_params or {}),
-                "deadline": spec.effective_deadline, "partitions": partitions,
+                "rate": rate, "duration": duration, "admission": admission,
+                "admission_params": dict(admission_params or {}), "placement": placement,
+                "placement_params": dict(placement_params or {}), "deadline": spec.effective_deadline,
+                "partitions": partitions,
             }
         )
         return qid
 
-    def _push(self, t: float, kind: str, payload: Any) -> None:
-        heapq.heappush(self._heap, (t, self._seq, kind, payload))
+    def _push(self, t: float, kind: int, payload: Any) -> None:
+        heapq.heappush(self._heap, (t, kind, self._seq, payload))
         self._seq += 1
 
     # ------------------------------------------------------------------ run
 
     def cores_available(self, t: float) -> float:
-        """Cores left to the engine at ``t`` after resource changes."""
+        """Cores left to the engine at ``t`` after resource changes (may be fractional)."""
         taken = sum(c.fraction for c in self.resource_changes if c.start <= t < c.end)
         return self.cores * max(0.0, 1.0 - taken)
 
     def run(self, duration: float, *, drain: float | None = None) -> dict[str, Any]:
         """Simulate ``duration`` seconds of traffic, then drain buffered and running data.
 
-        :param drain: extra virtual seconds allowed for draining (default: 10 × duration + 600).
+        Arrivals stop at ``duration`` (the queries' own durations); the run goes on until
+        every buffered and running batch has finished, or ``drain`` more virtual seconds
+        have passed. ``drained`` tells which.
+
+        :param drain: extra virtual seconds allowed for draining (default: 10 x duration + 600).
         :return: the ``pacer.report/1`` document.
         """
+        if self._ran:
+            raise RuntimeError("a Simulation runs once")
+        self._ran = True
         limit = duration + (drain if drain is not None else 10 * duration + 600)
         for change in self.resource_changes:
-            self._push(change.start, "resources", None)
-            self._push(change.end, "resources", None)
-        while self._heap:
-            t, _, kind, payload = heapq.heappop(self._heap)
+            self._push(change.start, _RESOURCES, None)
+            self._push(change.end, _RESOURCES, None)
+        heap = self._heap
+        self.drained = False
+        while heap:
+            t, kind, _, payload = heapq.heappop(heap)
             if t > limit:
                 break
-            self.clock.now = max(self.clock.now, t)
-            self.events += 1
-            if kind == "arrive":
-                qid, dataset = payload
-                self.controller.arrive(qid, dataset)
-                self._poll_soon(qid, t)
-            elif kind == "poll":
-                self._poll(payload, t)
-            elif kind == "done":
+            if kind == _DONE:
                 batch_id, version = payload
                 run = self._running.get(batch_id)
-                if run is not None and run.version == version:
+                if run is None or run.version != version:
+                    continue  # superseded by a later rescheduling
+                self.clock.now = t
+                self.events += 1
+                self._advance_all(t)
+                if run.finished:
                     self._complete(run, t)
-            elif kind == "resources":
-                self._reschedule(t)
-            if not self._running and not self._pending_work() and t >= duration:
+                else:
+                    self._rerate(t)
+            else:
+                self.clock.now = t
+                self.events += 1
+                if kind == _ARRIVE:
+                    qid, dataset = payload
+                    self._arrivals_left -= 1
+                    self.controller.arrive(qid, dataset)
+                    self._poll_soon(qid, t)
+                elif kind == _POLL:
+                    self._poll(payload, t)
+                else:
+                    self._reschedule(t)
+            if t >= duration and not self._running and not self._arrivals_left and not self._buffered():
+                self.drained = True
                 break
+        else:
+            self.drained = not self._running and not self._arrivals_left and not self._buffered()
         end = max(self.clock.now, duration)
         return build_report(
             runtime="sim", config=self.config(duration), controller=self.controller,
-            start=0.0, end=end, interval=self.monitor_interval, extra={"events": self.events},
+            start=0.0, end=end, interval=self.monitor_interval,
+            extra={"events": self.events, "drained": self.drained, "simulated": True},
         )
 
-    def _pending_work(self) -> bool:
-        return any(self.controller.buffered(q) for q in self._queries) or any(
-            kind == "arrive" for _, _, kind, _ in self._heap
-        )
+    def _buffered(self) -> bool:
+        return any(self.controller.buffered(q) for q in self._queries)
 
     def _poll_soon(self, qid: str, t: float) -> None:
         q = self._queries[qid]
         if not q.polling and not self.controller.busy(qid):
             q.polling = True
-            self._push(t, "poll", qid)
+            self._push(t, _POLL, qid)
 
     def _poll(self, qid: str, t: float) -> None:
         self._queries[qid].polling = False
@@ -232,14 +338,16 @@ class Simulation:
         if batch is not None:
             spec = self.controller.queries[qid].spec
             work = batch_work(self.cost_model, spec, batch, gpus=self.gpus, seed=self.seed)
-            self._running[batch.id] = _Running(batch, work, work.serial_s, work.cpu_core_s, last=t)
+            self._running[batch.id] = _Running(batch, work, work.fixed_s, work.gpu_s, work.cpu_core_s, last=t)
             self.batches[batch.id] = batch
+            self.works[batch.id] = work
             self._reschedule(t)
         elif self.controller.buffered(qid) and not self.controller.busy(qid):
             self._queries[qid].polling = True
-            self._push(t + self.poll_interval, "poll", qid)
+            self._push(t + self.poll_interval, _POLL, qid)
 
     def _allocate(self, decision: ScheduleDecision, available: float) -> dict[str, float]:
+        """Cores per batch: FIFO in order when there are no shares, else by weight (water-filling)."""
         runs = [self._running[b] for b in decision.order]
         if not decision.shares:  # FIFO: in order, each takes what it can use
             out, left = {}, available
@@ -249,7 +357,7 @@ class Simulation:
                 left -= take
             return out
         # Shares by weight, scaled to the cores available, capped at each batch's parallelism
-        # and the excess handed on to the others (water-filling), as Spark's FAIR pools do.
+        # and the excess handed on to the others, as Spark's FAIR pools do.
         weights = {b: max(0.0, decision.shares.get(b, 0.0)) for b in decision.order}
         out = dict.fromkeys(decision.order, 0.0)
         left, open_ = available, [b for b in decision.order if weights[b] > 0]
@@ -268,9 +376,13 @@ class Simulation:
             open_ = still
         return out
 
-    def _reschedule(self, t: float) -> None:
+    def _advance_all(self, t: float) -> None:
         for run in self._running.values():
             run.advance(t)
+
+    def _reschedule(self, t: float) -> None:
+        """Ask the scheduler again (admission, completion, resource change) and hand out the cores."""
+        self._advance_all(t)
         if not self._running:
             return
         decision = self.controller.schedule()
@@ -278,18 +390,31 @@ class Simulation:
         for batch_id in decision.order:
             run = self._running[batch_id]
             run.cores = cores.get(batch_id, 0.0)
-            if run.cores > 0 and not run.started:
-                run.started = True
+            if run.cores > 0 and run.started_at is None:
+                run.started_at = t
                 self.controller.start(batch_id)
+        self._rerate(t)
+
+    def _rerate(self, t: float) -> None:
+        """Share the GPUs among batches in their GPU phase; (re)post every batch's next event."""
+        on_gpu = [r for r in self._running.values() if r.cores > 0 and r.in_gpu_phase]
+        rate = min(1.0, self.gpus / len(on_gpu)) if on_gpu else 1.0
+        for run in on_gpu:
+            run.gpu_rate = rate
+        for run in self._running.values():
+            due = run.next_event(t)
+            if due == run.due or (math.isfinite(due) and abs(due - run.due) <= 1e-12):
+                continue
+            run.due = due
             run.version += 1
-            finish = run.finish_time(t)
-            if math.isfinite(finish):
-                self._push(finish, "done", (batch_id, run.version))
+            if math.isfinite(due):
+                self._push(due, _DONE, (run.batch.id, run.version))
 
     def _complete(self, run: _Running, t: float) -> None:
-        run.advance(t)
         del self._running[run.batch.id]
-        report = self.controller.complete(run.batch.id, operator_metrics=run.work.metrics, cores_used=run.cores)
+        started = run.started_at if run.started_at is not None else t
+        cores_used = run.core_s / (t - started) if t > started else run.cores
+        report = self.controller.complete(run.batch.id, operator_metrics=run.metrics(), cores_used=cores_used)
         self._reschedule(t)
         self._poll_soon(report.query_id, t)
 
@@ -298,13 +423,10 @@ class Simulation:
         return {
             "duration": duration, "seed": self.seed, "cores": self.cores, "gpus": self.gpus,
             "scheduler": self.scheduler, "scheduler_params": dict(self.scheduler_params or {}),
-            "poll_interval": self.poll_interval,
+            "poll_interval": self.poll_interval, "monitor_interval": self.monitor_interval,
+            "measure_overhead": self.measure_overhead, "fallback": self.fallback,
             "resource_changes": [[c.start, c.end, c.fraction] for c in self.resource_changes],
-            "cost_model": {
-                "batch_overhead": self.cost_model.batch_overhead, "join_superlinear": self.cost_model.join_superlinear,
-                "join_exponent": self.cost_model.join_exponent,
-                "pcie_init": self.cost_model.pcie_init, "pcie_bandwidth": self.cost_model.pcie_bandwidth,
-                "noise": self.cost_model.noise,
-            },
+            "cost_model": self.cost_model.as_config(),
             "queries": self._config_queries,
+            **self.extra_config,
         }

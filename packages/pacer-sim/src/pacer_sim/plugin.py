@@ -66,6 +66,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resource-loss", action="append", default=[], metavar="START:END:FRACTION", help="take a fraction of the cores away")
     p.add_argument("--monitor-interval", type=float, default=1.0, help="seconds per row of the report's series (default 1)")
     p.add_argument("--noise", type=float, help="processing-time noise (log-normal sd, default 0.03)")
+    p.add_argument("--cost-param", action="append", default=[], metavar="KEY=VALUE",
+                   help="cost-model parameter, e.g. batch_overhead=0.4 or join.gpu_fixed=0.1 (see README)")
     p.add_argument("--fallback", action="store_true", help="a raising strategy falls back to the baseline instead of stopping")
     p.add_argument("--measure-overhead", action="store_true", help="time pacer's decisions (report no longer byte-identical)")
     p.add_argument("--report", help="write the pacer.report/1 JSON here")
@@ -91,21 +93,30 @@ def build_simulation(args: argparse.Namespace, pm: PluginManager) -> Any:
     if args.deadline is not None and args.deadline <= 0:
         raise UsageError(f"--deadline must be > 0 seconds, got {args.deadline:g}; omit it to use each window's slide")
     params = split_strategy_params(args.param)
+    try:
+        infos = {kind: pm.find(name, kind) for kind, name in
+                 (("admission", args.admission), ("scheduling", args.scheduler), ("placement", args.placement))}
+    except UnknownStrategyError as exc:
+        raise UsageError(str(exc)) from None
     if args.interval is not None:
         if args.interval <= 0:
             raise UsageError("--interval must be > 0 seconds")
+        if "interval" not in {p.name for p in infos["admission"].params}:
+            raise UsageError(f"--interval sets the static trigger; admission {args.admission!r} has no 'interval' "
+                             "parameter (use --admission static)")
         params["admission"]["interval"] = str(args.interval)
     try:
-        for kind, name in (("admission", args.admission), ("scheduling", args.scheduler), ("placement", args.placement)):
-            pm.find(name, kind)
-    except UnknownStrategyError as exc:
+        cost = CostModel().with_overrides(parse_assignments(args.cost_param, "--cost-param"))
+        if args.noise is not None:
+            cost = replace(cost, noise=args.noise)
+    except ValueError as exc:
         raise UsageError(str(exc)) from None
-    cost = CostModel() if args.noise is None else replace(CostModel(), noise=args.noise)
     changes = [ResourceChange(*parse_resource_loss(v)) for v in args.resource_loss]
     sim = Simulation(
         cores=args.cores, gpus=args.gpus, scheduler=args.scheduler, scheduler_params=params["scheduler"] or None,
         seed=args.seed, cost_model=cost, resource_changes=changes, measure_overhead=args.measure_overhead,
         fallback=args.fallback, plugin_manager=pm, monitor_interval=args.monitor_interval,
+        extra_config={"cli": cli_arguments(args)},
     )
     traffic_params = {k: float(v) for k, v in parse_assignments(args.traffic_param, "--traffic-param").items()}
     try:
@@ -121,13 +132,23 @@ def build_simulation(args: argparse.Namespace, pm: PluginManager) -> Any:
     return sim
 
 
+def cli_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """Every ``pacer sim`` argument for the report's ``config.cli``, except ``--report`` (so two reports of the
+    same run written to different files stay byte-identical) and the command plumbing."""
+    skip = {"report", "command", "verbose"}
+    return {k: v for k, v in sorted(vars(args).items()) if k not in skip and not k.startswith("_") and not callable(v)}
+
+
 def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     sim = build_simulation(args, pm)
     t0 = time.perf_counter()
     report = sim.run(args.duration)
     wall = time.perf_counter() - t0
     print(summary_table(report))
-    print(f"simulated {args.duration:g} s in {wall:.2f} s wall ({sim.events / wall:,.0f} events/s); all figures simulated")
+    print(f"simulated {report['duration_s']:g} s ({args.duration:g} s of traffic + drain) in {wall:.2f} s wall "
+          f"({sim.events / max(wall, 1e-9):,.0f} events/s); all figures are simulated")
+    if not sim.drained:
+        print("warning: the drain limit was reached with data still buffered or running (see datasets_pending)")
     if args.report:
         print(f"report: {write_report(report, args.report)}")
     return 0

@@ -51,12 +51,25 @@ class _DagBuilder:
 
 
 def _window_steps(sliding: bool) -> tuple[tuple[str, str, str], ...]:
-    # A sliding window makes Spark emit an Expand (one row per window); a tumbling one only a Project.
-    window = ("expand", "expand", "Expand") if sliding else ("project", "project", "Project")
-    return (("filter", "filter", "Filter"), window, ("project", "project", "Project"))
+    """What Spark's ``TimeWindowing`` rule leaves in the executed plan.
+
+    A sliding window becomes ``Expand`` (one row per window a timestamp falls in), then ``Filter``
+    (``isnotnull(timestamp)`` and the window bounds) and ``Project``; a tumbling one only
+    ``Filter (isnotnull(timestamp))`` and a ``Project`` computing the window.
+    """
+    if sliding:
+        return (("expand", "expand", "Expand"), ("filter", "filter", "Filter"), ("project", "project", "Project"))
+    return (("filter", "filter", "Filter"), ("project", "project", "Project"))
 
 
 def _aggregation(sliding: bool, *, where: bool = False, having: bool = False, order_by: bool = False) -> OperatorDAG:
+    """A windowed streaming aggregation, as ``AggUtils.planStreamingAggregation`` plans it.
+
+    partial ``HashAggregate`` -> ``Exchange hashpartitioning`` -> merge ``HashAggregate`` ->
+    ``StateStoreRestore`` -> merge ``HashAggregate`` -> ``StateStoreSave`` -> final ``HashAggregate``;
+    a pushed-down WHERE ``Filter`` sits right after the scan, a HAVING ``Filter`` after the final
+    aggregate, and a global ORDER BY adds ``Exchange rangepartitioning`` + ``Sort``.
+    """
     b = _DagBuilder()
     node = b.add("scan", "scan", "MicroBatchScan")
     if where:
@@ -66,29 +79,39 @@ def _aggregation(sliding: bool, *, where: bool = False, having: bool = False, or
         *_window_steps(sliding),
         ("agg_partial", "aggregate", "HashAggregate"),
         ("exchange", "shuffle", "Exchange"),
+        ("agg_merge", "aggregate", "HashAggregate"),
         ("state_restore", "state", "StateStoreRestore"),
-        ("agg_final", "aggregate", "HashAggregate"),
+        ("agg_merge", "aggregate", "HashAggregate"),
         ("state_save", "state", "StateStoreSave"),
+        ("agg_final", "aggregate", "HashAggregate"),
     )
     if having:
         node = b.chain(node, ("filter", "filter", "Filter"))
     node = b.chain(node, ("project", "project", "Project"))
     if order_by:
-        node = b.chain(node, ("sort", "sort", "Sort"))
+        node = b.chain(node, ("exchange", "shuffle", "Exchange"), ("sort", "sort", "Sort"))
     b.chain(node, ("sink", "sink", "ForeachBatchSink"))
     return b.build()
 
 
 def _self_join(sliding: bool) -> OperatorDAG:
+    """LR1: windowed side A and plain side L of the same stream, each hash-partitioned on vehicle, joined.
+
+    Spark plans a stream-stream inner join as ``StreamingSymmetricHashJoin`` (its state stores are
+    inside the operator); side L carries the ``Filter (isnotnull(vehicle))`` inferred from the join and
+    a column-pruning ``Project``. Operator ids of ``lr1`` are relied on elsewhere (``join#9``, ``sink#11``).
+    """
     b = _DagBuilder()
-    left = b.chain(b.add("scan", "scan", "MicroBatchScan"), *_window_steps(sliding), ("exchange", "shuffle", "Exchange"))
-    right = b.chain(
+    windowed = b.chain(
+        b.add("scan", "scan", "MicroBatchScan"), *_window_steps(sliding), ("exchange", "shuffle", "Exchange")
+    )
+    plain = b.chain(
         b.add("scan", "scan", "MicroBatchScan"),
         ("filter", "filter", "Filter"),
         ("project", "project", "Project"),
         ("exchange", "shuffle", "Exchange"),
     )
-    join = b.add("join", "join", "StreamingSymmetricHashJoin", left, right)
+    join = b.add("join", "join", "StreamingSymmetricHashJoin", windowed, plain)
     b.chain(join, ("project", "project", "Project"), ("sink", "sink", "ForeachBatchSink"))
     return b.build()
 

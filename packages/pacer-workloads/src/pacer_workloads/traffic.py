@@ -50,27 +50,55 @@ class RandomTraffic(TrafficPattern):
     stochastic = True
 
 
-def _defaults(name: str, rate: float, duration: float) -> dict[str, float]:
-    low, high = 0.5 * rate, 1.5 * rate
-    return {
-        "constant": {"rate": rate},
-        "random": {"rate": rate, "sd": 0.2 * rate},
-        "sinusoidal": {"mid": rate, "amp": 0.5 * rate, "period": 60.0},
-        "wave": {"min": low, "max": high, "period": 60.0},
-        "binary": {"min": low, "max": high, "period": 20.0},
-        # max chosen so the mean is `rate`: min + (max - min) * spike / 2 = rate
-        "spike": {"min": low, "max": low + 2 * (rate - low) / 0.2, "period": 60.0, "spike": 0.2},
-        "increasing": {"min": low, "max": high, "duration": duration},
-        "decreasing": {"min": low, "max": high, "duration": duration},
-    }[name]
+#: Each pattern's parameters, in the order their defaults are derived (later ones may use earlier ones).
+PATTERN_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "constant": ("rate",),
+    "random": ("rate", "sd"),
+    "sinusoidal": ("mid", "amp", "period"),
+    "wave": ("min", "max", "period", "amplitude", "offset"),
+    "binary": ("min", "max", "period"),
+    "spike": ("min", "spike", "max", "period"),
+    "increasing": ("min", "max", "duration"),
+    "decreasing": ("min", "max", "duration"),
+}
+
+
+def _default(name: str, key: str, rate: float, duration: float, p: Mapping[str, float]) -> float:
+    """The default of parameter ``key`` given the mean ``rate`` and the parameters already fixed in ``p``."""
+    if key == "rate":
+        return rate
+    if key == "sd":
+        return 0.2 * rate
+    if key == "mid":
+        return rate
+    if key == "amp":
+        return 0.5 * rate
+    if key == "period":
+        return 20.0 if name == "binary" else 60.0
+    if key == "duration":
+        return duration
+    if key == "spike":
+        return 0.2
+    if key == "min":
+        return 0.5 * rate
+    if key == "max":
+        if name == "spike":
+            # chosen so the mean is `rate`: min + (max - min) * spike / 2 = rate
+            return p["min"] + 2.0 * max(rate - p["min"], 0.0) / p["spike"] if p["spike"] > 0 else p["min"]
+        return 1.5 * rate
+    if key == "amplitude":
+        return (p["max"] - p["min"]) / 2.0
+    if key == "offset":
+        return (p["max"] + p["min"]) / 2.0
+    raise AssertionError(key)  # pragma: no cover - PATTERN_PARAMETERS lists only the keys above
 
 
 def _validate(name: str, p: Mapping[str, float]) -> None:
+    if "min" in p and p["min"] > p["max"]:
+        raise ValueError(f"traffic {name!r}: min ({p['min']:g}) must not exceed max ({p['max']:g})")
     for key, value in p.items():
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"traffic {name!r}: parameter {key!r} must be a finite number >= 0, got {value}")
-    if "min" in p and p["min"] > p["max"]:
-        raise ValueError(f"traffic {name!r}: min ({p['min']:g}) must not exceed max ({p['max']:g})")
     for key in ("period", "duration"):
         if key in p and p[key] <= 0:
             raise ValueError(f"traffic {name!r}: {key} must be > 0, got {p[key]}")
@@ -81,27 +109,38 @@ def _validate(name: str, p: Mapping[str, float]) -> None:
 def make_traffic(name: str, *, rate: float, duration: float = 600.0, **overrides: float) -> TrafficPattern:
     """Build a traffic pattern whose mean is about ``rate`` rows/s.
 
-    Every other parameter defaults from ``rate`` and may be overridden by keyword:
+    Every other parameter defaults from ``rate`` (and from the parameters given) and may be
+    overridden by keyword:
 
     - ``constant``: ``rate``.
     - ``random``: ``rate``, ``sd`` (0.2·rate): Normal per dataset, clipped at 0.
-    - ``sinusoidal`` (Das): ``mid`` (rate) + ``amp`` (0.5·rate)·sin(2πt/``period`` (60 s)).
-    - ``wave`` (SPBench): amplitude·sin(2πt/period) + offset between ``min`` and ``max``.
-    - ``binary`` (SPBench): ``max`` for the first half of each ``period`` (20 s), then ``min``.
-    - ``spike`` (SPBench): ``min``, ramping to ``max`` over the last ``spike`` fraction of each period.
-    - ``increasing`` / ``decreasing``: linear ramp ``min`` → ``max`` (or back) over ``duration``, then clamped.
+    - ``sinusoidal`` (Das): ``mid`` (rate) + ``amp`` (0.5·rate)·sin(2πt/``period`` (60 s)), clipped at 0.
+    - ``wave`` (SPBench): ``amplitude``·sin(2πt/``period`` (60 s)) + ``offset``, clamped to
+      [``min`` (0.5·rate), ``max`` (1.5·rate)]; amplitude and offset default to the half-range and
+      the middle of [min, max].
+    - ``binary`` (SPBench): ``max`` (1.5·rate) for the first half of each ``period`` (20 s), then ``min`` (0.5·rate).
+    - ``spike`` (SPBench): ``min`` (0.5·rate), ramping linearly to ``max`` over the last ``spike`` (0.2)
+      fraction of each ``period`` (60 s); ``max`` defaults so that the mean is ``rate``.
+    - ``increasing`` / ``decreasing``: linear ramp ``min`` (0.5·rate) → ``max`` (1.5·rate) (or back)
+      over ``duration``, then clamped.
 
-    :raises ValueError: for an unknown name, an unknown parameter or an impossible value.
+    :param name: one of :data:`TRAFFIC_PATTERNS`.
+    :param rate: mean rows per second (>= 0).
+    :param duration: the run's length in seconds (the ramp length of ``increasing``/``decreasing``).
+    :raises ValueError: for an unknown name, an unknown parameter or an impossible value (negative
+        rate, ``min`` > ``max``, ``period`` <= 0, ``spike`` outside (0, 1]).
     """
     if name not in TRAFFIC_PATTERNS:
         raise ValueError(f"unknown traffic pattern {name!r}; known patterns: {', '.join(TRAFFIC_PATTERNS)}")
     if not math.isfinite(rate) or rate < 0:
         raise ValueError(f"traffic rate must be >= 0 rows/s, got {rate}")
-    p = _defaults(name, float(rate), float(duration))
-    unknown = sorted(set(overrides) - set(p))
+    keys = PATTERN_PARAMETERS[name]
+    unknown = sorted(set(overrides) - set(keys))
     if unknown:
-        raise ValueError(f"traffic {name!r} has no parameter {unknown}; its parameters are {sorted(p)}")
-    p.update({k: float(v) for k, v in overrides.items()})
+        raise ValueError(f"traffic {name!r} has no parameter {unknown}; its parameters are {sorted(keys)}")
+    p: dict[str, float] = {}
+    for key in keys:
+        p[key] = float(overrides[key]) if key in overrides else _default(name, key, float(rate), float(duration), p)
     _validate(name, p)
 
     if name == "constant":
@@ -111,8 +150,11 @@ def make_traffic(name: str, *, rate: float, duration: float = 600.0, **overrides
     if name == "sinusoidal":
         return TrafficPattern(name, p, lambda t: p["mid"] + p["amp"] * math.sin(2 * math.pi * t / p["period"]))
     if name == "wave":
-        amplitude, offset = (p["max"] - p["min"]) / 2, (p["max"] + p["min"]) / 2
-        return TrafficPattern(name, p, lambda t: offset + amplitude * math.sin(2 * math.pi * t / p["period"]))
+        def wave(t: float) -> float:
+            value = p["offset"] + p["amplitude"] * math.sin(2 * math.pi * t / p["period"])
+            return min(p["max"], max(p["min"], value))
+
+        return TrafficPattern(name, p, wave)
     if name == "binary":
         return TrafficPattern(name, p, lambda t: p["max"] if (t % p["period"]) < p["period"] / 2 else p["min"])
     if name == "spike":
@@ -149,8 +191,10 @@ def schedule_arrivals(
     for ``random`` a Normal(rate, sd) draw per dataset, clipped at 0. Zero-row
     datasets are kept: they are real, empty arrivals. Deterministic per ``seed``.
     """
-    if period <= 0 or duration < 0:
-        raise ValueError("period must be > 0 and duration >= 0")
+    if not period > 0:
+        raise ValueError(f"schedule_arrivals: period must be > 0 seconds, got {period}")
+    if not duration >= 0:
+        raise ValueError(f"schedule_arrivals: duration must be >= 0 seconds, got {duration}")
     count = math.floor(duration / period + 1e-9)
     rng = np.random.default_rng(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, 0xA11]))
     out = []

@@ -1,0 +1,31 @@
+"""pacer on Apache Spark Structured Streaming.
+
+Importing checks that PySpark is at least 4.2 (``DataSourceStreamReader.latestOffset(start, limit)``
+decides each micro-batch's end offset) and raises :class:`SparkVersionError` otherwise.
+
+>>> import pacer_spark
+>>> spark = pacer_spark.session_builder("local[2]").getOrCreate()      # doctest: +SKIP
+>>> pacer = pacer_spark.attach(spark, admission="zstream", scheduler="edf")  # doctest: +SKIP
+>>> pacer.run_workload("lr2", traffic="wave", rate=1000, duration=120)  # doctest: +SKIP
+"""
+
+from pacer_spark.compat import SparkVersionError, check_spark_version
+
+SPARK_VERSION = check_spark_version()
+
+from pacer_spark.pools import session_builder  # noqa: E402
+from pacer_spark.runtime import PacerSession, attach, parse_seconds  # noqa: E402
+from pacer_spark.sources import PacerFilesDataSource, PacerGenDataSource  # noqa: E402
+
+__all__ = [
+    "SPARK_VERSION",
+    "PacerFilesDataSource",
+    "PacerGenDataSource",
+    "PacerSession",
+    "SparkVersionError",
+    "attach",
+    "check_spark_version",
+    "parse_seconds",
+    "session_builder",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,253 @@
+"""``pacer run``: the papers' workloads on real Spark under pacer's strategies (or Spark's fixed trigger)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pacer import UnknownStrategyError
+from pacer.cli import Command, UsageError
+from pacer.metrics import dataset_latencies, percentile
+from pacer.plugins import PluginManager
+from pacer.report import summary_table, write_report
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workload", nargs="+", action="extend", required=True,
+                   help="lr1 lr1t lr2 lr3 cm1 cm2; several values (or repeats) run several queries in one session")
+    p.add_argument("--traffic", default="constant",
+                   help="constant, random, sinusoidal, wave, binary, spike, increasing, decreasing (default constant)")
+    p.add_argument("--rate", type=float, default=1000.0, help="mean input rate in rows/s (default 1000)")
+    p.add_argument("--traffic-param", action="append", default=[], metavar="KEY=VALUE",
+                   help="traffic parameter, e.g. period=30")
+    p.add_argument("--admission", default="asap", help="admission strategy (default asap)")
+    p.add_argument("--interval", help="the static trigger interval, e.g. 10s (admission static)")
+    p.add_argument("--scheduler", default="fifo", help="scheduling strategy (default fifo)")
+    p.add_argument("--placement", default="cpu-only", help="placement strategy (default cpu-only)")
+    p.add_argument("--param", action="append", default=[], metavar="DECISION.KEY=VALUE",
+                   help="strategy parameter, e.g. admission.rho=0.7")
+    p.add_argument("--deadline", help="deadline for every query, e.g. 10s or 500ms (default: its window slide)")
+    p.add_argument("--trigger", help="run Spark's own fixed processing-time trigger (e.g. 10s) as the baseline; "
+                                     "pacer then only observes")
+    p.add_argument("--duration", type=float, default=120.0, help="seconds of traffic (default 120)")
+    p.add_argument("--drain-timeout", type=float, default=120.0,
+                   help="seconds to wait after the traffic for the backlog to finish (default 120)")
+    p.add_argument("--seed", type=int, default=7, help="seed of the generated traffic (default 7)")
+    p.add_argument("--input", metavar="DIR", help="read every workload from this directory with pacer-files "
+                                                   "(one dataset per file) instead of generating traffic")
+    p.add_argument("--input-format", default="csv", choices=("csv", "json", "parquet"), help="format of --input files")
+    p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    p.add_argument("--partitions", type=int, default=2, help="shuffle partitions (default 2)")
+    p.add_argument("--checkpoint", metavar="DIR", help="checkpoint root (default: a temporary directory)")
+    p.add_argument("--rapids-jar", action="append", default=[], metavar="JAR",
+                   help="RAPIDS Accelerator jar(s): load the plugin so placement is enacted")
+    p.add_argument("--no-fallback", action="store_true",
+                   help="stop on a raising strategy instead of falling back to its baseline")
+    p.add_argument("--monitor-interval", type=float, default=1.0, help="seconds per row of the report's series")
+    p.add_argument("--progress-every", type=float, default=2.0, help="seconds between progress lines (0: none)")
+    p.add_argument("--report", help="write the pacer.report/1 JSON here")
+
+
+def parse_assignments(values: Sequence[str], what: str) -> dict[str, str]:
+    """``["a=1"]`` -> ``{"a": "1"}``; a malformed item raises :class:`UsageError`."""
+    out = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{what} expects KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _seconds(flag: str, value: str | None, *, positive: bool = True) -> float | None:
+    from pacer_spark.runtime import parse_seconds
+
+    if value is None:
+        return None
+    try:
+        seconds = parse_seconds(value)
+    except ValueError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
+    if positive and (seconds is None or seconds <= 0):
+        raise UsageError(f"{flag} must be > 0 seconds, got {value!r}")
+    return seconds
+
+
+def validate(args: argparse.Namespace, pm: PluginManager) -> dict[str, Any]:
+    """Check every argument before Spark starts; return the parsed run configuration.
+
+    :raises UsageError: with a message saying what to do.
+    """
+    from pacer_workloads import TRAFFIC_PATTERNS, WORKLOADS, make_traffic
+
+    for name in args.workload:
+        if name not in WORKLOADS:
+            raise UsageError(f"unknown workload {name!r}; choose from {', '.join(WORKLOADS)}")
+    if args.traffic not in TRAFFIC_PATTERNS:
+        raise UsageError(f"unknown traffic {args.traffic!r}; choose from {', '.join(TRAFFIC_PATTERNS)}")
+    for flag, value, low in (("--rate", args.rate, 0.0), ("--duration", args.duration, 1e-9),
+                             ("--partitions", args.partitions, 1), ("--monitor-interval", args.monitor_interval, 1e-9),
+                             ("--drain-timeout", args.drain_timeout, 0.0)):
+        if value < low:
+            raise UsageError(f"{flag} must be >= {low:g}, got {value:g}")
+    deadline = _seconds("--deadline", args.deadline)
+    trigger = _seconds("--trigger", args.trigger)
+    params: dict[str, dict[str, str]] = {"admission": {}, "scheduler": {}, "placement": {}}
+    for key, value in parse_assignments(args.param, "--param").items():
+        decision, _, name = key.partition(".")
+        if decision not in params or not name:
+            raise UsageError(f"--param keys look like admission.NAME, scheduler.NAME or placement.NAME; got {key!r}")
+        params[decision][name] = value
+    if args.interval is not None:
+        params["admission"]["interval"] = str(_seconds("--interval", args.interval))
+    traffic_params = {}
+    for key, value in parse_assignments(args.traffic_param, "--traffic-param").items():
+        try:
+            traffic_params[key] = float(value)
+        except ValueError:
+            raise UsageError(f"--traffic-param {key} must be a number, got {value!r}") from None
+    try:
+        make_traffic(args.traffic, rate=args.rate, duration=args.duration, **traffic_params)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    admission = "asap" if trigger is not None else args.admission
+    chosen = {"admission": admission, "scheduling": args.scheduler, "placement": args.placement}
+    try:
+        infos = {kind: pm.find(name, kind) for kind, name in chosen.items()}
+        for kind, key in (("admission", "admission"), ("scheduling", "scheduler"), ("placement", "placement")):
+            if not (trigger is not None and kind == "admission"):
+                infos[kind].resolve_params(params[key])
+    except UnknownStrategyError as exc:
+        raise UsageError(f"{exc}. Run `pacer strategies` to list them.") from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.input is not None and not Path(args.input).is_dir():
+        raise UsageError(f"--input {args.input!r} is not a directory; create it or point --input at the folder "
+                         "the files arrive in")
+    for jar in args.rapids_jar:
+        if not Path(jar).is_file():
+            raise UsageError(f"--rapids-jar {jar!r} does not exist; download rapids-4-spark from Maven Central")
+    if args.report is not None:
+        parent = Path(args.report).resolve().parent
+        if not parent.is_dir():
+            raise UsageError(f"--report: folder {str(parent)!r} does not exist; create it first")
+    ids = _query_ids(args.workload)
+    return {"deadline": deadline, "trigger": trigger, "params": params, "traffic_params": traffic_params,
+            "admission": admission, "query_ids": ids}
+
+
+def _query_ids(workloads: Sequence[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for w in workloads:
+        seen[w] = seen.get(w, 0) + 1
+        out.append(w if seen[w] == 1 else f"{w}-{seen[w]}")
+    return out
+
+
+def progress_line(controller: Any, lock: Any, elapsed: float) -> str:
+    """``t=12s batches=5 last=3 ds p95=1234ms misses=0/12`` over every query."""
+    with lock:
+        reports = controller.reports()
+        deadlines = {q: s.spec.effective_deadline for q, s in controller.queries.items()}
+    lats = dataset_latencies(reports)
+    misses = sum(1 for r in reports for _, lat in r.dataset_latencies if lat > deadlines[r.query_id])
+    last = reports[-1] if reports else None
+    last_text = f"{len(last.dataset_latencies)} ds/{last.rows} rows" if last else "-"
+    return (f"t={elapsed:5.0f}s batches={len(reports)} last={last_text} "
+            f"p95={1000 * percentile(lats, 95):.0f}ms misses={misses}/{len(lats)}")
+
+
+def _run(args: argparse.Namespace, pm: PluginManager) -> int:
+    cfg = validate(args, pm)  # before Spark starts
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    import pacer_spark
+
+    spark = (
+        pacer_spark.session_builder(args.master, "pacer run", shuffle_partitions=args.partitions,
+                                    rapids_jars=args.rapids_jar)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    trigger = f"{cfg['trigger']:g} seconds" if cfg["trigger"] is not None else None
+    session = pacer_spark.attach(
+        spark, admission=cfg["admission"], scheduler=args.scheduler, placement=args.placement,
+        deadline=cfg["deadline"], fallback=not args.no_fallback, admission_params=cfg["params"]["admission"],
+        scheduler_params=cfg["params"]["scheduler"], placement_params=cfg["params"]["placement"],
+        plugin_manager=pm, checkpoint_root=args.checkpoint,
+    )
+    config = {
+        "workloads": list(args.workload), "traffic": args.traffic, "rate": args.rate,
+        "traffic_params": cfg["traffic_params"], "admission": cfg["admission"], "scheduler": args.scheduler,
+        "placement": args.placement, "params": cfg["params"], "deadline_s": cfg["deadline"],
+        "trigger_s": cfg["trigger"], "duration_s": args.duration, "seed": args.seed, "master": args.master,
+        "input": args.input, "mode": "spark-trigger" if trigger else "pacer",
+    }
+    stop = threading.Event()
+    start = time.time()
+    printer = None
+    if args.progress_every > 0:
+        def report_progress() -> None:
+            while not stop.wait(args.progress_every):
+                print(progress_line(session.controller, session.lock, time.time() - start), flush=True)
+
+        printer = threading.Thread(target=report_progress, name="pacer-progress", daemon=True)
+    status = 0
+    try:
+        for workload, query_id in zip(args.workload, cfg["query_ids"], strict=True):
+            session.run_workload(
+                workload, query_id=query_id, traffic=args.traffic, rate=args.rate, duration=args.duration,
+                seed=args.seed, traffic_params=cfg["traffic_params"], files=args.input,
+                file_format=args.input_format, trigger=trigger,
+            )
+        if printer is not None:
+            printer.start()
+        wait = args.duration + args.drain_timeout if args.input is None else args.duration
+        drained = session.await_drained(wait)
+        if args.input is None and not drained:
+            print(f"pacer run: backlog not drained {args.drain_timeout:g} s after the traffic ended", file=sys.stderr)
+            status = 1
+        errors = session.errors()
+        for query_id, error in errors.items():
+            print(f"pacer run: query {query_id} failed: {error}", file=sys.stderr)
+            status = 1
+    finally:
+        stop.set()
+        end = time.time()
+        session.stop()
+    report = session.report(config, interval=args.monitor_interval, end=end)
+    spark.stop()
+    print(summary_table(report))
+    print(_overhead_line(report))
+    if args.report:
+        print(f"report: {write_report(report, args.report)}")
+    return status
+
+
+def _overhead_line(report: Mapping[str, Any]) -> str:
+    o = report["overhead"]
+    s = report["spark"]["pacer_spark_overhead"]
+    poll = o.get("admission_poll_us_p99")
+    share = o.get("per_batch_share_of_processing")
+    rtt = s.get("rpc_round_trip_us_p99")
+    return (
+        "pacer overhead: admission poll p99 "
+        + (f"{poll:.0f} µs" if poll is not None else "n/a")
+        + ", per-batch share of processing "
+        + (f"{100 * share:.3f} %" if share is not None else "n/a")
+        + ", reader->driver RPC round trip p99 "
+        + (f"{rtt / 1000:.1f} ms" if rtt is not None else "n/a")
+    )
+
+
+RUN_COMMAND = Command("run", "run workloads on real Spark (local or a cluster) under pacer's strategies", _configure,
+                      _run)

@@ -1,0 +1,241 @@
+"""Spark executed plans as pacer operator DAGs, their SQL metrics as OperatorMetric, and RAPIDS enactment."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pacer import Device, Operator, OperatorDAG, OperatorMetric, Placement
+
+#: Plan nodes that only wrap or adapt others: looked through, never operators of their own.
+WRAPPERS = frozenset({
+    "WholeStageCodegen", "InputAdapter", "ColumnarToRow", "RowToColumnar", "AdaptiveSparkPlan",
+    "EventTimeWatermark", "DeserializeToObject", "SerializeFromObject", "AQEShuffleRead", "GpuColumnarToRow",
+    "GpuRowToColumnar",
+})
+
+#: Spark node name -> pacer operator kind (names not listed are matched by the rules in :func:`kind_of`).
+NODE_KINDS: Mapping[str, str] = {
+    "Filter": "filter", "Project": "project", "Expand": "expand", "HashAggregate": "aggregate",
+    "ObjectHashAggregate": "aggregate", "SortAggregate": "aggregate", "Sort": "sort", "Exchange": "shuffle",
+    "ShuffleExchange": "shuffle", "ReusedExchange": "shuffle", "BroadcastExchange": "shuffle",
+    "StateStoreRestore": "state", "StateStoreSave": "state", "SessionWindowStateStoreRestore": "state",
+    "SessionWindowStateStoreSave": "state", "StreamingDeduplicate": "state",
+}
+
+#: pacer operator name (a Spark node name) -> the RAPIDS exec whose ``spark.rapids.sql.exec.<Exec>`` conf enables it.
+RAPIDS_EXECS: Mapping[str, str] = {
+    "Filter": "FilterExec", "Project": "ProjectExec", "Expand": "ExpandExec", "HashAggregate": "HashAggregateExec",
+    "ObjectHashAggregate": "ObjectHashAggregateExec", "SortAggregate": "SortAggregateExec", "Sort": "SortExec",
+    "Exchange": "ShuffleExchangeExec", "MicroBatchScan": "BatchScanExec", "BatchScan": "BatchScanExec",
+    "ShuffledHashJoin": "ShuffledHashJoinExec", "SortMergeJoin": "SortMergeJoinExec",
+    "BroadcastHashJoin": "BroadcastHashJoinExec",
+}
+RAPIDS_PLUGIN = "com.nvidia.spark.SQLPlugin"
+
+
+def base_name(node_name: str) -> str:
+    """``"WholeStageCodegen (2)"`` -> ``"WholeStageCodegen"``; ``"GpuFilter"`` keeps its name."""
+    return node_name.split(" (")[0].strip()
+
+
+def kind_of(name: str) -> str | None:
+    """The pacer kind of a Spark node name, or None for wrappers and nodes pacer does not model."""
+    name = name.removeprefix("Gpu")
+    if name in WRAPPERS:
+        return None
+    if name in NODE_KINDS:
+        return NODE_KINDS[name]
+    if "Scan" in name:
+        return "scan"
+    if "Join" in name:
+        return "join"
+    if "Exchange" in name:
+        return "shuffle"
+    if name.startswith("StateStore"):
+        return "state"
+    return None
+
+
+@dataclass
+class PlanNode:
+    """A plan node read from the JVM: its name, metrics (name -> (value, type)) and children."""
+
+    name: str
+    metrics: dict[str, tuple[float, str]] = field(default_factory=dict)
+    children: list[PlanNode] = field(default_factory=list)
+
+    def walk_post(self) -> Iterator[PlanNode]:
+        """Children before parents (data-flow order)."""
+        for child in self.children:
+            yield from child.walk_post()
+        yield self
+
+
+_METRIC = re.compile(r"(\w+) -> SQLMetric\(id: \d+, name: [^,]*?, value: (-?\d+)\)")
+_METRIC_TYPES: dict[tuple[str, str], str] = {}
+
+
+def read_plan(jplan: Any, *, metrics: bool = True) -> PlanNode:
+    """Copy a JVM ``SparkPlan`` tree (via py4j) into :class:`PlanNode` values.
+
+    Each node's metrics are read in one call (the metric map's string form); a metric's type
+    (``timing``, ``nsTiming``, ``size``, ``sum``) is asked once per node name and key, then cached.
+    """
+    node = PlanNode(base_name(str(jplan.nodeName())))
+    if metrics:
+        jmetrics = None
+        for key, value in _METRIC.findall(str(jplan.metrics().toString())):
+            mtype = _METRIC_TYPES.get((node.name, key))
+            if mtype is None:
+                jmetrics = jmetrics or jplan.metrics()
+                mtype = _METRIC_TYPES[(node.name, key)] = str(jmetrics.apply(key).metricType())
+            node.metrics[key] = (float(value), mtype)
+    children = jplan.children()
+    for i in range(children.size()):
+        node.children.append(read_plan(children.apply(i), metrics=metrics))
+    return node
+
+
+def _operators(root: PlanNode) -> list[tuple[PlanNode, str]]:
+    return [(n, k) for n in root.walk_post() if (k := kind_of(n.name)) is not None]
+
+
+def dag_from_plan(root: PlanNode) -> OperatorDAG:
+    """The operator DAG of an executed plan (wrappers looked through, a sink added at the root)."""
+    ops: list[Operator] = []
+    edges: list[tuple[str, str]] = []
+    ids: dict[int, str] = {}
+
+    def visit(node: PlanNode) -> list[str]:
+        """Return the ids of the nearest modelled operators at or under ``node``."""
+        below = [i for child in node.children for i in visit(child)]
+        kind = kind_of(node.name)
+        if kind is None:
+            return below
+        op_id = f"{kind}#{len(ops)}"
+        ops.append(Operator(op_id, kind, node.name.removeprefix("Gpu")))  # type: ignore[arg-type]
+        ids[id(node)] = op_id
+        edges.extend((b, op_id) for b in below)
+        return [op_id]
+
+    tops = visit(root)
+    sink = Operator(f"sink#{len(ops)}", "sink", "ForeachBatchSink")
+    ops.append(sink)
+    edges.extend((t, sink.id) for t in tops)
+    return OperatorDAG(tuple(ops), tuple(edges))
+
+
+def _time_s(metrics: Mapping[str, tuple[float, str]]) -> float | None:
+    total, found = 0.0, False
+    for value, mtype in metrics.values():
+        if mtype == "timing":
+            total, found = total + value / 1e3, True
+        elif mtype == "nsTiming":
+            total, found = total + value / 1e9, True
+    return total if found else None
+
+
+def operator_metrics(
+    root: PlanNode,
+    dag: OperatorDAG,
+    placement: Placement | None,
+    *,
+    batch_bytes: int,
+    batch_rows: int,
+) -> list[OperatorMetric]:
+    """Per-operator times and input sizes of one batch, matched to ``dag``'s operators kind by kind in data-flow order.
+
+    Time is the node's own timing metrics; a node without one (code-generated ``Filter``/``Project``) gets an
+    equal share of its whole-stage-codegen stage's ``pipelineTime``. Input rows are the children's
+    ``numOutputRows``; input bytes the children's ``dataSize`` where Spark measures it, otherwise the
+    rows scaled by the batch's bytes per row. The device is where it really ran: the GPU only when the
+    placement was enacted.
+    """
+    stage_share: dict[int, float] = {}
+
+    def assign(node: PlanNode, stage: tuple[float, list[PlanNode]] | None) -> None:
+        if node.name == "WholeStageCodegen":
+            members: list[PlanNode] = []
+            pipeline = (_time_s({k: v for k, v in node.metrics.items() if k == "pipelineTime"}) or 0.0)
+            stage = (pipeline, members)
+            for child in node.children:
+                assign(child, stage)
+            timed = [m for m in members if _time_s(m.metrics) is None]
+            for m in timed:
+                stage_share[id(m)] = pipeline / max(1, len(timed))
+            return
+        if node.name == "InputAdapter":
+            stage = None
+        elif stage is not None and kind_of(node.name) is not None:
+            stage[1].append(node)
+        for child in node.children:
+            assign(child, stage)
+
+    assign(root, None)
+    by_kind: dict[str, list[PlanNode]] = {}
+    for node, kind in _operators(root):
+        by_kind.setdefault(kind, []).append(node)
+    per_row = batch_bytes / batch_rows if batch_rows else 0.0
+    out: list[OperatorMetric] = []
+    template: dict[str, list[str]] = {}
+    for op_id in dag.topological_order():
+        template.setdefault(dag.operator(op_id).kind, []).append(op_id)
+    for kind, op_ids in template.items():
+        for op_id, node in zip(op_ids, by_kind.get(kind, []), strict=False):
+            time_s = _time_s(node.metrics)
+            if time_s is None:
+                time_s = stage_share.get(id(node), 0.0)
+            rows_in = _child_sum(node, "numOutputRows") if node.children else int(node.metrics.get("numOutputRows", (0, ""))[0])
+            size = _child_sum(node, "dataSize")
+            bytes_in = size if size else round(rows_in * per_row)
+            planned = placement.devices.get(op_id, "cpu") if placement is not None else "cpu"
+            device: Device = planned if placement is not None and placement.enacted else "cpu"
+            out.append(OperatorMetric(op_id, device, time_s, bytes_in, rows_in))
+    return out
+
+
+def _child_sum(node: PlanNode, metric: str) -> int:
+    total = 0
+    for child in node.children:
+        if metric in child.metrics:
+            total += int(child.metrics[metric][0])
+        elif kind_of(child.name) is None:  # look through wrappers
+            total += _child_sum(child, metric)
+    return total
+
+
+def rapids_confs(placement: Placement, dag: OperatorDAG) -> tuple[dict[str, str], str]:
+    """RAPIDS confs enacting ``placement``, and a note when the instance-level plan had to be coarsened.
+
+    RAPIDS switches execs per operator *type*: a type runs on the GPU only when every instance of it was
+    placed there. Operators with no RAPIDS exec (state stores, the streaming join, the sink) stay on the CPU.
+    """
+    devices_by_exec: dict[str, set[str]] = {}
+    for op in dag.operators:
+        exec_name = RAPIDS_EXECS.get(op.name)
+        if exec_name is not None:
+            devices_by_exec.setdefault(exec_name, set()).add(placement.devices.get(op.id, "cpu"))
+    confs: dict[str, str] = {}
+    mixed: list[str] = []
+    for exec_name, devices in sorted(devices_by_exec.items()):
+        on_gpu = devices == {"gpu"}
+        if len(devices) > 1:
+            mixed.append(exec_name)
+        confs[f"spark.rapids.sql.exec.{exec_name}"] = "true" if on_gpu else "false"
+    confs["spark.rapids.sql.enabled"] = "true" if any(v == "true" for v in confs.values()) else "false"
+    note = f"coarsened to operator types: {', '.join(mixed)} had instances on both devices, kept on CPU" if mixed else ""
+    return confs, note
+
+
+def rapids_loaded(plugins_conf: str | None) -> bool:
+    """True when ``spark.plugins`` names the RAPIDS Accelerator."""
+    return bool(plugins_conf) and RAPIDS_PLUGIN in str(plugins_conf)
+
+
+def placement_summary(placements: Sequence[Placement]) -> dict[str, Any]:
+    """How many placements were enacted, and their notes (for reports)."""
+    notes = sorted({p.note for p in placements if p.note})
+    return {"batches": len(placements), "enacted": sum(1 for p in placements if p.enacted), "notes": notes}

@@ -1,0 +1,84 @@
+"""FAIR scheduler pools: a ladder of fixed weights declared at session start, and the session builder.
+
+Spark's pool weights cannot change at run time, so share-based schedulers (FAIR, RDAS) move each
+batch into the pool whose weight is nearest its share of the cores.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import quoteattr
+
+#: Pool weights; a batch with the whole cluster goes to the heaviest.
+DEFAULT_LADDER: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16)
+POOL_PREFIX = "pacer-w"
+
+
+def pool_name(weight: int) -> str:
+    """The pool of one weight of the ladder."""
+    return f"{POOL_PREFIX}{weight}"
+
+
+def pool_for_share(share: float, cores: int, ladder: Sequence[int] = DEFAULT_LADDER) -> str:
+    """The ladder pool whose weight is nearest ``share / cores`` of the heaviest weight."""
+    target = max(0.0, min(1.0, share / cores if cores else 1.0)) * max(ladder)
+    weight = min(ladder, key=lambda w: (abs(w - target), w))
+    return pool_name(weight)
+
+
+def allocation_xml(ladder: Sequence[int] = DEFAULT_LADDER) -> str:
+    """A FAIR allocation file declaring one pool per weight of ``ladder`` (FAIR inside each pool)."""
+    pools = "\n".join(
+        f"  <pool name={quoteattr(pool_name(w))}>\n    <schedulingMode>FAIR</schedulingMode>\n"
+        f"    <weight>{w}</weight>\n    <minShare>0</minShare>\n  </pool>"
+        for w in ladder
+    )
+    return f'<?xml version="1.0"?>\n<allocations>\n{pools}\n</allocations>\n'
+
+
+def write_allocation_file(directory: str | Path | None = None, ladder: Sequence[int] = DEFAULT_LADDER) -> Path:
+    """Write :func:`allocation_xml` to ``directory`` (a temporary one by default) and return its path."""
+    folder = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="pacer-pools-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "pacer-fairscheduler.xml"
+    path.write_text(allocation_xml(ladder))
+    return path
+
+
+def session_builder(
+    master: str = "local[2]",
+    app_name: str = "pacer",
+    *,
+    shuffle_partitions: int = 2,
+    ladder: Sequence[int] = DEFAULT_LADDER,
+    rapids_jars: Sequence[str] = (),
+    conf: Mapping[str, str] | None = None,
+) -> Any:
+    """A ``SparkSession.Builder`` set up for pacer.
+
+    Sets ``spark.scheduler.mode=FAIR`` with an allocation file holding the pool ladder (these must
+    be set before the SparkContext starts, which is why this is a builder), the shuffle partitions,
+    and, with ``rapids_jars``, the RAPIDS Accelerator plugin (``spark.plugins``).
+    """
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.scheduler.mode", "FAIR")
+        .config("spark.scheduler.allocation.file", str(write_allocation_file(ladder=ladder)))
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.sql.streaming.stateStore.stateSchemaCheck", "true")
+    )
+    if rapids_jars:
+        builder = (
+            builder.config("spark.jars", ",".join(rapids_jars))
+            .config("spark.plugins", "com.nvidia.spark.SQLPlugin")
+            .config("spark.rapids.sql.enabled", "true")
+        )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    return builder

@@ -1,0 +1,488 @@
+"""``pacer-gen`` and ``pacer-files``: thin streaming sources whose end offsets the driver's Controller decides.
+
+Offsets are dataset indices (``{"index": n}``: datasets ``0 .. n-1`` are consumed).
+``latestOffset(start, limit)`` asks the driver over the loopback RPC which end
+offset to return (``start`` means "no batch now"); when the driver cannot be
+reached, the reader admits everything available and warns once, so a stream never
+stalls and never drops data. ``read(partition)`` rebuilds rows from the seed and
+offsets (``pacer-gen``) or from the files named in the partition (``pacer-files``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.types import (
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from pacer_spark.options import OPT_ADDRESS, OPT_AUTHKEY, OPT_QUERY, OPT_TIMEOUT, GenPlan, parse_address
+from pacer_spark.rpc import ControllerClient, ControllerUnavailable
+
+log = logging.getLogger("pacer_spark.sources")
+
+GEN_FORMAT = "pacer-gen"
+FILES_FORMAT = "pacer-files"
+FILE_FORMATS = ("csv", "json", "parquet")
+MALFORMED_MODES = ("quarantine", "fail")
+
+
+class AdmissionAgent:
+    """The reader's proxy to the driver's Controller, with the "admit all available" fallback."""
+
+    def __init__(self, options: Mapping[str, str], source: str) -> None:
+        self.source = source
+        self.query_id = options.get(OPT_QUERY, "")
+        self._client: ControllerClient | None = None
+        self._warned = False
+        self._last_rtt_s: float | None = None
+        if OPT_ADDRESS in options and OPT_AUTHKEY in options:
+            self._client = ControllerClient(
+                parse_address(options[OPT_ADDRESS]),
+                bytes.fromhex(options[OPT_AUTHKEY]),
+                timeout=float(options.get(OPT_TIMEOUT, "10")),
+            )
+
+    def end_offset(self, start: int, available_end: int, new: Sequence[Mapping[str, Any]] = ()) -> int:
+        """The end offset for a batch starting at ``start``.
+
+        :param available_end: one past the newest dataset available (the fallback answer).
+        :param new: datasets the driver has not been told about yet (``pacer-files``).
+        :raises RuntimeError: when the driver answers with an error (a strategy failed without fallback).
+        """
+        if self._client is None:
+            return available_end
+        request = {"op": "latest", "query": self.query_id, "start": start, "new": list(new), "rtt": self._last_rtt_s}
+        t0 = time.perf_counter()
+        try:
+            reply = self._client.call(request)
+        except ControllerUnavailable as exc:
+            if not self._warned:
+                self._warned = True
+                log.warning(
+                    "%s source of query %r: %s; admitting every available dataset until it answers again",
+                    self.source, self.query_id, exc,
+                )
+            return available_end
+        self._last_rtt_s = time.perf_counter() - t0
+        if "error" in reply:
+            raise RuntimeError(f"pacer admission for query {self.query_id!r} failed: {reply['error']}")
+        end = int(reply["end"])
+        return max(start, min(end, available_end)) if reply.get("bounded", True) else max(start, end)
+
+    def close(self) -> None:
+        """Drop the connection."""
+        if self._client is not None:
+            self._client.close()
+
+
+# --------------------------------------------------------------------------- pacer-gen
+
+
+@dataclass
+class GenPartition(InputPartition):
+    """Datasets ``(index, rows, event_start)`` of one stream to rebuild on an executor."""
+
+    stream: str
+    seed: int
+    period: float
+    items: tuple[tuple[int, int, float], ...]
+
+
+def split(items: Sequence[Any], parts: int) -> list[list[Any]]:
+    """Split ``items`` into at most ``parts`` contiguous, nearly equal, non-empty slices."""
+    parts = max(1, min(parts, len(items)))
+    size, extra = divmod(len(items), parts)
+    out: list[list[Any]] = []
+    pos = 0
+    for i in range(parts):
+        n = size + (1 if i < extra else 0)
+        out.append(list(items[pos : pos + n]))
+        pos += n
+    return [p for p in out if p]
+
+
+def _utc(table: Any) -> Any:
+    """Mark naive timestamps (epoch-based) as UTC: Spark's TIMESTAMP arrives as ``timestamp[us, tz=UTC]``."""
+    import pyarrow as pa
+
+    fields = [
+        pa.field(f.name, pa.timestamp("us", tz="UTC")) if pa.types.is_timestamp(f.type) and f.type.tz is None else f
+        for f in table.schema
+    ]
+    return table.cast(pa.schema(fields))
+
+
+class GenStreamReader(DataSourceStreamReader):
+    """Reader of ``pacer-gen``: datasets arrive on the wall clock per the traffic schedule."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.plan = GenPlan.from_options(options)
+        self.agent = AdmissionAgent(options, GEN_FORMAT)
+
+    def initialOffset(self) -> dict[str, int]:
+        """The first dataset."""
+        return {"index": 0}
+
+    def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
+        """Ask the driver how far the next micro-batch reaches."""
+        begin = int(start["index"])
+        available = max(begin, self.plan.available_end(time.time()))
+        return {"index": self.agent.end_offset(begin, available)}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
+        """Split datasets ``[start, end)`` over the configured number of partitions."""
+        arrivals = self.plan.arrivals()
+        items = [
+            (i, arrivals[i].rows, self.plan.start + arrivals[i].time - self.plan.period)
+            for i in range(int(start["index"]), int(end["index"]))
+        ]
+        return [GenPartition(self.plan.stream, self.plan.seed, self.plan.period, tuple(p))
+                for p in split(items, self.plan.partitions)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """Rebuild the partition's rows from the seed and the dataset indices."""
+        from pacer_workloads import generate_arrow
+
+        assert isinstance(partition, GenPartition)
+        for index, rows, event_start in partition.items:
+            if rows <= 0:
+                continue
+            table = generate_arrow(
+                partition.stream, rows, seed=partition.seed, index=index, start_time=event_start,
+                duration=partition.period,
+            )
+            yield from _utc(table).to_batches()
+
+    def stop(self) -> None:
+        """Close the RPC connection."""
+        self.agent.close()
+
+
+class PacerGenDataSource(DataSource):
+    """``spark.readStream.format("pacer-gen")``: deterministic Linear Road / Cluster Monitoring traffic.
+
+    Options: ``stream`` (``linear_road``/``cluster_monitoring``), ``traffic`` (a pattern of
+    :data:`pacer_workloads.TRAFFIC_PATTERNS`), ``rate`` (mean rows/s), ``traffic.<param>``,
+    ``duration`` (s), ``period`` (s per dataset), ``seed``, ``start`` (epoch s the traffic starts;
+    set it for a restart to see the same schedule), ``numPartitions``; plus the ``pacer.*`` options
+    that :meth:`pacer_spark.PacerSession.read_stream` fills in.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name."""
+        return GEN_FORMAT
+
+    def schema(self) -> str:
+        """The stream's schema (DDL)."""
+        from pacer_workloads import spark_schema_ddl
+
+        return spark_schema_ddl(self.options.get("stream", "linear_road"))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """A :class:`GenStreamReader`."""
+        return GenStreamReader(self.options)
+
+
+# --------------------------------------------------------------------------- pacer-files
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    """One file of a watched directory: its offset, name, arrival (its mtime) and size."""
+
+    index: int
+    name: str
+    arrival: float
+    bytes: int
+    rows: int
+
+    def as_json(self) -> dict[str, Any]:
+        """The manifest line."""
+        return {"index": self.index, "name": self.name, "arrival": self.arrival, "bytes": self.bytes, "rows": self.rows}
+
+
+def count_rows(path: Path, fmt: str, header: bool) -> int:
+    """Rows in a data file (lines for CSV/JSON lines, metadata for Parquet)."""
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return int(pq.ParquetFile(path).metadata.num_rows)
+    with path.open("rb") as fh:
+        lines = sum(1 for line in fh if line.strip())
+    return max(0, lines - (1 if header and fmt == "csv" else 0))
+
+
+def ignored_name(name: str) -> bool:
+    """Hidden, temporary and bookkeeping files (``_x``, ``.x``, ``*.tmp``, ``*.crc``) are not datasets."""
+    return name.startswith(("_", ".")) or name.endswith((".tmp", ".crc", ".inprogress"))
+
+
+class Manifest:
+    """The durable record of which file got which offset and when it arrived (JSON lines, append-only).
+
+    A restart reads it back, so offsets and arrival times stay stable across restarts.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.entries: list[ManifestEntry] = []
+        self._names: set[str] = set()
+        if path.exists():
+            for line in path.read_text().splitlines():
+                if line.strip():
+                    try:
+                        entry = ManifestEntry(**json.loads(line))
+                    except (ValueError, TypeError):
+                        continue  # a torn last line from a crash: the file is listed again
+                    if entry.index == len(self.entries):
+                        self.entries.append(entry)
+                        self._names.add(entry.name)
+
+    def refresh(self, directory: Path, fmt: str, header: bool, now: float) -> list[ManifestEntry]:
+        """List ``directory``, give new files the next offsets (oldest mtime first) and persist them."""
+        try:
+            names = [e for e in os.scandir(directory) if e.is_file() and not ignored_name(e.name)]
+        except FileNotFoundError:
+            return []
+        fresh = sorted(
+            ((e.stat().st_mtime, e.name, e.stat().st_size) for e in names if e.name not in self._names),
+            key=lambda t: (t[0], t[1]),
+        )
+        added = []
+        for mtime, name, size in fresh:
+            entry = ManifestEntry(len(self.entries), name, min(mtime, now), size, count_rows(directory / name, fmt, header))
+            self.entries.append(entry)
+            self._names.add(name)
+            added.append(entry)
+        if added:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a") as fh:
+                for entry in added:
+                    fh.write(json.dumps(entry.as_json()) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+        return added
+
+
+@dataclass
+class FilesPartition(InputPartition):
+    """Files (absolute paths) to read on an executor."""
+
+    paths: tuple[str, ...]
+
+
+def _converter(dtype: DataType) -> Any:
+    if isinstance(dtype, (IntegerType, LongType, ShortType, ByteType)):
+        return int
+    if isinstance(dtype, (DoubleType, FloatType)):
+        return float
+    if isinstance(dtype, DecimalType):
+        from decimal import Decimal
+
+        return Decimal
+    if isinstance(dtype, BooleanType):
+        return lambda v: v if isinstance(v, bool) else {"true": True, "false": False}[str(v).strip().lower()]
+    if isinstance(dtype, (TimestampType, TimestampNTZType)):
+        def to_ts(v: Any) -> datetime:
+            if isinstance(v, (int, float)):
+                return datetime.fromtimestamp(float(v), tz=UTC).replace(tzinfo=None)
+            return datetime.fromisoformat(str(v).strip())
+
+        return to_ts
+    if isinstance(dtype, DateType):
+        return lambda v: date.fromisoformat(str(v).strip())
+    if isinstance(dtype, StringType):
+        return str
+    raise ValueError(f"pacer-files cannot parse column type {dtype.simpleString()}")
+
+
+class MalformedRowError(ValueError):
+    """A row that does not fit the schema, with ``malformed=fail``."""
+
+
+class RowParser:
+    """Converts text records to tuples of the schema's types; bad rows go to quarantine or raise."""
+
+    def __init__(self, schema: StructType, mode: str, quarantine: str | None) -> None:
+        self.names = [f.name for f in schema.fields]
+        self.convert = [_converter(f.dataType) for f in schema.fields]
+        self.mode = mode
+        self.quarantine = Path(quarantine) if quarantine else None
+
+    def row(self, values: Sequence[Any]) -> tuple[Any, ...]:
+        """One record -> a tuple; raises ValueError with the reason when it does not fit."""
+        if len(values) != len(self.names):
+            raise ValueError(f"expected {len(self.names)} fields, got {len(values)}")
+        out: list[Any] = []
+        for name, conv, value in zip(self.names, self.convert, values, strict=True):
+            if value is None or value == "":
+                out.append(None)
+                continue
+            try:
+                out.append(conv(value))
+            except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
+                raise ValueError(f"column {name!r}: cannot parse {value!r} ({type(exc).__name__})") from None
+        return tuple(out)
+
+    def parse(self, path: Path, records: Iterator[tuple[int, str, Sequence[Any] | None]]) -> Iterator[tuple[Any, ...]]:
+        """Yield good rows of ``records`` (``(line, raw, values or None when unreadable)``)."""
+        bad: list[dict[str, Any]] = []
+        for line, raw, values in records:
+            try:
+                if values is None:
+                    raise ValueError("unreadable record")
+                yield self.row(values)
+            except ValueError as exc:
+                if self.mode == "fail":
+                    raise MalformedRowError(
+                        f"pacer-files: malformed row in {path} line {line}: {exc}. "
+                        "Fix the file, or start the stream with option malformed=quarantine to set such rows aside"
+                    ) from None
+                bad.append({"file": path.name, "line": line, "reason": str(exc), "raw": raw})
+        if self.quarantine is not None and bad:
+            # One file per dataset, rewritten whole: a replayed batch quarantines the same rows once.
+            self.quarantine.mkdir(parents=True, exist_ok=True)
+            tmp = self.quarantine / f".{path.name}.bad.tmp"
+            tmp.write_text("".join(json.dumps(b) + "\n" for b in bad))
+            tmp.replace(self.quarantine / f"{path.name}.bad")
+
+
+def _csv_records(path: Path, header: bool) -> Iterator[tuple[int, str, Sequence[Any] | None]]:
+    with path.open(newline="") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if (header and number == 1) or not raw.strip():
+                continue
+            try:
+                values = next(csv.reader([raw]))
+            except csv.Error:
+                values = None
+            yield number, raw.rstrip("\n"), values
+
+
+def _json_records(path: Path, names: Sequence[str]) -> Iterator[tuple[int, str, Sequence[Any] | None]]:
+    with path.open() as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+                values: Sequence[Any] | None = [obj.get(n) for n in names] if isinstance(obj, dict) else None
+            except ValueError:
+                values = None
+            yield number, raw.rstrip("\n"), values
+
+
+class FilesStreamReader(DataSourceStreamReader):
+    """Reader of ``pacer-files``: one dataset per file of a watched directory."""
+
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        if "path" not in options:
+            raise ValueError("pacer-files needs option path=<directory to watch>")
+        self.directory = Path(options["path"]).resolve()
+        self.format = options.get("format", "csv").lower()
+        if self.format not in FILE_FORMATS:
+            raise ValueError(f"pacer-files: format must be one of {FILE_FORMATS}, got {self.format!r}")
+        self.header = options.get("header", "false").lower() == "true"
+        self.malformed = options.get("malformed", "fail").lower()
+        if self.malformed not in MALFORMED_MODES:
+            raise ValueError(f"pacer-files: malformed must be one of {MALFORMED_MODES}, got {self.malformed!r}")
+        self.quarantine = options.get("quarantine") or str(self.directory / "_pacer_quarantine")
+        self.schema = schema
+        self.manifest = Manifest(Path(options.get("manifest") or self.directory / "_pacer_manifest.jsonl"))
+        self.agent = AdmissionAgent(options, FILES_FORMAT)
+        self._told = 0  # entries already sent to the driver
+
+    def initialOffset(self) -> dict[str, int]:
+        """The first file."""
+        return {"index": 0}
+
+    def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
+        """List new files, tell the driver about them, and ask it how far the next micro-batch reaches."""
+        begin = int(start["index"])
+        self.manifest.refresh(self.directory, self.format, self.header, time.time())
+        self._told = max(self._told, begin)
+        new = [e.as_json() for e in self.manifest.entries[self._told :]]
+        end = self.agent.end_offset(begin, max(begin, len(self.manifest.entries)), new)
+        self._told = len(self.manifest.entries)
+        return {"index": end}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
+        """One partition per file of ``[start, end)``."""
+        entries = self.manifest.entries[int(start["index"]) : int(end["index"])]
+        return [FilesPartition((str(self.directory / e.name),)) for e in entries]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        """Parse the partition's files; malformed rows are quarantined or fail the batch (option ``malformed``)."""
+        assert isinstance(partition, FilesPartition)
+        parser = RowParser(self.schema, self.malformed, self.quarantine if self.malformed == "quarantine" else None)
+        for name in partition.paths:
+            path = Path(name)
+            if self.format == "parquet":
+                import pyarrow.parquet as pq
+
+                table = pq.read_table(path)
+                rows = table.select([n for n in parser.names if n in table.column_names]).to_pylist()
+                yield from parser.parse(
+                    path, ((i + 1, json.dumps(r, default=str), [r.get(n) for n in parser.names]) for i, r in enumerate(rows))
+                )
+            elif self.format == "json":
+                yield from parser.parse(path, _json_records(path, parser.names))
+            else:
+                yield from parser.parse(path, _csv_records(path, self.header))
+
+    def stop(self) -> None:
+        """Close the RPC connection."""
+        self.agent.close()
+
+
+class PacerFilesDataSource(DataSource):
+    """``spark.readStream.format("pacer-files").schema(ddl)``: one dataset per file of a directory.
+
+    Options: ``path`` (directory; move finished files in atomically), ``format`` (csv, json lines,
+    parquet), ``header`` (CSV), ``manifest`` (where offsets and arrival times are recorded; keep it
+    beside the checkpoint, one per query), ``malformed`` (``fail`` or ``quarantine``) and
+    ``quarantine`` (directory for set-aside rows); the schema comes from ``.schema(...)`` or option
+    ``stream`` (a pacer workload stream).
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name."""
+        return FILES_FORMAT
+
+    def schema(self) -> str:
+        """The schema of option ``stream`` (when ``.schema(...)`` is not given)."""
+        from pacer_workloads import spark_schema_ddl
+
+        if "stream" not in self.options:
+            raise ValueError("pacer-files needs a schema: .schema('a INT, ...') or option stream=linear_road")
+        return spark_schema_ddl(self.options["stream"])
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """A :class:`FilesStreamReader`."""
+        return FilesStreamReader(self.options, schema)

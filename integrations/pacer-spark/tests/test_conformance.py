@@ -1,0 +1,33 @@
+"""The shared conformance suite on real Spark (``nox -s "conformance(runtime='spark')"``).
+
+Every installed strategy runs end to end through the pacer-gen source, the RPC and the gate. It takes
+minutes, so it runs only when ``PACER_SPARK_CONFORMANCE=1`` (the nox session sets it); scenarios are
+shortened by ``PACER_SPARK_TIME_SCALE`` (default 0.2: a 30 s scenario streams for 6 s).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pacer_conformance")
+from pacer_conformance import RuntimeConformance
+
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.skipif(os.environ.get("PACER_SPARK_CONFORMANCE", "") in ("", "0"),
+                       reason="set PACER_SPARK_CONFORMANCE=1 to run the conformance suite on Spark (minutes)"),
+]
+
+
+@pytest.fixture
+def conformance_runtime(spark: Any) -> Any:
+    from pacer_spark.conformance import SparkRuntime
+
+    return SparkRuntime(spark, time_scale=float(os.environ.get("PACER_SPARK_TIME_SCALE", "0.2")))
+
+
+class TestSparkConformance(RuntimeConformance):
+    """Every runtime-level conformance test, on Spark."""

@@ -1,0 +1,155 @@
+"""Pure-Python parts of pacer-spark: no SparkSession."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from pyspark.sql.types import DoubleType, IntegerType, StructField, StructType
+
+from pacer import Placement
+from pacer_spark.compat import SparkVersionError, check_spark_version, parse_version
+from pacer_spark.options import GenPlan
+from pacer_spark.plan import PlanNode, dag_from_plan, kind_of, operator_metrics, rapids_confs
+from pacer_spark.pools import allocation_xml, pool_for_share
+from pacer_spark.rpc import ControllerClient, ControllerServer, ControllerUnavailable
+from pacer_spark.runtime import parse_seconds
+from pacer_spark.sources import AdmissionAgent, MalformedRowError, Manifest, RowParser, split
+from pacer_workloads import WORKLOADS
+
+
+def test_spark_version_check() -> None:
+    assert parse_version("4.3.0") == (4, 3)
+    assert check_spark_version("4.2.0") == "4.2.0"
+    with pytest.raises(SparkVersionError, match=r"Spark >= 4.2.*found PySpark 4.1.1.*pip install"):
+        check_spark_version("4.1.1")
+    with pytest.raises(ValueError):
+        parse_version("four")
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("10s", 10.0), ("500ms", 0.5), ("2min", 120.0), ("3", 3.0),
+                                               ("1.5 seconds", 1.5), (4, 4.0)])
+def test_parse_seconds(text: str, seconds: float) -> None:
+    assert parse_seconds(text) == pytest.approx(seconds)
+
+
+def test_parse_seconds_rejects_garbage() -> None:
+    with pytest.raises(ValueError, match="10s, 500ms"):
+        parse_seconds("soon")
+
+
+def test_pool_ladder() -> None:
+    assert pool_for_share(2.0, 2) == "pacer-w16"
+    assert pool_for_share(1.0, 2) == "pacer-w8"
+    assert pool_for_share(0.05, 2) == "pacer-w1"
+    xml = allocation_xml((1, 4))
+    assert '<pool name="pacer-w4">' in xml and "<weight>4</weight>" in xml
+
+
+def test_split_is_contiguous_and_complete() -> None:
+    assert split(list(range(5)), 2) == [[0, 1, 2], [3, 4]]
+    assert split([1], 4) == [[1]]
+    assert split([], 2) == []
+
+
+def test_gen_plan_availability_follows_the_wall_clock() -> None:
+    plan = GenPlan.from_options({"stream": "linear_road", "rate": "100", "duration": "5", "start": "1000"})
+    assert len(plan.arrivals()) == 5
+    assert plan.available_end(1000.5) == 0
+    assert plan.available_end(1001.0) == 1
+    assert plan.available_end(2000.0) == 5
+    with pytest.raises(ValueError, match="unknown stream"):
+        GenPlan.from_options({"stream": "nope"})
+
+
+def test_rpc_round_trip_and_unreachable() -> None:
+    server = ControllerServer(lambda req: {"echo": req["x"]})
+    client = ControllerClient(server.address, server.authkey)
+    assert client.call({"x": 3}) == {"echo": 3}
+    server.close()
+    client.close()
+    dead = ControllerClient(server.address, server.authkey, timeout=0.5)
+    with pytest.raises(ControllerUnavailable):
+        dead.call({"x": 1})
+
+
+def test_agent_admits_everything_when_the_driver_is_gone(caplog: pytest.LogCaptureFixture) -> None:
+    server = ControllerServer(lambda req: {"end": req["start"]})
+    host, port = server.address
+    server.close()
+    agent = AdmissionAgent({"pacer.query": "q", "pacer.address": f"{host}:{port}",
+                            "pacer.authkey": server.authkey_hex}, "pacer-gen")
+    assert agent.end_offset(3, 9) == 9
+    assert agent.end_offset(9, 12) == 12
+    assert sum("admitting every available dataset" in r.message for r in caplog.records) == 1  # warned once
+
+
+def test_agent_raises_on_a_strategy_error() -> None:
+    server = ControllerServer(lambda req: {"error": "admission strategy 'x' failed"})
+    agent = AdmissionAgent({"pacer.query": "q", "pacer.address": "{}:{}".format(*server.address),
+                            "pacer.authkey": server.authkey_hex}, "pacer-gen")
+    with pytest.raises(RuntimeError, match="strategy 'x' failed"):
+        agent.end_offset(0, 5)
+    server.close()
+
+
+def test_manifest_keeps_offsets_and_arrivals_across_restarts(tmp_path: Path) -> None:
+    data = tmp_path / "in"
+    data.mkdir()
+    (data / "b.csv").write_text("1\n2\n")
+    (data / "_ignored").write_text("x\n")
+    manifest = Manifest(tmp_path / "m.jsonl")
+    first = manifest.refresh(data, "csv", False, time.time())
+    assert [(e.index, e.name, e.rows) for e in first] == [(0, "b.csv", 2)]
+    (data / "a.csv").write_text("3\n")
+    assert [e.name for e in manifest.refresh(data, "csv", False, time.time())] == ["a.csv"]
+    again = Manifest(tmp_path / "m.jsonl")
+    assert [(e.index, e.name, e.arrival) for e in again.entries] == [(e.index, e.name, e.arrival) for e in manifest.entries]
+    assert again.refresh(data, "csv", False, time.time()) == []
+
+
+def test_row_parser_quarantines_or_fails(tmp_path: Path) -> None:
+    schema = StructType([StructField("id", IntegerType()), StructField("v", DoubleType())])
+    quarantine = tmp_path / "q"
+    parser = RowParser(schema, "quarantine", str(quarantine))
+    records = [(1, "1,2.5", ["1", "2.5"]), (2, "x,1", ["x", "1"]), (3, "4", ["4"])]
+    assert list(parser.parse(tmp_path / "f.csv", iter(records))) == [(1, 2.5)]
+    bad = [json.loads(line) for line in (quarantine / "f.csv.bad").read_text().splitlines()]
+    assert [b["line"] for b in bad] == [2, 3]
+    strict = RowParser(schema, "fail", None)
+    with pytest.raises(MalformedRowError, match=r"f.csv line 2.*malformed=quarantine"):
+        list(strict.parse(tmp_path / "f.csv", iter(records)))
+
+
+def _plan() -> PlanNode:
+    scan = PlanNode("MicroBatchScan", {"numOutputRows": (100.0, "sum")})
+    stage = PlanNode("WholeStageCodegen", {"pipelineTime": (40.0, "timing")}, [
+        PlanNode("HashAggregate", {"aggTime": (10.0, "timing"), "numOutputRows": (5.0, "sum")}, [
+            PlanNode("Filter", {"numOutputRows": (50.0, "sum")}, [PlanNode("InputAdapter", {}, [scan])])])])
+    return PlanNode("Exchange", {"shuffleWriteTime": (2e6, "nsTiming"), "dataSize": (800.0, "size")}, [stage])
+
+
+def test_plan_to_dag_and_metrics() -> None:
+    assert kind_of("GpuHashAggregate") == "aggregate" and kind_of("WholeStageCodegen") is None
+    dag = dag_from_plan(_plan())
+    assert [op.kind for op in dag.operators] == ["scan", "filter", "aggregate", "shuffle", "sink"]
+    placement = Placement({op.id: "cpu" for op in dag.operators}, enacted=False)
+    metrics = {m.operator_id: m for m in operator_metrics(_plan(), dag, placement, batch_bytes=1000, batch_rows=100)}
+    assert metrics["aggregate#2"].time_s == pytest.approx(0.010)
+    assert metrics["filter#1"].time_s == pytest.approx(0.040)  # its codegen stage's time
+    assert metrics["filter#1"].rows_in == 100 and metrics["filter#1"].bytes_in == 1000
+    assert metrics["shuffle#3"].time_s == pytest.approx(0.002)
+    assert all(m.device == "cpu" for m in metrics.values())
+
+
+def test_rapids_confs_coarsen_to_operator_types() -> None:
+    dag = WORKLOADS["lr2"].dag
+    aggs = [op.id for op in dag.operators if op.name == "HashAggregate"]
+    devices = {op.id: ("gpu" if op.id == aggs[0] or op.name == "Filter" else "cpu") for op in dag.operators}
+    confs, note = rapids_confs(Placement(devices), dag)
+    assert confs["spark.rapids.sql.exec.FilterExec"] == "true"
+    assert confs["spark.rapids.sql.exec.HashAggregateExec"] == "false"
+    assert confs["spark.rapids.sql.enabled"] == "true"
+    assert "HashAggregateExec" in note

@@ -1,0 +1,138 @@
+"""dStream's Monitor module: the index table, the cost tables and the cost estimation (Eqs. 1-3).
+
+- Index table: a batch of ``size`` bytes maps to a bucket; below ``threshold`` (1000 KB) the
+  buckets are ``small`` (100 KB) wide, above it ``large`` (1000 KB) wide. Each bucket owns one
+  cost table, so batches of similar size share their history (185 KB and 129 KB: bucket 1).
+- Cost table: per operator instance and device, the latest execution time θ(i,j), the EMA
+  estimate T_exec(i,j) and the final cost T(i,j); per operator instance the data size Size(i,j).
+
+T(i,j)      = T_exec(i,j) + T_trans(i,j)                                   (Eq. 1)
+T_exec(i,j) = β × T_exec(i,j-1) + (1 - β) × θ(i,j)                         (Eq. 2)
+T_trans(i,j)= T_init + Size(i,j) / BW  if Dev(i-1,j) ≠ Dev(i,j), else 0     (Eq. 3)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pacer.model import Device
+
+KB = 1_000
+
+
+def bucket_index(size: float, *, small: float = 100 * KB, threshold: float = 1_000 * KB, large: float = 1_000 * KB) -> int:
+    """The index-table bucket of a batch of ``size`` bytes.
+
+    >>> bucket_index(185_000), bucket_index(129_000), bucket_index(1_000_000), bucket_index(2_500_000)
+    (1, 1, 10, 11)
+    """
+    if small <= 0 or large <= 0 or threshold < 0:
+        raise ValueError("bucket widths must be > 0 and the threshold >= 0")
+    if size < threshold:
+        return int(size // small)
+    return math.ceil(threshold / small) + int((size - threshold) // large)
+
+
+def transition_cost(size: float, *, t_init: float, bandwidth: float) -> float:
+    """Eq. 3 when the devices differ: ``t_init + size / bandwidth`` seconds."""
+    return t_init + size / bandwidth
+
+
+def ema(previous: float | None, observed: float, beta: float) -> float:
+    """Eq. 2; the first observation of an entry starts the average."""
+    return observed if previous is None else beta * previous + (1.0 - beta) * observed
+
+
+@dataclass(slots=True)
+class CostEntry:
+    """One (operator instance, device) row of a cost table."""
+
+    t_exec: float
+    theta: float
+    total: float
+    t_trans: float = 0.0
+    observations: int = 1
+
+
+@dataclass
+class CostTable:
+    """The cost table of one index-table bucket."""
+
+    entries: dict[tuple[str, Device], CostEntry] = field(default_factory=dict)
+    sizes: dict[str, float] = field(default_factory=dict)
+    batches: int = 0
+
+    def get(self, op_id: str, device: Device) -> CostEntry | None:
+        """The entry for ``op_id`` on ``device``, None when it never ran there in this bucket."""
+        return self.entries.get((op_id, device))
+
+    def update(
+        self,
+        op_id: str,
+        device: Device,
+        theta: float,
+        size: float,
+        upstream: Iterable[Device],
+        *,
+        beta: float,
+        t_init: float,
+        bandwidth: float,
+    ) -> CostEntry:
+        """Record one execution of ``op_id`` on ``device`` (Fig. 4, steps 2-4).
+
+        :param theta: θ(i,j), the measured execution time in seconds.
+        :param size: Size(i,j), bytes the operator processed.
+        :param upstream: the devices its inputs came from in this batch (the host, ``"cpu"``,
+            for a source); each input on another device costs one transition, carrying an
+            equal share of ``size``.
+        :return: the updated entry with T_exec(i,j), T_trans(i,j) and T(i,j).
+        """
+        inputs = list(upstream) or ["cpu"]
+        share = size / len(inputs)
+        t_trans = sum(transition_cost(share, t_init=t_init, bandwidth=bandwidth) for d in inputs if d != device)
+        old = self.entries.get((op_id, device))
+        t_exec = ema(old.t_exec if old else None, theta, beta)
+        entry = CostEntry(
+            t_exec=t_exec,
+            theta=theta,
+            total=t_exec + t_trans,
+            t_trans=t_trans,
+            observations=(old.observations + 1) if old else 1,
+        )
+        self.entries[(op_id, device)] = entry
+        self.sizes[op_id] = size
+        return entry
+
+
+@dataclass
+class Monitor:
+    """The index table: bucket index -> cost table, with the bucket geometry."""
+
+    small: float = 100 * KB
+    threshold: float = 1_000 * KB
+    large: float = 1_000 * KB
+    tables: dict[int, CostTable] = field(default_factory=dict)
+
+    def index(self, size: float) -> int:
+        """Bucket of a batch of ``size`` bytes."""
+        return bucket_index(size, small=self.small, threshold=self.threshold, large=self.large)
+
+    def table(self, index: int) -> CostTable:
+        """The cost table of bucket ``index``, created empty on first use."""
+        table = self.tables.get(index)
+        if table is None:
+            table = self.tables[index] = CostTable()
+        return table
+
+    def nearest_entry(self, index: int, op_id: str, device: Device) -> CostEntry | None:
+        """The entry of the nearest *other* bucket that has one (ties: the smaller bucket)."""
+        best: tuple[int, int] | None = None
+        for other, table in self.tables.items():
+            if other == index or (op_id, device) not in table.entries:
+                continue
+            key = (abs(other - index), other)
+            if best is None or key < best:
+                best = key
+        return self.tables[best[1]].entries[(op_id, device)] if best is not None else None

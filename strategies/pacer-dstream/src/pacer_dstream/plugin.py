@@ -1,0 +1,63 @@
+"""Registers ``dstream``: operator-level CPU/GPU placement by EMA cost table and DAG shortest path."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pacer import (
+    BatchReport,
+    Devices,
+    MicroBatch,
+    OperatorDAG,
+    Param,
+    Placement,
+    StrategyContext,
+    StrategyInfo,
+    hookimpl,
+)
+from pacer_dstream.state import NAME, DStreamState, build_state
+
+PARAMS: tuple[Param, ...] = (
+    Param("beta", 0.5, "EMA weight of the previous estimate T_exec(i,j-1) (Eq. 2)"),
+    Param("t_init_s", 0.01, "T_init of Eq. 3: fixed seconds per CPU<->GPU transition"),
+    Param("bandwidth_bytes_per_s", 2.0e9, "BW of Eq. 3: host<->device bytes per second"),
+    Param("bucket_small_bytes", 100_000.0, "index-table bucket width below the threshold (100 KB)"),
+    Param("bucket_threshold_bytes", 1_000_000.0, "batch size where buckets widen (1000 KB)"),
+    Param("bucket_large_bytes", 1_000_000.0, "index-table bucket width above the threshold (1000 KB)"),
+    Param("cold_start", "explore", "entry never measured in this bucket: explore (cost 0, tried once) or nearest"),
+    Param("theta", "wall", "θ from a metric: wall (CPU time / cores used, GPU time / gpu_parallelism) or per-partition"),
+    Param("gpu_parallelism", 1.0, "partitions a GPU runs at once, for theta=wall"),
+)
+
+
+@hookimpl
+def pacer_strategies() -> Sequence[StrategyInfo]:
+    """Declare ``dstream`` (placement)."""
+    return [
+        StrategyInfo(
+            name=NAME,
+            provides=frozenset({"placement"}),
+            summary="dStream: per-bucket EMA cost table (Eqs. 1-3) and shortest path over the CPU/GPU-extended DAG",
+            params=PARAMS,
+            state=build_state,
+        )
+    ]
+
+
+@hookimpl
+def pacer_place(
+    ctx: StrategyContext, batch: MicroBatch, dag: OperatorDAG, devices: Devices, now: float
+) -> Placement | None:
+    """Device Mapper (Algorithm 1)."""
+    if ctx.chosen != NAME:
+        return None
+    state: DStreamState = ctx.state
+    return state.place(batch, dag, devices)
+
+
+@hookimpl
+def pacer_batch_completed(ctx: StrategyContext, report: BatchReport) -> None:
+    """Monitor: update the cost table of the batch's bucket."""
+    state = ctx.state_of(NAME)
+    if isinstance(state, DStreamState) and ctx.query is not None:
+        state.completed(report, ctx.query.dag, ctx.query.partitions)

@@ -1,0 +1,140 @@
+"""Per-query dStream state: the Monitor (learning in feedback) and the Device Mapper (placement)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from pacer.model import BatchReport, Device, Devices, MicroBatch, OperatorDAG, Placement, QuerySpec
+from pacer_dstream.mapper import CompiledDAG, Path, shortest_path
+from pacer_dstream.monitor import CostEntry, CostTable, Monitor
+
+NAME = "dstream"
+COLD_STARTS = ("explore", "nearest")
+THETA_BASES = ("wall", "per-partition")
+
+
+class DStreamState:
+    """Everything dStream keeps for one query.
+
+    :param spec: the query (its DAG and partitions).
+    :param params: the resolved parameters (see :mod:`pacer_dstream.plugin`).
+    """
+
+    def __init__(self, spec: QuerySpec | None, params: Mapping[str, Any]) -> None:
+        self.spec = spec
+        self.beta = float(params["beta"])
+        self.t_init = float(params["t_init_s"])
+        self.bandwidth = float(params["bandwidth_bytes_per_s"])
+        self.cold_start = str(params["cold_start"])
+        self.theta_basis = str(params["theta"])
+        self.gpu_parallelism = float(params["gpu_parallelism"])
+        if not 0.0 <= self.beta <= 1.0:
+            raise ValueError(f"dstream: beta must be in [0, 1], got {self.beta}")
+        if self.t_init < 0 or self.bandwidth <= 0:
+            raise ValueError("dstream: t_init_s must be >= 0 and bandwidth_bytes_per_s > 0")
+        if self.cold_start not in COLD_STARTS:
+            raise ValueError(f"dstream: cold_start must be one of {COLD_STARTS}, got {self.cold_start!r}")
+        if self.theta_basis not in THETA_BASES:
+            raise ValueError(f"dstream: theta must be one of {THETA_BASES}, got {self.theta_basis!r}")
+        if self.gpu_parallelism <= 0:
+            raise ValueError(f"dstream: gpu_parallelism must be > 0, got {self.gpu_parallelism}")
+        self.monitor = Monitor(
+            small=float(params["bucket_small_bytes"]),
+            threshold=float(params["bucket_threshold_bytes"]),
+            large=float(params["bucket_large_bytes"]),
+        )
+        self._dag: OperatorDAG | None = None
+        self._compiled: CompiledDAG | None = None
+        self.last_path: Path | None = None
+
+    def compiled(self, dag: OperatorDAG) -> CompiledDAG:
+        """The DAG flattened once (recompiled only when another DAG object comes in)."""
+        if self._compiled is None or self._dag is not dag:
+            self._compiled = CompiledDAG.of(dag)
+            self._dag = dag
+        return self._compiled
+
+    # ------------------------------------------------------------------ Device Mapper
+
+    def _estimate(self, table: CostTable | None, index: int, op_id: str, device: Device) -> float:
+        entry: CostEntry | None = table.get(op_id, device) if table is not None else None
+        if entry is None and self.cold_start == "nearest":
+            entry = self.monitor.nearest_entry(index, op_id, device)
+        # Never run here (explore, or nothing to borrow): optimistic 0, so the path tries it once.
+        return entry.t_exec if entry is not None else 0.0
+
+    def place(self, batch: MicroBatch, dag: OperatorDAG, devices: Devices) -> Placement:
+        """Build G_d's costs from the batch's bucket and take the shortest path."""
+        compiled = self.compiled(dag)
+        index = self.monitor.index(batch.bytes)
+        table = self.monitor.tables.get(index)
+        sizes = table.sizes if table is not None else {}
+        gpu_ok = devices.has_gpu
+        cpu: list[float] = []
+        gpu: list[float] = []
+        edge_trans: list[float] = []
+        sink_trans: list[float] = []
+        for i, op_id in enumerate(compiled.ids):
+            cpu.append(self._estimate(table, index, op_id, "cpu"))
+            allowed = gpu_ok and not compiled.cpu_only[i]
+            gpu.append(self._estimate(table, index, op_id, "gpu") if allowed else math.inf)
+            size = sizes.get(op_id, float(batch.bytes))
+            inputs = max(1, len(compiled.parents[i]))
+            edge_trans.append(self.t_init + size / inputs / self.bandwidth)
+            sink_trans.append(self.t_init + size / self.bandwidth)
+        path = shortest_path(compiled, cpu, gpu, edge_trans, sink_trans)
+        self.last_path = path
+        explored = "" if table is not None and table.batches else " (new bucket)"
+        note = f"bucket {index}{explored}, estimated {path.cost:.4f}s" + ("" if gpu_ok else ", no GPU on offer")
+        return Placement(devices=dict(zip(compiled.ids, path.devices, strict=True)), strategy=NAME, note=note)
+
+    # ------------------------------------------------------------------ Monitor
+
+    def _parallelism(self, device: Device, report: BatchReport, partitions: int) -> float:
+        if self.theta_basis == "per-partition":
+            return float(partitions)
+        if device == "gpu":
+            return self.gpu_parallelism
+        cores = report.cores_used if report.cores_used and report.cores_used > 0 else partitions
+        return float(max(1.0, min(partitions, cores)))
+
+    def completed(self, report: BatchReport, dag: OperatorDAG, partitions: int) -> int:
+        """Fold the batch's operator metrics into its bucket's cost table; return how many were used.
+
+        Several metrics for one operator instance are summed (pieces of its work).
+        """
+        if not report.operator_metrics:
+            return 0
+        compiled = self.compiled(dag)
+        merged: dict[str, tuple[Device, float, float]] = {}
+        for m in report.operator_metrics:
+            if m.operator_id not in compiled.position:
+                continue
+            prev = merged.get(m.operator_id)
+            if prev is None:
+                merged[m.operator_id] = (m.device, m.time_s, float(m.bytes_in))
+            else:
+                merged[m.operator_id] = (m.device, prev[1] + m.time_s, prev[2] + m.bytes_in)
+        if not merged:
+            return 0
+        placed = report.placement.devices if report.placement is not None else {}
+        table = self.monitor.table(self.monitor.index(report.bytes))
+        table.batches += 1
+        for op_id, (device, seconds, size) in merged.items():
+            upstream: list[Device] = []
+            for p in compiled.parents[compiled.position[op_id]]:
+                parent_id = compiled.ids[p]
+                parent = merged.get(parent_id)
+                upstream.append(parent[0] if parent is not None else placed.get(parent_id, "cpu"))
+            theta = seconds / self._parallelism(device, report, partitions)
+            table.update(
+                op_id, device, theta, size, upstream, beta=self.beta, t_init=self.t_init, bandwidth=self.bandwidth
+            )
+        return len(merged)
+
+
+def build_state(spec: QuerySpec | None, params: Mapping[str, Any]) -> DStreamState:
+    """The ``StrategyInfo.state`` factory."""
+    return DStreamState(spec, params)

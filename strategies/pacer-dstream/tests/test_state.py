@@ -1,0 +1,163 @@
+"""dStream state: learning from operator metrics, cold start, and a Controller run with a manual clock."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+import pytest
+
+from pacer import (
+    BatchReport,
+    Controller,
+    Dataset,
+    Device,
+    Devices,
+    MicroBatch,
+    Operator,
+    OperatorDAG,
+    OperatorMetric,
+    Placement,
+    QuerySpec,
+    get_plugin_manager,
+)
+from pacer.clock import ManualClock
+from pacer_dstream import DStreamState
+from pacer_dstream.plugin import PARAMS
+
+DAG = OperatorDAG.chain(
+    Operator("scan", "scan"), Operator("filter", "filter"), Operator("agg", "aggregate"), Operator("sink", "sink")
+)
+SPEC = QuerySpec("q", DAG, window_range=30.0, window_slide=5.0, partitions=2)
+GPU = Devices(cpu_cores=2, gpus=1)
+
+#: seconds per operator and device at the sizes used below: the GPU wins on filter and agg
+COST: dict[str, dict[str, float]] = {
+    "scan": {"cpu": 0.2, "gpu": 0.3},
+    "filter": {"cpu": 2.0, "gpu": 0.2},
+    "agg": {"cpu": 3.0, "gpu": 0.3},
+    "sink": {"cpu": 0.1},
+}
+
+
+def _state(**given: object) -> DStreamState:
+    params = {p.name: p.default for p in PARAMS}
+    params.update(given)
+    return DStreamState(SPEC, params)
+
+
+def _batch(seq: int, nbytes: int) -> MicroBatch:
+    return MicroBatch(f"q#{seq}", "q", seq, (Dataset(f"d{seq}", 0.0, nbytes, 1),), 0.0)
+
+
+def _report(batch: MicroBatch, devices: Mapping[str, Device], cores: float = 2.0) -> BatchReport:
+    metrics = tuple(OperatorMetric(op, d, COST[op][d] * (2 if d == "cpu" else 1), batch.bytes) for op, d in devices.items())
+    return BatchReport(
+        batch.id, "q", batch.seq, 0.0, 0.0, 1.0, batch.bytes, 1, (), 0.0, 0.0,
+        placement=Placement(dict(devices), "dstream"), operator_metrics=metrics, cores_used=cores,
+    )
+
+
+def _step(state: DStreamState, seq: int, nbytes: int) -> dict[str, Device]:
+    batch = _batch(seq, nbytes)
+    placement = state.place(batch, DAG, GPU)
+    state.completed(_report(batch, placement.devices), DAG, SPEC.partitions)
+    return dict(placement.devices)
+
+
+def test_explore_tries_each_device_once_per_bucket_then_exploits() -> None:
+    state = _state()
+    assert _step(state, 1, 150_000) == {"scan": "cpu", "filter": "cpu", "agg": "cpu", "sink": "cpu"}  # nothing known
+    assert _step(state, 2, 160_000) == {"scan": "gpu", "filter": "gpu", "agg": "gpu", "sink": "cpu"}  # GPU untried
+    # both known in bucket 1: scan is cheaper on the CPU (0.2 vs 0.3 + transfer), filter and agg on the GPU
+    assert _step(state, 3, 170_000) == {"scan": "cpu", "filter": "gpu", "agg": "gpu", "sink": "cpu"}
+    # a batch of another size starts its own exploration
+    assert set(_step(state, 4, 5_000_000).values()) == {"cpu"}
+    table = state.monitor.tables[1]
+    assert table.batches == 3
+    # θ = wall seconds: CPU core-seconds (2 × 2.0) over 2 cores
+    assert table.get("filter", "cpu").t_exec == pytest.approx(2.0)  # type: ignore[union-attr]
+    assert table.get("filter", "gpu").t_exec == pytest.approx(0.2)  # type: ignore[union-attr]
+
+
+def test_nearest_cold_start_borrows_from_the_closest_bucket() -> None:
+    state = _state(cold_start="nearest")
+    _step(state, 1, 150_000)
+    _step(state, 2, 150_000)
+    assert _step(state, 3, 420_000) == {"scan": "cpu", "filter": "gpu", "agg": "gpu", "sink": "cpu"}
+
+
+def test_theta_per_partition_basis() -> None:
+    state = _state(theta="per-partition")
+    _step(state, 1, 150_000)
+    assert state.monitor.tables[1].get("filter", "cpu").t_exec == pytest.approx(2.0)  # type: ignore[union-attr]
+    _step(state, 2, 150_000)
+    assert state.monitor.tables[1].get("filter", "gpu").t_exec == pytest.approx(0.1)  # type: ignore[union-attr]
+
+
+def test_ema_across_batches_of_one_bucket() -> None:
+    state = _state()
+    batch = _batch(1, 150_000)
+    devices: dict[str, Device] = {"scan": "cpu", "filter": "cpu", "agg": "cpu", "sink": "cpu"}
+    for seconds in (14.3, 20.0):
+        metrics = tuple(OperatorMetric(op, "cpu", seconds, 330) for op in devices)
+        state.completed(
+            BatchReport("q#1", "q", 1, 0, 0, 1, 150_000, 1, (), 0, 0, operator_metrics=metrics, cores_used=1.0),
+            DAG, 2,
+        )
+    assert state.monitor.tables[1].get("agg", "cpu").t_exec == pytest.approx(17.15)  # type: ignore[union-attr]
+    assert state.place(batch, DAG, GPU).devices["agg"] == "gpu"  # GPU still unexplored: optimistic 0
+
+
+def test_no_gpu_on_offer_and_no_metrics() -> None:
+    state = _state()
+    assert set(state.place(_batch(1, 10**8), DAG, Devices(cpu_cores=2)).devices.values()) == {"cpu"}
+    report = BatchReport("q#1", "q", 1, 0, 0, 1, 10, 1, (), 0, 0)
+    assert state.completed(report, DAG, 2) == 0
+
+
+@pytest.mark.parametrize(("key", "value"), [("beta", 1.5), ("cold_start", "guess"), ("theta", "x"), ("bandwidth_bytes_per_s", 0)])
+def test_rejects_bad_parameters(key: str, value: object) -> None:
+    with pytest.raises(ValueError, match="dstream"):
+        _state(**{key: value})
+
+
+def test_placing_two_hundred_operators_is_fast() -> None:
+    ops = (*(Operator(f"o{i}", "filter") for i in range(199)), Operator("sink", "sink"))
+    dag = OperatorDAG(ops, tuple((ops[i].id, ops[i + 1].id) for i in range(199)))
+    spec = QuerySpec("big", dag, partitions=2)
+    params = {p.name: p.default for p in PARAMS}
+    state = DStreamState(spec, params)
+    batch = _batch(1, 150_000)
+    metrics = tuple(OperatorMetric(op.id, d, 0.01, 1000) for op in ops for d in ("cpu", "gpu") if not (op.cpu_only and d == "gpu"))
+    state.completed(BatchReport("q#1", "big", 1, 0, 0, 1, 150_000, 1, (), 0, 0, operator_metrics=metrics), dag, 2)
+    state.place(batch, dag, GPU)  # compiles the DAG once
+    runs = []
+    for _ in range(30):
+        t0 = time.perf_counter()
+        state.place(batch, dag, GPU)
+        runs.append(time.perf_counter() - t0)
+    assert sorted(runs)[len(runs) // 2] < 2e-3
+
+
+def test_controller_with_manual_clock() -> None:
+    clock = ManualClock()
+    pm = get_plugin_manager(allowed=["dstream"])
+    c = Controller(clock=clock, cores=2, devices=GPU, plugin_manager=pm, timer=None)
+    c.add_query(SPEC, admission="asap", placement="dstream")
+    seen = []
+    for i in range(4):
+        c.arrive("q", Dataset(f"d{i}", clock.now, 150_000, 1000))
+        batch = c.poll("q")
+        assert batch is not None and batch.placement is not None
+        seen.append(dict(batch.placement.devices))
+        c.start(batch.id)
+        clock.advance(1.0)
+        metrics = [
+            OperatorMetric(op, d, COST[op][d] * (2 if d == "cpu" else 1), batch.bytes)
+            for op, d in batch.placement.devices.items()
+        ]
+        c.complete(batch.id, operator_metrics=metrics, cores_used=2)
+    assert seen[0]["filter"] == "cpu" and seen[1]["filter"] == "gpu"
+    assert seen[2] == seen[3] == {"scan": "cpu", "filter": "gpu", "agg": "gpu", "sink": "cpu"}
+    c.ledger.check_complete()

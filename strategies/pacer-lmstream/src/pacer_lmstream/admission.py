@@ -1,0 +1,80 @@
+"""LMStream Algorithm 1 (ConstructMicroBatch) with the max-latency estimate of Eq. 6.
+
+EstMaxLat_i = max_j Buff(i,j) + sum_j Part(i,j) / AvgThPut_{i-1}            (Eq. 6)
+
+- sliding window (SlideTime > 0): admit once EstMaxLat_i >= SlideTime         (Eq. 2)
+- tumbling window (SlideTime = 0): admit once EstMaxLat_i >= mean_k MaxLat_k  (Eq. 3)
+
+Otherwise the temporary micro-batch is cancelled and its datasets keep waiting
+(the Controller keeps them buffered and polls again 10 ms later).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pacer.model import AdmissionDecision, BatchReport, DatasetBuffer
+
+
+def estimate_max_latency(buffer: DatasetBuffer, now: float, avg_throughput: float | None) -> float:
+    """Eq. 6: buffering time of the oldest buffered dataset plus the estimated processing time.
+
+    :param buffer: the datasets that would form the micro-batch (never empty).
+    :param now: the clock.
+    :param avg_throughput: AvgThPut_{i-1} in bytes per second (Eq. 4); None or 0 before any
+        measured batch, in which case the processing estimate is 0.
+    """
+    earliest = buffer.earliest_arrival
+    buffering = max(0.0, now - earliest) if earliest is not None else 0.0
+    processing = buffer.bytes / avg_throughput if avg_throughput else 0.0
+    return buffering + processing
+
+
+@dataclass
+class MaxLatencyAverage:
+    """Running mean of MaxLat_k over every completed batch (the right-hand side of Eq. 3)."""
+
+    total: float = 0.0
+    count: int = 0
+
+    def add(self, report: BatchReport) -> None:
+        """Record MaxLat of a completed batch (Eq. 5: completion - arrival of its oldest dataset)."""
+        self.total += report.max_latency_s
+        self.count += 1
+
+    @property
+    def mean(self) -> float | None:
+        """The mean, None before the first batch."""
+        return self.total / self.count if self.count else None
+
+
+def construct_micro_batch(
+    buffer: DatasetBuffer,
+    now: float,
+    *,
+    slide_time: float,
+    avg_throughput: float | None,
+    past_max_latency: float | None,
+) -> AdmissionDecision:
+    """Algorithm 1: admit the whole buffer (``tmpMicroBatch``) or cancel it and keep buffering.
+
+    Cold start: before the first batch has completed there is no past MaxLat (and no
+    AvgThPut); the first micro-batch is then admitted at once so that both become known
+    (the paper leaves batch 0 undefined: its Eq. 3 average is over no batch). While
+    AvgThPut is unknown or 0 (batches that took no measurable time) the processing
+    estimate is 0.
+
+    :param slide_time: the query's SlideTime (0 for a tumbling window).
+    :param avg_throughput: AvgThPut_{i-1}, bytes per second, None before any batch.
+    :param past_max_latency: mean of MaxLat_k over past batches, None before any batch.
+    """
+    if past_max_latency is None:
+        return AdmissionDecision.admit_all(buffer, "lmstream: cold start, first micro-batch")
+    est = estimate_max_latency(buffer, now, avg_throughput)
+    if slide_time > 0:
+        if est >= slide_time:
+            return AdmissionDecision.admit_all(buffer, f"lmstream: EstMaxLat {est:.3f}s >= SlideTime {slide_time:g}s")
+        return AdmissionDecision.wait(f"lmstream: EstMaxLat {est:.3f}s < SlideTime {slide_time:g}s")
+    if est >= past_max_latency:
+        return AdmissionDecision.admit_all(buffer, f"lmstream: EstMaxLat {est:.3f}s >= mean MaxLat {past_max_latency:.3f}s")
+    return AdmissionDecision.wait(f"lmstream: EstMaxLat {est:.3f}s < mean MaxLat {past_max_latency:.3f}s")

@@ -1,0 +1,75 @@
+"""Registers ``lmstream``: admission (Algorithm 1) and placement (Algorithm 2) sharing one per-query state."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pacer import (
+    AdmissionDecision,
+    BatchReport,
+    DatasetBuffer,
+    Devices,
+    MicroBatch,
+    OperatorDAG,
+    Param,
+    Placement,
+    StrategyContext,
+    StrategyInfo,
+    SystemView,
+    hookimpl,
+)
+from pacer_lmstream.state import NAME, LMStreamState, build_state
+
+PARAMS: tuple[Param, ...] = (
+    Param("initial_inflection_bytes", 150_000.0, "InfPT_0: initial inflection point, bytes per partition (150 KB)"),
+    Param("base_trans_cost", 0.1, "baseTransCost of Eq. 9"),
+    Param("regression_window", 32, "recent batches that train the Eq. 10 regression"),
+    Param("regression_ridge", 1e-3, "ridge strength on the standardised Eq. 10 slopes (0: plain least squares)"),
+    Param("async_regression", True, "fit Eq. 10 on a background worker (False: inline, deterministic)"),
+    Param("inflection_min_bytes", 1_000.0, "lower clamp of a fitted inflection point, bytes"),
+    Param("inflection_max_bytes", 256_000_000.0, "upper clamp of a fitted inflection point, bytes"),
+)
+
+
+@hookimpl
+def pacer_strategies() -> Sequence[StrategyInfo]:
+    """Declare ``lmstream`` (admission and placement)."""
+    return [
+        StrategyInfo(
+            name=NAME,
+            provides=frozenset({"admission", "placement"}),
+            summary="LMStream: admit when EstMaxLat (Eq. 6) reaches SlideTime or mean MaxLat; "
+            "map devices by inflection point (Eqs. 7-10)",
+            params=PARAMS,
+            state=build_state,
+        )
+    ]
+
+
+@hookimpl
+def pacer_admit(ctx: StrategyContext, buffer: DatasetBuffer, now: float, system: SystemView) -> AdmissionDecision | None:
+    """Algorithm 1 (ConstructMicroBatch)."""
+    if ctx.chosen != NAME:
+        return None
+    state: LMStreamState = ctx.state
+    return state.admit(buffer, now, ctx.history)
+
+
+@hookimpl
+def pacer_place(
+    ctx: StrategyContext, batch: MicroBatch, dag: OperatorDAG, devices: Devices, now: float
+) -> Placement | None:
+    """Algorithm 2 (MapDevice)."""
+    if ctx.chosen != NAME:
+        return None
+    state: LMStreamState = ctx.state
+    partitions = ctx.query.partitions if ctx.query is not None else 1
+    return state.place(batch, dag, devices, partitions)
+
+
+@hookimpl
+def pacer_batch_completed(ctx: StrategyContext, report: BatchReport) -> None:
+    """Feed the MaxLat average and the inflection-point regression."""
+    state = ctx.state_of(NAME)
+    if isinstance(state, LMStreamState):
+        state.completed(report)

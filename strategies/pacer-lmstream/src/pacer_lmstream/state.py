@@ -1,0 +1,113 @@
+"""Per-query LMStream state, shared by its admission and its placement."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pacer.model import (
+    AdmissionDecision,
+    BatchReport,
+    DatasetBuffer,
+    Devices,
+    MicroBatch,
+    OperatorDAG,
+    Placement,
+    QueryHistory,
+    QuerySpec,
+)
+from pacer_lmstream.admission import MaxLatencyAverage, construct_micro_batch
+from pacer_lmstream.placement import CompiledDAG, OperatorCost, map_device
+from pacer_lmstream.regression import InflectionRegressor, Sample
+
+NAME = "lmstream"
+
+
+class LMStreamState:
+    """Everything LMStream keeps for one query.
+
+    :param spec: the query (its SlideTime and partitions); None outside a query.
+    :param params: the resolved strategy parameters (see :mod:`pacer_lmstream.plugin`).
+    """
+
+    def __init__(self, spec: QuerySpec | None, params: Mapping[str, Any]) -> None:
+        self.spec = spec
+        self.slide_time = spec.slide_time if spec is not None else 0.0
+        self.base_trans_cost = float(params["base_trans_cost"])
+        if self.base_trans_cost < 0:
+            raise ValueError(f"lmstream: base_trans_cost must be >= 0, got {self.base_trans_cost}")
+        self.max_latency = MaxLatencyAverage()
+        self.regressor = InflectionRegressor(
+            float(params["initial_inflection_bytes"]),
+            window=int(params["regression_window"]),
+            min_bytes=float(params["inflection_min_bytes"]),
+            max_bytes=float(params["inflection_max_bytes"]),
+            asynchronous=bool(params["async_regression"]),
+            ridge=float(params["regression_ridge"]),
+        )
+        self._dag: OperatorDAG | None = None
+        self._compiled: CompiledDAG | None = None
+        self._inflection_of: dict[str, float] = {}
+        self.last_costs: dict[str, OperatorCost] = {}
+
+    # ------------------------------------------------------------------ admission
+
+    def admit(self, buffer: DatasetBuffer, now: float, history: QueryHistory) -> AdmissionDecision:
+        """Algorithm 1 for this query."""
+        return construct_micro_batch(
+            buffer,
+            now,
+            slide_time=self.slide_time,
+            avg_throughput=history.avg_throughput_bytes_per_s,
+            past_max_latency=self.max_latency.mean,
+        )
+
+    # ------------------------------------------------------------------ placement
+
+    def compiled(self, dag: OperatorDAG) -> CompiledDAG:
+        """The query's DAG flattened once (recompiled only if a different DAG object comes in)."""
+        if self._compiled is None or self._dag is not dag:
+            self._compiled = CompiledDAG.of(dag)
+            self._dag = dag
+        return self._compiled
+
+    def place(self, batch: MicroBatch, dag: OperatorDAG, devices: Devices, partitions: int) -> Placement:
+        """Algorithm 2 for this batch with the latest finished inflection point."""
+        inflection = self.regressor.inflection
+        part = batch.bytes / max(1, partitions)
+        chosen, costs = map_device(
+            self.compiled(dag),
+            part,
+            inflection,
+            base_trans_cost=self.base_trans_cost,
+            gpu_available=devices.has_gpu,
+        )
+        self.last_costs = costs
+        self._inflection_of[batch.id] = inflection
+        note = f"Part={part:.0f}B InfPT={inflection:.0f}B" + ("" if devices.has_gpu else " (no GPU on offer)")
+        return Placement(devices=chosen, strategy=NAME, note=note)
+
+    @property
+    def inflection(self) -> float:
+        """InfPT the next placement would use."""
+        return self.regressor.inflection
+
+    # ------------------------------------------------------------------ feedback
+
+    def completed(self, report: BatchReport) -> None:
+        """Update the MaxLat average (Eq. 3) and, when this query is placed by LMStream, refit Eq. 10."""
+        self.max_latency.add(report)
+        inflection = self._inflection_of.pop(report.batch_id, None)
+        if inflection is None:
+            return
+        sample = Sample(report.throughput_bytes_per_s, report.max_latency_s, inflection)
+        self.regressor.observe(sample, self.slide_time if self.slide_time > 0 else None)
+
+    def flush(self, timeout: float | None = None) -> float:
+        """Wait for the background regression to finish; return the inflection point now in force."""
+        return self.regressor.flush(timeout)
+
+
+def build_state(spec: QuerySpec | None, params: Mapping[str, Any]) -> LMStreamState:
+    """The ``StrategyInfo.state`` factory."""
+    return LMStreamState(spec, params)

@@ -1,0 +1,99 @@
+"""LMStream through a real Controller with a manual clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from pacer import Controller, Dataset, Devices, Operator, OperatorDAG, OperatorMetric, QuerySpec, get_plugin_manager
+from pacer.clock import ManualClock
+from pacer_lmstream import LMStreamState
+
+
+def _controller(clock: ManualClock) -> Controller:
+    pm = get_plugin_manager(allowed=["lmstream"])
+    return Controller(clock=clock, cores=2, devices=Devices(cpu_cores=2, gpus=1), plugin_manager=pm, timer=None)
+
+
+def _spec(slide: float, rng: float = 30.0) -> QuerySpec:
+    dag = OperatorDAG.chain(
+        Operator("scan", "scan"), Operator("filter", "filter"), Operator("agg", "aggregate"), Operator("sink", "sink")
+    )
+    return QuerySpec("q", dag, window_range=rng, window_slide=slide, partitions=2)
+
+
+def _run_one(c: Controller, clock: ManualClock, processing: float) -> None:
+    (batch,) = c.pending()
+    c.start(batch.id)
+    clock.advance(processing)
+    c.complete(batch.id, operator_metrics=[OperatorMetric("scan", "cpu", processing, batch.bytes)])
+
+
+def test_sliding_window_end_to_end() -> None:
+    clock = ManualClock()
+    c = _controller(clock)
+    c.add_query(_spec(slide=5.0), admission="lmstream", placement="lmstream", placement_params={"async_regression": False})
+    c.arrive("q", Dataset("d0", 0.0, 600_000, 1000))
+    first = c.poll("q")
+    assert first is not None and len(first.datasets) == 1  # cold start
+    # Part = 300 KB = 2 × InfPT: everything but the sink on the GPU
+    assert first.placement is not None and first.placement.devices == {
+        "scan": "gpu", "filter": "gpu", "agg": "gpu", "sink": "cpu"
+    }
+    _run_one(c, clock, 1.0)  # AvgThPut = 600 KB/s
+    for i in range(1, 4):
+        c.arrive("q", Dataset(f"d{i}", float(i), 60_000, 100))
+    clock.now = 3.0
+    # EstMaxLat = (3 - 1) + 180 KB / 600 KB/s = 2.3 < 5
+    assert c.poll("q") is None
+    clock.now = 4.69
+    assert c.poll("q") is None  # 3.69 + 0.3 = 3.99 ... still below
+    clock.now = 5.7  # 4.7 + 0.3 = 5.0 >= 5
+    batch = c.poll("q")
+    assert batch is not None and [d.id for d in batch.datasets] == ["d1", "d2", "d3"]
+    # Part = 90 KB < InfPT: CPU everywhere
+    assert batch.placement is not None and set(batch.placement.devices.values()) == {"cpu"}
+    _run_one(c, clock, 0.5)
+    state: LMStreamState = c.queries["q"].states["lmstream"]
+    assert state.max_latency.count == 2
+    assert state.flush() == pytest.approx(150_000.0)  # fewer than 3 rows: InfPT unchanged
+
+
+def test_tumbling_window_converges_on_the_mean_max_latency() -> None:
+    clock = ManualClock()
+    c = _controller(clock)
+    c.add_query(_spec(slide=30.0, rng=30.0), admission="lmstream", placement="cpu-only")
+    c.arrive("q", Dataset("d0", 0.0, 1000, 10))
+    assert c.poll("q") is not None
+    clock.advance(2.0)
+    _run_one(c, clock, 0.0)  # MaxLat = 2 s; no measurable processing time yet
+    c.arrive("q", Dataset("d1", 2.5, 1000, 10))
+    clock.now = 4.4
+    assert c.poll("q") is None  # EstMaxLat 1.9 < 2
+    clock.now = 4.5
+    assert c.poll("q") is not None
+
+
+def test_admission_only_does_not_train_the_regression() -> None:
+    clock = ManualClock()
+    c = _controller(clock)
+    c.add_query(_spec(slide=5.0), admission="lmstream", placement="cpu-only")
+    for i in range(5):
+        c.arrive("q", Dataset(f"d{i}", clock.now, 1000, 10))
+        clock.advance(6.0)
+        assert c.poll("q") is not None
+        _run_one(c, clock, 0.1)
+    state: LMStreamState = c.queries["q"].states["lmstream"]
+    assert len(state.regressor.samples) == 0 and state.max_latency.count == 5
+
+
+def test_background_regression_runs_after_each_batch() -> None:
+    clock = ManualClock()
+    c = _controller(clock)
+    c.add_query(_spec(slide=5.0), admission="asap", placement="lmstream", placement_params={"regression_window": 4})
+    for i in range(6):
+        c.arrive("q", Dataset(f"d{i}", clock.now, 100_000 * (i + 1), 10))
+        assert c.poll("q") is not None
+        _run_one(c, clock, 0.2 * (i + 1))
+    state: LMStreamState = c.queries["q"].states["lmstream"]
+    assert state.flush(timeout=10.0) == pytest.approx(150_000.0)
+    assert state.regressor.fits >= 1 and len(state.regressor.samples) == 4

@@ -66,3 +66,10 @@ def test_validate_report_names_missing_keys() -> None:
         validate_report({"schema": "x"})
     with pytest.raises(ValueError, match="lacks \\['latency_ms'"):
         validate_report({"schema": SCHEMA, "runtime": "sim", "config": {}, "overhead": {}, "queries": {"q": {}}})
+def test_max_latency_trend_takes_the_first_and_last_tenth_of_the_series() -> None:
+    from pacer.report import max_latency_trend_ms
+
+    rows = [{"t": float(t), "max_latency_ms": 100.0 * t, "batch_bytes": 0.0} for t in range(1, 21)]
+    report = {"queries": {"q": {"series": rows}}}
+    assert max_latency_trend_ms(report, "q") == (200.0, 2000.0)  # tenth = 2 rows
+    assert max_latency_trend_ms({"queries": {"q": {"series": []}}}, "q") == (0.0, 0.0)

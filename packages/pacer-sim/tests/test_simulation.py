@@ -2,22 +2,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pacer import Dataset, MicroBatch
 from pacer.baselines.placement import uniform
 from pacer.cli import main
+from pacer.report import max_latency_trend_ms
 from pacer_sim import CostModel, ResourceChange, Simulation, batch_work
 from pacer_workloads import bytes_per_row, make_query
-
-
-def _first_and_last_tenth_max_latency_ms(report: dict[str, Any], query_id: str) -> tuple[float, float]:
-    """Max latency over the first and the last tenth of the report's series (the whole run, drain included)."""
-    rows = report["queries"][query_id]["series"]
-    k = max(1, len(rows) // 10)
-    return max(r["max_latency_ms"] for r in rows[:k]), max(r["max_latency_ms"] for r in rows[-k:])
 
 
 def test_cli_same_seed_gives_byte_identical_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -51,7 +44,7 @@ def test_static_trigger_latency_grows_without_bound_while_asap_stays_flat() -> N
         sim.add_query("lr1", rate=1500, admission=admission, admission_params=params, duration=duration)
         report = sim.run(duration)
         assert report["queries"]["lr1"]["datasets_processed"] == 300
-        figures[admission] = _first_and_last_tenth_max_latency_ms(report, "lr1")
+        figures[admission] = max_latency_trend_ms(report, "lr1")
     static_first, static_last = figures["static"]
     asap_first, asap_last = figures["asap"]
     assert static_first > 10_000  # the first 10 s batch already takes longer than its interval

@@ -164,20 +164,32 @@ def progress_line(controller: Any, lock: Any, elapsed: float) -> str:
             f"p95={1000 * percentile(lats, 95):.0f}ms misses={misses}/{len(lats)}")
 
 
-def _run(args: argparse.Namespace, pm: PluginManager) -> int:
-    cfg = validate(args, pm)  # before Spark starts
+def build_session(master: str, app: str, *, partitions: int = 2, rapids_jars: Sequence[str] = ()) -> Any:
+    """A quiet FAIR-mode SparkSession from :func:`pacer_spark.session_builder` for the CLI commands."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     import pacer_spark
 
     spark = (
-        pacer_spark.session_builder(args.master, "pacer run", shuffle_partitions=args.partitions,
-                                    rapids_jars=args.rapids_jar)
+        pacer_spark.session_builder(master, app, shuffle_partitions=partitions, rapids_jars=list(rapids_jars))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def run_configuration(spark: Any, args: argparse.Namespace, cfg: Mapping[str, Any], pm: PluginManager,
+                      *, label: str = "pacer run") -> tuple[dict[str, Any], int]:
+    """Run one configuration (``args`` as :func:`_configure` parses them, ``cfg`` from :func:`validate`).
+
+    Streams every workload for ``args.duration`` seconds, waits for the backlog, prints progress lines
+    every ``args.progress_every`` seconds and returns the ``pacer.report/1`` document and an exit status
+    (1 when the backlog did not drain or a query failed).
+    """
+    import pacer_spark
+
     trigger = f"{cfg['trigger']:g} seconds" if cfg["trigger"] is not None else None
     session = pacer_spark.attach(
         spark, admission=cfg["admission"], scheduler=args.scheduler, placement=args.placement,
@@ -214,26 +226,35 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
         wait = args.duration + args.drain_timeout if args.input is None else args.duration
         drained = session.await_drained(wait)
         if args.input is None and not drained:
-            print(f"pacer run: backlog not drained {args.drain_timeout:g} s after the traffic ended", file=sys.stderr)
+            print(f"{label}: backlog not drained {args.drain_timeout:g} s after the traffic ended", file=sys.stderr)
             status = 1
         errors = session.errors()
         for query_id, error in errors.items():
-            print(f"pacer run: query {query_id} failed: {error}", file=sys.stderr)
+            print(f"{label}: query {query_id} failed: {error}", file=sys.stderr)
             status = 1
     finally:
         stop.set()
         end = time.time()
         session.stop()
-    report = session.report(config, interval=args.monitor_interval, end=end)
-    spark.stop()
+    return session.report(config, interval=args.monitor_interval, end=end), status
+
+
+def _run(args: argparse.Namespace, pm: PluginManager) -> int:
+    cfg = validate(args, pm)  # before Spark starts
+    spark = build_session(args.master, "pacer run", partitions=args.partitions, rapids_jars=args.rapids_jar)
+    try:
+        report, status = run_configuration(spark, args, cfg, pm)
+    finally:
+        spark.stop()
     print(summary_table(report))
-    print(_overhead_line(report))
+    print(overhead_line(report))
     if args.report:
         print(f"report: {write_report(report, args.report)}")
     return status
 
 
-def _overhead_line(report: Mapping[str, Any]) -> str:
+def overhead_line(report: Mapping[str, Any]) -> str:
+    """pacer's own cost in one line: admission poll p99, per-batch share, reader-to-driver RPC p99."""
     o = report["overhead"]
     s = report["spark"]["pacer_spark_overhead"]
     poll = o.get("admission_poll_us_p99")

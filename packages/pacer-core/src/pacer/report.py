@@ -179,6 +179,18 @@ def validate_report(report: Mapping[str, Any]) -> None:
                     raise ValueError(f"query {query_id!r} series row lacks {key!r}")
 
 
+def max_latency_trend_ms(report: Mapping[str, Any], query_id: str) -> tuple[float, float]:
+    """Max latency (ms) over the first and over the last tenth of a query's series (drain included).
+
+    A ratio last/first well above 1 is the papers' unbounded-latency finding: the trigger falls behind.
+    """
+    rows = report["queries"][query_id]["series"]
+    if not rows:
+        return 0.0, 0.0
+    k = max(1, len(rows) // 10)
+    return max(r["max_latency_ms"] for r in rows[:k]), max(r["max_latency_ms"] for r in rows[-k:])
+
+
 def summary_table(report: Mapping[str, Any]) -> str:
     """A plain-text table of the headline figures per query."""
     header = f"{'query':<10} {'batches':>7} {'avg ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'max ms':>9} {'rows/s':>10} {'miss':>6} {'in/done':>11}"

@@ -1,0 +1,52 @@
+"""``pacer demo``: arguments checked before Spark starts, and the comparison table it prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pacer.cli import main
+from pacer_spark.demo import comparison
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--admission", "no-such"], "unknown admission strategy 'no-such'"),
+        (["--scheduler", "no-such"], "pacer strategies"),
+        (["--workload", "lr9"], "unknown workload 'lr9'"),
+        (["--deadline", "0"], "--deadline must be > 0"),
+        (["--trigger", "never"], "--trigger"),
+        (["--duration", "0"], "--duration must be > 0"),
+    ],
+)
+def test_bad_demo_arguments_fail_before_spark_starts(argv: list[str], message: str, tmp_path: Any,
+                                                     capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyspark import SparkContext
+
+    monkeypatch.setenv("PACER_PLUGINS", "spark")
+    active_before = SparkContext._active_spark_context
+    assert main(["demo", "--out", str(tmp_path / "d"), *argv]) == 2
+    assert message in capsys.readouterr().err
+    assert SparkContext._active_spark_context is active_before
+    assert not (tmp_path / "d").exists()
+
+
+def _report(p99: float, rows_per_s: float, series_max: list[float]) -> dict[str, Any]:
+    return {"queries": {"lr1": {
+        "batches": 4, "latency_ms": {"avg": p99 / 2, "p50": p99 / 2, "p95": p99, "p99": p99, "max": p99},
+        "throughput_rows_per_s": rows_per_s, "deadline_miss_ratio": 0.5,
+        "series": [{"t": float(i), "max_latency_ms": v, "batch_bytes": 1.0} for i, v in enumerate(series_max)],
+    }}}
+
+
+def test_comparison_gives_ratios_to_the_fixed_trigger_and_the_latency_trend() -> None:
+    static = _report(80000.0, 800.0, [10000.0] * 10 + [50000.0] * 10 + [80000.0] * 10)
+    pacer = _report(8000.0, 1400.0, [6000.0] * 30)
+    table = comparison([("spark trigger 10s", static), ("pacer fixed-point + edf", pacer)], "lr1")
+    lines = table.splitlines()
+    assert len(lines) == 4
+    assert "| spark trigger 10s | 4 |" in lines[2] and "10000 → 80000 | 1.00 | 1.00 |" in lines[2]
+    assert "6000 → 6000 | 0.10 | 1.75 |" in lines[3]

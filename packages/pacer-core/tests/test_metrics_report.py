@@ -73,3 +73,6 @@ def test_max_latency_trend_takes_the_first_and_last_tenth_of_the_series() -> Non
     report = {"queries": {"q": {"series": rows}}}
     assert max_latency_trend_ms(report, "q") == (200.0, 2000.0)  # tenth = 2 rows
     assert max_latency_trend_ms({"queries": {"q": {"series": []}}}, "q") == (0.0, 0.0)
+    idle = [{"t": 0.0, "max_latency_ms": 0.0, "batches": 0}] * 5
+    busy = [{"t": 9.0, "max_latency_ms": 700.0, "batches": 1}]
+    assert max_latency_trend_ms({"queries": {"q": {"series": idle + busy + idle}}}, "q") == (700.0, 700.0)

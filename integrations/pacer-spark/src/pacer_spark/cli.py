@@ -51,6 +51,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="stop on a raising strategy instead of falling back to its baseline")
     p.add_argument("--monitor-interval", type=float, default=1.0, help="seconds per row of the report's series")
     p.add_argument("--progress-every", type=float, default=2.0, help="seconds between progress lines (0: none)")
+    p.add_argument("--no-warm-up", dest="warm_up", action="store_false",
+                   help="skip the small stateful job run before the stream to pay the JVM's JIT cost")
     p.add_argument("--report", help="write the pacer.report/1 JSON here")
 
 
@@ -180,6 +182,18 @@ def build_session(master: str, app: str, *, partitions: int = 2, rapids_jars: Se
     return spark
 
 
+def warm_up(spark: Any) -> None:
+    """One small aggregation and join, so that the first measured batch does not pay the JVM's JIT cost.
+
+    On 2 cores the first stateful batch of a fresh JVM takes several seconds longer than the next ones,
+    which would dominate the tail latency of a short run.
+    """
+    spark.range(50000).selectExpr("id % 97 AS k", "id AS v").groupBy("k").sum("v").collect()
+    left = spark.range(20000).selectExpr("id % 500 AS k", "id AS a")
+    right = spark.range(20000).selectExpr("id % 500 AS k", "id AS b")
+    left.join(right, "k").count()
+
+
 def run_configuration(spark: Any, args: argparse.Namespace, cfg: Mapping[str, Any], pm: PluginManager,
                       *, label: str = "pacer run") -> tuple[dict[str, Any], int]:
     """Run one configuration (``args`` as :func:`_configure` parses them, ``cfg`` from :func:`validate`).
@@ -243,6 +257,8 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     cfg = validate(args, pm)  # before Spark starts
     spark = build_session(args.master, "pacer run", partitions=args.partitions, rapids_jars=args.rapids_jar)
     try:
+        if args.warm_up:
+            warm_up(spark)
         report, status = run_configuration(spark, args, cfg, pm)
     finally:
         spark.stop()

@@ -55,7 +55,7 @@ def _run_args(args: argparse.Namespace, *, admission: str, scheduler: str, trigg
         interval=None, scheduler=scheduler, placement="cpu-only", param=[], deadline=args.deadline, trigger=trigger,
         duration=args.duration, drain_timeout=args.drain_timeout, seed=args.seed, input=None, input_format="csv",
         master=args.master, partitions=args.partitions, checkpoint=None, rapids_jar=[], no_fallback=False,
-        monitor_interval=1.0, progress_every=args.progress_every, report=None,
+        monitor_interval=1.0, progress_every=args.progress_every, report=None, warm_up=False,
     )
 
 
@@ -82,14 +82,6 @@ def comparison(runs: Sequence[tuple[str, Mapping[str, Any]]], query_id: str) -> 
     return "\n".join(lines)
 
 
-def _warm_up(spark: Any) -> None:
-    """One small stateful job, so that neither configuration pays the JVM's first-batch JIT cost."""
-    spark.range(50000).selectExpr("id % 97 AS k", "id AS v").groupBy("k").sum("v").collect()
-    left = spark.range(20000).selectExpr("id % 500 AS k", "id AS a")
-    right = spark.range(20000).selectExpr("id % 500 AS k", "id AS b")
-    left.join(right, "k").count()
-
-
 def _plots(out: Path, runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Path]:
     """PNG plots and an HTML page through pacer-bench, when it is installed (it brings matplotlib)."""
     try:
@@ -104,7 +96,7 @@ def _plots(out: Path, runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Pat
 
 
 def _run(args: argparse.Namespace, pm: PluginManager) -> int:
-    from pacer_spark.cli import build_session, overhead_line, run_configuration, validate
+    from pacer_spark.cli import build_session, overhead_line, run_configuration, validate, warm_up
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -125,7 +117,7 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     runs: list[tuple[str, dict[str, Any]]] = []
     status = 0
     try:
-        _warm_up(spark)
+        warm_up(spark)
         for label, run_args, cfg in checked:
             print(f"--- {label}", flush=True)
             started = time.time()

@@ -182,11 +182,15 @@ def validate_report(report: Mapping[str, Any]) -> None:
 def max_latency_trend_ms(report: Mapping[str, Any], query_id: str) -> tuple[float, float]:
     """Max latency (ms) over the first and over the last tenth of a query's series (drain included).
 
+    The series is taken from the first to the last interval in which a dataset completed.
+
     A ratio last/first well above 1 is the papers' unbounded-latency finding: the trigger falls behind.
     """
-    rows = report["queries"][query_id]["series"]
-    if not rows:
+    series = report["queries"][query_id]["series"]
+    busy = [i for i, r in enumerate(series) if r["max_latency_ms"] > 0]
+    if not busy:
         return 0.0, 0.0
+    rows = series[busy[0]: busy[-1] + 1]
     k = max(1, len(rows) // 10)
     return max(r["max_latency_ms"] for r in rows[:k]), max(r["max_latency_ms"] for r in rows[-k:])
 

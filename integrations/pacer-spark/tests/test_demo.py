@@ -50,3 +50,35 @@ def test_comparison_gives_ratios_to_the_fixed_trigger_and_the_latency_trend() ->
     assert len(lines) == 4
     assert "| spark trigger 10s | 4 |" in lines[2] and "10000 → 80000 | 1.00 | 1.00 |" in lines[2]
     assert "6000 → 6000 | 0.10 | 1.75 |" in lines[3]
+
+
+@pytest.mark.spark
+def test_pacer_demo_runs_both_configurations_and_writes_the_report_folder(tmp_path: Any) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from pacer.report import validate_report
+
+    out = tmp_path / "demo"
+    env = {k: v for k, v in os.environ.items() if k != "PACER_PLUGINS"}  # every installed plugin, as a user has
+    env["PYSPARK_PYTHON"] = sys.executable
+    proc = subprocess.run(
+        [sys.executable, "-m", "pacer.cli", "demo", "--out", str(out), "--rate", "400", "--duration", "5",
+         "--trigger", "2s", "--progress-every", "0"],
+        capture_output=True, text=True, timeout=400, env=env, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "| spark trigger 2s |" in proc.stdout and "| pacer fixed-point + edf |" in proc.stdout
+    reports = {p.name: json.loads(p.read_text()) for p in out.glob("*.json") if p.name != "demo.json"}
+    assert set(reports) == {"spark-trigger-2s.json", "pacer-fixed-point-edf.json"}
+    for report in reports.values():
+        validate_report(report)
+        q = report["queries"]["lr2"]
+        assert q["datasets_in"] == q["datasets_processed"] == 5
+    assert reports["spark-trigger-2s.json"]["config"]["mode"] == "spark-trigger"
+    assert reports["pacer-fixed-point-edf.json"]["queries"]["lr2"]["admission"] == "fixed-point"
+    assert (out / "comparison.md").read_text().count("\n") == 4
+    pytest.importorskip("pacer_bench")
+    assert {"demo-max_latency.png", "demo-batch_size.png", "demo-latency_cdf.png"} <= {p.name for p in out.glob("*.png")}

@@ -1,10 +1,18 @@
 """``pacer demo``: Spark's own fixed trigger against pacer, side by side, on the embedded default.
 
-The papers' case: the Linear Road window self-join (LR1), whose cost grows faster than its batch.
-At a rate where a 10 s trigger's batch takes longer than 10 s to process, Spark's trigger falls
-behind and its latency climbs through the run, while pacer's adaptive admission keeps batches small
-enough to keep up. Both run on one local SparkSession with the ``pacer-gen`` source, one after the
-other, after a warm-up batch that pays the JVM's JIT cost for neither of them.
+Both configurations run on one local SparkSession with the ``pacer-gen`` source, one after the
+other, after a warm-up job that pays the JVM's JIT cost for neither of them, and write one
+``pacer.report/1`` each, a comparison table and plots.
+
+The papers' case is the LR1 window self-join, whose cost they find superlinear in the batch, so
+that a 10 s trigger falls behind where small batches keep up. Measured here (PySpark 4.3.0,
+``local[2]``), Spark's stream-stream join is not superlinear in the batch: a batch costs a fixed
+~1 s plus a per-row cost that grows with the join state (the rate times window plus watermark),
+so every batch size hits the same capacity (about 860 rows/s at 1400 rows/s offered, for the
+10 s trigger and for pacer's small batches alike; ``pacer demo --workload lr1 --rate 1400`` shows
+it). The default is therefore where the difference is largest on this machine: LR2 at 2000 rows/s,
+which both sustain, where the fixed trigger holds every row for up to 10 s and pacer's fixed-point
+admission (Das et al.) sizes batches to the processing time and EDF orders them.
 """
 
 from __future__ import annotations
@@ -21,8 +29,8 @@ from pacer.plugins import PluginManager
 from pacer.report import max_latency_trend_ms, write_report
 
 #: The demo's defaults, measured on a 2-core machine with PySpark 4.3.0 (see the pacer-spark README).
-DEFAULT_WORKLOAD = "lr1"
-DEFAULT_RATE = 1400.0
+DEFAULT_WORKLOAD = "lr2"
+DEFAULT_RATE = 2000.0
 DEFAULT_TRIGGER = "10s"
 DEFAULT_ADMISSION = "fixed-point"
 DEFAULT_SCHEDULER = "edf"
@@ -141,6 +149,6 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
 
 
 DEMO_COMMAND = Command(
-    "demo", "Spark's fixed 10 s trigger against pacer on the LR1 self-join, side by side (a few minutes)",
+    "demo", "Spark's fixed 10 s trigger against pacer (fixed-point admission + EDF), side by side (about 4 minutes)",
     _configure, _run,
 )

@@ -6,6 +6,8 @@ batch into the pool whose weight is nearest its share of the cores.
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -40,8 +42,15 @@ def allocation_xml(ladder: Sequence[int] = DEFAULT_LADDER) -> str:
 
 
 def write_allocation_file(directory: str | Path | None = None, ladder: Sequence[int] = DEFAULT_LADDER) -> Path:
-    """Write :func:`allocation_xml` to ``directory`` (a temporary one by default) and return its path."""
-    folder = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="pacer-pools-"))
+    """Write :func:`allocation_xml` to ``directory`` (a temporary one by default) and return its path.
+
+    A temporary folder is removed when the Python process exits (Spark reads the file at start-up).
+    """
+    if directory is None:
+        folder = Path(tempfile.mkdtemp(prefix="pacer-pools-"))
+        atexit.register(shutil.rmtree, folder, True)
+    else:
+        folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "pacer-fairscheduler.xml"
     path.write_text(allocation_xml(ladder))

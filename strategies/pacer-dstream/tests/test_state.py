@@ -31,7 +31,8 @@ DAG = OperatorDAG.chain(
 SPEC = QuerySpec("q", DAG, window_range=30.0, window_slide=5.0, partitions=2)
 GPU = Devices(cpu_cores=2, gpus=1)
 
-#: seconds per operator and device at the sizes used below: the GPU wins on filter and agg
+#: wall seconds per operator and device at the sizes used below: the GPU wins on filter and agg
+#: (``_report`` doubles the CPU ones: task time summed over 2 partitions, as with ``theta="summed"``)
 COST: dict[str, dict[str, float]] = {
     "scan": {"cpu": 0.2, "gpu": 0.3},
     "filter": {"cpu": 2.0, "gpu": 0.2},
@@ -66,7 +67,7 @@ def _step(state: DStreamState, seq: int, nbytes: int) -> dict[str, Device]:
 
 
 def test_explore_tries_each_device_once_per_bucket_then_exploits() -> None:
-    state = _state()
+    state = _state(theta="summed")
     assert _step(state, 1, 150_000) == {"scan": "cpu", "filter": "cpu", "agg": "cpu", "sink": "cpu"}  # nothing known
     assert _step(state, 2, 160_000) == {"scan": "gpu", "filter": "gpu", "agg": "gpu", "sink": "cpu"}  # GPU untried
     # both known in bucket 1: scan is cheaper on the CPU (0.2 vs 0.3 + transfer), filter and agg on the GPU
@@ -75,16 +76,27 @@ def test_explore_tries_each_device_once_per_bucket_then_exploits() -> None:
     assert set(_step(state, 4, 5_000_000).values()) == {"cpu"}
     table = state.monitor.tables[1]
     assert table.batches == 3
-    # θ = wall seconds: CPU core-seconds (2 × 2.0) over 2 cores
+    # theta=summed: CPU task seconds summed over partitions (2 × 2.0) over the 2 cores used
     assert table.get("filter", "cpu").t_exec == pytest.approx(2.0)  # type: ignore[union-attr]
     assert table.get("filter", "gpu").t_exec == pytest.approx(0.2)  # type: ignore[union-attr]
 
 
 def test_nearest_cold_start_borrows_from_the_closest_bucket() -> None:
-    state = _state(cold_start="nearest")
+    state = _state(cold_start="nearest", theta="summed")
     _step(state, 1, 150_000)
     _step(state, 2, 150_000)
     assert _step(state, 3, 420_000) == {"scan": "cpu", "filter": "gpu", "agg": "gpu", "sink": "cpu"}
+
+
+def test_theta_reported_takes_the_metric_as_the_operators_wall_time() -> None:
+    """The default: pacer_sim reports each operator's wall time in the batch; dividing it again by the cores
+    halved every CPU estimate and sent lr3 at 1 MB/s to all-CPU (1.075x the better single device)."""
+    state = _state()
+    assert state.theta_basis == "reported"
+    _step(state, 1, 150_000)
+    assert state.monitor.tables[1].get("filter", "cpu").t_exec == pytest.approx(4.0)  # type: ignore[union-attr]
+    _step(state, 2, 150_000)
+    assert state.monitor.tables[1].get("filter", "gpu").t_exec == pytest.approx(0.2)  # type: ignore[union-attr]
 
 
 def test_theta_per_partition_basis() -> None:
@@ -144,7 +156,8 @@ def test_controller_with_manual_clock() -> None:
     clock = ManualClock()
     pm = get_plugin_manager(allowed=["dstream"])
     c = Controller(clock=clock, cores=2, devices=GPU, plugin_manager=pm, timer=None)
-    c.add_query(SPEC, admission="asap", placement="dstream")
+    # metrics as Spark SQL reports them: CPU task time summed over the 2 partitions
+    c.add_query(SPEC, admission="asap", placement="dstream", placement_params={"theta": "summed"})
     seen = []
     for i in range(4):
         c.arrive("q", Dataset(f"d{i}", clock.now, 150_000, 1000))

@@ -122,3 +122,41 @@ def test_controller_counts_shed_datasets_in_the_ledger() -> None:
     c.complete(batch.id)
     assert c.ledger.counts["q"]["shed"] == 4
     c.ledger.check_complete()
+
+
+def _admit_times(state: FixedPointState, buf: DatasetBuffer, start: float, end: float) -> float:
+    """The first 10 ms poll in [start, end) at which ``state`` admits (as the Controller polls)."""
+    now = start
+    while now < end:
+        if state.admit(buf, now).admits:
+            return now
+        now = round(now + 0.01, 2)
+    raise AssertionError("never admitted")
+
+
+@pytest.mark.parametrize(("basis", "second_admission", "branch"), [("data", 3.0, "fixed-point"), ("admission", 4.0, "equal-intervals")])
+def test_interval_basis_with_one_dataset_per_second(basis: str, second_admission: float, branch: str) -> None:
+    """Choice: with lumpy arrivals an interval starts at the newest arrival the previous batch took, and
+    Algorithm 1 observes the span of the batch's data; ``interval_basis="admission"`` is the time between admissions."""
+    state = _state(initial_interval=1.0, interval_basis=basis)
+    buf = DatasetBuffer([Dataset("d0", 1.0, 1, 1)])
+    assert _admit_times(state, buf, 1.0, 5.0) == pytest.approx(2.0)  # 1.0 s after the first arrival
+    buf.take(1)
+    state.observe(_report(1.0, 1.4, 1))  # first completion: 1.4 / 0.7 = 2.0
+    assert state.interval == pytest.approx(2.0)
+    buf.append(Dataset("d1", 2.0, 1, 1))
+    buf.append(Dataset("d2", 3.0, 1, 1))
+    # data: 2.0 s after the boundary 1.0 (arrival of d0) -> 3.0; admission: 2.0 s after the admission at 2.0 -> 4.0
+    assert _admit_times(state, buf, 2.4, 6.0) == pytest.approx(second_admission)
+    buf.take(2)
+    state.observe(_report(1.0, 1.0, 2))  # a report saying 1.0 s between admissions
+    # data: Algorithm 1 sees the 2 s of data the batch took (1.0 -> 3.0): (2.0, 1.0) vs (1.0, 1.4), not superlinear;
+    # admission: it sees the report's 1.0 s, equal to the last interval (1.0): the corner case. Both give 1.0 / 0.7.
+    assert state.observations[-1].interval == pytest.approx(2.0 if basis == "data" else 1.0)
+    assert state.branches.get(branch) == 1, state.branches
+    assert state.interval == pytest.approx(1.4)
+
+
+def test_bad_interval_basis_is_named() -> None:
+    with pytest.raises(ValueError, match="interval_basis must be one of"):
+        _state(interval_basis="clock")

@@ -25,8 +25,13 @@ PARAMS: tuple[Param, ...] = (
     Param("bucket_threshold_bytes", 1_000_000.0, "batch size where buckets widen (1000 KB)"),
     Param("bucket_large_bytes", 1_000_000.0, "index-table bucket width above the threshold (1000 KB)"),
     Param("cold_start", "explore", "entry never measured in this bucket: explore (cost 0, tried once) or nearest"),
-    Param("theta", "wall", "θ from a metric: wall (CPU time / cores used, GPU time / gpu_parallelism) or per-partition"),
-    Param("gpu_parallelism", 1.0, "partitions a GPU runs at once, for theta=wall"),
+    Param(
+        "theta", "reported",
+        "θ from a metric: reported (its time as is: the operator's wall time in the batch, as pacer_sim reports it), "
+        "summed (time summed over partitions, as Spark SQL metrics: CPU / cores used, GPU / gpu_parallelism) "
+        "or per-partition (time / partitions)",
+    ),
+    Param("gpu_parallelism", 1.0, "partitions a GPU runs at once, for theta=summed"),
 )
 
 

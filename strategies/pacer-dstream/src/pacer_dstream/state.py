@@ -12,7 +12,7 @@ from pacer_dstream.monitor import CostEntry, CostTable, Monitor
 
 NAME = "dstream"
 COLD_STARTS = ("explore", "nearest")
-THETA_BASES = ("wall", "per-partition")
+THETA_BASES = ("reported", "summed", "per-partition")
 
 
 class DStreamState:
@@ -93,6 +93,9 @@ class DStreamState:
     # ------------------------------------------------------------------ Monitor
 
     def _parallelism(self, device: Device, report: BatchReport, partitions: int) -> float:
+        """What a metric's time is divided by to give θ (see the README, "θ")."""
+        if self.theta_basis == "reported":
+            return 1.0
         if self.theta_basis == "per-partition":
             return float(partitions)
         if device == "gpu":

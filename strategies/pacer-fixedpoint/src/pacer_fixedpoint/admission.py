@@ -12,6 +12,7 @@ from pacer_fixedpoint.algorithm import Observation, next_interval, round_to_gran
 
 log = logging.getLogger("pacer.fixedpoint")
 OVERLOAD_POLICIES = ("off", "shed", "pause")
+INTERVAL_BASES = ("data", "admission")
 
 
 @dataclass
@@ -21,6 +22,20 @@ class FixedPointState:
     Slow start: the interval starts at ``initial_interval`` and doubles with every
     admission until the first batch completes; from then on Algorithm 1 sets it
     after every completed batch from the last two (interval, processing time) pairs.
+
+    ``interval_basis`` says where a batch interval starts and what Algorithm 1
+    observes as its length:
+
+    - ``"data"`` (default): at the *data boundary* of the previous batch, the arrival
+      of the newest dataset it took; a batch's observed interval is the span between
+      its data boundary and the previous one. This is the time span of the data the
+      batch processed, which is what Das's x is (ω(x): processing time of x seconds of
+      data). With continuous arrivals (Spark Streaming's 100 ms blocks) the boundary is
+      the admission time and both bases coincide.
+    - ``"admission"``: at the previous admission; the observed interval is the time
+      between admissions (``BatchReport.interval_s``). With lumpy arrivals (one dataset
+      per second) this pairs a processing time with an interval that is not the span of
+      the data it processed (1.7 s between admissions, 2 s of data).
     """
 
     rho: float
@@ -30,8 +45,11 @@ class FixedPointState:
     max_interval: float
     overload: str
     max_buffer_s: float
+    interval_basis: str = "data"
     interval: float = 0.0
     last_admit: float | None = None
+    boundary: float | None = None
+    pending_span: float | None = None
     observations: list[Observation] = field(default_factory=list)
     branches: dict[str, int] = field(default_factory=dict)
     shed_datasets: int = 0
@@ -44,6 +62,10 @@ class FixedPointState:
             raise ValueError(f"fixed-point: backoff must be in (0, 1), got {self.backoff}")
         if self.overload not in OVERLOAD_POLICIES:
             raise ValueError(f"fixed-point: overload must be one of {OVERLOAD_POLICIES}, got {self.overload!r}")
+        if self.interval_basis not in INTERVAL_BASES:
+            raise ValueError(
+                f"fixed-point: interval_basis must be one of {INTERVAL_BASES}, got {self.interval_basis!r}"
+            )
         if self.overload != "off" and self.max_buffer_s <= 0:
             raise ValueError("fixed-point: the overload policy needs max_buffer_s > 0")
         self.interval = round_to_granule(self.initial_interval, self.granule)
@@ -54,8 +76,9 @@ class FixedPointState:
         return not self.observations
 
     def admit(self, buffer: DatasetBuffer, now: float) -> AdmissionDecision:
-        """Admit once the current interval has passed since the last admission (or the first arrival)."""
-        since = self.last_admit if self.last_admit is not None else buffer.earliest_arrival
+        """Admit once the current interval has passed since the interval's start (or the first arrival)."""
+        start = self.boundary if self.interval_basis == "data" else self.last_admit
+        since = start if start is not None else buffer.earliest_arrival
         assert since is not None
         shed = self._shed_count(buffer, now)
         if now - since + 1e-9 < self.interval and not shed:
@@ -66,6 +89,10 @@ class FixedPointState:
         if count <= 0 and shed == 0:
             return AdmissionDecision.wait("nothing to admit")
         self.last_admit = now
+        if count > 0:
+            newest = buffer[shed + count - 1].arrival
+            self.pending_span = newest - self.boundary if self.boundary is not None else None
+            self.boundary = newest
         if self.slow_start:
             self.interval = round_to_granule(min(self.max_interval, self.interval * 2), self.granule)
         return AdmissionDecision(count, shed=shed, reason=f"fixed-point interval {self.interval:.1f}s")
@@ -90,7 +117,11 @@ class FixedPointState:
 
     def observe(self, report: BatchReport) -> None:
         """Algorithm 1 after every completed batch."""
-        obs = Observation(round_to_granule(max(report.interval_s, self.granule), self.granule), report.processing_s)
+        interval = report.interval_s
+        if self.interval_basis == "data" and self.pending_span is not None:
+            interval = self.pending_span
+        self.pending_span = None
+        obs = Observation(round_to_granule(max(interval, self.granule), self.granule), report.processing_s)
         self.observations = [*self.observations[-1:], obs]
         if len(self.observations) < 2:
             self.interval = round_to_granule(min(self.max_interval, obs.processing / self.rho), self.granule)
@@ -111,4 +142,5 @@ def build_state(spec: QuerySpec | None, params: Mapping[str, Any]) -> FixedPoint
         max_interval=float(params["max_interval"]),
         overload=str(params["overload"]),
         max_buffer_s=float(params["max_buffer_s"]),
+        interval_basis=str(params["interval_basis"]),
     )

@@ -26,6 +26,11 @@ def pacer_strategies() -> Sequence[StrategyInfo]:
                 Param("max_interval", 600.0, "upper bound of the interval (seconds)"),
                 Param("overload", "off", "off | shed (drop data older than max_buffer_s) | pause (cap batches at max_buffer_s of data)"),
                 Param("max_buffer_s", 60.0, "buffer cap in seconds of data for the overload policy"),
+                Param(
+                    "interval_basis", "data",
+                    "data: an interval starts at the newest arrival the previous batch took and its observed "
+                    "length is the span of its data | admission: time between admissions",
+                ),
             ),
             state=build_state,
         )

@@ -7,8 +7,15 @@ from collections.abc import Sequence
 
 import pytest
 
-from pacer import AdmissionDecision, StrategyContext, StrategyInfo, hookimpl
+from pacer import AdmissionDecision, StrategyContext, StrategyInfo, get_plugin_manager, hookimpl
 from pacer_conformance.runtime import ConformanceRuntime, RunResult, Scenario, ScenarioQuery
+
+#: Strategy mixes run end to end: (admission, scheduling, placement), one strategy per decision.
+MIXES = (
+    pytest.param(("zstream", "fifo", "dstream"), id="zstream-admission+dstream-placement"),
+    pytest.param(("fixed-point", "edf", "cpu-only"), id="fixed-point-admission+edf-scheduling"),
+    pytest.param(("lmstream", "rdas", "dstream"), id="lmstream-admission+rdas-scheduling+dstream-placement"),
+)
 
 
 def _needs(runtime: ConformanceRuntime, capability: str) -> None:
@@ -67,6 +74,24 @@ class RuntimeConformance:
         for report in result.controller.reports("lr1"):
             assert report.placement is not None
             report.placement.validate(dag)
+
+    @pytest.mark.parametrize("mix", MIXES)
+    def test_strategy_mix_nothing_lost_or_duplicated(
+        self, conformance_runtime: ConformanceRuntime, mix: tuple[str, str, str]
+    ) -> None:
+        """Strategies of different packages deciding together for one query (skipped unless all are installed)."""
+        available = {(s.name, d) for s in get_plugin_manager().strategies() for d in s.provides}
+        admission, scheduler, placement = mix
+        for name, decision in ((admission, "admission"), (scheduler, "scheduling"), (placement, "placement")):
+            if (name, decision) not in available:
+                pytest.skip(f"{decision} strategy {name!r} of this mix is not installed")
+        gpus = 1 if "gpu" in conformance_runtime.capabilities else 0
+        q = ScenarioQuery("lr2", "lr2", traffic="random", rate=1500, admission=admission, placement=placement)
+        result = conformance_runtime.run(Scenario((q,), scheduler=scheduler, duration=self.duration, gpus=gpus))
+        _assert_lossless(result)
+        assert result.controller is not None
+        for report in result.controller.reports("lr2"):
+            assert report.placement is not None and report.placement.strategy == placement
 
     def test_zero_byte_datasets_and_idle_periods(self, conformance_runtime: ConformanceRuntime, admission_strategy: str) -> None:
         q = ScenarioQuery(

@@ -79,6 +79,11 @@ def test_eq5_edf_orders_by_remaining_time_and_keeps_running_first() -> None:
     assert edf(pending, 10.0).order == ("a#1", "c#1", "d#2", "b#1")
 
 
+def test_edf_preempt_sorts_running_batches_too() -> None:
+    pending = (_pending("a", 30.0, running=True), _pending("b", 25.0), _pending("c", 12.0))
+    assert edf(pending, 10.0, preempt=True).order == ("c#1", "b#1", "a#1")
+
+
 def test_rdas_scenario_six_cores_three_queries() -> None:
     """zStream Fig. 6: FAIR gives 2 cores each; RDAS gives the most urgent query (Q3) more."""
     pending = (_pending("q1", 30.0), _pending("q2", 20.0), _pending("q3", 10.0))

@@ -33,6 +33,7 @@ def pacer_strategies() -> Sequence[StrategyInfo]:
             name="edf",
             provides=frozenset({"scheduling"}),
             summary="zStream EDF: earliest deadline (Eq. 5) first, re-sorted on every arrival",
+            params=(Param("preempt", False, "also re-sort running batches (task-level EDF); default: they keep their place"),),
         ),
         StrategyInfo(
             name="rdas",
@@ -58,7 +59,7 @@ def pacer_schedule(
 ) -> ScheduleDecision | None:
     """zStream Algorithm 2."""
     if ctx.chosen == "edf":
-        return edf(pending, now)
+        return edf(pending, now, preempt=bool(ctx.params.get("preempt", False)))
     if ctx.chosen == "rdas":
         spread = float(ctx.params.get("spread", 1.0))
         if spread < 0:

@@ -12,10 +12,19 @@ def remaining(p: PendingBatch, now: float) -> float:
     return p.deadline_at - now
 
 
-def edf(pending: Sequence[PendingBatch], now: float) -> ScheduleDecision:
-    """Earliest deadline first; running batches keep their place (no preemption); ties by admission order."""
+def edf(pending: Sequence[PendingBatch], now: float, *, preempt: bool = False) -> ScheduleDecision:
+    """Earliest deadline first; ties by admission order (the sort is stable).
+
+    :param preempt: False (default): running batches keep their place ahead of the waiting ones, which
+        are sorted (batch-level EDF, what a gate in front of the sink can enact). True: running batches
+        are sorted with the others, so a more urgent newcomer takes the cores first (zStream sorts
+        Spark's TaskScheduler queue, whose free slots go to the most urgent task set: preemption at task
+        boundaries; a runtime that can move cores between running batches, the simulator, enacts it).
+    """
+    if preempt:
+        return ScheduleDecision(order=tuple(p.batch.id for p in sorted(pending, key=lambda p: remaining(p, now))))
     running = [p for p in pending if p.running]
-    waiting = sorted((p for p in pending if not p.running), key=lambda p: remaining(p, now))  # stable sort
+    waiting = sorted((p for p in pending if not p.running), key=lambda p: remaining(p, now))
     return ScheduleDecision(order=tuple(p.batch.id for p in running + waiting))
 
 

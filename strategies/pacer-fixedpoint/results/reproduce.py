@@ -188,9 +188,32 @@ def overload_table(reports: Mapping[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+OMEGA_INTERVALS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 12.0, 15.0)
+
+
+def omega_table() -> str:
+    """ω(x)/x of LR1 from the cost model (noise 0, 2 cores): Type-I exists where it is <= ρ, static x is stable where < 1."""
+    from pacer import Dataset, MicroBatch
+    from pacer_sim import CostModel
+    from pacer_sim.costs import batch_work
+    from pacer_workloads import bytes_per_row, make_query
+
+    model, spec, per_row = CostModel(noise=0.0), make_query("lr1", query_id="q"), bytes_per_row("linear_road")
+    lines = ["| rate rows/s | " + " | ".join(f"x = {x:g} s" for x in OMEGA_INTERVALS) + " |",
+             "|---" * (len(OMEGA_INTERVALS) + 1) + "|"]
+    for rate in LR1_RATES:
+        cells = []
+        for x in OMEGA_INTERVALS:
+            rows = round(rate * x)
+            batch = MicroBatch("q#1", "q", 1, (Dataset("d", 0.0, round(rows * per_row), rows),), 0.0)
+            cells.append(f"{batch_work(model, spec, batch, gpus=0, seed=SEED).alone_s(2) / x:.2f}")
+        lines.append(f"| {rate:g} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 EXPERIMENTS: dict[str, tuple[Callable[[], list[Run]], Callable[[Mapping[str, dict[str, Any]]], str]]] = {
     "sinusoidal": (sinusoidal_runs, sinusoidal_table),
-    "lr1": (lr1_runs, lr1_table),
+    "lr1": (lr1_runs, lambda reports: f"{lr1_table(reports)}\n\nω(x)/x (cost model):\n\n{omega_table()}"),
     "overload": (overload_runs, overload_table),
 }
 

@@ -160,3 +160,13 @@ def test_interval_basis_with_one_dataset_per_second(basis: str, second_admission
 def test_bad_interval_basis_is_named() -> None:
     with pytest.raises(ValueError, match="interval_basis must be one of"):
         _state(interval_basis="clock")
+
+
+def test_max_interval_caps_a_diverging_iteration() -> None:
+    """Choice: without a Type-I point x = p / rho keeps growing (Das §3.5); ``max_interval`` bounds it."""
+    state = _state(max_interval=5.0)
+    state.observe(_report(2.0, 1.8, 1))
+    state.observe(_report(3.0, 9.0, 2))  # superlinear, over the slack: type-ii -> 0.75 x 2.0
+    assert state.interval == pytest.approx(1.5)
+    state.observe(_report(3.0, 9.0, 3))  # equal intervals: 9.0 / 0.7 = 12.9, capped
+    assert state.interval == pytest.approx(5.0)

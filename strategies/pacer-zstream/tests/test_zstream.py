@@ -100,3 +100,14 @@ def test_rdas_scenario_six_cores_three_queries() -> None:
 def test_rdas_with_equal_urgency_is_fair() -> None:
     pending = (_pending("q1", 10.0), _pending("q2", 10.0))
     assert rdas(pending, 0.0, 4, spread=1.0).shares == {"q1#1": 2.0, "q2#1": 2.0}
+
+
+def test_deadline_per_query_defaults_to_the_window_slide() -> None:
+    from pacer_workloads import make_query
+    from pacer_zstream.admission import build_state
+
+    assert build_state(make_query("lr2"), {}).deadline == 10.0  # [range 30 slide 10]
+    assert build_state(make_query("cm2"), {}).deadline == 5.0  # [range 60 slide 5]
+    assert build_state(make_query("lr2", deadline=3.0), {}).deadline == 3.0
+    with pytest.raises(ValueError, match="needs a query"):
+        build_state(None, {})

@@ -113,6 +113,10 @@ class FixedPointState:
         n = sum(1 for d in buffer if d.arrival - first <= self.max_buffer_s)
         if n < len(buffer):
             self.paused_admissions += 1
+            log.warning(
+                "fixed-point: batch capped at %d of %d buffered datasets (%.1fs of data, overload policy 'pause')",
+                max(1, n), len(buffer), self.max_buffer_s,
+            )
         return max(1, n)
 
     def observe(self, report: BatchReport) -> None:

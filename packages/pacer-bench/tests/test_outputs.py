@@ -5,11 +5,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pacer_bench.outputs import BenchRun, markdown_table, table_rows, write_outputs
-
 from pacer import Controller, Dataset, Operator, OperatorDAG, QuerySpec
 from pacer.clock import ManualClock
 from pacer.report import build_report
+from pacer_bench.outputs import BenchRun, markdown_table, table_rows, write_outputs
 
 
 def _report(processing_s: float) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 
 import pytest
@@ -134,7 +133,7 @@ def test_rejects_bad_parameters(key: str, value: object) -> None:
         _state(**{key: value})
 
 
-def test_placing_two_hundred_operators_is_fast() -> None:
+def test_places_every_one_of_two_hundred_operators() -> None:
     ops = (*(Operator(f"o{i}", "filter") for i in range(199)), Operator("sink", "sink"))
     dag = OperatorDAG(ops, tuple((ops[i].id, ops[i + 1].id) for i in range(199)))
     spec = QuerySpec("big", dag, partitions=2)
@@ -143,13 +142,9 @@ def test_placing_two_hundred_operators_is_fast() -> None:
     batch = _batch(1, 150_000)
     metrics = tuple(OperatorMetric(op.id, d, 0.01, 1000) for op in ops for d in ("cpu", "gpu") if not (op.cpu_only and d == "gpu"))
     state.completed(BatchReport("q#1", "big", 1, 0, 0, 1, 150_000, 1, (), 0, 0, operator_metrics=metrics), dag, 2)
-    state.place(batch, dag, GPU)  # compiles the DAG once
-    runs = []
-    for _ in range(30):
-        t0 = time.perf_counter()
-        state.place(batch, dag, GPU)
-        runs.append(time.perf_counter() - t0)
-    assert sorted(runs)[len(runs) // 2] < 2e-3
+    placement = state.place(batch, dag, GPU)
+    # its speed is measured in packages/pacer-bench/benchmarks (placement-200), not asserted here
+    assert len(placement.devices) == 200 and placement.devices["sink"] == "cpu"
 
 
 def test_controller_with_manual_clock() -> None:

@@ -7,7 +7,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -218,39 +218,70 @@ def run_configuration(spark: Any, args: argparse.Namespace, cfg: Mapping[str, An
         "trigger_s": cfg["trigger"], "duration_s": args.duration, "seed": args.seed, "master": args.master,
         "input": args.input, "mode": "spark-trigger" if trigger else "pacer",
     }
-    stop = threading.Event()
-    start = time.time()
-    printer = None
-    if args.progress_every > 0:
-        def report_progress() -> None:
-            while not stop.wait(args.progress_every):
-                print(progress_line(session.controller, session.lock, time.time() - start), flush=True)
 
-        printer = threading.Thread(target=report_progress, name="pacer-progress", daemon=True)
-    status = 0
-    try:
+    def start_queries() -> None:
         for workload, query_id in zip(args.workload, cfg["query_ids"], strict=True):
             session.run_workload(
                 workload, query_id=query_id, traffic=args.traffic, rate=args.rate, duration=args.duration,
                 seed=args.seed, traffic_params=cfg["traffic_params"], files=args.input,
                 file_format=args.input_format, trigger=trigger,
             )
+
+    return drive(
+        session, start_queries, config, duration=args.duration, drain_timeout=args.drain_timeout,
+        progress_every=args.progress_every, monitor_interval=args.monitor_interval, label=label,
+        wait_for_drain=args.input is None,
+    )
+
+
+def drive(
+    session: Any,
+    start_queries: Callable[[], None],
+    config: Mapping[str, Any],
+    *,
+    duration: float,
+    drain_timeout: float,
+    progress_every: float = 0.0,
+    monitor_interval: float = 1.0,
+    label: str = "pacer run",
+    wait_for_drain: bool = True,
+) -> tuple[dict[str, Any], int]:
+    """Start the queries of an attached :class:`~pacer_spark.runtime.PacerSession`, let them stream and report.
+
+    ``start_queries`` starts every stream (``session.run_workload`` calls). The traffic lasts ``duration``
+    seconds; then the backlog gets ``drain_timeout`` more seconds (``wait_for_drain``; a folder source has
+    no known end, so without it the run stops after ``duration``). A progress line is printed every
+    ``progress_every`` seconds (0: none). The session is stopped on the way out.
+
+    :return: the ``pacer.report/1`` document (``config`` in its ``config``) and an exit status: 1 when the
+        backlog did not drain or a query failed.
+    """
+    stop = threading.Event()
+    start = time.time()
+    printer = None
+    if progress_every > 0:
+        def report_progress() -> None:
+            while not stop.wait(progress_every):
+                print(progress_line(session.controller, session.lock, time.time() - start), flush=True)
+
+        printer = threading.Thread(target=report_progress, name="pacer-progress", daemon=True)
+    status = 0
+    try:
+        start_queries()
         if printer is not None:
             printer.start()
-        wait = args.duration + args.drain_timeout if args.input is None else args.duration
-        drained = session.await_drained(wait)
-        if args.input is None and not drained:
-            print(f"{label}: backlog not drained {args.drain_timeout:g} s after the traffic ended", file=sys.stderr)
+        drained = session.await_drained(duration + drain_timeout if wait_for_drain else duration)
+        if wait_for_drain and not drained:
+            print(f"{label}: backlog not drained {drain_timeout:g} s after the traffic ended", file=sys.stderr)
             status = 1
-        errors = session.errors()
-        for query_id, error in errors.items():
+        for query_id, error in session.errors().items():
             print(f"{label}: query {query_id} failed: {error}", file=sys.stderr)
             status = 1
     finally:
         stop.set()
         end = time.time()
         session.stop()
-    return session.report(config, interval=args.monitor_interval, end=end), status
+    return session.report(config, interval=monitor_interval, end=end), status
 
 
 def _run(args: argparse.Namespace, pm: PluginManager) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
 
 from pacer import hookimpl
 from pacer.cli import Command, UsageError
@@ -20,6 +21,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", type=float, help="override every configuration's duration (seconds)")
     parser.add_argument("--seed", type=int, default=7, help="seed for traffic and noise (default 7)")
     parser.add_argument("--master", default="local[2]", help="Spark master for --runtime spark")
+    parser.add_argument("--rapids-jar", action="append", default=[], metavar="JAR",
+                        help="RAPIDS Accelerator jar(s): device-sweep then runs on Spark (else it is simulated)")
 
 
 def _run(args: argparse.Namespace, pm: PluginManager) -> int:
@@ -27,9 +30,15 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
 
     if args.duration is not None and args.duration <= 0:
         raise UsageError("--duration must be > 0 seconds")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {args.out!r} is a file; give a folder (it is created if missing)")
+    for jar in args.rapids_jar:
+        if not Path(jar).is_file():
+            raise UsageError(f"--rapids-jar {jar!r} does not exist; download rapids-4-spark from Maven Central")
     paths = run_scenario(
-        args.scenario, runtime=args.runtime, out=args.out, quick=args.quick, duration=args.duration,
-        seed=args.seed, master=args.master, plugin_manager=pm,
+        args.scenario, runtime=args.runtime, out=out, quick=args.quick, duration=args.duration,
+        seed=args.seed, master=args.master, rapids_jars=args.rapids_jar, plugin_manager=pm,
     )
     print(paths["md"].read_text())
     print(f"wrote {len(paths)} files to {args.out} (open {paths['html']})")

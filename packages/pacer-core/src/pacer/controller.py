@@ -221,6 +221,16 @@ class Controller:
             states=q.states,
         )
 
+    def context(self, query_id: str | None, decision: str) -> StrategyContext:
+        """The :class:`StrategyContext` the chosen strategy for ``decision`` sees (``query_id`` None: the scheduler).
+
+        For tools and benchmarks that call a hook directly; the Controller builds the same one for each call.
+        """
+        if query_id is None:
+            return self._ctx(None, "scheduling", self.scheduler)
+        q = self._query(query_id)
+        return self._ctx(q, decision, q.selected[decision])
+
     def _fallback_ctx(self, q: _QueryState | None, decision: str) -> StrategyContext:
         name = FALLBACK[decision]
         ctx = self._ctx(q, decision, name)

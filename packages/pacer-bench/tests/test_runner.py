@@ -1,0 +1,130 @@
+"""``pacer bench`` end to end on the simulator, its argument checks, and one short real Spark run."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pacer import get_plugin_manager
+from pacer.cli import UsageError, main
+from pacer_bench.runner import resolve_configs, run_scenario
+from pacer_bench.scenarios import SCENARIOS
+
+PLOTS = ("latency_cdf", "max_latency", "batch_size", "batch_interval", "gpu_ratio")
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open() as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_every_scenario_resolves_on_the_simulator() -> None:
+    pm = get_plugin_manager()
+    for name in SCENARIOS:
+        for quick in (True, False):
+            runtime, configs, _ = resolve_configs(name, runtime="sim", quick=quick, duration=None, seed=1,
+                                                  plugin_manager=pm)
+            assert runtime == "sim" and configs, name
+            assert all(c.seed == 1 for c in configs)
+            labels = [c.label for c in configs]
+            assert len(labels) == len(set(labels)), f"{name}: duplicate labels"
+            groups = {c.group for c in configs}
+            for group in groups:  # every group has exactly one baseline to compare with
+                assert sum(c.baseline for c in configs if c.group == group) == 1, (name, group)
+
+
+def test_trigger_sweep_quick_writes_every_output(tmp_path: Path) -> None:
+    paths = run_scenario("trigger-sweep", runtime="sim", out=tmp_path, quick=True, duration=30.0, progress=False)
+    for kind in ("json", "csv", "md", "html", "meta", *PLOTS):
+        assert paths[kind].exists() and paths[kind].stat().st_size > 0, kind
+    rows = _rows(paths["csv"])
+    assert [r["config"] for r in rows] == ["static 10s", "asap", "fixed-point", "zstream", "lmstream"]
+    assert rows[0]["p99_vs_baseline"] == "1.0"
+    meta = json.loads(paths["meta"].read_text())
+    assert meta["scenario"] == "trigger-sweep" and meta["runtime"] == "sim" and meta["quick"] is True
+    assert "simulated" in paths["md"].read_text()
+    doc = json.loads(paths["json"].read_text())
+    for run in doc["runs"]:
+        for q in run["report"]["queries"].values():
+            assert q["datasets_in"] == q["datasets_processed"] > 0
+
+
+def test_simulated_bench_is_deterministic(tmp_path: Path) -> None:
+    a = run_scenario("resource-loss", runtime="sim", out=tmp_path / "a", quick=True, duration=30.0, progress=False)
+    b = run_scenario("resource-loss", runtime="sim", out=tmp_path / "b", quick=True, duration=30.0, progress=False)
+    assert a["csv"].read_text() == b["csv"].read_text()
+    assert a["json"].read_text() == b["json"].read_text()
+
+
+def test_device_sweep_compares_each_rate_with_its_own_cpu_baseline(tmp_path: Path) -> None:
+    paths = run_scenario("device-sweep", runtime="sim", out=tmp_path, quick=True, duration=10.0, progress=False)
+    rows = _rows(paths["csv"])
+    assert len(rows) == 25
+    for row in rows:
+        if row["config"].startswith("cpu-only"):
+            assert row["proc_vs_baseline"] == "1.0" and float(row["gpu_ratio"]) == 0.0
+        if row["config"].startswith("gpu-only"):
+            assert float(row["gpu_ratio"]) > 0.5
+    assert paths["sweep_processing"].read_bytes().startswith(b"\x89PNG")
+
+
+def test_device_sweep_on_spark_without_rapids_runs_simulated_and_says_so(tmp_path: Path) -> None:
+    paths = run_scenario("device-sweep", runtime="spark", out=tmp_path, quick=True, duration=5.0, progress=False)
+    meta = json.loads(paths["meta"].read_text())
+    assert meta["runtime"] == "sim" and meta["requested_runtime"] == "spark"
+    assert any("RAPIDS" in n for n in meta["notes"])
+    assert "RAPIDS" in paths["md"].read_text()
+
+
+def test_resource_loss_is_refused_on_spark_before_it_starts(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--runtime sim"):
+        run_scenario("resource-loss", runtime="spark", out=tmp_path, quick=True, progress=False)
+    assert not any(tmp_path.iterdir())
+
+
+def test_cli_rejects_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:  # argparse lists the scenarios
+        main(["bench", "no-such-scenario", "--out", str(tmp_path)])
+    assert exc.value.code == 2
+    assert "trigger-sweep" in capsys.readouterr().err
+    a_file = tmp_path / "f"
+    a_file.write_text("")
+    assert main(["bench", "frequency", "--out", str(a_file)]) == 2
+    assert "is a file" in capsys.readouterr().err
+    assert main(["bench", "frequency", "--out", str(tmp_path / "x"), "--duration", "0"]) == 2
+
+
+def test_cli_prints_the_table_and_writes_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "freq"
+    assert main(["bench", "frequency", "--quick", "--duration", "20", "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert "| wave / fixed-point | lr2 |" in printed.out
+    assert "12/12" in printed.err  # the progress bar reached the end
+    assert (out / "frequency.html").exists()
+
+
+@pytest.mark.spark
+def test_trigger_sweep_runs_on_real_spark(tmp_path: Path) -> None:
+    """A short quick trigger sweep on local Spark, in its own process (it owns its SparkSession)."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    done = subprocess.run(
+        [sys.executable, "-m", "pacer.cli", "bench", "trigger-sweep", "--runtime", "spark", "--quick",
+         "--duration", "12", "--out", str(tmp_path)],
+        capture_output=True, text=True, env=env, timeout=600, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    assert meta["runtime"] == "spark" and "PySpark" in meta["machine"]
+    doc = json.loads((tmp_path / "trigger-sweep.json").read_text())
+    assert [r["label"] for r in doc["runs"]] == ["static 10s", "asap", "fixed-point"]
+    for run in doc["runs"]:
+        assert run["report"]["runtime"] == "spark"
+        q = run["report"]["queries"]["lr2"]
+        assert q["datasets_in"] == q["datasets_processed"] == 12
+    assert doc["runs"][0]["report"]["config"]["queries"][0]["admission"] == "static"

@@ -93,7 +93,9 @@ def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def _series(run: BenchRun, query_id: str, key: str) -> tuple[list[float], list[float]]:
-    rows = run.report["queries"][query_id]["series"]
+    """The ``key`` column over time, over the intervals in which a batch completed (the others hold no value,
+    and drawing them as zeros would turn every line into a saw)."""
+    rows = [r for r in run.report["queries"][query_id]["series"] if r.get("batches", 1)]
     return [r["t"] for r in rows], [r.get(key, 0.0) for r in rows]
 
 
@@ -103,7 +105,7 @@ def _figure_over_time(runs: Sequence[BenchRun], key: str, ylabel: str, title: st
         for query_id in run.report["queries"]:
             t, y = _series(run, query_id, key)
             label = run.label if len(run.report["queries"]) == 1 else f"{run.label} / {query_id}"
-            ax.plot(t, [v * scale for v in y], label=label, linewidth=1.2)
+            ax.plot(t, [v * scale for v in y], label=label, linewidth=1.2, marker=".", markersize=3)
     ax.set_xlabel("time (s)")
     ax.set_ylabel(ylabel)
     ax.set_title(title)

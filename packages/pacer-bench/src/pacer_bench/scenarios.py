@@ -178,7 +178,7 @@ def _frequency(quick: bool, runtime: str) -> list[Config]:
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
-        Scenario("trigger-sweep", "Static triggers 5/8/10 s and ASAP vs each admission strategy (LMStream Figs. 6-9, zStream Figs. 13-14)", _trigger_sweep),
+        Scenario("trigger-sweep", "Static triggers 2/5/8/10 s and ASAP vs each admission strategy (LMStream Figs. 6-9, zStream Figs. 13-14)", _trigger_sweep),
         Scenario("multi-query", "Three queries with deadlines under binary bursts: FIFO/FAIR vs EDF/RDAS (zStream Figs. 7-12)", _multi_query),
         Scenario("device-sweep", "Rates 64 KB/s-16 MB/s, every placement strategy (dStream Figs. 6-11)", _device_sweep),
         Scenario("sinusoidal", "Fixed-point vs static intervals under sinusoidal load (Das Fig. 15)", _sinusoidal),

@@ -231,6 +231,20 @@ def test_asap_admits_everything_when_idle(clock: ManualClock, spec: QuerySpec) -
     assert batch is not None and len(batch.datasets) == 3
 
 
+def test_asap_read_limit_admits_the_oldest_first_and_keeps_the_rest(clock: ManualClock, spec: QuerySpec) -> None:
+    c = Controller(clock=clock, cores=2)
+    c.add_query(spec, admission="asap", admission_params={"max_datasets": "2"})
+    _feed(c, "q1", clock, 5)
+    first = c.poll("q1")
+    assert first is not None and [d.id for d in first.datasets] == ["q1-0", "q1-1"]
+    assert len(c.buffered("q1")) == 3
+    run_batch(c, clock, first.id, 1.0)
+    second = c.poll("q1")
+    assert second is not None and [d.id for d in second.datasets] == ["q1-2", "q1-3"]
+    with pytest.raises(ValueError, match="max_datasets must be >= 0"):
+        c.add_query(QuerySpec("q9", spec.dag), admission="asap", admission_params={"max_datasets": -1})
+
+
 def test_latency_is_completion_minus_arrival(clock: ManualClock, spec: QuerySpec) -> None:
     c = Controller(clock=clock, cores=2)
     c.add_query(spec)

@@ -126,9 +126,9 @@ def _device_sweep(quick: bool, runtime: str) -> list[Config]:
             configs.append(
                 Config(
                     f"{placement} @ {kb} KB/s",
-                    # A 1 s trigger: one second of data per batch whatever the placement, so processing
-                    # times compare directly (dStream runs Spark with a fixed batch interval too).
-                    (QueryConfig("lr2", rate=rate, admission="static", admission_params={"interval": 1.0},
+                    # One dataset (one second of data) per batch whatever the placement and the backlog, so
+                    # processing times compare directly: Spark's default trigger with maxFilesPerTrigger=1.
+                    (QueryConfig("lr2", rate=rate, admission_params={"max_datasets": 1},
                                  placement=placement, query_id="lr2"),),
                     duration=duration,
                     gpus=1,

@@ -38,6 +38,14 @@ class StaticTrigger:
         return AdmissionDecision.admit_all(buffer, "trigger tick")
 
 
+def _asap_state(spec: QuerySpec | None, params: Mapping[str, Any]) -> int:
+    """The read limit of ``asap``: at most this many datasets per batch (0: no limit)."""
+    limit = int(params["max_datasets"])
+    if limit < 0:
+        raise ValueError(f"asap max_datasets must be >= 0 (0: no limit), got {limit}")
+    return limit
+
+
 def _static_state(spec: QuerySpec | None, params: Mapping[str, Any]) -> StaticTrigger:
     interval = float(params["interval"])
     if interval <= 0:
@@ -60,6 +68,11 @@ def pacer_strategies() -> Sequence[StrategyInfo]:
             name="asap",
             provides=frozenset({"admission"}),
             summary="Admit everything available whenever the query is idle: Spark's default trigger",
+            params=(
+                Param("max_datasets", 0, "at most this many datasets per batch, oldest first (0: all; "
+                                         "Spark's maxFilesPerTrigger)"),
+            ),
+            state=_asap_state,
         ),
     ]
 
@@ -70,6 +83,9 @@ def pacer_admit(
 ) -> AdmissionDecision | None:
     """Answer for ``static`` and ``asap``."""
     if ctx.chosen == "asap":
+        limit: int = ctx.state
+        if limit and len(buffer) > limit:
+            return AdmissionDecision(limit, reason=f"query idle, read limit {limit}")
         return AdmissionDecision.admit_all(buffer, "query idle")
     if ctx.chosen == "static":
         trigger: StaticTrigger = ctx.state

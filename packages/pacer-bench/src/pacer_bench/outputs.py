@@ -99,6 +99,17 @@ def _series(run: BenchRun, query_id: str, key: str) -> tuple[list[float], list[f
     return [r["t"] for r in rows], [r.get(key, 0.0) for r in rows]
 
 
+def _finish(fig: Any, ax: Any, xlabel: str, ylabel: str, title: str) -> Any:
+    """Labels, grid, legend and layout shared by every plot."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
 def _figure_over_time(runs: Sequence[BenchRun], key: str, ylabel: str, title: str, scale: float = 1.0) -> Any:
     fig, ax = plt.subplots(figsize=(8, 4))
     for run in runs:
@@ -106,13 +117,7 @@ def _figure_over_time(runs: Sequence[BenchRun], key: str, ylabel: str, title: st
             t, y = _series(run, query_id, key)
             label = run.label if len(run.report["queries"]) == 1 else f"{run.label} / {query_id}"
             ax.plot(t, [v * scale for v in y], label=label, linewidth=1.2, marker=".", markersize=3)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, "time (s)", ylabel, title)
 
 
 def _latency_cdf(runs: Sequence[BenchRun]) -> Any:
@@ -123,13 +128,7 @@ def _latency_cdf(runs: Sequence[BenchRun]) -> Any:
             if values:
                 label = run.label if len(run.report["queries"]) == 1 else f"{run.label} / {query_id}"
                 ax.plot([v / 1000.0 for v in values], [i / 100.0 for i in range(len(values))], label=label)
-    ax.set_xlabel("dataset latency (s)")
-    ax.set_ylabel("fraction of datasets")
-    ax.set_title("Latency CDF")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, "dataset latency (s)", "fraction of datasets", "Latency CDF")
 
 
 def _figure_over_sweep(runs: Sequence[BenchRun], value: Any, ylabel: str, title: str) -> Any:
@@ -145,13 +144,7 @@ def _figure_over_sweep(runs: Sequence[BenchRun], value: Any, ylabel: str, title:
         points.sort()
         ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
     ax.set_xscale("log")
-    ax.set_xlabel("input rate (KB/s)")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, "input rate (KB/s)", ylabel, title)
 
 
 def figures(runs: Sequence[BenchRun]) -> dict[str, Any]:

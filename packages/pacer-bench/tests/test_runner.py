@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import os
 import subprocess
@@ -86,6 +87,13 @@ def test_resource_loss_is_refused_on_spark_before_it_starts(tmp_path: Path) -> N
     with pytest.raises(UsageError, match="--runtime sim"):
         run_scenario("resource-loss", runtime="spark", out=tmp_path, quick=True, progress=False)
     assert not any(tmp_path.iterdir())
+
+
+def test_spark_runtime_without_pacer_spark_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pacer_spark" else real(name, *a))
+    with pytest.raises(UsageError, match=r"pacer-bench\[spark\]"):
+        run_scenario("trigger-sweep", runtime="spark", out=tmp_path, quick=True, progress=False)
 
 
 def test_cli_rejects_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

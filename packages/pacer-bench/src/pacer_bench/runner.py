@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import importlib.util
 import json
 import os
 import platform
@@ -40,6 +41,9 @@ def resolve_configs(
         notes.append("device-sweep ran on the simulator: placement on Spark needs a GPU and the RAPIDS Accelerator "
                      "jar (--rapids-jar), and neither is here; every figure is simulated")
         runtime = "sim"
+    if runtime == "spark" and importlib.util.find_spec("pacer_spark") is None:
+        raise UsageError("--runtime spark needs pacer-spark: pip install 'pacer-bench[spark]' (or the README's "
+                         "development install)")
     configs = SCENARIOS[scenario].build(quick, runtime)
     if runtime == "spark" and any(c.resource_loss for c in configs):
         raise UsageError(f"{scenario} takes cores away mid-run, which local Spark cannot do; run it with --runtime sim")

@@ -92,7 +92,10 @@ def _gpu_visible() -> bool:
 
 @nox.session(python=PYTHON, tags=["gpu"])
 def rapids(session: nox.Session) -> None:
-    """pacer-spark with the RAPIDS Accelerator jars in PACER_RAPIDS_JARS (comma-separated paths) on a GPU."""
+    """pacer-spark with the RAPIDS Accelerator jars in PACER_RAPIDS_JARS (comma-separated paths) on a GPU.
+
+    PySpark is pinned to PACER_RAPIDS_SPARK (default 4.2.1): RAPIDS has no Spark 4.3 shim yet.
+    """
     jars = os.environ.get("PACER_RAPIDS_JARS", "")
     if not jars:
         session.skip("PACER_RAPIDS_JARS is unset: point it at the rapids-4-spark jar(s) from Maven")
@@ -101,6 +104,6 @@ def rapids(session: nox.Session) -> None:
         session.skip(f"RAPIDS jar(s) not found: {missing}")
     if not _gpu_visible():
         session.skip("no GPU visible (nvidia-smi -L failed)")
-    _install(session)
+    _install(session, spark=os.environ.get("PACER_RAPIDS_SPARK", "4.2.1"))
     session.env["PACER_RAPIDS_JARS"] = jars
     session.run("python", "-m", "pytest", "integrations/pacer-spark/tests", "-m", "gpu", *session.posargs)

@@ -12,6 +12,7 @@ from pacer import (
     Controller,
     Dataset,
     DatasetBuffer,
+    Devices,
     LedgerViolation,
     OperatorDAG,
     Placement,
@@ -139,7 +140,7 @@ def test_hook_pacer_admit(clock: ManualClock, spec: QuerySpec) -> None:
 
 
 def test_hook_pacer_place(clock: ManualClock, spec: QuerySpec) -> None:
-    c = Controller(clock=clock, cores=2, plugin_manager=_pm(EveryN()))
+    c = Controller(clock=clock, cores=2, devices=Devices(cpu_cores=2, gpus=1), plugin_manager=_pm(EveryN()))
     c.add_query(spec, admission="asap", placement="every-n")
     _feed(c, "q1", clock, 1)
     batch = c.poll("q1")
@@ -335,7 +336,7 @@ def test_shedding_is_counted_not_silent(clock: ManualClock, spec: QuerySpec) -> 
 
 
 def test_mixing_strategies_from_different_plugins(clock: ManualClock, spec: QuerySpec) -> None:
-    c = Controller(clock=clock, cores=2, scheduler="reverse", plugin_manager=_pm(EveryN(), Reverse()))
+    c = Controller(clock=clock, cores=2, devices=Devices(cpu_cores=2, gpus=1), scheduler="reverse", plugin_manager=_pm(EveryN(), Reverse()))
     c.add_query(spec, admission="static", placement="every-n")
     _feed(c, "q1", clock, 1)
     batch = c.poll("q1")

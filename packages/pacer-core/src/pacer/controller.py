@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from pacer.dispatch import DecisionDispatch
 from pacer.ledger import ExactlyOnceLedger
 from pacer.model import (
     AdmissionDecision,
     BatchReport,
     Dataset,
-    DatasetBuffer,
     Devices,
     MicroBatch,
     OperatorMetric,
@@ -37,62 +37,17 @@ from pacer.model import (
     ScheduleDecision,
     SystemView,
 )
+from pacer.overload import OverloadMonitor, read_cap_count
 from pacer.plugins import PluginManager, get_plugin_manager
-from pacer.strategy import StrategyContext, StrategyInfo
+from pacer.query_state import FALLBACK, OVERLOAD_POLICIES, Clock, Overhead, QueryState, RunningBatch, StrategyError
+from pacer.service_time import ServiceTimeModel
 
 log = logging.getLogger("pacer.controller")
 
-#: The decision each baseline falls back to when a strategy raises and fallback is on.
-FALLBACK = {"admission": "asap", "scheduling": "fifo", "placement": "cpu-only"}
-
-Clock = Callable[[], float]
+__all__ = ["FALLBACK", "OVERLOAD_POLICIES", "Controller", "Overhead", "StrategyError"]
 
 
-class StrategyError(RuntimeError):
-    """A strategy raised, or returned an ill-formed decision. The message names it."""
-
-    def __init__(self, strategy: str, decision: str, query_id: str | None, detail: str) -> None:
-        where = f" for query {query_id!r}" if query_id else ""
-        super().__init__(f"{decision} strategy {strategy!r} failed{where}: {detail}")
-        self.strategy = strategy
-        self.decision = decision
-        self.query_id = query_id
-
-
-@dataclass
-class _QueryState:
-    spec: QuerySpec
-    selected: dict[str, str]
-    params: dict[str, dict[str, Any]]
-    states: dict[str, Any]
-    buffer: DatasetBuffer = field(default_factory=DatasetBuffer)
-    history: QueryHistory = field(default_factory=QueryHistory)
-    seq: int = 0
-    in_flight: str | None = None
-    last_admitted_at: float | None = None
-    reports: list[BatchReport] = field(default_factory=list)
-    shed: int = 0
-    fallbacks: int = 0
-    arrivals: list[tuple[float, int, int]] = field(default_factory=list)
-
-
-@dataclass
-class _Running:
-    batch: MicroBatch
-    started_at: float | None = None
-    interval_s: float = 0.0
-    overhead_s: float = 0.0
-
-
-@dataclass
-class Overhead:
-    """pacer's own time, measured with ``timer`` (None when not measured)."""
-
-    poll_s: list[float] = field(default_factory=list)
-    per_batch_s: list[float] = field(default_factory=list)
-
-
-class Controller:
+class Controller(DecisionDispatch):
     """Runs the chosen strategies for a set of queries on one runtime.
 
     :param clock: the runtime's clock in seconds (virtual or wall).
@@ -105,6 +60,12 @@ class Controller:
         decision (``asap``, ``fifo``, ``cpu-only``) instead of raising :class:`StrategyError`.
     :param timer: a monotonic timer for measuring pacer's own overhead; None
         skips the measurement (the simulator does, to stay deterministic).
+    :param overload: what to do when a query's offered load exceeds what any batch size can
+        serve within its deadline (see :class:`pacer.overload.OverloadMonitor`): ``"shed"``
+        drops, before admission, the buffered datasets that can no longer meet the deadline
+        (counted in the ledger and the report, logged), so latency stays bounded for what is
+        admitted; ``"keep"`` drops nothing and only reports the overload.
+    :param service_quantile: the safety margin of every query's service-time model (0-1).
     """
 
     def __init__(
@@ -118,9 +79,16 @@ class Controller:
         plugin_manager: PluginManager | None = None,
         fallback: bool = False,
         timer: Clock | None = time.perf_counter,
+        overload: str = "shed",
+        service_quantile: float = 0.99,
     ) -> None:
         if cores < 1:
             raise ValueError(f"cores must be >= 1, got {cores}")
+        if overload not in OVERLOAD_POLICIES:
+            raise ValueError(f"overload policy must be one of {OVERLOAD_POLICIES}, got {overload!r}")
+        ServiceTimeModel(quantile=service_quantile)  # validates the quantile before any query exists
+        self.overload_policy = overload
+        self.service_quantile = service_quantile
         self.clock = clock
         self.cores = cores
         self.devices = devices or Devices(cpu_cores=cores)
@@ -129,8 +97,8 @@ class Controller:
         self.timer = timer
         self.ledger = ExactlyOnceLedger()
         self.overhead = Overhead()
-        self.queries: dict[str, _QueryState] = {}
-        self._running: dict[str, _Running] = {}
+        self.queries: dict[str, QueryState] = {}
+        self._running: dict[str, RunningBatch] = {}
         self._order: list[str] = []
         self._allocated: dict[str, float] = {}
         info = self.pm.find(scheduler, "scheduling")
@@ -138,12 +106,9 @@ class Controller:
         self._scheduler_params = info.resolve_params(scheduler_params)
         self._scheduler_state = self._build_state(info, None, self._scheduler_params)
         self._scheduler_history = QueryHistory(maxlen=1)
+        self._scheduler_service = ServiceTimeModel()
 
     # ------------------------------------------------------------------ setup
-
-    @staticmethod
-    def _build_state(info: StrategyInfo, spec: QuerySpec | None, params: Mapping[str, Any]) -> Any:
-        return info.state(spec, params) if info.state is not None else {}
 
     def add_query(
         self,
@@ -153,14 +118,21 @@ class Controller:
         placement: str = "cpu-only",
         admission_params: Mapping[str, Any] | None = None,
         placement_params: Mapping[str, Any] | None = None,
+        max_rows: int = 0,
+        max_bytes: int = 0,
     ) -> None:
         """Register a query with its admission and placement strategies (by name).
 
+        :param max_rows: a read cap every admission honours: at most this many rows per batch
+            (Spark's ``maxOffsetsPerTrigger``; 0: no cap). A batch keeps at least one dataset.
+        :param max_bytes: likewise in bytes (Spark's ``maxBytesPerTrigger``; 0: no cap).
         :raises UnknownStrategyError: for a name no installed plugin provides.
-        :raises ValueError: for a duplicate query id or an unknown parameter.
+        :raises ValueError: for a duplicate query id, an unknown parameter or a negative cap.
         """
         if spec.id in self.queries:
             raise ValueError(f"query {spec.id!r} is already registered")
+        if max_rows < 0 or max_bytes < 0:
+            raise ValueError(f"query {spec.id!r}: max_rows and max_bytes must be >= 0 (0: no cap)")
         chosen = {"admission": admission, "placement": placement}
         given = {"admission": dict(admission_params or {}), "placement": dict(placement_params or {})}
         infos = {kind: self.pm.find(name, kind) for kind, name in chosen.items()}
@@ -172,7 +144,12 @@ class Controller:
         for info in infos.values():
             if info.name not in states:
                 states[info.name] = self._build_state(info, spec, params[info.name])
-        self.queries[spec.id] = _QueryState(spec=spec, selected=chosen, params=params, states=states)
+        self.queries[spec.id] = QueryState(
+            spec=spec, selected=chosen, params=params, states=states,
+            service=ServiceTimeModel(quantile=self.service_quantile),
+            overload=OverloadMonitor(deadline=spec.effective_deadline),
+            max_rows=int(max_rows), max_bytes=int(max_bytes),
+        )
 
     # ------------------------------------------------------------------ data in
 
@@ -184,12 +161,7 @@ class Controller:
         self.ledger.arrived(query_id, dataset.id)
         q.buffer.append(dataset)
         q.arrivals.append((dataset.arrival, dataset.rows, dataset.bytes))
-
-    def _query(self, query_id: str) -> _QueryState:
-        try:
-            return self.queries[query_id]
-        except KeyError:
-            raise KeyError(f"unknown query {query_id!r}; registered: {sorted(self.queries)}") from None
+        q.overload.arrived(dataset.arrival, dataset.bytes)
 
     def busy(self, query_id: str) -> bool:
         """True while the query has an admitted batch that has not completed."""
@@ -197,86 +169,6 @@ class Controller:
 
     # ------------------------------------------------------------------ decisions
 
-    def _ctx(self, q: _QueryState | None, decision: str, chosen: str) -> StrategyContext:
-        if q is None:
-            return StrategyContext(
-                decision=decision,
-                chosen=chosen,
-                query=None,
-                params=self._scheduler_params,
-                state=self._scheduler_state,
-                history=self._scheduler_history,
-                selected={"scheduling": self.scheduler},
-                states={self.scheduler: self._scheduler_state},
-            )
-        selected = {**q.selected, "scheduling": self.scheduler}
-        return StrategyContext(
-            decision=decision,
-            chosen=chosen,
-            query=q.spec,
-            params=q.params.get(chosen, {}),
-            state=q.states.get(chosen, {}),
-            history=q.history,
-            selected=selected,
-            states=q.states,
-        )
-
-    def context(self, query_id: str | None, decision: str) -> StrategyContext:
-        """The :class:`StrategyContext` the chosen strategy for ``decision`` sees (``query_id`` None: the scheduler).
-
-        For tools and benchmarks that call a hook directly; the Controller builds the same one for each call.
-        """
-        if query_id is None:
-            return self._ctx(None, "scheduling", self.scheduler)
-        q = self._query(query_id)
-        return self._ctx(q, decision, q.selected[decision])
-
-    def _fallback_ctx(self, q: _QueryState | None, decision: str) -> StrategyContext:
-        name = FALLBACK[decision]
-        ctx = self._ctx(q, decision, name)
-        if q is not None and name not in q.states:
-            info = self.pm.find(name, decision)
-            params = info.resolve_params(None)
-            q.params.setdefault(name, params)
-            q.states[name] = self._build_state(info, q.spec, params)
-            ctx = self._ctx(q, decision, name)
-        return ctx
-
-    def _decide(
-        self,
-        hook: Any,
-        q: _QueryState | None,
-        decision: str,
-        chosen: str,
-        validate: Callable[[Any], None],
-        **kwargs: Any,
-    ) -> Any:
-        query_id = q.spec.id if q else None
-        try:
-            result = hook(ctx=self._ctx(q, decision, chosen), **kwargs)
-            if result is None:
-                raise StrategyError(
-                    chosen,
-                    decision,
-                    query_id,
-                    "no installed plugin answered for it (is its package loaded? see PACER_PLUGINS)",
-                )
-            validate(result)
-            return result
-        except Exception as exc:
-            error = (
-                exc
-                if isinstance(exc, StrategyError)
-                else StrategyError(chosen, decision, query_id, f"{type(exc).__name__}: {exc}")
-            )
-            if not self.fallback or chosen == FALLBACK[decision]:
-                raise error from exc
-            log.warning("%s; falling back to %r for this decision", error, FALLBACK[decision])
-            if q is not None:
-                q.fallbacks += 1
-            result = hook(ctx=self._fallback_ctx(q, decision), **kwargs)
-            validate(result)
-            return result
 
     def system_view(self) -> SystemView:
         """The view a decision gets of the whole runtime right now."""
@@ -303,8 +195,12 @@ class Controller:
         )
 
     def estimate_run_s(self, query_id: str, nbytes: int) -> float:
-        """Processing time estimate: bytes / the query's average throughput (0 before history)."""
-        hist = self._query(query_id).history
+        """Processing time estimate: the query's service-time model (fixed + per-byte, no margin)
+        once it has seen two batches, else bytes / the query's average throughput (0 before history)."""
+        q = self._query(query_id)
+        if q.service.observations >= 2:
+            return q.service.predict_raw(nbytes)
+        hist = q.history
         throughput = hist.avg_throughput_bytes_per_s
         if throughput:
             return nbytes / throughput
@@ -323,6 +219,17 @@ class Controller:
         t0 = self.timer() if self.timer else 0.0
         now = self.clock()
         chosen = q.selected["admission"]
+        shedding = q.overload.check(now, q.service) and self.overload_policy == "shed"
+        if shedding:
+            late = q.overload.hopeless(q.buffer, now, q.service)
+            if late:
+                first = q.overload.shed_episode != q.overload.episodes
+                q.overload.shed_episode = q.overload.episodes
+                self._shed(q, late, "overload: the offered load exceeds what any batch size serves within the "
+                           "deadline; shedding what cannot meet it (further sheds of this episode are logged at DEBUG)",
+                           quiet=not first)
+            if not len(q.buffer):
+                return None
 
         def check(d: AdmissionDecision) -> None:
             if not isinstance(d, AdmissionDecision):
@@ -341,11 +248,11 @@ class Controller:
             system=self.system_view(),
         )
         if decision.shed:
-            dropped = q.buffer.take(decision.shed)
-            self.ledger.shed(query_id, (d.id for d in dropped))
-            q.shed += len(dropped)
-            log.warning("query %r: shed %d datasets (%s)", query_id, len(dropped), decision.reason or "overload policy")
-        batch = self._admit(q, decision.count, now) if decision.count else None
+            self._shed(q, decision.shed, decision.reason or "overload policy")
+        count = read_cap_count(q.buffer, decision.count, q.max_rows, q.max_bytes)
+        if shedding:
+            count = q.overload.feasible_prefix(q.buffer, count, now, q.service)
+        batch = self._admit(q, count, now) if count else None
         if self.timer:
             spent = self.timer() - t0
             self.overhead.poll_s.append(spent)
@@ -353,7 +260,14 @@ class Controller:
                 self._running[batch.id].overhead_s += spent
         return batch
 
-    def _admit(self, q: _QueryState, count: int, now: float) -> MicroBatch:
+    def _shed(self, q: QueryState, count: int, reason: str, quiet: bool = False) -> None:
+        dropped = q.buffer.take(count)
+        self.ledger.shed(q.spec.id, (d.id for d in dropped))
+        q.shed += len(dropped)
+        log.log(logging.DEBUG if quiet else logging.WARNING, "query %r: shed %d datasets (%s)",
+                q.spec.id, len(dropped), reason)
+
+    def _admit(self, q: QueryState, count: int, now: float) -> MicroBatch:
         datasets = q.buffer.take(count)
         q.seq += 1
         batch = MicroBatch(
@@ -369,7 +283,7 @@ class Controller:
         def check(p: Placement) -> None:
             if not isinstance(p, Placement):
                 raise TypeError(f"expected Placement, got {type(p).__name__}")
-            p.validate(q.spec.dag)
+            (p if p.strategy else replace(p, strategy=chosen)).validate(q.spec.dag, self.devices)
 
         placement: Placement = self._decide(
             self.pm.hook.pacer_place,
@@ -389,7 +303,7 @@ class Controller:
         interval = now - q.last_admitted_at if q.last_admitted_at is not None else now - batch.earliest_arrival
         q.last_admitted_at = now
         q.in_flight = batch.id
-        self._running[batch.id] = _Running(batch=batch, interval_s=interval)
+        self._running[batch.id] = RunningBatch(batch=batch, interval_s=interval)
         self._order.append(batch.id)
         return batch
 
@@ -447,7 +361,7 @@ class Controller:
         if run.started_at is None:
             run.started_at = self.clock()
 
-    def _run(self, batch_id: str) -> _Running:
+    def _run(self, batch_id: str) -> RunningBatch:
         try:
             return self._running[batch_id]
         except KeyError:
@@ -459,8 +373,15 @@ class Controller:
         *,
         operator_metrics: Iterable[OperatorMetric] = (),
         cores_used: float | None = None,
+        engine_s: float | None = None,
     ) -> BatchReport:
-        """The runtime finished ``batch_id`` (its sink committed): record and dispatch feedback."""
+        """The runtime finished ``batch_id`` (its sink committed): record and dispatch feedback.
+
+        :param engine_s: what the batch cost the engine, where the runtime measures it (Spark's
+            ``triggerExecution``); the report's ``cost`` falls back to the processing time.
+        """
+        if engine_s is not None and (engine_s < 0 or engine_s != engine_s):
+            raise ValueError(f"engine_s must be >= 0 seconds, got {engine_s}")
         run = self._run(batch_id)
         now = self.clock()
         started = run.started_at if run.started_at is not None else now
@@ -481,7 +402,10 @@ class Controller:
             placement=batch.placement,
             operator_metrics=tuple(operator_metrics),
             cores_used=cores_used,
+            engine_s=engine_s,
         )
+        q.service.observe(report.bytes, report.service_s)
+        q.overload.check(now, q.service)
         self.ledger.processed(batch.query_id, (d.id for d in batch.datasets))
         del self._running[batch_id]
         self._order.remove(batch_id)
@@ -494,7 +418,7 @@ class Controller:
             self.overhead.per_batch_s.append(run.overhead_s + self.timer() - t0)
         return report
 
-    def _feedback(self, q: _QueryState, report: BatchReport) -> None:
+    def _feedback(self, q: QueryState, report: BatchReport) -> None:
         ctx = self._ctx(q, "feedback", "")
         hook = self.pm.hook.pacer_batch_completed
         for impl in reversed(hook.get_hookimpls()):

@@ -53,16 +53,17 @@ def dataset_latencies(reports: Iterable[BatchReport]) -> list[float]:
     return [lat for r in reports for _, lat in r.dataset_latencies]
 
 
-def deadline_miss_ratio(latencies_s: Sequence[float], deadline_s: float) -> float:
-    """Share of datasets whose latency exceeds ``deadline_s``."""
-    if not latencies_s:
+def deadline_miss_ratio(latencies_s: Sequence[float], deadline_s: float, shed: int = 0) -> float:
+    """Share of datasets whose latency exceeds ``deadline_s``; ``shed`` datasets (never completed) count as missed."""
+    total = len(latencies_s) + shed
+    if not total:
         return 0.0
-    return sum(1 for lat in latencies_s if lat > deadline_s) / len(latencies_s)
+    return (sum(1 for lat in latencies_s if lat > deadline_s) + shed) / total
 
 
 def gpu_operator_ratio(reports: Iterable[BatchReport]) -> float:
-    """Mean share of operators placed on the GPU over the batches."""
-    ratios = [r.placement.gpu_ratio for r in reports if r.placement is not None]
+    """Mean share of operators that ran on the GPU over the batches (a placement not enacted ran on the CPU)."""
+    ratios = [r.placement.ran_gpu_ratio for r in reports if r.placement is not None]
     return sum(ratios) / len(ratios) if ratios else 0.0
 
 

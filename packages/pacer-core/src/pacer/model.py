@@ -281,8 +281,14 @@ class Placement:
             return 0.0
         return sum(1 for d in self.devices.values() if d == "gpu") / len(self.devices)
 
-    def validate(self, dag: OperatorDAG) -> None:
-        """Raise ValueError unless every operator has a device and CPU-only ones are on the CPU."""
+    @property
+    def ran_gpu_ratio(self) -> float:
+        """Share of operators that ran on the GPU: the placed share when enacted, else 0 (all ran on the CPU)."""
+        return self.gpu_ratio if self.enacted else 0.0
+
+    def validate(self, dag: OperatorDAG, devices: Devices | None = None) -> None:
+        """Raise ValueError unless every operator has a device, CPU-only ones are on the CPU and,
+        when ``devices`` is given, a GPU placement has a GPU to run on."""
         missing = [op.id for op in dag.operators if op.id not in self.devices]
         if missing:
             raise ValueError(f"placement by {self.strategy!r} leaves operators unplaced: {missing}")
@@ -295,6 +301,14 @@ class Placement:
                 raise ValueError(f"placement by {self.strategy!r}: {op.id} on unknown device {device!r}")
             if op.cpu_only and device != "cpu":
                 raise ValueError(f"placement by {self.strategy!r} puts CPU-only operator {op.id} on {device}")
+        if devices is not None and not devices.has_gpu:
+            on_gpu = sorted(op_id for op_id, device in self.devices.items() if device == "gpu")
+            if on_gpu:
+                raise ValueError(
+                    f"placement by {self.strategy!r} puts {len(on_gpu)} operator(s) ({', '.join(on_gpu[:3])}"
+                    f"{', ...' if len(on_gpu) > 3 else ''}) on a GPU, but the runtime has none; give it a GPU "
+                    "(e.g. --gpus 1 on the simulator, the RAPIDS Accelerator on Spark) or choose a CPU placement"
+                )
 
 
 @dataclass(frozen=True, slots=True)
@@ -457,6 +471,18 @@ class BatchReport:
     placement: Placement | None = None
     operator_metrics: tuple[OperatorMetric, ...] = ()
     cores_used: float | None = None
+    engine_s: float | None = None
+
+    @property
+    def cost_s(self) -> float:
+        """What the batch cost the engine: ``engine_s`` when the runtime measured it (Spark's
+        ``triggerExecution``), else its processing time (start → completion)."""
+        return self.engine_s if self.engine_s is not None else self.completed_at - self.started_at
+
+    @property
+    def service_s(self) -> float:
+        """Admission → completion: what the service-time model learns."""
+        return self.completed_at - self.admitted_at
 
     @property
     def buffering_s(self) -> float:

@@ -39,6 +39,8 @@ REQUIRED_QUERY_KEYS = (
     "deadline_ms",
     "deadline_miss_ratio",
     "gpu_operator_ratio",
+    "cost",
+    "overload",
     "series",
 )
 
@@ -103,6 +105,7 @@ def build_report(
         rows_done = sum(r.rows for r in reports)
         bytes_done = sum(r.bytes for r in reports)
         deadline = q.spec.effective_deadline
+        engine_s = sum(r.cost_s for r in reports)
         queries[query_id] = {
             "workload": q.spec.workload,
             "admission": q.selected["admission"],
@@ -126,7 +129,18 @@ def build_report(
             "bytes_in": sum(b for _, _, b in q.arrivals),
             "bytes_processed": bytes_done,
             "deadline_ms": 1000.0 * deadline,
-            "deadline_miss_ratio": deadline_miss_ratio(lats, deadline),
+            "deadline_miss_ratio": deadline_miss_ratio(lats, deadline, counts["shed"]),
+            "cost": {
+                "engine_s": engine_s,
+                "engine_share": engine_s / wall,
+                "batches_per_min": 60.0 * len(reports) / wall,
+            },
+            "overload": {
+                "overloaded_s": q.overload.overloaded_until(end),
+                "episodes": q.overload.episodes,
+                "shed": counts["shed"],
+            },
+            "service_time": q.service.describe(),
             "gpu_operator_ratio": gpu_operator_ratio(reports),
             "strategy_fallbacks": q.fallbacks,
             "series": series(reports, q.arrivals, start=start, end=end, interval=interval),
@@ -197,13 +211,24 @@ def max_latency_trend_ms(report: Mapping[str, Any], query_id: str) -> tuple[floa
 
 def summary_table(report: Mapping[str, Any]) -> str:
     """A plain-text table of the headline figures per query."""
-    header = f"{'query':<10} {'batches':>7} {'avg ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'max ms':>9} {'rows/s':>10} {'miss':>6} {'in/done':>11}"
+    header = (
+        f"{'query':<10} {'batches':>7} {'avg ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'max ms':>9} {'rows/s':>10} "
+        f"{'miss':>6} {'engine s':>9} {'in/done':>11}"
+    )
     lines = [header, "-" * len(header)]
     for query_id, q in report["queries"].items():
         lat = q["latency_ms"]
         lines.append(
             f"{query_id:<10} {q['batches']:>7} {lat['avg']:>9.0f} {lat['p95']:>9.0f} {lat['p99']:>9.0f} "
             f"{lat['max']:>9.0f} {q['throughput_rows_per_s']:>10.0f} {q['deadline_miss_ratio']:>6.2f} "
-            f"{q['datasets_in']:>5}/{q['datasets_processed']:<5}"
+            f"{q.get('cost', {}).get('engine_s', 0.0):>9.1f} {q['datasets_in']:>5}/{q['datasets_processed']:<5}"
         )
+        overload = q.get("overload") or {}
+        if overload.get("overloaded_s") or overload.get("shed"):
+            lines.append(
+                f"{'':<10} overloaded {overload['overloaded_s']:.1f} s in {overload['episodes']} episode(s), "
+                f"{overload['shed']} datasets shed (offered load above what any batch size serves within the deadline)"
+            )
+    lines.append("engine s: time the engine spent on the query's batches; miss: share of datasets over the deadline "
+                 "(shed ones count as missed); in/done: datasets arrived / processed")
     return "\n".join(lines)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pacer.model import DECISION_KINDS, QueryHistory, QuerySpec
+from pacer.service_time import ServiceTimeModel
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +115,9 @@ class StrategyContext:
     :ivar history: the query's completed batches (an empty history for scheduling).
     :ivar selected: decision kind -> strategy name in force for this query.
     :ivar states: strategy name -> state, for every strategy selected for this query.
+    :ivar service: the query's service-time model (admission → completion as ``fixed + per-byte``,
+        with a safety margin), learned by the Controller from every completed batch; an unfitted
+        model for scheduling.
     """
 
     decision: str
@@ -124,6 +128,7 @@ class StrategyContext:
     history: QueryHistory
     selected: Mapping[str, str] = field(default_factory=dict)
     states: Mapping[str, Any] = field(default_factory=dict)
+    service: ServiceTimeModel = field(default_factory=ServiceTimeModel)
 
     def state_of(self, name: str) -> Any:
         """The state of strategy ``name`` for this query, or None when it is not selected."""

@@ -1,4 +1,11 @@
-"""Baseline admission: Spark's fixed ``processingTime`` trigger and its default trigger."""
+"""Baseline admission: the triggers and rate controls a Spark user already knows.
+
+- ``static``: Structured Streaming's ``trigger(processingTime=...)``;
+- ``asap``: its default trigger (next batch as soon as the previous one is done);
+- ``min-rows``: the Kafka source's ``minOffsetsPerTrigger`` with ``maxTriggerDelay``;
+- ``pid``: Spark Streaming's backpressure (``spark.streaming.backpressure.enabled``,
+  ``PIDRateEstimator``), see :mod:`pacer.baselines.pid`.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pacer.baselines.pid import PID_PARAMS, PidBackpressure, pid_state
 from pacer.hookspecs import hookimpl
-from pacer.model import AdmissionDecision, DatasetBuffer, QuerySpec, SystemView
+from pacer.model import AdmissionDecision, BatchReport, DatasetBuffer, QuerySpec, SystemView
 from pacer.strategy import Param, StrategyContext, StrategyInfo
 
 
@@ -36,6 +44,37 @@ class StaticTrigger:
             return AdmissionDecision.wait("data arrived after the last tick")
         self.next_tick = last_tick + self.interval
         return AdmissionDecision.admit_all(buffer, "trigger tick")
+
+
+@dataclass
+class MinRows:
+    """The Kafka source's ``minOffsetsPerTrigger`` + ``maxTriggerDelay`` on the default trigger.
+
+    Admit everything buffered once at least ``min_rows`` rows wait, or once the oldest has waited
+    ``max_delay`` seconds (Spark's default ``maxTriggerDelay`` is 15 minutes; pacer's default is
+    15 s, a delay that matters at the papers' 5-30 s deadlines).
+    """
+
+    min_rows: int
+    max_delay: float
+
+    def admit(self, buffer: DatasetBuffer, now: float) -> AdmissionDecision:
+        """Admit all when enough rows wait or the oldest waited long enough."""
+        if buffer.rows >= self.min_rows:
+            return AdmissionDecision.admit_all(buffer, f"{buffer.rows} rows >= minOffsetsPerTrigger {self.min_rows}")
+        earliest = buffer.earliest_arrival
+        if earliest is not None and now - earliest >= self.max_delay:
+            return AdmissionDecision.admit_all(buffer, f"oldest waited {now - earliest:.2f}s >= maxTriggerDelay")
+        return AdmissionDecision.wait(f"{buffer.rows} rows < minOffsetsPerTrigger {self.min_rows}")
+
+
+def _min_rows_state(spec: QuerySpec | None, params: Mapping[str, Any]) -> MinRows:
+    min_rows, max_delay = int(params["min_rows"]), float(params["max_delay"])
+    if min_rows < 1:
+        raise ValueError(f"min-rows min_rows must be >= 1, got {min_rows}")
+    if max_delay <= 0:
+        raise ValueError(f"min-rows max_delay must be > 0 seconds, got {max_delay}")
+    return MinRows(min_rows=min_rows, max_delay=max_delay)
 
 
 def _asap_state(spec: QuerySpec | None, params: Mapping[str, Any]) -> int:
@@ -74,6 +113,23 @@ def pacer_strategies() -> Sequence[StrategyInfo]:
             ),
             state=_asap_state,
         ),
+        StrategyInfo(
+            name="min-rows",
+            provides=frozenset({"admission"}),
+            summary="Admit once min_rows wait or the oldest waited max_delay: Kafka minOffsetsPerTrigger + maxTriggerDelay",
+            params=(
+                Param("min_rows", 1000, "admit once at least this many rows wait (Spark: minOffsetsPerTrigger)"),
+                Param("max_delay", 15.0, "or once the oldest has waited this long, seconds (Spark: maxTriggerDelay)"),
+            ),
+            state=_min_rows_state,
+        ),
+        StrategyInfo(
+            name="pid",
+            provides=frozenset({"admission"}),
+            summary="Spark Streaming backpressure: fixed batch interval, ingestion rate cap from a PID controller",
+            params=PID_PARAMS,
+            state=pid_state,
+        ),
     ]
 
 
@@ -90,4 +146,18 @@ def pacer_admit(
     if ctx.chosen == "static":
         trigger: StaticTrigger = ctx.state
         return trigger.admit(ctx, buffer, now)
+    if ctx.chosen == "min-rows":
+        min_rows: MinRows = ctx.state
+        return min_rows.admit(buffer, now)
+    if ctx.chosen == "pid":
+        backpressure: PidBackpressure = ctx.state
+        return backpressure.admit(ctx, buffer, now)
     return None
+
+
+@hookimpl(trylast=True)
+def pacer_batch_completed(ctx: StrategyContext, report: BatchReport) -> None:
+    """``pid`` updates its rate cap from every completed batch (Spark's ``onBatchCompleted``)."""
+    backpressure = ctx.state_of("pid")
+    if isinstance(backpressure, PidBackpressure):
+        backpressure.observe(report)

@@ -1,0 +1,124 @@
+"""How the Controller calls a decision hook: the context a strategy sees, validation, fallback."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pacer.model import QueryHistory
+from pacer.plugins import PluginManager
+from pacer.query_state import FALLBACK, QueryState, StrategyError
+from pacer.service_time import ServiceTimeModel
+from pacer.strategy import StrategyContext, StrategyInfo
+
+log = logging.getLogger("pacer.controller")
+
+
+class DecisionDispatch:
+    """The part of :class:`pacer.Controller` that builds contexts and calls decision hooks.
+
+    Holds the plugin manager, the fallback switch, the queries and the scheduler's state.
+    """
+
+    pm: PluginManager
+    fallback: bool
+    queries: dict[str, QueryState]
+    scheduler: str
+    _scheduler_params: dict[str, Any]
+    _scheduler_state: Any
+    _scheduler_history: QueryHistory
+    _scheduler_service: ServiceTimeModel
+
+    @staticmethod
+    def _build_state(info: StrategyInfo, spec: Any, params: Mapping[str, Any]) -> Any:
+        return info.state(spec, params) if info.state is not None else {}
+
+    def _query(self, query_id: str) -> QueryState:
+        try:
+            return self.queries[query_id]
+        except KeyError:
+            raise KeyError(f"unknown query {query_id!r}; registered: {sorted(self.queries)}") from None
+
+    def _ctx(self, q: QueryState | None, decision: str, chosen: str) -> StrategyContext:
+        if q is None:
+            return StrategyContext(
+                decision=decision,
+                chosen=chosen,
+                query=None,
+                params=self._scheduler_params,
+                state=self._scheduler_state,
+                history=self._scheduler_history,
+                selected={"scheduling": self.scheduler},
+                states={self.scheduler: self._scheduler_state},
+                service=self._scheduler_service,
+            )
+        selected = {**q.selected, "scheduling": self.scheduler}
+        return StrategyContext(
+            decision=decision,
+            chosen=chosen,
+            query=q.spec,
+            params=q.params.get(chosen, {}),
+            state=q.states.get(chosen, {}),
+            history=q.history,
+            selected=selected,
+            states=q.states,
+            service=q.service,
+        )
+
+    def context(self, query_id: str | None, decision: str) -> StrategyContext:
+        """The :class:`StrategyContext` the chosen strategy for ``decision`` sees (``query_id`` None: the scheduler).
+
+        For tools and benchmarks that call a hook directly; the Controller builds the same one for each call.
+        """
+        if query_id is None:
+            return self._ctx(None, "scheduling", self.scheduler)
+        q = self._query(query_id)
+        return self._ctx(q, decision, q.selected[decision])
+
+    def _fallback_ctx(self, q: QueryState | None, decision: str) -> StrategyContext:
+        name = FALLBACK[decision]
+        ctx = self._ctx(q, decision, name)
+        if q is not None and name not in q.states:
+            info = self.pm.find(name, decision)
+            params = info.resolve_params(None)
+            q.params.setdefault(name, params)
+            q.states[name] = self._build_state(info, q.spec, params)
+            ctx = self._ctx(q, decision, name)
+        return ctx
+
+    def _decide(
+        self,
+        hook: Any,
+        q: QueryState | None,
+        decision: str,
+        chosen: str,
+        validate: Callable[[Any], None],
+        **kwargs: Any,
+    ) -> Any:
+        query_id = q.spec.id if q else None
+        try:
+            result = hook(ctx=self._ctx(q, decision, chosen), **kwargs)
+            if result is None:
+                raise StrategyError(
+                    chosen,
+                    decision,
+                    query_id,
+                    "no installed plugin answered for it (is its package loaded? see PACER_PLUGINS)",
+                )
+            validate(result)
+            return result
+        except Exception as exc:
+            error = (
+                exc
+                if isinstance(exc, StrategyError)
+                else StrategyError(chosen, decision, query_id, f"{type(exc).__name__}: {exc}")
+            )
+            if not self.fallback or chosen == FALLBACK[decision]:
+                raise error from exc
+            log.warning("%s; falling back to %r for this decision", error, FALLBACK[decision])
+            if q is not None:
+                q.fallbacks += 1
+            result = hook(ctx=self._fallback_ctx(q, decision), **kwargs)
+            validate(result)
+            return result

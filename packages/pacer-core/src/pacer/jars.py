@@ -1,0 +1,202 @@
+"""Maven artifacts (jars) resolved with ``mvn`` into pacer's cache, fetched once.
+
+pacer never ships a jar: Kafka's, RAPIDS', NVIDIA's qualification tool's come from
+Maven Central through the user's own ``mvn`` (and its ``settings.xml``: mirrors, proxies,
+credentials) and are copied into a cache directory, so the second call costs a ``stat``::
+
+    from pacer import jars
+    jar = jars.resolve("com.google.code.gson", "gson", "2.10.1")
+    classpath = jars.resolve_with_dependencies("org.apache.kafka", "kafka-clients", "3.7.0")
+
+The cache is ``$PACER_MAVEN_CACHE`` or ``~/.cache/pacer/maven``; a jar lies at
+``<cache>/<group>/<artifact>/<version>/<artifact>-<version>[-<classifier>].<packaging>``,
+an artifact with its dependencies in ``.../<version>/with-dependencies[-<classifier>]/``.
+Files are copied into a temporary directory first and moved into place once ``mvn``
+succeeded, so an interrupted download never leaves a half jar that looks resolved.
+
+Without ``mvn`` on ``PATH``, without network, or for coordinates the repository does not
+hold, :class:`JarResolutionError` says which, what ``mvn`` printed, and what to do
+(install Maven, check the coordinates, or put the jar at the path it names).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+#: Environment variable naming the cache directory.
+CACHE_ENV = "PACER_MAVEN_CACHE"
+#: The dependency plugin pacer runs (its ``copy`` goal needs no project since 3.x).
+DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
+#: Seconds one ``mvn`` call may take before it is stopped.
+DEFAULT_TIMEOUT_S = 900.0
+
+_COORD = re.compile(r"^[A-Za-z0-9_.\-]+$")
+_COMPLETE = ".complete"
+
+
+class JarResolutionError(RuntimeError):
+    """An artifact could not be resolved; the message names it, the reason and what to do."""
+
+
+def cache_dir() -> Path:
+    """The cache directory: ``$PACER_MAVEN_CACHE`` when set, else ``~/.cache/pacer/maven``."""
+    override = os.environ.get(CACHE_ENV, "").strip()
+    return Path(override).expanduser() if override else Path.home() / ".cache" / "pacer" / "maven"
+
+
+def coordinates(group: str, artifact: str, version: str, *, classifier: str | None = None,
+                packaging: str = "jar") -> str:
+    """``group:artifact:packaging[:classifier]:version`` as Maven prints it.
+
+    :raises ValueError: for an empty or malformed part (Maven coordinates hold letters, digits, ``_ . -``).
+    """
+    parts = {"group": group, "artifact": artifact, "version": version, "packaging": packaging}
+    if classifier is not None:
+        parts["classifier"] = classifier
+    for name, value in parts.items():
+        if not value or not _COORD.match(value):
+            raise ValueError(f"Maven {name} {value!r} is not a valid coordinate part (letters, digits, '_', '.', '-')")
+    return ":".join([group, artifact, packaging, *([classifier] if classifier else []), version])
+
+
+def artifact_dir(group: str, artifact: str, version: str, *, cache: Path | None = None) -> Path:
+    """Where an artifact's files are cached (it may not exist yet)."""
+    return (cache or cache_dir()) / group / artifact / version
+
+
+def jar_path(group: str, artifact: str, version: str, *, classifier: str | None = None, packaging: str = "jar",
+             cache: Path | None = None) -> Path:
+    """Where :func:`resolve` puts the artifact (it may not exist yet)."""
+    coordinates(group, artifact, version, classifier=classifier, packaging=packaging)
+    suffix = f"-{classifier}" if classifier else ""
+    return artifact_dir(group, artifact, version, cache=cache) / f"{artifact}-{version}{suffix}.{packaging}"
+
+
+def resolve(group: str, artifact: str, version: str, *, classifier: str | None = None, transitive: bool = False,
+            packaging: str = "jar", cache: Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Path:
+    """The cached path of ``group:artifact:version``, fetched with ``mvn dependency:copy`` on first use.
+
+    :param classifier: e.g. ``"cuda12"`` for RAPIDS' per-CUDA jars.
+    :param transitive: also fetch its runtime dependencies into the cache (see
+        :func:`resolve_with_dependencies`); the artifact's own file is returned either way.
+    :param packaging: the file type (``jar``, ``pom``, ``zip``...).
+    :param cache: the cache directory (default :func:`cache_dir`).
+    :param timeout_s: how long ``mvn`` may take.
+    :return: the path of the artifact's file in the cache.
+    :raises JarResolutionError: ``mvn`` is missing, offline, or the repository lacks the artifact.
+    :raises ValueError: for malformed coordinates.
+    """
+    target = jar_path(group, artifact, version, classifier=classifier, packaging=packaging, cache=cache)
+    if transitive:
+        name = target.name
+        for path in resolve_with_dependencies(group, artifact, version, classifier=classifier, cache=cache,
+                                              timeout_s=timeout_s):
+            if path.name == name:
+                return path
+        raise JarResolutionError(f"mvn copied the dependencies of {group}:{artifact}:{version} but not {name}")
+    if target.is_file():
+        return target
+    coord = coordinates(group, artifact, version, classifier=classifier, packaging=packaging)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".mvn-", dir=target.parent) as tmp:
+        spec = ":".join([group, artifact, version, packaging, *([classifier] if classifier else [])])
+        _mvn([f"{DEPENDENCY_PLUGIN}:copy", f"-Dartifact={spec}", f"-DoutputDirectory={tmp}",
+              "-Dmdep.overWriteReleases=true", "-Dtransitive=false"], coord, cwd=Path(tmp), timeout_s=timeout_s)
+        copied = Path(tmp) / target.name
+        if not copied.is_file():
+            found = ", ".join(sorted(p.name for p in Path(tmp).iterdir())) or "nothing"
+            raise JarResolutionError(f"mvn resolved {coord} but copied {found}, not {target.name}")
+        os.replace(copied, target)
+    return target
+
+
+def resolve_with_dependencies(group: str, artifact: str, version: str, *, classifier: str | None = None,
+                              scope: str = "runtime", cache: Path | None = None,
+                              timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Path]:
+    """The artifact and its transitive dependencies of ``scope``, as cached jar paths (a classpath).
+
+    ``mvn dependency:copy-dependencies`` runs once over a throw-away POM that depends on the
+    artifact; the set is cached as a whole (a ``.complete`` file lists it), so a later call
+    returns the same paths without ``mvn``.
+
+    :param scope: Maven's ``includeScope`` (``runtime`` includes ``compile``).
+    :return: the jar paths, sorted by file name.
+    :raises JarResolutionError: ``mvn`` is missing, offline, or the repository lacks an artifact.
+    """
+    coord = coordinates(group, artifact, version, classifier=classifier)
+    if scope not in ("compile", "runtime", "provided", "test", "system"):
+        raise ValueError(f"scope {scope!r} is not a Maven scope; use runtime or compile")
+    folder = artifact_dir(group, artifact, version, cache=cache) / (
+        "with-dependencies" + (f"-{classifier}" if classifier else "") + ("" if scope == "runtime" else f"-{scope}"))
+    listed = _complete_listing(folder)
+    if listed is not None:
+        return listed
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".mvn-", dir=folder.parent) as tmp:
+        work = Path(tmp)
+        (work / "pom.xml").write_text(_pom(group, artifact, version, classifier), encoding="utf-8")
+        out = work / "out"
+        _mvn(["-f", str(work / "pom.xml"), f"{DEPENDENCY_PLUGIN}:copy-dependencies", f"-DoutputDirectory={out}",
+              f"-DincludeScope={scope}"], coord, cwd=work, timeout_s=timeout_s)
+        names = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+        if not names:
+            raise JarResolutionError(f"mvn resolved {coord} but copied no jar")
+        (out / _COMPLETE).write_text("\n".join(names) + "\n", encoding="utf-8")
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(out, folder)
+    listed = _complete_listing(folder)
+    assert listed is not None
+    return listed
+
+
+def _complete_listing(folder: Path) -> list[Path] | None:
+    marker = folder / _COMPLETE
+    if not marker.is_file():
+        return None
+    paths = [folder / name for name in marker.read_text(encoding="utf-8").split()]
+    return paths if all(p.is_file() for p in paths) else None
+
+
+def _pom(group: str, artifact: str, version: str, classifier: str | None) -> str:
+    extra = f"<classifier>{classifier}</classifier>" if classifier else ""
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        "<groupId>pacer.jars</groupId><artifactId>resolve</artifactId><version>0</version><packaging>pom</packaging>"
+        f"<dependencies><dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
+        f"<version>{version}</version>{extra}</dependency></dependencies></project>"
+    )
+
+
+def _mvn(args: Sequence[str], coord: str, *, cwd: Path, timeout_s: float) -> None:
+    """Run ``mvn -B -U args`` (``-U``: a failure cached while offline does not stick); turn every failure into a :class:`JarResolutionError` that says what to do."""
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise JarResolutionError(
+            f"cannot resolve {coord}: 'mvn' is not on PATH; install Apache Maven (e.g. apt-get install maven) "
+            f"or put the file in {cache_dir()} as this error's path says (set {CACHE_ENV} to use another cache)"
+        )
+    try:
+        proc = subprocess.run([mvn, "-B", "-U", "--no-transfer-progress", *args], cwd=cwd, capture_output=True, text=True,
+                              timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise JarResolutionError(f"cannot resolve {coord}: mvn did not finish in {timeout_s:g} s") from None
+    if proc.returncode == 0:
+        return
+    errors = [line.removeprefix("[ERROR]").strip() for line in (proc.stdout + proc.stderr).splitlines()
+              if line.startswith("[ERROR]") and line.removeprefix("[ERROR]").strip()]
+    said = errors[0] if errors else (proc.stderr.strip() or proc.stdout.strip())[-500:]
+    text = proc.stdout + proc.stderr
+    if re.search(r"UnknownHost|Could not transfer|Connection refused|Network is unreachable|offline", text):
+        hint = "the repository could not be reached: check the network or the mirror/proxy in ~/.m2/settings.xml"
+    elif re.search(r"Could not find|was not found|Failed to resolve version", text):
+        hint = "the repository does not hold it: check the coordinates (group, artifact, version, classifier)"
+    else:
+        hint = "see mvn's message"
+    raise JarResolutionError(f"cannot resolve {coord} with mvn (exit {proc.returncode}): {hint}; mvn said: {said}")

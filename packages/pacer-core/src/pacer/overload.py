@@ -1,0 +1,155 @@
+"""Overload, made explicit for every admission strategy, and the read cap every admission honours.
+
+A query is **overloaded** when its offered load exceeds what *any* batch size can
+serve within its deadline. With the query's service-time model
+``service(bytes) = fixed + per_byte × bytes`` (margin applied) and the arrival
+rate ``r`` (bytes per second over the last ``window_s``), a batch formed every
+``T`` seconds keeps up when ``fixed + per_byte × r × T ≤ T``: the shortest such
+cycle is ``T* = fixed / (1 - per_byte × r)`` and then the oldest dataset of a
+batch waits one cycle and is processed in another, so its latency is about
+``2 T*``. The load is infeasible when ``per_byte × r ≥ 1`` (no batch size keeps
+up) or ``2 T* > deadline`` (keeping up costs more than the deadline).
+
+Then no admission strategy can keep its promise; the Controller says so (time
+overloaded and episodes, in the report and the progress line) and, under the
+``shed`` policy, drops the buffered datasets that can no longer meet the
+deadline even alone in a batch — counted, logged, never silent — so latency
+stays bounded for what is admitted.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from pacer.model import DatasetBuffer
+from pacer.service_time import ServiceTimeModel
+
+#: Shortest span of arrivals the rate estimate needs before overload is judged (seconds).
+MIN_RATE_SPAN_S = 1.0
+#: Completed batches the service-time model needs before overload is judged.
+MIN_OBSERVATIONS = 5
+
+
+@dataclass
+class OverloadMonitor:
+    """Detects a query's overload from its arrival rate and its service-time model.
+
+    :param deadline: the query's latency target, seconds.
+    :param window_s: the arrival rate is measured over this many recent seconds
+        (default: the deadline, at least 5 s).
+    """
+
+    deadline: float
+    window_s: float = 0.0
+    overloaded: bool = False
+    overloaded_s: float = 0.0
+    episodes: int = 0
+    shed_episode: int = 0
+    _window: deque[tuple[float, int]] = field(default_factory=deque)
+    _window_bytes: int = 0
+    _first_arrival: float | None = None
+    _last_check: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.window_s <= 0:
+            self.window_s = max(self.deadline, 5.0)
+
+    def arrived(self, at: float, nbytes: int) -> None:
+        """Count an arrival of ``nbytes`` at time ``at``."""
+        if self._first_arrival is None:
+            self._first_arrival = at
+        self._window.append((at, nbytes))
+        self._window_bytes += nbytes
+
+    def rate_bytes_per_s(self, now: float) -> float | None:
+        """Bytes per second over the last ``window_s``; None before ``MIN_RATE_SPAN_S`` of arrivals."""
+        horizon = now - self.window_s
+        while self._window and self._window[0][0] < horizon:
+            self._window_bytes -= self._window.popleft()[1]
+        if self._first_arrival is None:
+            return None
+        span = min(self.window_s, now - self._first_arrival)
+        if span < MIN_RATE_SPAN_S:
+            return None
+        return self._window_bytes / span
+
+    def infeasible(self, rate: float, service: ServiceTimeModel) -> bool:
+        """True when no batch size serves ``rate`` bytes/s within the deadline (module docstring).
+
+        Judged on the fitted model without its safety margin: overload is declared only where
+        the expected service, not a pessimistic one, cannot keep up.
+        """
+        fixed = service.fixed_s
+        utilisation = service.per_byte_s * rate
+        if utilisation >= 1.0:
+            return True
+        return 2.0 * fixed / (1.0 - utilisation) > self.deadline
+
+    def check(self, now: float, service: ServiceTimeModel) -> bool:
+        """Re-judge the overload at ``now``, account its duration and episodes; True while overloaded."""
+        rate = self.rate_bytes_per_s(now)
+        was = self.overloaded
+        if rate is not None and service.observations >= MIN_OBSERVATIONS:
+            self.overloaded = self.infeasible(rate, service)
+        if was and self._last_check is not None:
+            self.overloaded_s += max(0.0, now - self._last_check)
+        if self.overloaded and not was:
+            self.episodes += 1
+        self._last_check = now
+        return self.overloaded
+
+    def overloaded_until(self, end: float) -> float:
+        """Seconds overloaded up to ``end`` (an overload still on at ``end`` counts until then)."""
+        if self.overloaded and self._last_check is not None and end > self._last_check:
+            return self.overloaded_s + end - self._last_check
+        return self.overloaded_s
+
+    def hopeless(self, buffer: DatasetBuffer, now: float, service: ServiceTimeModel) -> int:
+        """How many of the oldest buffered datasets cannot meet the deadline even alone in a batch
+        (by the fitted service time without margin: only those certain to miss)."""
+        count = 0
+        for dataset in buffer:
+            if now - dataset.arrival + service.predict_raw(dataset.bytes) <= self.deadline:
+                break
+            count += 1
+        return count
+
+    def feasible_prefix(self, buffer: DatasetBuffer, count: int, now: float, service: ServiceTimeModel) -> int:
+        """The largest prefix of the ``count`` oldest datasets predicted to finish within the deadline
+        of the oldest (at least one): how big a batch may be while overloaded."""
+        earliest = buffer.earliest_arrival
+        if earliest is None or count <= 1:
+            return count
+        budget = self.deadline - (now - earliest)
+        nbytes = 0
+        for taken, dataset in enumerate(buffer):
+            if taken >= count:
+                break
+            nbytes += dataset.bytes
+            if taken and service.predict_raw(nbytes) > budget:
+                return taken
+        return count
+
+    def summary(self) -> dict[str, float | int | bool]:
+        """``overloaded_s``, ``episodes`` and whether the query is overloaded now."""
+        return {"overloaded_s": self.overloaded_s, "episodes": self.episodes, "now": self.overloaded}
+
+
+def read_cap_count(buffer: DatasetBuffer, count: int, max_rows: int, max_bytes: int) -> int:
+    """The largest prefix of the ``count`` oldest datasets within the read cap (at least one of them).
+
+    :param max_rows: at most this many rows (0: no cap), Spark's ``maxOffsetsPerTrigger``.
+    :param max_bytes: at most this many bytes (0: no cap), Spark's ``maxBytesPerTrigger``.
+    """
+    if count <= 1 or (not max_rows and not max_bytes):
+        return count
+    rows = nbytes = 0
+    for taken, dataset in enumerate(buffer):
+        if taken >= count:
+            return count
+        rows += dataset.rows
+        nbytes += dataset.bytes
+        if taken and ((max_rows and rows > max_rows) or (max_bytes and nbytes > max_bytes)):
+            return taken
+    return count

@@ -1,0 +1,72 @@
+"""What the Controller keeps per query and per pending batch, and the errors it raises."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pacer.model import BatchReport, DatasetBuffer, MicroBatch, QueryHistory, QuerySpec
+from pacer.overload import OverloadMonitor
+from pacer.service_time import ServiceTimeModel
+
+#: The decision each baseline falls back to when a strategy raises and fallback is on.
+FALLBACK = {"admission": "asap", "scheduling": "fifo", "placement": "cpu-only"}
+
+#: What the Controller does with a query whose offered load no batch size can serve within its deadline.
+OVERLOAD_POLICIES = ("shed", "keep")
+
+Clock = Callable[[], float]
+
+
+class StrategyError(RuntimeError):
+    """A strategy raised, or returned an ill-formed decision. The message names it."""
+
+    def __init__(self, strategy: str, decision: str, query_id: str | None, detail: str) -> None:
+        where = f" for query {query_id!r}" if query_id else ""
+        super().__init__(f"{decision} strategy {strategy!r} failed{where}: {detail}")
+        self.strategy = strategy
+        self.decision = decision
+        self.query_id = query_id
+
+
+@dataclass
+class QueryState:
+    """One registered query: its spec, strategies, buffer, history, service-time model and overload monitor."""
+
+    spec: QuerySpec
+    selected: dict[str, str]
+    params: dict[str, dict[str, Any]]
+    states: dict[str, Any]
+    buffer: DatasetBuffer = field(default_factory=DatasetBuffer)
+    history: QueryHistory = field(default_factory=QueryHistory)
+    seq: int = 0
+    in_flight: str | None = None
+    last_admitted_at: float | None = None
+    reports: list[BatchReport] = field(default_factory=list)
+    shed: int = 0
+    fallbacks: int = 0
+    arrivals: list[tuple[float, int, int]] = field(default_factory=list)
+    service: ServiceTimeModel = field(default_factory=ServiceTimeModel)
+    overload: OverloadMonitor = field(default_factory=lambda: OverloadMonitor(deadline=10.0))
+    max_rows: int = 0
+    max_bytes: int = 0
+
+
+@dataclass
+class RunningBatch:
+    """An admitted batch until it completes: when it started, its interval and pacer's time on it."""
+
+    batch: MicroBatch
+    started_at: float | None = None
+    interval_s: float = 0.0
+    overhead_s: float = 0.0
+
+
+@dataclass
+class Overhead:
+    """pacer's own time, measured with ``timer`` (None when not measured)."""
+
+    poll_s: list[float] = field(default_factory=list)
+    per_batch_s: list[float] = field(default_factory=list)
+

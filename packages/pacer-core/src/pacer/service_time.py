@@ -1,0 +1,142 @@
+"""One service-time model for every admission strategy: a fixed part plus a per-byte part.
+
+A micro-batch costs the engine a fixed amount whatever its size (on Spark:
+``walCommit`` + ``queryPlanning`` + ``commitOffsets`` + task launch, ≈ 220 ms a
+batch on 2 cores) plus a part that grows with its bytes. zStream's T_anal and
+LMStream's Eq. 6 estimate the second part only, as ``bytes / AvgThPut``; that
+underestimates small batches and overestimates large ones, so a strategy that
+admits "when the predicted completion reaches the deadline" completes after it.
+
+:class:`ServiceTimeModel` learns ``service_s ≈ fixed_s + per_byte_s × bytes``
+online from every completed batch of one query — the time from its admission
+to its completion, as the runtime measures it — by recency-weighted least
+squares, and adds a safety margin taken from its own observed prediction error:
+the ``quantile`` (default 0.99) of actual ÷ predicted over the recent batches.
+The Controller feeds it; strategies read it as ``ctx.service``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+from pacer.metrics import percentile
+
+#: Bytes are fitted in megabytes to keep the normal equations well conditioned.
+_MB = 1e6
+
+
+class ServiceTimeModel:
+    """Online ``fixed_s + per_byte_s × bytes`` fit of admission → completion time, with a margin.
+
+    :param halflife: batches after which an observation weighs half as much (recency weighting).
+    :param quantile: the margin is this quantile (0-1) of actual ÷ predicted over recent batches;
+        0.99 aims at ≤ 1 % of batches finishing later than predicted.
+    :param error_window: how many recent prediction errors the margin looks at.
+    """
+
+    __slots__ = (
+        "_decay",
+        "_errors",
+        "_n",
+        "_sw",
+        "_swx",
+        "_swxx",
+        "_swxy",
+        "_swy",
+        "error_window",
+        "fixed_s",
+        "halflife",
+        "per_byte_s",
+        "quantile",
+    )
+
+    def __init__(self, *, halflife: float = 20.0, quantile: float = 0.99, error_window: int = 100) -> None:
+        if halflife <= 0:
+            raise ValueError(f"service-time halflife must be > 0 batches, got {halflife}")
+        if not 0.0 < quantile <= 1.0:
+            raise ValueError(f"service-time quantile must be in (0, 1], got {quantile}")
+        if error_window < 1:
+            raise ValueError(f"service-time error_window must be >= 1, got {error_window}")
+        self.halflife = halflife
+        self.quantile = quantile
+        self.error_window = error_window
+        self._decay = 0.5 ** (1.0 / halflife)
+        self._sw = self._swx = self._swy = self._swxx = self._swxy = 0.0
+        self._n = 0
+        self._errors: deque[float] = deque(maxlen=error_window)
+        #: The fitted fixed part, seconds (0 before any batch).
+        self.fixed_s = 0.0
+        #: The fitted per-byte part, seconds per byte (0 before any batch).
+        self.per_byte_s = 0.0
+
+    @property
+    def ready(self) -> bool:
+        """True once at least one batch was observed."""
+        return self._n > 0
+
+    @property
+    def observations(self) -> int:
+        """Batches observed so far."""
+        return self._n
+
+    @property
+    def margin(self) -> float:
+        """The multiplier applied by :meth:`predict` (≥ 1): the ``quantile`` of actual ÷ predicted."""
+        if not self._errors:
+            return 1.0
+        return max(1.0, percentile(list(self._errors), 100.0 * self.quantile))
+
+    def predict_raw(self, nbytes: int | float) -> float:
+        """The fitted service time of a batch of ``nbytes`` (no margin); 0 before any batch."""
+        return self.fixed_s + self.per_byte_s * max(0.0, float(nbytes))
+
+    def predict(self, nbytes: int | float) -> float:
+        """The service time of a batch of ``nbytes`` with the safety margin applied."""
+        return self.predict_raw(nbytes) * self.margin
+
+    def observe(self, nbytes: int | float, service_s: float) -> None:
+        """Learn from a completed batch: ``nbytes`` took ``service_s`` from admission to completion."""
+        if service_s < 0 or math.isnan(service_s) or nbytes < 0:
+            raise ValueError(f"service-time observation must be >= 0, got {service_s} s for {nbytes} bytes")
+        if self._n:
+            predicted = self.predict_raw(nbytes)
+            if predicted > 0:
+                self._errors.append(service_s / predicted)
+        x = float(nbytes) / _MB
+        d = self._decay
+        self._sw = self._sw * d + 1.0
+        self._swx = self._swx * d + x
+        self._swy = self._swy * d + service_s
+        self._swxx = self._swxx * d + x * x
+        self._swxy = self._swxy * d + x * service_s
+        self._n += 1
+        self._fit()
+
+    def _fit(self) -> None:
+        mean_x = self._swx / self._sw
+        mean_y = self._swy / self._sw
+        var_x = self._swxx / self._sw - mean_x * mean_x
+        if var_x <= 1e-12 * max(1.0, mean_x * mean_x):
+            # One size seen so far: the paper's proportional model (AvgThPut) until sizes differ.
+            fixed, slope = 0.0, (mean_y / mean_x if mean_x > 0 else 0.0)
+            if mean_x <= 0:
+                fixed = mean_y
+        else:
+            slope = (self._swxy / self._sw - mean_x * mean_y) / var_x
+            fixed = mean_y - slope * mean_x
+            if slope < 0:
+                fixed, slope = mean_y, 0.0
+            elif fixed < 0:
+                fixed, slope = 0.0, self._swxy / self._swxx
+        self.fixed_s = fixed
+        self.per_byte_s = slope / _MB
+
+    def describe(self) -> dict[str, float | int]:
+        """The fitted parts, margin and observation count, for reports and logs."""
+        return {
+            "fixed_ms": 1000.0 * self.fixed_s,
+            "per_mb_ms": 1000.0 * self.per_byte_s * _MB,
+            "margin": self.margin,
+            "observations": self._n,
+        }

@@ -26,7 +26,14 @@ def pacer_strategies() -> Sequence[StrategyInfo]:
         StrategyInfo(
             name="zstream",
             provides=frozenset({"admission"}),
-            summary="zStream: admit when T_buff + T_sched + T_anal reaches the query's deadline (Eqs. 1-4)",
+            summary="zStream: admit when T_buff + T_sched + T_anal reaches the query's deadline (Eqs. 1-4), "
+                    "taking the datasets that still meet it",
+            params=(
+                Param("partial", True, "admit the largest prefix that meets the deadline (Fig. 5); False: the whole buffer"),
+                Param("service", "model", "T_anal from core's service-time model ('model') or bytes / AvgThPut "
+                                          "('throughput', Eq. 4's letter)"),
+                Param("slack", 0.01, "admit this many seconds before MaxLat reaches the deadline (one poll)"),
+            ),
             state=build_state,
         ),
         StrategyInfo(
@@ -39,7 +46,8 @@ def pacer_strategies() -> Sequence[StrategyInfo]:
             name="rdas",
             provides=frozenset({"scheduling"}),
             summary="zStream RDAS: min-max normalised deadline priority turned into core shares",
-            params=(Param("spread", 1.0, "the most urgent batch weighs 1 + spread, the least urgent 1"),),
+            params=(Param("spread", 2.0, "the most urgent batch weighs 1 + spread, the least urgent 1 "
+                                         "(2: Fig. 6's 1/2/3 cores of 6)"),),
         ),
     ]
 
@@ -50,7 +58,7 @@ def pacer_admit(ctx: StrategyContext, buffer: DatasetBuffer, now: float, system:
     if ctx.chosen != "zstream" or ctx.query is None:
         return None
     state: ZStreamAdmission = ctx.state
-    return state.admit(ctx.query.id, buffer, now, system, ctx.history)
+    return state.admit(ctx.query.id, buffer, now, system, ctx.history, ctx.service)
 
 
 @hookimpl
@@ -61,7 +69,7 @@ def pacer_schedule(
     if ctx.chosen == "edf":
         return edf(pending, now, preempt=bool(ctx.params.get("preempt", False)))
     if ctx.chosen == "rdas":
-        spread = float(ctx.params.get("spread", 1.0))
+        spread = float(ctx.params.get("spread", 2.0))
         if spread < 0:
             raise ValueError(f"rdas: spread must be >= 0, got {spread}")
         return rdas(pending, now, system.cores, spread)

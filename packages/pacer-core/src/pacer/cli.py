@@ -47,8 +47,13 @@ def _run_strategies(args: argparse.Namespace, pm: PluginManager) -> int:
     rows = [(s.name, ",".join(sorted(s.provides)), f"{s.package} {s.version}", s.summary) for s in infos]
     widths = [max(len(r[i]) for r in [*rows, ("name", "provides", "package", "")]) for i in range(3)]
     print(f"{'name':<{widths[0]}}  {'provides':<{widths[1]}}  {'package':<{widths[2]}}  summary")
-    for row in rows:
+    pad = " " * (widths[0] + 2)
+    for info, row in zip(infos, rows, strict=True):
         print(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {row[3]}")
+        for param in info.params:
+            print(f"{pad}  {param.name}={param.default!r}: {param.doc}")
+    print("\nSelect with --admission/--scheduler/--placement NAME; set a parameter with --param DECISION.NAME=VALUE "
+          "(pacer run, pacer sim).")
     return 0
 
 

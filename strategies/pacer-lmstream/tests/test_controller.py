@@ -61,7 +61,9 @@ def test_sliding_window_end_to_end() -> None:
 def test_tumbling_window_converges_on_the_mean_max_latency() -> None:
     clock = ManualClock()
     c = _controller(clock)
-    c.add_query(_spec(slide=30.0, rng=30.0), admission="lmstream", placement="cpu-only")
+    # Eq. 6 as printed (bytes / AvgThPut): the service-time model is off
+    c.add_query(_spec(slide=30.0, rng=30.0), admission="lmstream", placement="cpu-only",
+                admission_params={"service_admission": False})
     c.arrive("q", Dataset("d0", 0.0, 1000, 10))
     assert c.poll("q") is not None
     clock.advance(2.0)
@@ -71,6 +73,33 @@ def test_tumbling_window_converges_on_the_mean_max_latency() -> None:
     assert c.poll("q") is None  # EstMaxLat 1.9 < 2
     clock.now = 4.5
     assert c.poll("q") is not None
+
+
+def _small_batches_with_a_fixed_cost(service_admission: bool) -> float:
+    """Batches of 10 KB that each take 0.5 s whatever their size (a fixed engine cost, as on Spark);
+    returns the clock at which the batch holding d2 (arrived at 4.0 s, SlideTime 5 s) is admitted."""
+    clock = ManualClock()
+    c = _controller(clock)
+    c.add_query(_spec(slide=5.0), admission="lmstream", placement="cpu-only",
+                admission_params={"service_admission": service_admission})
+    for i, (arrival, size) in enumerate(((0.0, 10_000), (1.0, 20_000))):
+        clock.now = arrival + 5.0 if i else arrival
+        c.arrive("q", Dataset(f"d{i}", arrival, size, 10))
+        assert c.poll("q") is not None
+        _run_one(c, clock, 0.5)  # service: 0.5 s for 10 KB and for 20 KB -> fixed 0.5 s, no per-byte part
+    c.arrive("q", Dataset("d2", 8.0, 10_000, 10))
+    clock.now = 8.0
+    while c.poll("q") is None:
+        clock.advance(0.01)
+    return clock.now
+
+
+def test_service_time_model_admits_early_enough_for_a_fixed_engine_cost() -> None:
+    # Eq. 6 as printed: AvgThPut = 30 KB / 1 s, so 10 KB is estimated at 0.333 s: admitted at
+    # 8 + (5 - 0.333) = 12.667 s and completed 0.5 s later, 0.167 s past SlideTime
+    assert _small_batches_with_a_fixed_cost(False) == pytest.approx(12.67, abs=0.011)
+    # ctx.service: 0.5 s for any size (no margin: every prediction was exact): admitted at 12.5 s, done at 13.0
+    assert _small_batches_with_a_fixed_cost(True) == pytest.approx(12.5, abs=0.011)
 
 
 def test_admission_only_does_not_train_the_regression() -> None:

@@ -55,6 +55,7 @@ def construct_micro_batch(
     slide_time: float,
     avg_throughput: float | None,
     past_max_latency: float | None,
+    processing_s: float | None = None,
 ) -> AdmissionDecision:
     """Algorithm 1: admit the whole buffer (``tmpMicroBatch``) or cancel it and keep buffering.
 
@@ -67,10 +68,16 @@ def construct_micro_batch(
     :param slide_time: the query's SlideTime (0 for a tumbling window).
     :param avg_throughput: AvgThPut_{i-1}, bytes per second, None before any batch.
     :param past_max_latency: mean of MaxLat_k over past batches, None before any batch.
+    :param processing_s: a processing-time prediction for the whole buffer that replaces Eq. 6's
+        ``bytes / AvgThPut`` (pacer's service-time model: fixed + per-byte, with a margin); None: Eq. 6.
     """
     if past_max_latency is None:
         return AdmissionDecision.admit_all(buffer, "lmstream: cold start, first micro-batch")
-    est = estimate_max_latency(buffer, now, avg_throughput)
+    if processing_s is None:
+        est = estimate_max_latency(buffer, now, avg_throughput)
+    else:
+        earliest = buffer.earliest_arrival
+        est = (max(0.0, now - earliest) if earliest is not None else 0.0) + processing_s
     if slide_time > 0:
         if est >= slide_time:
             return AdmissionDecision.admit_all(buffer, f"lmstream: EstMaxLat {est:.3f}s >= SlideTime {slide_time:g}s")

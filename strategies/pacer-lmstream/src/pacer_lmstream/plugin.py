@@ -28,6 +28,12 @@ PARAMS: tuple[Param, ...] = (
     Param("async_regression", True, "fit Eq. 10 on a background worker (False: inline, deterministic)"),
     Param("inflection_min_bytes", 1_000.0, "lower clamp of a fitted inflection point, bytes"),
     Param("inflection_max_bytes", 256_000_000.0, "upper clamp of a fitted inflection point, bytes"),
+    Param("initial_rows", "", "calibration file (pacer calibrate) whose (InfPT, throughput, latency) rows "
+          "Eq. 10 starts from; empty: none"),
+    Param("preference", "table-ii", "table-ii: Table II's initial preferences hold at Part = InfPT; "
+          "letter: Eqs. 7-8 as printed"),
+    Param("service_admission", True, "Eq. 6's processing term from the service-time model (ctx.service) "
+          "once it is ready; False: bytes / AvgThPut as printed"),
 )
 
 
@@ -52,7 +58,7 @@ def pacer_admit(ctx: StrategyContext, buffer: DatasetBuffer, now: float, system:
     if ctx.chosen != NAME:
         return None
     state: LMStreamState = ctx.state
-    return state.admit(buffer, now, ctx.history)
+    return state.admit(buffer, now, ctx.history, ctx.service)
 
 
 @hookimpl

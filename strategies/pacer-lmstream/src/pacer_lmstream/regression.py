@@ -185,6 +185,19 @@ class InflectionRegressor:
         )
         self._outstanding.append(future)
 
+    def seed(self, rows: Sequence[Sample], target_latency: float | None) -> float:
+        """Start from calibration rows (the paper's "pre-experimental results"): fill the window
+        with them and fit Eq. 10 at once, inline, so the first placement already uses the result.
+
+        :return: the inflection point now in force.
+        """
+        self.samples.extend(rows)
+        self._adopt(
+            fit_inflection(tuple(self.samples), target_latency, min_bytes=self.min_bytes, max_bytes=self.max_bytes,
+                           ridge=self.ridge)
+        )
+        return self._current
+
     def flush(self, timeout: float | None = None) -> float:
         """Wait for every outstanding fit and return the resulting InfPT."""
         self._collect(wait=True, timeout=timeout)

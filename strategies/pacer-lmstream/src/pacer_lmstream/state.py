@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pacer.model import (
     AdmissionDecision,
@@ -17,8 +17,12 @@ from pacer.model import (
     QuerySpec,
 )
 from pacer_lmstream.admission import MaxLatencyAverage, construct_micro_batch
-from pacer_lmstream.placement import CompiledDAG, OperatorCost, map_device
+from pacer_lmstream.calibration import load_rows
+from pacer_lmstream.placement import PREFERENCES, CompiledDAG, OperatorCost, map_device
 from pacer_lmstream.regression import InflectionRegressor, Sample
+
+if TYPE_CHECKING:
+    from pacer.service_time import ServiceTimeModel
 
 NAME = "lmstream"
 
@@ -28,6 +32,8 @@ class LMStreamState:
 
     :param spec: the query (its SlideTime and partitions); None outside a query.
     :param params: the resolved strategy parameters (see :mod:`pacer_lmstream.plugin`).
+    :raises ValueError: for a bad parameter; :class:`~pacer_lmstream.calibration.CalibrationError`
+        (a ValueError) for a missing or malformed ``initial_rows`` file, naming it.
     """
 
     def __init__(self, spec: QuerySpec | None, params: Mapping[str, Any]) -> None:
@@ -45,6 +51,20 @@ class LMStreamState:
             asynchronous=bool(params["async_regression"]),
             ridge=float(params["regression_ridge"]),
         )
+        self.preference = str(params.get("preference", "table-ii"))
+        if self.preference not in PREFERENCES:
+            raise ValueError(f"lmstream: preference must be one of {', '.join(PREFERENCES)}, got {self.preference!r}")
+        self.service_admission = bool(params.get("service_admission", True))
+        self.initial_rows: tuple[Sample, ...] = ()
+        rows_file = str(params.get("initial_rows", "") or "")
+        if rows_file:
+            self.initial_rows = tuple(load_rows(rows_file))
+            # Never extrapolate past the measured sweep: with a target latency (SlideTime) far from the
+            # latencies the sweep saw, Eq. 10 otherwise runs to the clamp (lr1 at 256 KB/s: 1 KB).
+            swept = [row.inflection for row in self.initial_rows]
+            self.regressor.min_bytes = max(self.regressor.min_bytes, min(swept))
+            self.regressor.max_bytes = max(self.regressor.min_bytes, min(self.regressor.max_bytes, max(swept)))
+            self.regressor.seed(self.initial_rows, self._target_latency)
         self._dag: OperatorDAG | None = None
         self._compiled: CompiledDAG | None = None
         self._inflection_of: dict[str, float] = {}
@@ -52,14 +72,30 @@ class LMStreamState:
 
     # ------------------------------------------------------------------ admission
 
-    def admit(self, buffer: DatasetBuffer, now: float, history: QueryHistory) -> AdmissionDecision:
-        """Algorithm 1 for this query."""
+    @property
+    def _target_latency(self) -> float | None:
+        """Eq. 10's target latency: SlideTime (sliding window), None for the window's mean (tumbling)."""
+        return self.slide_time if self.slide_time > 0 else None
+
+    def admit(
+        self, buffer: DatasetBuffer, now: float, history: QueryHistory, service: ServiceTimeModel | None = None
+    ) -> AdmissionDecision:
+        """Algorithm 1 for this query.
+
+        :param service: the query's service-time model (``ctx.service``). Once it is ready (and
+            ``service_admission`` is on) its prediction with margin replaces Eq. 6's
+            ``bytes / AvgThPut``; before that, or without it, Eq. 6 as printed.
+        """
+        predicted = None
+        if self.service_admission and service is not None and service.ready:
+            predicted = service.predict(buffer.bytes)
         return construct_micro_batch(
             buffer,
             now,
             slide_time=self.slide_time,
             avg_throughput=history.avg_throughput_bytes_per_s,
             past_max_latency=self.max_latency.mean,
+            processing_s=predicted,
         )
 
     # ------------------------------------------------------------------ placement
@@ -81,6 +117,7 @@ class LMStreamState:
             inflection,
             base_trans_cost=self.base_trans_cost,
             gpu_available=devices.has_gpu,
+            preference=self.preference,
         )
         self.last_costs = costs
         self._inflection_of[batch.id] = inflection
@@ -101,7 +138,7 @@ class LMStreamState:
         if inflection is None:
             return
         sample = Sample(report.throughput_bytes_per_s, report.max_latency_s, inflection)
-        self.regressor.observe(sample, self.slide_time if self.slide_time > 0 else None)
+        self.regressor.observe(sample, self._target_latency)
 
     def flush(self, timeout: float | None = None) -> float:
         """Wait for the background regression to finish; return the inflection point now in force."""

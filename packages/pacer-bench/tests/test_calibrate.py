@@ -1,0 +1,120 @@
+"""``pacer calibrate``: the inflection-point sweep, its file, its argument checks, and the simulated claim
+that LMStream started from the rows matches the better single device on lr1 at 256 KB/s."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pacer import get_plugin_manager
+from pacer.cli import UsageError, main
+from pacer_bench.calibrate import SPARK_REFUSAL, calibrate, cost_model_from_profile, measure_kernels, sweep_points
+
+pytest.importorskip("pacer_lmstream", reason="pacer calibrate writes LMStream rows; pacer-lmstream is not installed")
+
+SEED, DURATION, WARM_UP = 3, 60.0, 10
+ONE_DATASET = {"max_datasets": 1}
+
+
+@pytest.fixture(autouse=True)
+def _only_lmstream_and_calibrate(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PACER_PLUGINS", "lmstream,calibrate")
+
+
+def _processing_after_warm_up(placement: str, params: dict[str, object] | None = None) -> float:
+    """lr1 at 256 KB/s, one dataset per batch, 2 cores, 2 partitions, 1 modelled GPU (simulated)."""
+    from pacer_sim import Simulation
+    from pacer_workloads import bytes_per_row
+
+    sim = Simulation(cores=2, gpus=1, seed=SEED, plugin_manager=get_plugin_manager(allowed=["lmstream"]))
+    qid = sim.add_query("lr1", rate=256e3 / bytes_per_row("linear_road"), admission="asap",
+                        admission_params=ONE_DATASET, placement=placement, placement_params=params or {},
+                        duration=DURATION, partitions=2)
+    sim.run(DURATION)
+    after = sim.controller.reports(qid)[WARM_UP:]
+    return sum(r.processing_s for r in after) / len(after)
+
+
+def test_default_sweep_is_the_initial_inflection_point_times_quarter_to_four() -> None:
+    assert sweep_points(150_000.0) == [37_500.0, 75_000.0, 150_000.0, 300_000.0, 600_000.0]
+    with pytest.raises(UsageError, match="> 0 bytes"):
+        sweep_points(0.0)
+
+
+def test_lr1_at_256_kbps_with_the_rows_is_within_5_percent_of_the_better_device(tmp_path: Path,
+                                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Simulated. Without rows InfPT stays at 150 KB > Part = 128 KB: all CPU, 1.22 x the GPU's time."""
+    rows = tmp_path / "lr1-rows.json"
+    code = main(["calibrate", "--runtime", "sim", "--workload", "lr1", "--rate-kbps", "256", "--admission", "asap",
+                 "--param", "admission.max_datasets=1", "--seed", str(SEED), "--duration", str(DURATION),
+                 "--out", str(rows)])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert f"placement.initial_rows={rows}" in out and "| 37.5 |" in out
+    doc = json.loads(rows.read_text())
+    assert [r["inflection_bytes"] for r in doc["rows"]] == [37_500.0, 75_000.0, 150_000.0, 300_000.0, 600_000.0]
+    assert doc["simulated"] is True and doc["best_inflection_bytes"] in (37_500.0, 75_000.0)
+    best = min(_processing_after_warm_up("cpu-only"), _processing_after_warm_up("gpu-only"))
+    before = _processing_after_warm_up("lmstream", {"async_regression": False})
+    after = _processing_after_warm_up("lmstream", {"async_regression": False, "initial_rows": str(rows)})
+    assert before > 1.15 * best  # the miss the rows fix
+    assert after <= 1.05 * best, (after, best)
+
+
+def test_calibrate_returns_one_point_per_inflection_point(tmp_path: Path) -> None:
+    path, points = calibrate("cm2", 2000.0, [50_000.0, 150_000.0, 150_000.0, 400_000.0], tmp_path / "cm2.json",
+                             progress=False, duration=20.0, warm_up=2, plugin_manager=get_plugin_manager())
+    assert [p.inflection_bytes for p in points] == [50_000.0, 150_000.0, 400_000.0]
+    assert all(p.batches > 0 and p.throughput_bytes_per_s > 0 and p.latency_s > 0 for p in points)
+    assert len(json.loads(path.read_text())["rows"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--runtime", "spark", "--workload", "lr1", "--rate", "100", "--out", "x.json"], SPARK_REFUSAL[:60]),
+        (["--workload", "lr9", "--rate", "100", "--out", "x.json"], "unknown workload 'lr9'"),
+        (["--workload", "lr1", "--rate", "100"], "--out FILE is required"),
+        (["--workload", "lr1", "--out", "x.json"], "give the input rate"),
+        (["--workload", "lr1", "--rate", "100", "--out", "x.json", "--inflection-points", "1e5", "2e5"],
+         "at least 3 distinct inflection points"),
+        (["--workload", "lr1", "--rate", "100", "--out", "x.json", "--param", "placement.initial_rows=r.json"],
+         "would move InfPT"),
+        (["--workload", "lr1", "--rate", "100", "--out", "x.json", "--param", "placement.nope=1"],
+         "has no parameter 'nope'"),
+        ([], "give --workload W --rate R --out FILE"),
+        (["--kernels"], "--profile-out FILE"),
+    ],
+)
+def test_bad_arguments_are_usage_errors(argv: list[str], message: str, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["calibrate", *argv]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_spark_refusal_says_why() -> None:
+    assert "never enacts them" in SPARK_REFUSAL and "RAPIDS" in SPARK_REFUSAL and "--runtime sim" in SPARK_REFUSAL
+
+
+def test_kernels_write_the_profile_the_simulator_loads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pacer_sim.kernels", reason="pacer_sim.kernels is not installed")
+    from pacer_sim.kernels import gpu_backend
+
+    path = measure_kernels([1 << 14, 1 << 16], tmp_path / "profile.json", repeats=1)
+    profile = json.loads(path.read_text())
+    assert profile["format"] == "pacer.cost-profile/1" and "cpu" in profile["kinds"]["filter"]
+    model = cost_model_from_profile(path)
+    assert "measured" in model.source and "profile.json" in model.source
+    if gpu_backend()[0] is None:  # no GPU: said on stderr, GPU part skipped and recorded
+        assert "no GPU here" in capsys.readouterr().err
+        assert "gpu" in profile["skipped"] and "gpu" not in profile["kinds"]["filter"]
+
+
+def test_a_missing_cost_profile_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    pytest.importorskip("pacer_sim.cost_profile", reason="pacer_sim.cost_profile is not installed")
+    with pytest.raises(UsageError, match="nowhere.json"):
+        cost_model_from_profile(tmp_path / "nowhere.json")

@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from pacer import Dataset, MicroBatch
+from pacer import Dataset, MicroBatch, StrategyError
 from pacer.baselines.placement import uniform
 from pacer.cli import main
+from pacer.metrics import gpu_operator_ratio
 from pacer.report import max_latency_trend_ms
 from pacer_sim import CostModel, ResourceChange, Simulation, batch_work
 from pacer_workloads import bytes_per_row, make_query
@@ -142,8 +143,23 @@ def test_one_gpu_is_shared_and_does_not_scale_with_cores() -> None:
     assert work.alone_s(2) - work.alone_s(8) == pytest.approx(work.cpu_core_s / 2 - work.cpu_core_s / 8)
 
 
-def test_without_a_gpu_gpu_placement_runs_on_the_cpu() -> None:
-    assert _processing_s("gpu-only", "cm1", 10_000, gpus=0) == pytest.approx(_processing_s("cpu-only", "cm1", 10_000))
+def test_without_a_gpu_a_gpu_placement_falls_back_to_the_cpu_or_fails() -> None:
+    """The core contract: a GPU placement without a GPU is ill-formed; with fallback the cpu-only baseline runs
+    (same processing as cpu-only, nothing counted as GPU), without it the run stops naming the fix."""
+    def run(fallback: bool) -> Simulation:
+        sim = Simulation(cores=2, gpus=0, seed=3, cost_model=CostModel(noise=0), fallback=fallback)
+        sim.add_query("cm1", rate=10_000, placement="gpu-only", admission="static", admission_params={"interval": 1.0},
+                      duration=30)
+        sim.run(30)
+        return sim
+
+    sim = run(True)
+    reports = sim.controller.reports()
+    assert sum(r.processing_s for r in reports) / len(reports) == pytest.approx(_processing_s("cpu-only", "cm1", 10_000))
+    assert all(m.device == "cpu" for r in reports for m in r.operator_metrics)
+    assert gpu_operator_ratio(reports) == 0.0
+    with pytest.raises(StrategyError, match="--gpus 1"):
+        run(False)
 
 
 def test_polls_only_while_idle_with_data() -> None:

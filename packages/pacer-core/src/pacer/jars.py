@@ -16,7 +16,10 @@ succeeded, so an interrupted download never leaves a half jar that looks resolve
 
 Without ``mvn`` on ``PATH``, without network, or for coordinates the repository does not
 hold, :class:`JarResolutionError` says which, what ``mvn`` printed, and what to do
-(install Maven, check the coordinates, or put the jar at the path it names).
+(install Maven, check the coordinates, or put the jar at the path it names). ``mvn`` takes
+seconds to fail, so a failure is remembered in the cache (``.failed`` beside where the file
+would be) for ``$PACER_MAVEN_RETRY_S`` seconds (600; 0: always ask again) and raised again
+without running ``mvn``; delete that file to retry at once.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,6 +39,9 @@ CACHE_ENV = "PACER_MAVEN_CACHE"
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 #: Seconds one ``mvn`` call may take before it is stopped.
 DEFAULT_TIMEOUT_S = 900.0
+#: Environment variable: seconds a failed resolution is remembered before ``mvn`` is asked again.
+RETRY_ENV = "PACER_MAVEN_RETRY_S"
+DEFAULT_RETRY_S = 600.0
 
 _COORD = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _COMPLETE = ".complete"
@@ -103,11 +110,14 @@ def resolve(group: str, artifact: str, version: str, *, classifier: str | None =
     if target.is_file():
         return target
     coord = coordinates(group, artifact, version, classifier=classifier, packaging=packaging)
+    marker = target.parent / f".failed-{target.name}"
+    _raise_recent_failure(marker)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".mvn-", dir=target.parent) as tmp:
         spec = ":".join([group, artifact, version, packaging, *([classifier] if classifier else [])])
         _mvn([f"{DEPENDENCY_PLUGIN}:copy", f"-Dartifact={spec}", f"-DoutputDirectory={tmp}",
-              "-Dmdep.overWriteReleases=true", "-Dtransitive=false"], coord, cwd=Path(tmp), timeout_s=timeout_s)
+              "-Dmdep.overWriteReleases=true", "-Dtransitive=false"], coord, cwd=Path(tmp), timeout_s=timeout_s,
+             marker=marker)
         copied = Path(tmp) / target.name
         if not copied.is_file():
             found = ", ".join(sorted(p.name for p in Path(tmp).iterdir())) or "nothing"
@@ -137,13 +147,15 @@ def resolve_with_dependencies(group: str, artifact: str, version: str, *, classi
     listed = _complete_listing(folder)
     if listed is not None:
         return listed
+    marker = folder.parent / f".failed-{folder.name}"
+    _raise_recent_failure(marker)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".mvn-", dir=folder.parent) as tmp:
         work = Path(tmp)
         (work / "pom.xml").write_text(_pom(group, artifact, version, classifier), encoding="utf-8")
         out = work / "out"
         _mvn(["-f", str(work / "pom.xml"), f"{DEPENDENCY_PLUGIN}:copy-dependencies", f"-DoutputDirectory={out}",
-              f"-DincludeScope={scope}"], coord, cwd=work, timeout_s=timeout_s)
+              f"-DincludeScope={scope}"], coord, cwd=work, timeout_s=timeout_s, marker=marker)
         names = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
         if not names:
             raise JarResolutionError(f"mvn resolved {coord} but copied no jar")
@@ -154,6 +166,25 @@ def resolve_with_dependencies(group: str, artifact: str, version: str, *, classi
     listed = _complete_listing(folder)
     assert listed is not None
     return listed
+
+
+def _retry_s() -> float:
+    raw = os.environ.get(RETRY_ENV, "").strip()
+    try:
+        return max(0.0, float(raw)) if raw else DEFAULT_RETRY_S
+    except ValueError:
+        raise JarResolutionError(f"{RETRY_ENV}={raw!r} is not a number of seconds") from None
+
+
+def _raise_recent_failure(marker: Path) -> None:
+    """Raise the remembered failure again when it is younger than ``$PACER_MAVEN_RETRY_S``."""
+    try:
+        age = time.time() - marker.stat().st_mtime
+    except OSError:
+        return
+    if age < _retry_s():
+        message = marker.read_text(encoding="utf-8").strip()
+        raise JarResolutionError(f"{message} [remembered for {_retry_s() - age:.0f} s more: delete {marker} to retry]")
 
 
 def _complete_listing(folder: Path) -> list[Path] | None:
@@ -174,8 +205,20 @@ def _pom(group: str, artifact: str, version: str, classifier: str | None) -> str
     )
 
 
-def _mvn(args: Sequence[str], coord: str, *, cwd: Path, timeout_s: float) -> None:
+def _mvn(args: Sequence[str], coord: str, *, cwd: Path, timeout_s: float, marker: Path | None = None) -> None:
     """Run ``mvn -B -U args`` (``-U``: a failure cached while offline does not stick); turn every failure into a :class:`JarResolutionError` that says what to do."""
+    try:
+        _run_mvn(args, coord, cwd=cwd, timeout_s=timeout_s)
+    except JarResolutionError as exc:
+        if marker is not None and _retry_s() > 0:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(str(exc) + "\n", encoding="utf-8")
+        raise
+    if marker is not None:
+        marker.unlink(missing_ok=True)
+
+
+def _run_mvn(args: Sequence[str], coord: str, *, cwd: Path, timeout_s: float) -> None:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise JarResolutionError(
@@ -192,6 +235,8 @@ def _mvn(args: Sequence[str], coord: str, *, cwd: Path, timeout_s: float) -> Non
     errors = [line.removeprefix("[ERROR]").strip() for line in (proc.stdout + proc.stderr).splitlines()
               if line.startswith("[ERROR]") and line.removeprefix("[ERROR]").strip()]
     said = errors[0] if errors else (proc.stderr.strip() or proc.stdout.strip())[-500:]
+    said = re.sub(r"^Failed to execute goal \S+ \([^)]*\) on project \S+: ", "", said)
+    said = re.sub(r"\s*-> \[Help \d+\]$", "", said)
     text = proc.stdout + proc.stderr
     if re.search(r"UnknownHost|Could not transfer|Connection refused|Network is unreachable|offline", text):
         hint = "the repository could not be reached: check the network or the mirror/proxy in ~/.m2/settings.xml"

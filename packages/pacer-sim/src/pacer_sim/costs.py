@@ -27,6 +27,7 @@ papers report, not measurements of a real GPU:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -37,6 +38,20 @@ import numpy as np
 from pacer import Device, MicroBatch, OperatorDAG, QuerySpec
 
 MB = 1_000_000.0
+#: ``CostModel.source`` of the built-in curves.
+BUILTIN_SOURCE = "pacer-sim built-in curves (shapes from the papers, not measured)"
+
+
+def interpolate(points: tuple[tuple[float, float], ...], x: float) -> float:
+    """Piecewise-linear ``y(x)`` through ``points`` (x increasing), extrapolated along the end segments, >= 0."""
+    if x <= points[0][0]:
+        (x0, y0), (x1, y1) = points[0], points[1]
+    elif x >= points[-1][0]:
+        (x0, y0), (x1, y1) = points[-2], points[-1]
+    else:
+        i = next(i for i in range(1, len(points)) if points[i][0] >= x)
+        (x0, y0), (x1, y1) = points[i - 1], points[i]
+    return max(0.0, y0 + (y1 - y0) * (x - x0) / (x1 - x0))
 
 
 @dataclass(frozen=True)
@@ -96,6 +111,13 @@ class CostModel:
     :param pcie_init: seconds to start one host-device transfer (0.01).
     :param pcie_bandwidth: bytes per second of a host-device transfer (2e9).
     :param noise: standard deviation of the per-batch multiplicative log-normal noise (0.03; 0 = none).
+    :param cpu_only_operators: engine operator names (``StreamingSymmetricHashJoin``) that have no GPU
+        implementation: they run on the CPU whatever the placement says, and the simulator marks them
+        ``cpu_only`` in its queries' DAGs so placements see it (RAPIDS' ``supportedExecs.csv``, :mod:`pacer_sim.rapids`).
+    :param measured: measured curves that replace the linear ones: kind -> device -> ``(bytes, seconds)``
+        points of one partition on one core (a ``pacer.cost-profile/1``, :mod:`pacer_sim.cost_profile`),
+        interpolated piecewise linearly and extrapolated along the last segment.
+    :param source: where the curves come from, in words (recorded in the report's config).
     """
 
     operators: Mapping[str, OperatorCost] = field(default_factory=default_operators)
@@ -106,6 +128,9 @@ class CostModel:
     pcie_init: float = 0.01
     pcie_bandwidth: float = 2.0e9
     noise: float = 0.03
+    cpu_only_operators: frozenset[str] = frozenset()
+    measured: Mapping[str, Mapping[str, tuple[tuple[float, float], ...]]] = field(default_factory=dict)
+    source: str = BUILTIN_SOURCE
 
     def __post_init__(self) -> None:
         for name in _SCALARS:
@@ -113,6 +138,12 @@ class CostModel:
                 raise ValueError(f"cost model parameter {name!r} must be >= 0, got {getattr(self, name)}")
         if self.pcie_bandwidth <= 0:
             raise ValueError("cost model parameter 'pcie_bandwidth' must be > 0")
+        for kind, devices in self.measured.items():
+            for device, points in devices.items():
+                if device not in ("cpu", "gpu") or len(points) < 2:
+                    raise ValueError(f"measured curve {kind}.{device}: need a cpu or gpu curve of >= 2 points")
+                if any(b2 <= b1 for (b1, _), (b2, _) in itertools.pairwise(points)):
+                    raise ValueError(f"measured curve {kind}.{device}: bytes must increase from point to point")
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> CostModel:
         """A copy with ``overrides`` applied: ``{"batch_overhead": 0.4, "join.gpu_fixed": 0.1}``.
@@ -139,17 +170,24 @@ class CostModel:
             else:
                 raise ValueError(f"unknown cost parameter {key!r}; operator kinds are {', '.join(sorted(operators))} "
                                  f"and their fields {', '.join(sorted(fields))}")
-        return dataclasses.replace(self, operators=operators, **scalars)
+        return dataclasses.replace(self, operators=operators, **scalars)  # type: ignore[arg-type]
 
     def as_config(self) -> dict[str, Any]:
         """Every parameter as plain JSON values (recorded in reports)."""
         out: dict[str, Any] = {name: getattr(self, name) for name in _SCALARS}
         out["operators"] = {kind: dataclasses.asdict(c) for kind, c in sorted(self.operators.items())}
+        out["cpu_only_operators"] = sorted(self.cpu_only_operators)
+        out["measured"] = {kind: {d: [list(p) for p in pts] for d, pts in sorted(devs.items())}
+                           for kind, devs in sorted(self.measured.items())}
+        out["source"] = self.source
         return out
 
     def operator_seconds(self, kind: str, device: Device, mb_per_partition: float) -> float:
         """Seconds one partition of ``mb_per_partition`` MB spends in an operator of ``kind`` on ``device``."""
         cost = self.operators[kind]
+        points = self.measured.get(kind, {}).get(device)
+        if points is not None:
+            return interpolate(points, mb_per_partition * MB)
         if device == "gpu":
             seconds = cost.gpu_fixed + cost.gpu_per_mb * mb_per_partition
         else:
@@ -191,7 +229,7 @@ class BatchWork:
     :param cpu_core_s: CPU core-seconds, run at ``min(cores given, parallelism)`` cores.
     :param parallelism: the batch's partitions: the most cores it can use.
     :param operators: the per-operator costs, in topological order.
-    :param enacted: False when GPU operators had to run on the CPU (no GPU modelled).
+    :param enacted: False when operators placed on the GPU ran on the CPU (no GPU modelled, or no GPU exec).
     """
 
     fixed_s: float
@@ -223,6 +261,7 @@ def noise_factor(model: CostModel, seed: int, query_id: str, seq: int) -> float:
 class _Step:
     op_id: str
     kind: str
+    name: str
     parents: tuple[str, ...]
     source: bool
     sink: bool
@@ -238,7 +277,8 @@ def _plan(dag: OperatorDAG) -> tuple[_Step, ...]:
         return cached[1]
     sources = set(dag.sources())
     steps = tuple(
-        _Step(op_id, dag.operator(op_id).kind, tuple(dag.parents(op_id)), op_id in sources, not dag.children(op_id))
+        _Step(op_id, dag.operator(op_id).kind, dag.operator(op_id).name, tuple(dag.parents(op_id)), op_id in sources,
+              not dag.children(op_id))
         for op_id in dag.topological_order()
     )
     if len(_PLANS) > 256:
@@ -248,25 +288,29 @@ def _plan(dag: OperatorDAG) -> tuple[_Step, ...]:
 
 
 def batch_work(model: CostModel, spec: QuerySpec, batch: MicroBatch, *, gpus: int, seed: int) -> BatchWork:
-    """Cost of ``batch`` of query ``spec`` under its placement (GPU operators run on the CPU when ``gpus == 0``).
+    """Cost of ``batch`` of query ``spec`` under its placement (GPU operators run on the CPU when ``gpus == 0``
+    or when the model lists them in ``cpu_only_operators``).
 
     Every source operator reads the whole batch (LR1 reads its stream twice); other
     operators read their parents' output (input bytes times the parent's selectivity).
     """
     dag: OperatorDAG = spec.dag
     placement = batch.placement.devices if batch.placement else {}
-    enacted = gpus > 0 or all(d == "cpu" for d in placement.values())
+    cpu_only = model.cpu_only_operators
     partitions = max(1, spec.partitions)
     factor = noise_factor(model, seed, spec.id, batch.seq)
     rows_per_byte = batch.rows / batch.bytes if batch.bytes else 0.0
     bytes_out: dict[str, float] = {}
     device_of: dict[str, Device] = {}
     fixed = model.batch_overhead
+    enacted = True
     gpu_total = cpu_total = 0.0
     ops: list[OperatorWork] = []
     for step in _plan(dag):
         op_id, parents = step.op_id, step.parents
-        device: Device = "gpu" if placement.get(op_id, "cpu") == "gpu" and gpus > 0 else "cpu"
+        placed_gpu = placement.get(op_id, "cpu") == "gpu"
+        device: Device = "gpu" if placed_gpu and gpus > 0 and step.name not in cpu_only else "cpu"
+        enacted = enacted and (device == "gpu") == placed_gpu
         device_of[op_id] = device
         transfer = 0.0
         if step.source:

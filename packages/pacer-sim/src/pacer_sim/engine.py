@@ -11,14 +11,15 @@ import heapq
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pacer import Controller, Dataset, Devices, MicroBatch, OperatorMetric, ScheduleDecision
+from pacer import Controller, Dataset, Devices, MicroBatch, OperatorDAG, QuerySpec, ScheduleDecision
 from pacer.clock import ManualClock
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.report import build_report
 from pacer_sim.costs import BatchWork, CostModel, batch_work
+from pacer_sim.running import RunningBatch
 from pacer_workloads import WORKLOADS, bytes_per_row, make_query, make_traffic, schedule_arrivals
 
 POLL_INTERVAL = 0.01  # Spark's spark.sql.streaming.pollingDelay
@@ -38,84 +39,6 @@ class ResourceChange:
     def __post_init__(self) -> None:
         if not 0 <= self.start < self.end or not 0 < self.fraction < 1:
             raise ValueError(f"resource change needs 0 <= start < end and 0 < fraction < 1, got {self}")
-
-
-_EPS = 1e-9
-
-
-@dataclass
-class _Running:
-    """A batch in the engine: its remaining work in three phases (fixed, GPU, CPU) and its current rates."""
-
-    batch: MicroBatch
-    work: BatchWork
-    fixed_left: float
-    gpu_left: float
-    cpu_left: float
-    cores: float = 0.0
-    gpu_rate: float = 1.0
-    last: float = 0.0
-    due: float = math.inf
-    version: int = 0
-    started_at: float | None = None
-    core_s: float = 0.0  # cores allocated, integrated over time since start
-    gpu_wall: float = 0.0  # seconds spent in the GPU phase
-    cpu_wall: float = 0.0  # seconds spent in the CPU phase
-
-    @property
-    def in_gpu_phase(self) -> bool:
-        return self.fixed_left <= _EPS and self.gpu_left > _EPS
-
-    @property
-    def finished(self) -> bool:
-        return self.fixed_left <= _EPS and self.gpu_left <= _EPS and self.cpu_left <= _EPS
-
-    def advance(self, now: float) -> None:
-        """Progress from ``last`` to ``now`` at the current rates (constant in between, by construction)."""
-        dt = now - self.last
-        self.last = now
-        if dt <= 0 or self.cores <= 0:
-            return
-        self.core_s += dt * self.cores
-        if self.fixed_left > 0:
-            used = min(dt, self.fixed_left)
-            self.fixed_left -= used
-            dt -= used
-        if dt > 0 and self.gpu_left > 0:
-            used = min(dt, self.gpu_left / self.gpu_rate)
-            self.gpu_left = max(0.0, self.gpu_left - used * self.gpu_rate)
-            self.gpu_wall += used
-            dt -= used
-        if dt > 0 and self.cpu_left > 0:
-            rate = min(self.cores, self.work.parallelism)
-            used = min(dt, self.cpu_left / rate)
-            self.cpu_left = max(0.0, self.cpu_left - used * rate)
-            self.cpu_wall += used
-
-    def next_event(self, now: float) -> float:
-        """When this batch next finishes or enters/leaves its GPU phase (which changes the GPU's sharing)."""
-        if self.cores <= 0:
-            return math.inf
-        cpu = self.cpu_left / min(self.cores, self.work.parallelism) if self.cpu_left > _EPS else 0.0
-        if self.fixed_left > _EPS:
-            return now + self.fixed_left + (0.0 if self.gpu_left > _EPS else cpu)
-        if self.gpu_left > _EPS:
-            return now + self.gpu_left / self.gpu_rate
-        return now + cpu
-
-    def metrics(self) -> tuple[OperatorMetric, ...]:
-        """Per-operator times as observed: CPU work at the cores it got, GPU work at the share it got."""
-        work = self.work
-        cpu_speed = work.cpu_core_s / self.cpu_wall if self.cpu_wall > 0 else float(work.parallelism)
-        gpu_slowdown = self.gpu_wall / work.gpu_s if work.gpu_s > 0 else 1.0
-        return tuple(
-            OperatorMetric(
-                op.operator_id, op.device,
-                op.transfer_s + op.cpu_core_s / max(cpu_speed, 1e-12) + op.gpu_s * gpu_slowdown,
-                op.bytes_in, op.rows_in,
-            )
-            for op in work.operators
-        )
 
 
 @dataclass
@@ -146,6 +69,9 @@ class Simulation:
     :param fallback: a raising strategy falls back to the baseline instead of stopping the run.
     :param plugin_manager: where strategies come from (default: every installed plugin).
     :param monitor_interval: seconds per row of the report's ``series``.
+    :param overload: the Controller's overload policy: ``"keep"`` (default here: nothing is dropped,
+        as in Spark, so the papers' diverging baselines diverge) or ``"shed"`` (the Controller's own
+        default: datasets that can no longer meet their deadline are shed and counted).
     :ivar events: events simulated so far (arrivals, polls, phase ends and completions, resource changes).
     :ivar extra_config: more keys for the report's ``config`` (the CLI puts its arguments here).
     """
@@ -162,6 +88,7 @@ class Simulation:
     fallback: bool = False
     plugin_manager: PluginManager | None = None
     monitor_interval: float = 1.0
+    overload: str = "keep"
     events: int = 0
     extra_config: dict[str, Any] = field(default_factory=dict)
 
@@ -180,12 +107,13 @@ class Simulation:
             plugin_manager=self.plugin_manager or get_plugin_manager(),
             fallback=self.fallback,
             timer=time.perf_counter if self.measure_overhead else None,
+            overload=self.overload,
         )
         self._queries: dict[str, _Query] = {}
         self._heap: list[tuple[float, int, int, Any]] = []
         self._seq = 0
         self._arrivals_left = 0
-        self._running: dict[str, _Running] = {}
+        self._running: dict[str, RunningBatch] = {}
         self._ran = False
         self.drained = True
         self.batches: dict[str, MicroBatch] = {}
@@ -209,6 +137,8 @@ class Simulation:
         query_id: str | None = None,
         partitions: int = 2,
         duration: float = 600.0,
+        max_rows: int = 0,
+        max_bytes: int = 0,
     ) -> str:
         """Add a query with its traffic and strategies; its datasets arrive over ``duration`` seconds.
 
@@ -219,6 +149,8 @@ class Simulation:
         :param traffic: a ``pacer_workloads.TRAFFIC_PATTERNS`` name; ``rate`` its mean rows/s.
         :param deadline: seconds (None: the window slide).
         :param partitions: partitions per batch, the most cores one batch can use.
+        :param max_rows: read cap per batch in rows (Spark's ``maxOffsetsPerTrigger``; 0: none).
+        :param max_bytes: read cap per batch in bytes (Spark's ``maxBytesPerTrigger``; 0: none).
         :return: the query id (``query_id`` or the workload name, suffixed ``-2``, ``-3``... when taken).
         :raises ValueError: for an unknown workload, traffic, strategy parameter or a duplicate id.
         """
@@ -229,10 +161,11 @@ class Simulation:
         while qid in self._queries:
             n += 1
             qid = f"{base}-{n}"
-        spec = make_query(workload, query_id=qid, deadline=deadline, partitions=partitions)
+        spec = self._runnable(make_query(workload, query_id=qid, deadline=deadline, partitions=partitions))
         self.controller.add_query(
             spec, admission=admission, placement=placement,
             admission_params=admission_params, placement_params=placement_params,
+            max_rows=max_rows, max_bytes=max_bytes,
         )
         pattern = make_traffic(traffic, rate=rate, duration=duration, **dict(traffic_params or {}))
         per_row = bytes_per_row(WORKLOADS[workload].stream)
@@ -248,10 +181,19 @@ class Simulation:
                 "rate": rate, "duration": duration, "admission": admission,
                 "admission_params": dict(admission_params or {}), "placement": placement,
                 "placement_params": dict(placement_params or {}), "deadline": spec.effective_deadline,
-                "partitions": partitions,
+                "partitions": partitions, "max_rows": max_rows, "max_bytes": max_bytes,
             }
         )
         return qid
+
+    def _runnable(self, spec: QuerySpec) -> QuerySpec:
+        """``spec`` with every operator the cost model has no GPU implementation for marked ``cpu_only``,
+        so placements see what the runtime can run (RAPIDS' supportedExecs.csv, :mod:`pacer_sim.rapids`)."""
+        names = self.cost_model.cpu_only_operators
+        if not names or not any(op.name in names and not op.cpu_only for op in spec.dag.operators):
+            return spec
+        operators = tuple(replace(op, cpu_only=True) if op.name in names else op for op in spec.dag.operators)
+        return replace(spec, dag=OperatorDAG(operators, spec.dag.edges))
 
     def _push(self, t: float, kind: int, payload: Any) -> None:
         heapq.heappush(self._heap, (t, kind, self._seq, payload))
@@ -338,7 +280,7 @@ class Simulation:
         if batch is not None:
             spec = self.controller.queries[qid].spec
             work = batch_work(self.cost_model, spec, batch, gpus=self.gpus, seed=self.seed)
-            self._running[batch.id] = _Running(batch, work, work.fixed_s, work.gpu_s, work.cpu_core_s, last=t)
+            self._running[batch.id] = RunningBatch(batch, work, work.fixed_s, work.gpu_s, work.cpu_core_s, last=t)
             self.batches[batch.id] = batch
             self.works[batch.id] = work
             self._reschedule(t)
@@ -410,11 +352,12 @@ class Simulation:
             if math.isfinite(due):
                 self._push(due, _DONE, (run.batch.id, run.version))
 
-    def _complete(self, run: _Running, t: float) -> None:
+    def _complete(self, run: RunningBatch, t: float) -> None:
         del self._running[run.batch.id]
         started = run.started_at if run.started_at is not None else t
         cores_used = run.core_s / (t - started) if t > started else run.cores
-        report = self.controller.complete(run.batch.id, operator_metrics=run.metrics(), cores_used=cores_used)
+        report = self.controller.complete(run.batch.id, operator_metrics=run.metrics(), cores_used=cores_used,
+                                          engine_s=t - started)
         self._reschedule(t)
         self._poll_soon(report.query_id, t)
 
@@ -424,7 +367,7 @@ class Simulation:
             "duration": duration, "seed": self.seed, "cores": self.cores, "gpus": self.gpus,
             "scheduler": self.scheduler, "scheduler_params": dict(self.scheduler_params or {}),
             "poll_interval": self.poll_interval, "monitor_interval": self.monitor_interval,
-            "measure_overhead": self.measure_overhead, "fallback": self.fallback,
+            "measure_overhead": self.measure_overhead, "fallback": self.fallback, "overload": self.overload,
             "resource_changes": [[c.start, c.end, c.fraction] for c in self.resource_changes],
             "cost_model": self.cost_model.as_config(),
             "queries": self._config_queries,

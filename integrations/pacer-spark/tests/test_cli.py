@@ -23,7 +23,13 @@ from pacer.cli import main
         (["--workload", "lr2", "--admission", "no-such"], "unknown admission strategy 'no-such'"),
         (["--workload", "lr2", "--scheduler", "no-such"], "pacer strategies"),
         (["--workload", "lr2", "--input", "/no/such/dir"], "is not a directory"),
-        (["--workload", "lr2", "--report", "/no/such/dir/out.json"], "does not exist"),
+        (["--workload", "lr2", "--report", "/dev/null/out.json"], "cannot create the folder"),
+        (["--workload", "lr2", "--trigger", "10s", "--admission", "zstream"], "are alternatives"),
+        (["--workload", "lr2", "--trigger", "10s", "--param", "admission.rho=0.5"], "are alternatives"),
+        (["--workload", "lr2", "--duration", "0"], "--duration must be > 0 seconds, got 0"),
+        (["--workload", "lr2", "--admission", "asap", "--interval", "2s"], "interval-based admission"),
+        (["--workload", "lr2", "--max-rows", "-1"], "--max-rows must be >= 0"),
+        (["--workload", "lr2", "--admission", "min-rows", "--param", "admission.min_rows=many"], "min_rows"),
         (["--workload", "lr2", "--traffic", "zigzag"], "unknown traffic"),
         (["--workload", "lr2", "--param", "admission.nope=1"], "has no parameter 'nope'"),
         (["--workload", "lr2", "--rapids-jar", "/no/rapids.jar"], "Maven"),
@@ -40,6 +46,73 @@ def test_bad_arguments_fail_before_spark_starts(argv: list[str], message: str, c
     assert SparkContext._active_spark_context is active_before  # no Spark was started for a bad argument
 
 
+def _validated(argv: list[str]) -> dict[str, object]:
+    from pacer.cli import build_parser
+    from pacer.plugins import get_plugin_manager
+    from pacer_spark.cli import validate
+
+    pm = get_plugin_manager(allowed=["spark"])
+    parser, _ = build_parser(pm)
+    return validate(parser.parse_args(["run", *argv]), pm)
+
+
+def test_durations_take_units_or_plain_seconds() -> None:
+    cfg = _validated(["--workload", "lr2", "--deadline", "10", "--trigger", "500ms"])
+    assert cfg["deadline"] == 10.0 and cfg["trigger"] == 0.5 and cfg["admission"] == "asap"
+    cfg = _validated(["--workload", "lr2", "--admission", "static", "--interval", "2s", "--deadline", "1.5min"])
+    assert cfg["params"] == {"admission": {"interval": "2.0"}, "scheduler": {}, "placement": {}}  # type: ignore[comparison-overlap]
+    assert cfg["deadline"] == 90.0 and cfg["trigger"] is None
+
+
+def test_core_admission_baselines_take_their_parameters() -> None:
+    cfg = _validated(["--workload", "lr2", "--admission", "min-rows", "--param", "admission.min_rows=2000",
+                      "--param", "admission.max_delay=5", "--max-rows", "4000", "--overload", "keep"])
+    assert cfg["admission"] == "min-rows"
+    cfg = _validated(["--workload", "lr2", "--admission", "pid", "--interval", "2s"])
+    assert cfg["admission"] == "pid"
+
+
+def test_report_folder_is_created_like_demo_out(tmp_path: Path) -> None:
+    report = tmp_path / "a" / "b" / "report.json"
+    _validated(["--workload", "lr2", "--report", str(report)])
+    assert report.parent.is_dir() and not report.exists()
+
+
+def test_help_states_the_defaults_a_user_relies_on(capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PACER_PLUGINS", "spark")
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "fallback is on by default" in text and "--no-fallback" in text
+    assert "--overload {shed,keep}" in text and "--max-rows N" in text and "--max-bytes N" in text
+    assert "10s, 500ms or 10 (seconds)" in text
+
+
+def test_progress_line_fields_are_all_explained() -> None:
+    import threading
+
+    from pacer import Controller, Dataset
+    from pacer.plugins import get_plugin_manager
+    from pacer_spark.cli import PROGRESS_LEGEND, progress_line
+    from pacer_workloads import make_query
+
+    now = [100.0]
+    controller = Controller(clock=lambda: now[0], cores=2, plugin_manager=get_plugin_manager(allowed=[]))
+    controller.add_query(make_query("lr2", query_id="lr2", deadline=2.0), admission="asap")
+    controller.arrive("lr2", Dataset("0", 95.0, 1000, 10))
+    batch = controller.poll("lr2")
+    assert batch is not None
+    controller.start(batch.id)
+    now[0] = 101.0
+    controller.complete(batch.id, engine_s=1.0)
+    line = progress_line(controller, threading.Lock(), 12.0)
+    assert "batches=1" in line and "last=1 datasets/10 rows" in line and "misses=1/1" in line
+    assert "overloaded=0s" in line and "shed=0" in line
+    for key in [part.split("=")[0] for part in line.split() if "=" in part]:
+        assert f"{key} = " in PROGRESS_LEGEND, key
+
+
 @pytest.mark.spark
 def test_pacer_run_writes_a_spark_report(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
@@ -52,8 +125,16 @@ def test_pacer_run_writes_a_spark_report(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "batches=" in proc.stdout and "p95=" in proc.stdout and "misses=" in proc.stdout  # live progress
     assert "admission poll p99" in proc.stdout
+    assert "overloaded=" in proc.stdout and "shed=" in proc.stdout and "p95 = 95th-percentile" in proc.stdout
+    assert "cost lr3: engine" in proc.stdout and "batches/min" in proc.stdout
     report = json.loads(out.read_text())
     assert report["schema"] == "pacer.report/1" and report["runtime"] == "spark"
     assert set(report["queries"]) == {"lr3", "lr3-2"}
     assert all(q["datasets_in"] == q["datasets_processed"] == 4 for q in report["queries"].values())
+    engine = report["spark"]["engine"]
+    assert engine["batches_completed_on_progress"] == sum(q["batches"] for q in report["queries"].values())
+    assert engine["batches_completed_without_progress"] == 0
+    for query_id, q in report["queries"].items():
+        # every batch's engine time is Spark's triggerExecution: at most the query's total trigger time
+        assert 0 < q["cost"]["engine_s"] <= engine["trigger_execution_s_total"][query_id] + 1e-6
     assert report["overhead"]["admission_poll_us_p99"] is not None

@@ -18,7 +18,7 @@ from pacer_spark.demo import comparison
         (["--workload", "lr9"], "unknown workload 'lr9'"),
         (["--deadline", "0"], "--deadline must be > 0"),
         (["--trigger", "never"], "--trigger"),
-        (["--duration", "0"], "--duration must be > 0"),
+        (["--duration", "0"], "--duration must be > 0 seconds"),
     ],
 )
 def test_bad_demo_arguments_fail_before_spark_starts(argv: list[str], message: str, tmp_path: Any,
@@ -34,22 +34,24 @@ def test_bad_demo_arguments_fail_before_spark_starts(argv: list[str], message: s
     assert not (tmp_path / "d").exists()
 
 
-def _report(p99: float, rows_per_s: float, series_max: list[float]) -> dict[str, Any]:
+def _report(p99: float, rows_per_s: float, series_max: list[float], engine_s: float) -> dict[str, Any]:
     return {"queries": {"lr1": {
         "batches": 4, "latency_ms": {"avg": p99 / 2, "p50": p99 / 2, "p95": p99, "p99": p99, "max": p99},
-        "throughput_rows_per_s": rows_per_s, "deadline_miss_ratio": 0.5,
+        "throughput_rows_per_s": rows_per_s, "deadline_miss_ratio": 0.5, "deadline_ms": 10000.0,
+        "cost": {"engine_s": engine_s, "engine_share": engine_s / 90, "batches_per_min": 2.7},
         "series": [{"t": float(i), "max_latency_ms": v, "batch_bytes": 1.0} for i, v in enumerate(series_max)],
     }}}
 
 
-def test_comparison_gives_ratios_to_the_fixed_trigger_and_the_latency_trend() -> None:
-    static = _report(80000.0, 800.0, [10000.0] * 10 + [50000.0] * 10 + [80000.0] * 10)
-    pacer = _report(8000.0, 1400.0, [6000.0] * 30)
+def test_comparison_gives_ratios_to_the_fixed_trigger_the_latency_trend_and_the_engine_cost() -> None:
+    static = _report(80000.0, 800.0, [10000.0] * 10 + [50000.0] * 10 + [80000.0] * 10, engine_s=2.8)
+    pacer = _report(8000.0, 1400.0, [6000.0] * 30, engine_s=23.1)
     table = comparison([("spark trigger 10s", static), ("pacer fixed-point + edf", pacer)], "lr1")
     lines = table.splitlines()
     assert len(lines) == 4
-    assert "| spark trigger 10s | 4 |" in lines[2] and "10000 → 80000 | 1.00 | 1.00 |" in lines[2]
-    assert "6000 → 6000 | 0.10 | 1.75 |" in lines[3]
+    assert "deadline miss (> 10 s)" in lines[0]  # the deadline the misses count against
+    assert "| spark trigger 10s | 4 |" in lines[2] and "10000 → 80000 | 2.8 | 1.00 | 1.00 | 1.00 |" in lines[2]
+    assert "6000 → 6000 | 23.1 | 0.10 | 1.75 | 8.25 |" in lines[3]
 
 
 @pytest.mark.spark
@@ -71,6 +73,7 @@ def test_pacer_demo_runs_both_configurations_and_writes_the_report_folder(tmp_pa
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "| spark trigger 2s |" in proc.stdout and "| pacer fixed-point + edf |" in proc.stdout
+    assert "deadline misses count datasets over 10 s" in proc.stdout  # LR2's window slide
     reports = {p.name: json.loads(p.read_text()) for p in out.glob("*.json") if p.name != "demo.json"}
     assert set(reports) == {"spark-trigger-2s.json", "pacer-fixed-point-edf.json"}
     for report in reports.values():
@@ -79,6 +82,11 @@ def test_pacer_demo_runs_both_configurations_and_writes_the_report_folder(tmp_pa
         assert q["datasets_in"] == q["datasets_processed"] == 5
     assert reports["spark-trigger-2s.json"]["config"]["mode"] == "spark-trigger"
     assert reports["pacer-fixed-point-edf.json"]["queries"]["lr2"]["admission"] == "fixed-point"
-    assert (out / "comparison.md").read_text().count("\n") == 4
+    comparison_md = (out / "comparison.md").read_text()
+    assert comparison_md.count("\n") == 6 and "deadline miss (> 10 s)" in comparison_md
+    for report in reports.values():
+        assert report["queries"]["lr2"]["cost"]["engine_s"] > 0
     pytest.importorskip("pacer_bench")
-    assert {"demo-max_latency.png", "demo-batch_size.png", "demo-latency_cdf.png"} <= {p.name for p in out.glob("*.png")}
+    pngs = {p.name for p in out.glob("*.png")}
+    assert {"demo-max_latency.png", "demo-batch_size.png", "demo-latency_cdf.png"} <= pngs
+    assert f"{len(pngs)} PNG plots and demo.html in" in proc.stdout  # the count of files written

@@ -26,15 +26,26 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rate", type=float, default=1000.0, help="mean input rate in rows/s (default 1000)")
     p.add_argument("--traffic-param", action="append", default=[], metavar="KEY=VALUE",
                    help="traffic parameter, e.g. period=30")
-    p.add_argument("--admission", default="asap", help="admission strategy (default asap)")
-    p.add_argument("--interval", help="the static trigger interval, e.g. 10s (admission static)")
+    p.add_argument("--admission", help="admission strategy (default asap: Spark's default trigger); `pacer strategies` "
+                                       "lists them, e.g. zstream, fixed-point, lmstream, static, pid, min-rows")
+    p.add_argument("--interval", help="the batch interval of admission static or pid, e.g. 10s, 500ms or 2 (seconds)")
     p.add_argument("--scheduler", default="fifo", help="scheduling strategy (default fifo)")
     p.add_argument("--placement", default="cpu-only", help="placement strategy (default cpu-only)")
     p.add_argument("--param", action="append", default=[], metavar="DECISION.KEY=VALUE",
                    help="strategy parameter, e.g. admission.rho=0.7")
-    p.add_argument("--deadline", help="deadline for every query, e.g. 10s or 500ms (default: its window slide)")
-    p.add_argument("--trigger", help="run Spark's own fixed processing-time trigger (e.g. 10s) as the baseline; "
-                                     "pacer then only observes")
+    p.add_argument("--deadline", help="deadline for every query, e.g. 10s, 500ms or 10 (seconds); "
+                                      "default: its window slide")
+    p.add_argument("--trigger", help="run Spark's own fixed processing-time trigger (e.g. 10s, 500ms or 10) as the "
+                                     "baseline; pacer then only observes. An alternative to --admission: not both")
+    p.add_argument("--overload", choices=("shed", "keep"), default="shed",
+                   help="when a query's offered load cannot be served within its deadline by any batch size: shed "
+                        "(default) drops the buffered datasets that can no longer make it (counted, never read); "
+                        "keep drops nothing and only reports the overload")
+    p.add_argument("--max-rows", type=int, default=0, metavar="N",
+                   help="read cap: at most N rows per batch, whatever the admission (Spark's maxOffsetsPerTrigger; "
+                        "default 0: none)")
+    p.add_argument("--max-bytes", type=int, default=0, metavar="N",
+                   help="read cap: at most N bytes per batch (Spark's maxBytesPerTrigger; default 0: none)")
     p.add_argument("--duration", type=float, default=120.0, help="seconds of traffic (default 120)")
     p.add_argument("--drain-timeout", type=float, default=120.0,
                    help="seconds to wait after the traffic for the backlog to finish (default 120)")
@@ -48,12 +59,13 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rapids-jar", action="append", default=[], metavar="JAR",
                    help="RAPIDS Accelerator jar(s): load the plugin so placement is enacted")
     p.add_argument("--no-fallback", action="store_true",
-                   help="stop on a raising strategy instead of falling back to its baseline")
+                   help="fallback is on by default: a strategy that raises is logged, counted and replaced by its "
+                        "baseline (asap, fifo, cpu-only) for that decision; --no-fallback fails the query instead")
     p.add_argument("--monitor-interval", type=float, default=1.0, help="seconds per row of the report's series")
     p.add_argument("--progress-every", type=float, default=2.0, help="seconds between progress lines (0: none)")
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false",
                    help="skip the small stateful job run before the stream to pay the JVM's JIT cost")
-    p.add_argument("--report", help="write the pacer.report/1 JSON here")
+    p.add_argument("--report", help="write the pacer.report/1 JSON here (missing folders are created)")
 
 
 def parse_assignments(values: Sequence[str], what: str) -> dict[str, str]:
@@ -93,13 +105,24 @@ def validate(args: argparse.Namespace, pm: PluginManager) -> dict[str, Any]:
             raise UsageError(f"unknown workload {name!r}; choose from {', '.join(WORKLOADS)}")
     if args.traffic not in TRAFFIC_PATTERNS:
         raise UsageError(f"unknown traffic {args.traffic!r}; choose from {', '.join(TRAFFIC_PATTERNS)}")
-    for flag, value, low in (("--rate", args.rate, 0.0), ("--duration", args.duration, 1e-9),
-                             ("--partitions", args.partitions, 1), ("--monitor-interval", args.monitor_interval, 1e-9),
-                             ("--drain-timeout", args.drain_timeout, 0.0)):
+    for flag, value in (("--duration", args.duration), ("--monitor-interval", args.monitor_interval)):
+        if not value > 0:
+            raise UsageError(f"{flag} must be > 0 seconds, got {value:g}")
+    for flag, value, low in (("--rate", args.rate, 0.0), ("--partitions", args.partitions, 1),
+                             ("--drain-timeout", args.drain_timeout, 0.0), ("--max-rows", args.max_rows, 0),
+                             ("--max-bytes", args.max_bytes, 0)):
         if value < low:
             raise UsageError(f"{flag} must be >= {low:g}, got {value:g}")
     deadline = _seconds("--deadline", args.deadline)
     trigger = _seconds("--trigger", args.trigger)
+    if trigger is not None:
+        given = [f for f, v in (("--admission", args.admission), ("--interval", args.interval)) if v is not None]
+        given += ["--param admission.*"] if any(p.startswith("admission.") for p in args.param) else []
+        if given:
+            raise UsageError(f"--trigger and {', '.join(given)} are alternatives: --trigger {args.trigger} runs Spark's "
+                             "own fixed trigger and pacer only observes, so an admission strategy would be ignored. "
+                             "Drop --trigger to let the strategy decide (--admission static --interval "
+                             f"{args.trigger} is pacer's fixed trigger), or drop {given[0]}")
     params: dict[str, dict[str, str]] = {"admission": {}, "scheduler": {}, "placement": {}}
     for key, value in parse_assignments(args.param, "--param").items():
         decision, _, name = key.partition(".")
@@ -118,10 +141,13 @@ def validate(args: argparse.Namespace, pm: PluginManager) -> dict[str, Any]:
         make_traffic(args.traffic, rate=args.rate, duration=args.duration, **traffic_params)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    admission = "asap" if trigger is not None else args.admission
+    admission = "asap" if trigger is not None else (args.admission or "asap")
     chosen = {"admission": admission, "scheduling": args.scheduler, "placement": args.placement}
     try:
         infos = {kind: pm.find(name, kind) for kind, name in chosen.items()}
+        if args.interval is not None and "interval" not in {p.name for p in infos["admission"].params}:
+            raise UsageError(f"--interval is the batch interval of an interval-based admission (static, pid); "
+                             f"{admission!r} has none: drop --interval")
         for kind, key in (("admission", "admission"), ("scheduling", "scheduler"), ("placement", "placement")):
             if not (trigger is not None and kind == "admission"):
                 infos[kind].resolve_params(params[key])
@@ -136,12 +162,26 @@ def validate(args: argparse.Namespace, pm: PluginManager) -> dict[str, Any]:
         if not Path(jar).is_file():
             raise UsageError(f"--rapids-jar {jar!r} does not exist; download rapids-4-spark from Maven Central")
     if args.report is not None:
-        parent = Path(args.report).resolve().parent
-        if not parent.is_dir():
-            raise UsageError(f"--report: folder {str(parent)!r} does not exist; create it first")
+        report_folder(args.report)
     ids = _query_ids(args.workload)
     return {"deadline": deadline, "trigger": trigger, "params": params, "traffic_params": traffic_params,
             "admission": admission, "query_ids": ids}
+
+
+def report_folder(path: str) -> Path:
+    """Create the folder ``path`` (a report file) goes in, parents included, as ``pacer demo --out`` does.
+
+    :raises UsageError: when it cannot be created (a file in the way, no permission).
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"--report {path!r} is a folder; give a file name, e.g. {str(target / 'report.json')!r}")
+    try:
+        target.resolve().parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--report: cannot create the folder for {path!r} ({exc.strerror}); choose another path") \
+            from None
+    return target.resolve().parent
 
 
 def _query_ids(workloads: Sequence[str]) -> list[str]:
@@ -153,17 +193,44 @@ def _query_ids(workloads: Sequence[str]) -> list[str]:
     return out
 
 
+#: Printed once before the first progress line: what each field of :func:`progress_line` means.
+PROGRESS_LEGEND = (
+    "progress, every query together: t = seconds since the start; batches = micro-batches completed; "
+    "last = datasets/rows of the newest batch; p95 = 95th-percentile dataset latency (arrival to the end of its "
+    "batch's trigger); misses = datasets over the deadline / datasets done; overloaded = seconds the offered load "
+    "could not be served within the deadline by any batch size; shed = datasets dropped for it (--overload shed)"
+)
+
+
 def progress_line(controller: Any, lock: Any, elapsed: float) -> str:
-    """``t=12s batches=5 last=3 ds p95=1234ms misses=0/12`` over every query."""
+    """``t=12s batches=5 last=3 datasets/1500 rows p95=1234ms misses=0/12 overloaded=0s shed=0`` over every query.
+
+    :data:`PROGRESS_LEGEND` explains the fields.
+    """
     with lock:
         reports = controller.reports()
         deadlines = {q: s.spec.effective_deadline for q, s in controller.queries.items()}
+        overloaded_s = sum(s.overload.overloaded_s for s in controller.queries.values())
+        shed = sum(controller.ledger.counts.get(q, {}).get("shed", 0) for q in controller.queries)
     lats = dataset_latencies(reports)
     misses = sum(1 for r in reports for _, lat in r.dataset_latencies if lat > deadlines[r.query_id])
     last = reports[-1] if reports else None
-    last_text = f"{len(last.dataset_latencies)} ds/{last.rows} rows" if last else "-"
+    last_text = f"{len(last.dataset_latencies)} datasets/{last.rows} rows" if last else "-"
     return (f"t={elapsed:5.0f}s batches={len(reports)} last={last_text} "
-            f"p95={1000 * percentile(lats, 95):.0f}ms misses={misses}/{len(lats)}")
+            f"p95={1000 * percentile(lats, 95):.0f}ms misses={misses}/{len(lats)} "
+            f"overloaded={overloaded_s:.0f}s shed={shed}")
+
+
+def cost_lines(report: Mapping[str, Any]) -> list[str]:
+    """What each query cost the engine: ``cost.engine_s``, its share of the run and batches per minute."""
+    lines = []
+    for query_id, q in report["queries"].items():
+        cost = q.get("cost") or {}
+        if cost:
+            lines.append(f"cost {query_id}: engine {cost['engine_s']:.1f} s = {100 * cost['engine_share']:.1f} % of "
+                         f"the {report['duration_s']:.0f} s run, {cost['batches_per_min']:.1f} batches/min "
+                         "(engine s: Spark's triggerExecution, admission to commitOffsets, summed over the batches)")
+    return lines
 
 
 def build_session(master: str, app: str, *, partitions: int = 2, rapids_jars: Sequence[str] = ()) -> Any:
@@ -209,14 +276,15 @@ def run_configuration(spark: Any, args: argparse.Namespace, cfg: Mapping[str, An
         spark, admission=cfg["admission"], scheduler=args.scheduler, placement=args.placement,
         deadline=cfg["deadline"], fallback=not args.no_fallback, admission_params=cfg["params"]["admission"],
         scheduler_params=cfg["params"]["scheduler"], placement_params=cfg["params"]["placement"],
-        plugin_manager=pm, checkpoint_root=args.checkpoint,
+        plugin_manager=pm, checkpoint_root=args.checkpoint, overload=args.overload,
     )
     config = {
         "workloads": list(args.workload), "traffic": args.traffic, "rate": args.rate,
         "traffic_params": cfg["traffic_params"], "admission": cfg["admission"], "scheduler": args.scheduler,
         "placement": args.placement, "params": cfg["params"], "deadline_s": cfg["deadline"],
         "trigger_s": cfg["trigger"], "duration_s": args.duration, "seed": args.seed, "master": args.master,
-        "input": args.input, "mode": "spark-trigger" if trigger else "pacer",
+        "input": args.input, "mode": "spark-trigger" if trigger else "pacer", "overload": args.overload,
+        "max_rows": args.max_rows, "max_bytes": args.max_bytes,
     }
 
     def start_queries() -> None:
@@ -224,7 +292,7 @@ def run_configuration(spark: Any, args: argparse.Namespace, cfg: Mapping[str, An
             session.run_workload(
                 workload, query_id=query_id, traffic=args.traffic, rate=args.rate, duration=args.duration,
                 seed=args.seed, traffic_params=cfg["traffic_params"], files=args.input,
-                file_format=args.input_format, trigger=trigger,
+                file_format=args.input_format, trigger=trigger, max_rows=args.max_rows, max_bytes=args.max_bytes,
             )
 
     return drive(
@@ -269,6 +337,7 @@ def drive(
     try:
         start_queries()
         if printer is not None:
+            print(PROGRESS_LEGEND, flush=True)
             printer.start()
         drained = session.await_drained(duration + drain_timeout if wait_for_drain else duration)
         if wait_for_drain and not drained:
@@ -294,6 +363,8 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     finally:
         spark.stop()
     print(summary_table(report))
+    for line in cost_lines(report):
+        print(line)
     print(overhead_line(report))
     if args.report:
         print(f"report: {write_report(report, args.report)}")

@@ -56,36 +56,53 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines (0: none)")
 
 
-def _run_args(args: argparse.Namespace, *, admission: str, scheduler: str, trigger: str | None) -> argparse.Namespace:
-    """The ``pacer run`` arguments of one configuration of the demo."""
+def _run_args(args: argparse.Namespace, *, admission: str | None, scheduler: str,
+              trigger: str | None) -> argparse.Namespace:
+    """The ``pacer run`` arguments of one configuration of the demo (``admission`` None with a ``trigger``)."""
     return argparse.Namespace(
         workload=[args.workload], traffic="constant", rate=args.rate, traffic_param=[], admission=admission,
         interval=None, scheduler=scheduler, placement="cpu-only", param=[], deadline=args.deadline, trigger=trigger,
         duration=args.duration, drain_timeout=args.drain_timeout, seed=args.seed, input=None, input_format="csv",
         master=args.master, partitions=args.partitions, checkpoint=None, rapids_jar=[], no_fallback=False,
-        monitor_interval=1.0, progress_every=args.progress_every, report=None, warm_up=False,
+        monitor_interval=1.0, progress_every=args.progress_every, report=None, warm_up=False, overload="shed",
+        max_rows=0, max_bytes=0,
     )
 
 
+def _ratio(value: float, base: float) -> float:
+    return value / base if base else float("nan")
+
+
+def deadline_text(runs: Sequence[tuple[str, Mapping[str, Any]]], query_id: str) -> str:
+    """The deadline the misses count against, e.g. ``10 s`` (``10 s / 8 s`` if the configurations differ)."""
+    seen = dict.fromkeys(f"{r['queries'][query_id]['deadline_ms'] / 1000:g} s" for _, r in runs)
+    return " / ".join(seen)
+
+
 def comparison(runs: Sequence[tuple[str, Mapping[str, Any]]], query_id: str) -> str:
-    """A Markdown table of the configurations, with p99 and throughput as ratios to the first one."""
+    """A Markdown table of the configurations, with p99, throughput and engine time as ratios to the first one.
+
+    The heading names the deadline the misses count against; ``engine s`` is the report's ``cost.engine_s``
+    (Spark's ``triggerExecution`` summed over the query's batches: what the configuration cost the engine).
+    """
     base = runs[0][1]["queries"][query_id]
     lines = [
-        "| configuration | batches | avg ms | p95 ms | p99 ms | max ms | rows/s | deadline miss | max latency, "
-        "first → last tenth (ms) | p99 ÷ first | throughput ÷ first |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| configuration | batches | avg ms | p95 ms | p99 ms | max ms | rows/s | deadline miss (> "
+        f"{deadline_text(runs, query_id)}) | max latency, first → last tenth (ms) | engine s | p99 ÷ first "
+        "| throughput ÷ first | engine s ÷ first |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, report in runs:
         q = report["queries"][query_id]
         lat = q["latency_ms"]
         first, last = max_latency_trend_ms(report, query_id)
-        p99_ratio = lat["p99"] / base["latency_ms"]["p99"] if base["latency_ms"]["p99"] else float("nan")
-        thr_ratio = (q["throughput_rows_per_s"] / base["throughput_rows_per_s"]
-                     if base["throughput_rows_per_s"] else float("nan"))
+        engine, base_engine = q.get("cost", {}).get("engine_s"), base.get("cost", {}).get("engine_s")
+        engine_ratio = _ratio(engine, base_engine) if engine is not None and base_engine is not None else float("nan")
         lines.append(
             f"| {label} | {q['batches']} | {lat['avg']:.0f} | {lat['p95']:.0f} | {lat['p99']:.0f} | {lat['max']:.0f} "
             f"| {q['throughput_rows_per_s']:.0f} | {q['deadline_miss_ratio']:.2f} | {first:.0f} → {last:.0f} "
-            f"| {p99_ratio:.2f} | {thr_ratio:.2f} |"
+            f"| {'n/a' if engine is None else f'{engine:.1f}'} | {_ratio(lat['p99'], base['latency_ms']['p99']):.2f} "
+            f"| {_ratio(q['throughput_rows_per_s'], base['throughput_rows_per_s']):.2f} | {engine_ratio:.2f} |"
         )
     return "\n".join(lines)
 
@@ -100,7 +117,7 @@ def _plots(out: Path, runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Pat
         return []
     bench_runs = [BenchRun(label, dict(report), baseline=i == 0) for i, (label, report) in enumerate(runs)]
     paths = write_outputs(out, "demo", bench_runs, summary="pacer demo: Spark's fixed trigger against pacer")
-    return [p for p in paths.values() if p.suffix in (".png", ".html")]
+    return sorted({p for p in paths.values() if p.suffix in (".png", ".html") and p.is_file()})
 
 
 def _run(args: argparse.Namespace, pm: PluginManager) -> int:
@@ -109,16 +126,19 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {str(out)!r} is a file; give a folder (it is created if missing)")
-    if args.duration <= 0:
+    if not args.duration > 0:
         raise UsageError(f"--duration must be > 0 seconds, got {args.duration:g}")
     static_label = f"spark trigger {args.trigger}"
     pacer_label = f"pacer {args.admission} + {args.scheduler}"
     configs = [
-        (static_label, _run_args(args, admission="asap", scheduler="fifo", trigger=args.trigger)),
+        (static_label, _run_args(args, admission=None, scheduler="fifo", trigger=args.trigger)),
         (pacer_label, _run_args(args, admission=args.admission, scheduler=args.scheduler, trigger=None)),
     ]
     checked = [(label, run_args, validate(run_args, pm)) for label, run_args in configs]  # before Spark starts
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)  # parents too, as pacer run --report does
+    except OSError as exc:
+        raise UsageError(f"--out: cannot create {str(out)!r} ({exc.strerror}); choose another folder") from None
     print(f"pacer demo: {args.workload} at {args.rate:g} rows/s for {args.duration:g} s per configuration, "
           f"{len(checked)} configurations, on {args.master}", flush=True)
     spark = build_session(args.master, "pacer demo", partitions=args.partitions)
@@ -139,12 +159,18 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     finally:
         spark.stop()
     table = comparison(runs, args.workload)
-    (out / "comparison.md").write_text(table + "\n")
-    plots = _plots(out, runs)
+    deadline = deadline_text(runs, args.workload)
+    heading = (f"{args.workload} at {args.rate:g} rows/s for {args.duration:g} s; deadline misses count datasets "
+               f"over {deadline} ({'--deadline' if args.deadline else 'the query window slide'})")
+    (out / "comparison.md").write_text(f"{heading}\n\n{table}\n")
+    written = _plots(out, runs)
+    pngs = [p for p in written if p.suffix == ".png"]
     print()
+    print(heading)
     print(table)
     print()
-    print(f"reports, comparison.md and {len(plots)} plots in {out}/")
+    html = " and demo.html" if any(p.suffix == ".html" for p in written) else ""
+    print(f"reports, comparison.md, {len(pngs)} PNG plot{'s' if len(pngs) != 1 else ''}{html} in {out}/")
     return status
 
 

@@ -1,7 +1,8 @@
-"""Source options shared by the driver and the reader process (parsed the same way on both sides)."""
+"""Source options shared by the driver and the reader process (parsed the same way on both sides), and durations."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +23,29 @@ def parse_address(value: str) -> tuple[str, int]:
     if not host or not port.isdigit():
         raise ValueError(f"option {OPT_ADDRESS} must look like HOST:PORT, got {value!r}")
     return host, int(port)
+
+
+def parse_seconds(value: str | float | None) -> float | None:
+    """``"10s"``, ``"500ms"``, ``"2min"``, ``"10"`` or a number -> seconds (None stays None).
+
+    :raises ValueError: for anything else.
+    """
+    if value is None or isinstance(value, (int, float)):
+        return None if value is None else float(value)
+    text = value.strip().lower().replace(" ", "")
+    number, factor = text, 1.0
+    for suffix, unit in (("ms", 1e-3), ("min", 60.0), ("m", 60.0), ("seconds", 1.0), ("second", 1.0),
+                         ("sec", 1.0), ("s", 1.0), ("h", 3600.0)):
+        if text.endswith(suffix):
+            number, factor = text[: -len(suffix)], unit
+            break
+    try:
+        seconds = float(number) * factor
+    except ValueError:
+        raise ValueError(f"cannot read a duration from {value!r}; write e.g. 10s, 500ms or 2min") from None
+    if not math.isfinite(seconds):
+        raise ValueError(f"duration {value!r} is not finite")
+    return seconds
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import tempfile
 import threading
 import time
@@ -19,14 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 
 from pacer import AdmissionDecision, Controller, Dataset, Devices, MicroBatch, OperatorDAG, QuerySpec, hookimpl
 from pacer.metrics import percentile
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.report import build_report
-from pacer_spark.options import OPT_ADDRESS, OPT_AUTHKEY, OPT_QUERY, GenPlan
+from pacer_spark import telemetry
+from pacer_spark.options import OPT_ADDRESS, OPT_AUTHKEY, OPT_QUERY, GenPlan, parse_seconds
 from pacer_spark.plan import dag_from_plan, operator_metrics, rapids_confs, rapids_loaded, read_plan
 from pacer_spark.pools import DEFAULT_LADDER, pool_for_share
 from pacer_spark.rpc import ControllerServer
@@ -74,30 +73,8 @@ class _Source:
     gate_wait_s: list[float] = field(default_factory=list)
     metrics_s: list[float] = field(default_factory=list)
     progress: list[dict[str, Any]] = field(default_factory=list)
+    shed: list[int] = field(default_factory=list)
     spark_batches: int = 0
-
-
-class _Listener(StreamingQueryListener):
-    """Records Spark's progress per query and marks terminated queries (releasing gate waiters)."""
-
-    def __init__(self, session: PacerSession) -> None:
-        self.session = session
-
-    def onQueryStarted(self, event: Any) -> None:
-        """Nothing to do."""
-
-    def onQueryProgress(self, event: Any) -> None:
-        """Keep Spark's own per-batch durations (walCommit, queryPlanning, addBatch, ...)."""
-        p = event.progress
-        self.session._on_progress(p.name, {"batchId": p.batchId, "durationMs": dict(p.durationMs),
-                                           "numInputRows": p.numInputRows})
-
-    def onQueryIdle(self, event: Any) -> None:
-        """Nothing to do."""
-
-    def onQueryTerminated(self, event: Any) -> None:
-        """Mark the query dead so no other batch waits for it."""
-        self.session._on_terminated(str(event.id), event.exception)
 
 
 class PacerSession:
@@ -126,6 +103,8 @@ class PacerSession:
         operator_metrics: bool,
         plugin_manager: PluginManager | None,
         checkpoint_root: str | None,
+        overload: str = "shed",
+        progress_timeout: float = telemetry.DEFAULT_PROGRESS_TIMEOUT_S,
     ) -> None:
         if deadline is not None and not deadline > 0:
             raise ValueError(f"deadline must be > 0 seconds, got {deadline}; omit it to use each window's slide")
@@ -145,12 +124,16 @@ class PacerSession:
         self.pm = plugin_manager or get_plugin_manager()
         self.replay = ReplayGuard()
         self.pm.register(self.replay, name="pacer-spark-replay-guard")
+        self.clock = telemetry.PinnedClock()  # reads a trigger's end while a batch completes (telemetry.py)
         self.controller = Controller(
-            clock=time.time, cores=self.cores, devices=Devices(cpu_cores=self.cores, gpus=gpu_count),
+            clock=self.clock, cores=self.cores, devices=Devices(cpu_cores=self.cores, gpus=gpu_count),
             scheduler=scheduler, scheduler_params=scheduler_params or None, plugin_manager=self.pm, fallback=fallback,
+            overload=overload,
         )
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
+        self.engine = telemetry.BatchCompletion(self.controller, self.cond, self.clock, self._completed,
+                                                progress_timeout)
         self.sources: dict[str, _Source] = {}
         self._by_run_id: dict[str, str] = {}
         self._started: set[str] = set()
@@ -164,7 +147,7 @@ class PacerSession:
         spark.dataSource.register(PacerGenDataSource)
         spark.dataSource.register(PacerFilesDataSource)
         self.server = ControllerServer(self._handle)
-        self.listener = _Listener(self)
+        self.listener = telemetry.ProgressListener(self)
         spark.streams.addListener(self.listener)
         self.closed = False
 
@@ -184,8 +167,13 @@ class PacerSession:
         window_range: float = 0.0,
         window_slide: float = 0.0,
         partitions: int | None = None,
+        max_rows: int = 0,
+        max_bytes: int = 0,
     ) -> QuerySpec:
         """Add a query to the Controller with its admission and placement strategies.
+
+        ``max_rows``/``max_bytes`` cap every admission (Spark's ``maxOffsetsPerTrigger`` /
+        ``maxBytesPerTrigger``; 0: no cap): the Controller trims a batch to the largest prefix within them.
 
         The operator DAG is the workload's template (``workload``), or ``dag``, or a minimal
         scan -> project -> sink chain (use :func:`pacer_spark.plan.dag_from_plan` on an executed
@@ -213,6 +201,7 @@ class PacerSession:
                 placement=placement or self.defaults["placement"],
                 admission_params={**self.default_params["admission"], **(admission_params or {})},
                 placement_params={**self.default_params["placement"], **(placement_params or {})},
+                max_rows=max_rows, max_bytes=max_bytes,
             )
         return spec
 
@@ -308,8 +297,13 @@ class PacerSession:
         trigger: str | None = None,
         watermark: float = 60.0,
         source_options: Mapping[str, str] | None = None,
+        max_rows: int = 0,
+        max_bytes: int = 0,
     ) -> StreamingQuery:
-        """Register, read and start one of the papers' workloads (``pacer-gen`` traffic, or ``files``)."""
+        """Register, read and start one of the papers' workloads (``pacer-gen`` traffic, or ``files``).
+
+        ``max_rows``/``max_bytes``: read caps per batch (see :meth:`register_query`).
+        """
         from pacer_spark.workloads import build_workload, noop_sink
         from pacer_workloads import WORKLOADS
 
@@ -318,7 +312,8 @@ class PacerSession:
         if trigger is not None:
             admission, admission_params = "asap", None
         self.register_query(qid, workload=workload, deadline=deadline, admission=admission, placement=placement,
-                            admission_params=admission_params, placement_params=placement_params)
+                            admission_params=admission_params, placement_params=placement_params,
+                            max_rows=max_rows, max_bytes=max_bytes)
         extra: dict[str, Any] = dict(source_options or {})
         if files is not None:
             df = self.read_stream(qid, FILES_FORMAT, path=files, format=file_format, stream=stream, **extra)
@@ -353,16 +348,23 @@ class PacerSession:
                 source.files[int(entry["index"])] = dict(entry)
             if source.next_index is None or source.next_index < start:
                 source.next_index = start  # datasets before ``start`` were processed by an earlier run
+            stale = self.engine.expire(query_id, time.time())  # its trigger never reported: completed as at its sink
+            if stale is not None:
+                self._warn_once(f"no-progress-{query_id}", "query %r: no progress event %.0f s after batch %s's "
+                                "sink; completed without its engine time", query_id, self.engine.timeout_s,
+                                stale.batch_id)
             if source.admitted_end is not None and start < source.admitted_end:
                 # another reader of the same query (a self-join), or a repeated ask: same answer
-                return {"end": source.admitted_end}
+                return {"end": source.admitted_end, "shed": source.shed}
             self._arrive_available(source, time.time())
             self.polls += 1
             batch = self.controller.poll(query_id)
             if batch is None:
                 return {"end": start}
             self._admitted(source, batch)
-            return {"end": source.admitted_end}
+            taken = {int(d.handle) for d in batch.datasets}  # the rest of [start, end) was shed: not to be read
+            source.shed = [i for i in range(start, source.admitted_end or start) if i not in taken]
+            return {"end": source.admitted_end, "shed": source.shed}
 
     def _dataset(self, source: _Source, index: int) -> Dataset | None:
         if source.gen is not None:
@@ -434,7 +436,7 @@ class PacerSession:
                 return
             self._wait_turn(query_id, batch_id, df)
             sink(df, spark_batch_id)
-            self._finish(query_id, batch_id)
+            self._finish(query_id, batch_id, spark_batch_id)
 
         return gated
 
@@ -526,7 +528,8 @@ class PacerSession:
                     break
                 dead = {b for b in decision.order if self._dead_batch(b)}
                 waiting = [b for b in decision.order if b not in self._started and b not in dead]
-                running = [b for b in decision.order if b in self._started and b not in dead]
+                running = [b for b in decision.order  # a sink-done batch is only committing: not running
+                           if b in self._started and b not in dead and not self.engine.awaiting(b)]
                 if waiting and waiting[0] == batch_id and len(running) < self.concurrency:
                     break
                 if time.time() - t0 > self.gate_timeout:
@@ -548,7 +551,9 @@ class PacerSession:
         source = self.sources.get(query_id)
         return source is not None and source.dead
 
-    def _finish(self, query_id: str, batch_id: str) -> None:
+    def _finish(self, query_id: str, batch_id: str, spark_batch_id: int) -> None:
+        """The sink returned: read the operator metrics (the next trigger replaces the executed plan), free the
+        gate and leave completion to the trigger's progress event, after commitOffsets (see telemetry.py)."""
         source = self.sources[query_id]
         metrics = []
         if self.collect_metrics and source.handle is not None:
@@ -562,11 +567,11 @@ class PacerSession:
             except Exception:
                 log.debug("no operator metrics for %s", batch_id, exc_info=True)
             source.metrics_s.append(time.perf_counter() - t0)
-        with self.cond:
-            self.controller.complete(batch_id, operator_metrics=metrics)
-            self._started.discard(batch_id)
-            source.ranges.pop(batch_id, None)
-            self.cond.notify_all()
+        self.engine.sink_done(query_id, telemetry.SinkDone(batch_id, spark_batch_id, time.time(), metrics))
+
+    def _completed(self, query_id: str, batch_id: str) -> None:
+        self._started.discard(batch_id)
+        self.sources[query_id].ranges.pop(batch_id, None)
 
     def _warn_once(self, key: str, message: str, *args: Any) -> None:
         if key not in self._warned:
@@ -575,18 +580,33 @@ class PacerSession:
 
     # ------------------------------------------------------------------ listener callbacks
 
-    def _on_progress(self, name: str, progress: dict[str, Any]) -> None:
-        source = self.sources.get(name)
-        if source is not None:
-            source.progress.append(progress)
+    def _on_progress(self, progress: telemetry.TriggerProgress) -> None:
+        """A trigger ended: keep Spark's durations and complete the batch it ran (the listener's thread)."""
+        with self.cond:
+            source = self.sources.get(progress.query)
+            if source is None:
+                return
+            source.progress.append(progress.as_json())
+            try:
+                self.engine.on_progress(progress)
+            except Exception as exc:  # a feedback hook raised without fallback: fail the query as foreachBatch did
+                log.error("query %r: completing batch %d failed: %s", progress.query, progress.batch_id, exc)
+                source.error = source.error or f"{type(exc).__name__}: {exc}"
+                source.dead = True
+                if source.handle is not None:
+                    threading.Thread(target=source.handle.stop, name="pacer-stop", daemon=True).start()
 
     def _on_terminated(self, run_id: str, exception: str | None) -> None:
         with self.cond:
             query_id = self._by_run_id.get(run_id)
             source = self.sources.get(query_id) if query_id else None
-            if source is not None:
+            if source is not None and query_id is not None:
                 source.dead = True
-                source.error = exception
+                source.error = source.error or exception
+                try:  # a batch still waiting: its trigger failed after the sink, or the query was stopped
+                    self.engine.give_up(query_id)
+                except Exception:
+                    log.exception("query %r: completing its last batch at termination failed", query_id)
             self.cond.notify_all()
 
     # ------------------------------------------------------------------ running and reporting
@@ -674,7 +694,9 @@ class PacerSession:
                     "notes": sorted({p.note for p in placements if p.note}),
                 },
                 "spark_batches": {q: s.spark_batches for q, s in self.sources.items()},
-                "spark_duration_ms_avg": {q: _avg_durations(s.progress) for q, s in self.sources.items()},
+                "spark_duration_ms_avg": {q: telemetry.average_durations(s.progress)
+                                          for q, s in self.sources.items()},
+                "engine": self.engine.summary(),
                 "errors": self.errors(),
                 "quarantined_rows": {q: _quarantined(s) for q, s in self.sources.items() if s.fmt == FILES_FORMAT},
             }
@@ -687,10 +709,6 @@ class PacerSession:
         if self.closed:
             return
         self.closed = True
-        try:
-            self.spark.streams.removeListener(self.listener)
-        except Exception:  # pragma: no cover - session already stopped
-            pass
         with self.cond:
             for source in self.sources.values():
                 source.dead = True
@@ -706,16 +724,13 @@ class PacerSession:
                 handle.stop()
             except Exception:  # already failing or stopped
                 log.debug("stopping %s", source.query_id, exc_info=True)
+        self.engine.settle(min(timeout, 2.0))  # the last triggers' progress events are on their way
+        try:
+            self.spark.streams.removeListener(self.listener)
+        except Exception:  # pragma: no cover - session already stopped
+            pass
         self.server.close()
         self.pm.unregister(self.replay)
-
-
-def _avg_durations(progress: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    totals: dict[str, float] = {}
-    for p in progress:
-        for key, value in p.get("durationMs", {}).items():
-            totals[key] = totals.get(key, 0.0) + float(value)
-    return {k: v / len(progress) for k, v in sorted(totals.items())} if progress else {}
 
 
 def _quarantined(source: _Source) -> int:
@@ -743,29 +758,6 @@ def _conf_params(spark: SparkSession, decision: str) -> dict[str, str]:
     return out
 
 
-def parse_seconds(value: str | float | None) -> float | None:
-    """``"10s"``, ``"500ms"``, ``"2min"``, ``"10"`` or a number -> seconds (None stays None).
-
-    :raises ValueError: for anything else.
-    """
-    if value is None or isinstance(value, (int, float)):
-        return None if value is None else float(value)
-    text = value.strip().lower().replace(" ", "")
-    number, factor = text, 1.0
-    for suffix, unit in (("ms", 1e-3), ("min", 60.0), ("m", 60.0), ("seconds", 1.0), ("second", 1.0),
-                         ("sec", 1.0), ("s", 1.0), ("h", 3600.0)):
-        if text.endswith(suffix):
-            number, factor = text[: -len(suffix)], unit
-            break
-    try:
-        seconds = float(number) * factor
-    except ValueError:
-        raise ValueError(f"cannot read a duration from {value!r}; write e.g. 10s, 500ms or 2min") from None
-    if not math.isfinite(seconds):
-        raise ValueError(f"duration {value!r} is not finite")
-    return seconds
-
-
 def attach(
     spark: SparkSession,
     *,
@@ -784,6 +776,7 @@ def attach(
     operator_metrics: bool = True,
     plugin_manager: PluginManager | None = None,
     checkpoint_root: str | None = None,
+    overload: str | None = None,
 ) -> PacerSession:
     """Attach pacer to ``spark``: a Controller, its RPC server, the gate, the listener and the pacer sources.
 
@@ -793,7 +786,8 @@ def attach(
     ``spark.pacer.fallback`` (true: a raising strategy falls back to its baseline),
     ``spark.pacer.param.<admission|scheduler|placement>.<name>``, ``spark.pacer.cores``,
     ``spark.pacer.gpus``, ``spark.pacer.gate.concurrency`` (1: batches run one at a time in the
-    scheduler's order), ``spark.pacer.gate.timeout`` (60 s).
+    scheduler's order), ``spark.pacer.gate.timeout`` (60 s), ``spark.pacer.overload`` (``shed``: drop the
+    datasets an overloaded query can no longer serve within its deadline, counted; ``keep``: only report it).
 
     :raises UnknownStrategyError: for a strategy no installed plugin provides.
     :raises ValueError: for a deadline <= 0 or a malformed value.
@@ -830,6 +824,7 @@ def attach(
         operator_metrics=operator_metrics,
         plugin_manager=pm,
         checkpoint_root=checkpoint_root,
+        overload=overload or _conf(spark, "overload", "shed") or "shed",
     )
 
 

@@ -6,6 +6,8 @@ offset to return (``start`` means "no batch now"); when the driver cannot be
 reached, the reader admits everything available and warns once, so a stream never
 stalls and never drops data. ``read(partition)`` rebuilds rows from the seed and
 offsets (``pacer-gen``) or from the files named in the partition (``pacer-files``).
+Datasets the Controller shed inside an admitted offset range are named in its reply and never
+read (a replay after a restart reads them: the reader process that knew is gone).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class AdmissionAgent:
         self._client: ControllerClient | None = None
         self._warned = False
         self._last_rtt_s: float | None = None
+        self.shed: set[int] = set()  # datasets the Controller shed: in an admitted offset range, never read
         if OPT_ADDRESS in options and OPT_AUTHKEY in options:
             self._client = ControllerClient(
                 parse_address(options[OPT_ADDRESS]),
@@ -91,6 +94,7 @@ class AdmissionAgent:
         if "error" in reply:
             raise RuntimeError(f"pacer admission for query {self.query_id!r} failed: {reply['error']}")
         end = int(reply["end"])
+        self.shed.update(int(i) for i in reply.get("shed", ()))
         return max(start, min(end, available_end)) if reply.get("bounded", True) else max(start, end)
 
     def close(self) -> None:
@@ -159,6 +163,7 @@ class GenStreamReader(DataSourceStreamReader):
         items = [
             (i, arrivals[i].rows, self.plan.start + arrivals[i].time - self.plan.period)
             for i in range(int(start["index"]), int(end["index"]))
+            if i not in self.agent.shed
         ]
         return [GenPartition(self.plan.stream, self.plan.seed, self.plan.period, tuple(p))
                 for p in split(items, self.plan.partitions)]
@@ -432,9 +437,9 @@ class FilesStreamReader(DataSourceStreamReader):
         return {"index": end}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
-        """One partition per file of ``[start, end)``."""
+        """One partition per file of ``[start, end)`` (files the Controller shed are skipped)."""
         entries = self.manifest.entries[int(start["index"]) : int(end["index"])]
-        return [FilesPartition((str(self.directory / e.name),)) for e in entries]
+        return [FilesPartition((str(self.directory / e.name),)) for e in entries if e.index not in self.agent.shed]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         """Parse the partition's files; malformed rows are quarantined or fail the batch (option ``malformed``)."""

@@ -1,0 +1,318 @@
+"""Engine time per micro-batch from Spark's ``StreamingQueryListener``: when a trigger ended and what it cost.
+
+A pacer batch on Spark is one trigger of the query: ``latestOffset`` (the admission decision),
+``walCommit``, ``queryPlanning``, ``addBatch`` (the scheduling gate and the user's sink, in
+``foreachBatch``) and ``commitOffsets``. The sink's end is therefore not the batch's end: Spark
+still writes the commit log before it starts the next trigger, and that time (about 90 ms for a
+trivial batch on 2 cores, more with state) is part of what every batch costs and of the latency of
+its datasets. Spark reports the trigger's span as ``durationMs.triggerExecution`` in the progress
+event it posts after ``commitOffsets``.
+
+So the Spark runtime completes a batch in the Controller when that progress event arrives, not at
+the end of ``foreachBatch``:
+
+- ``foreachBatch`` marks the batch *sink done* (:meth:`BatchCompletion.sink_done`) with the operator
+  metrics read from the executed plan (they must be read on the stream's thread, before the next
+  trigger replaces ``lastExecution``), and releases the gate for other queries' batches;
+- the listener matches the progress event's ``batchId`` to that mark and the session completes the
+  batch with ``engine_s = triggerExecution / 1000`` and the Controller's clock pinned to the
+  trigger's end (``timestamp + triggerExecution``), so ``completed_at`` and every dataset's latency
+  include ``commitOffsets``.
+
+Why not complete at the sink's end and amend later: the Controller feeds the batch to every
+strategy and to its service-time model when it completes; a later amendment would leave them
+trained on the shorter span. Completing on progress keeps "a query has at most one batch in
+flight" without extra locking: until the event arrives the query is still busy in the Controller,
+so the next ``latestOffset`` of the same query is answered "no batch yet" and Spark polls again
+after ``pollingDelay`` (10 ms). Should an event never come (the listener removed, a trigger that
+failed after its sink), the batch is completed without ``engine_s`` at its sink's end after
+``timeout_s``, at termination or at :meth:`PacerSession.stop`: exactly as before this change, so
+nothing stalls and the ledger stays exact.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from pyspark.sql.streaming.listener import StreamingQueryListener
+
+from pacer import Controller, OperatorMetric
+
+#: Seconds a sink-done batch waits for its progress event before it is completed without one.
+DEFAULT_PROGRESS_TIMEOUT_S = 10.0
+
+
+def parse_progress_timestamp(text: str | None) -> float | None:
+    """Spark's progress ``timestamp`` (ISO-8601 UTC, e.g. ``2025-01-31T10:00:00.123Z``) -> epoch seconds.
+
+    :return: None for a missing or unreadable value.
+    """
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class TriggerProgress:
+    """One trigger of a streaming query as Spark reported it after ``commitOffsets``.
+
+    :ivar query: the query's name (pacer's query id).
+    :ivar batch_id: Spark's batch id (the one ``foreachBatch`` was given).
+    :ivar started_at: epoch seconds the trigger started (None if unreadable).
+    :ivar durations_ms: ``durationMs`` (``triggerExecution``, ``walCommit``, ``addBatch``, ...).
+    :ivar rows: ``numInputRows``.
+    :ivar delivered_at: epoch seconds the listener received it.
+    """
+
+    query: str
+    batch_id: int
+    started_at: float | None
+    durations_ms: Mapping[str, float]
+    rows: int
+    delivered_at: float
+
+    @classmethod
+    def from_event(cls, progress: Any, *, now: float | None = None) -> TriggerProgress:
+        """Read a ``StreamingQueryProgress`` (the ``event.progress`` of ``onQueryProgress``)."""
+        return cls(
+            query=str(progress.name),
+            batch_id=int(progress.batchId),
+            started_at=parse_progress_timestamp(progress.timestamp),
+            durations_ms={str(k): float(v) for k, v in dict(progress.durationMs).items()},
+            rows=int(progress.numInputRows),
+            delivered_at=time.time() if now is None else now,
+        )
+
+    @property
+    def engine_s(self) -> float | None:
+        """``triggerExecution`` in seconds: latestOffset through commitOffsets (None if not reported)."""
+        ms = self.durations_ms.get("triggerExecution")
+        return ms / 1000.0 if ms is not None and math.isfinite(ms) and ms >= 0 else None
+
+    @property
+    def ended_at(self) -> float | None:
+        """Epoch seconds the trigger ended (start + triggerExecution), None when either is missing."""
+        if self.started_at is None or self.engine_s is None:
+            return None
+        return self.started_at + self.engine_s
+
+    def as_json(self) -> dict[str, Any]:
+        """The form kept in the session's per-query progress list."""
+        return {"batchId": self.batch_id, "durationMs": dict(self.durations_ms), "numInputRows": self.rows}
+
+
+class PinnedClock:
+    """The Controller's clock on Spark: the wall clock, except while :meth:`pinned` to a past instant.
+
+    The listener completes a batch a few milliseconds after its trigger ended; pinning the clock to
+    the trigger's end for that one ``Controller.complete`` call makes ``completed_at`` the instant
+    Spark finished, not the instant the event was delivered. Only use it under the session's lock.
+    """
+
+    def __init__(self) -> None:
+        self._pinned: float | None = None
+        self._owner: int | None = None
+
+    def __call__(self) -> float:
+        """Now, or the pinned instant for the thread that pinned it."""
+        if self._pinned is not None and self._owner == threading.get_ident():
+            return self._pinned
+        return time.time()
+
+    @contextmanager
+    def pinned(self, at: float) -> Iterator[None]:
+        """Read ``at`` from this clock (in this thread) inside the ``with`` block."""
+        self._pinned, self._owner = at, threading.get_ident()
+        try:
+            yield
+        finally:
+            self._pinned, self._owner = None, None
+
+
+@dataclass
+class SinkDone:
+    """A batch whose ``foreachBatch`` finished and whose trigger has not reported yet."""
+
+    batch_id: str
+    spark_batch_id: int
+    at: float
+    operator_metrics: Sequence[OperatorMetric] = field(default_factory=list)
+
+
+class BatchCompletion:
+    """Completes the Spark runtime's batches in the Controller when their trigger reports (module docstring).
+
+    Holds the sink-done batches waiting for their progress event (at most one per query) and what was
+    measured. Methods marked "lock held" expect the caller to hold ``cond``'s lock; the others take it.
+
+    :param controller: the session's Controller, built with ``clock`` as its clock.
+    :param cond: the session's condition; its lock guards every Controller call; notified on completion.
+    :param clock: the Controller's :class:`PinnedClock`.
+    :param completed: called (lock held) with ``(query_id, batch_id)`` after a batch completed.
+    :param timeout_s: seconds after the sink's end when a batch without a progress event is given up on.
+    """
+
+    def __init__(self, controller: Controller, cond: threading.Condition, clock: PinnedClock,
+                 completed: Callable[[str, str], None], timeout_s: float = DEFAULT_PROGRESS_TIMEOUT_S) -> None:
+        if not timeout_s > 0:
+            raise ValueError(f"progress timeout must be > 0 seconds, got {timeout_s}")
+        self.controller = controller
+        self.cond = cond
+        self.clock = clock
+        self.completed = completed
+        self.timeout_s = timeout_s
+        self._waiting: dict[str, SinkDone] = {}
+        self.lags_s: list[float] = []
+        self.from_progress = 0
+        self.without_progress = 0
+        self.trigger_s: dict[str, float] = {}
+        self.triggers: dict[str, int] = {}
+
+    def sink_done(self, query_id: str, done: SinkDone) -> None:
+        """``foreachBatch`` of ``done.batch_id`` returned; its trigger is committing (frees the gate)."""
+        with self.cond:
+            self._waiting[query_id] = done
+            self.cond.notify_all()
+
+    def awaiting(self, batch_id: str) -> bool:
+        """True while ``batch_id``'s sink is done and its progress event has not come (lock held)."""
+        return any(d.batch_id == batch_id for d in self._waiting.values())
+
+    def waiting(self) -> int:
+        """How many batches wait for their progress event."""
+        with self.cond:
+            return len(self._waiting)
+
+    def on_progress(self, progress: TriggerProgress) -> SinkDone | None:
+        """Complete the batch this progress event reports, at the trigger's end with its engine time.
+
+        Every event counts towards the query's total trigger time, pacer's batches or not (no-data
+        batches that advance a watermark are Spark's own).
+
+        :return: the completed batch; None for a no-data trigger or an event without a waiting batch.
+        :raises StrategyError: when a feedback hook raised and fallback is off (the batch is completed).
+        """
+        with self.cond:
+            query_id = progress.query
+            if progress.engine_s is not None:
+                self.trigger_s[query_id] = self.trigger_s.get(query_id, 0.0) + progress.engine_s
+                self.triggers[query_id] = self.triggers.get(query_id, 0) + 1
+            done = self._waiting.get(query_id)
+            if done is None or done.spark_batch_id != progress.batch_id:
+                return None
+            del self._waiting[query_id]
+            self.from_progress += 1
+            if progress.ended_at is not None:
+                self.lags_s.append(max(0.0, progress.delivered_at - progress.ended_at))
+            self._complete(query_id, done, progress)
+            return done
+
+    def _complete(self, query_id: str, done: SinkDone, progress: TriggerProgress | None) -> None:
+        """At the trigger's end with ``triggerExecution`` as engine time; without an event, at the sink's end."""
+        now = time.time()
+        end = progress.ended_at if progress is not None else done.at
+        at = now if end is None else min(max(end, done.at), now)
+        try:
+            with self.clock.pinned(at):
+                self.controller.complete(done.batch_id, operator_metrics=done.operator_metrics,
+                                         engine_s=progress.engine_s if progress is not None else None)
+        finally:
+            self.completed(query_id, done.batch_id)
+            self.cond.notify_all()
+
+    def expire(self, query_id: str, now: float) -> SinkDone | None:
+        """Complete the query's sink-done batch without engine time if it waited over ``timeout_s`` (lock held)."""
+        done = self._waiting.get(query_id)
+        if done is None or now - done.at < self.timeout_s:
+            return None
+        return self.give_up(query_id)
+
+    def give_up(self, query_id: str) -> SinkDone | None:
+        """Complete the query's sink-done batch without a progress event, at its sink's end (lock held)."""
+        done = self._waiting.pop(query_id, None)
+        if done is not None:
+            self.without_progress += 1
+            self._complete(query_id, done, None)
+        return done
+
+    def settle(self, timeout: float) -> None:
+        """Wait up to ``timeout`` s for the progress events on their way, then give up on the rest."""
+        limit = time.time() + timeout
+        while self.waiting() and time.time() < limit:
+            time.sleep(0.02)
+        with self.cond:
+            for query_id in list(self._waiting):
+                self.give_up(query_id)
+
+    def summary(self) -> dict[str, Any]:
+        """For the report's ``spark`` section: how batches were completed and the listener's delay."""
+        with self.cond:
+            lags = list(self.lags_s)
+            return {
+                "batches_completed_on_progress": self.from_progress,
+                "batches_completed_without_progress": self.without_progress,
+                "progress_delivery_ms_avg": 1e3 * sum(lags) / len(lags) if lags else None,
+                "progress_delivery_ms_max": 1e3 * max(lags) if lags else None,
+                "trigger_execution_s_total": dict(sorted(self.trigger_s.items())),
+                "triggers_reported": dict(sorted(self.triggers.items())),
+            }
+
+
+def average_durations(progress: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Spark's ``durationMs`` averaged over a query's progress events (ms per key)."""
+    totals: dict[str, float] = {}
+    for p in progress:
+        for key, value in p.get("durationMs", {}).items():
+            totals[key] = totals.get(key, 0.0) + float(value)
+    return {k: v / len(progress) for k, v in sorted(totals.items())} if progress else {}
+
+
+class ProgressSink(Protocol):
+    """What :class:`ProgressListener` reports to (the :class:`~pacer_spark.runtime.PacerSession`)."""
+
+    def _on_progress(self, progress: TriggerProgress) -> None: ...
+
+    def _on_terminated(self, run_id: str, exception: str | None) -> None: ...
+
+
+class ProgressListener(StreamingQueryListener):
+    """Forwards Spark's per-trigger progress (completing batches) and query terminations to the session."""
+
+    def __init__(self, session: ProgressSink) -> None:
+        self.session = session
+
+    def onQueryStarted(self, event: Any) -> None:
+        """Nothing to do."""
+
+    def onQueryProgress(self, event: Any) -> None:
+        """A trigger ended (after ``commitOffsets``): hand its durations to the session."""
+        self.session._on_progress(TriggerProgress.from_event(event.progress))
+
+    def onQueryIdle(self, event: Any) -> None:
+        """Nothing to do."""
+
+    def onQueryTerminated(self, event: Any) -> None:
+        """Mark the query dead so no other batch waits for it."""
+        self.session._on_terminated(str(event.id), event.exception)
+
+
+__all__ = [
+    "DEFAULT_PROGRESS_TIMEOUT_S",
+    "BatchCompletion",
+    "PinnedClock",
+    "ProgressListener",
+    "SinkDone",
+    "TriggerProgress",
+    "average_durations",
+    "parse_progress_timestamp",
+]

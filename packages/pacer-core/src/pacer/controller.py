@@ -404,7 +404,7 @@ class Controller(DecisionDispatch):
             cores_used=cores_used,
             engine_s=engine_s,
         )
-        q.service.observe(report.bytes, report.service_s)
+        q.service.observe(report.bytes, report.cost_s)
         q.overload.check(now, q.service)
         self.ledger.processed(batch.query_id, (d.id for d in batch.datasets))
         del self._running[batch_id]

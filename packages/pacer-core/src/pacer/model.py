@@ -481,7 +481,7 @@ class BatchReport:
 
     @property
     def service_s(self) -> float:
-        """Admission → completion: what the service-time model learns."""
+        """Admission → completion (queueing included)."""
         return self.completed_at - self.admitted_at
 
     @property

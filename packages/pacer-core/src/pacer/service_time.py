@@ -8,8 +8,10 @@ underestimates small batches and overestimates large ones, so a strategy that
 admits "when the predicted completion reaches the deadline" completes after it.
 
 :class:`ServiceTimeModel` learns ``service_s ≈ fixed_s + per_byte_s × bytes``
-online from every completed batch of one query — the time from its admission
-to its completion, as the runtime measures it — by recency-weighted least
+online from every completed batch of one query — what the batch cost the engine
+(:attr:`pacer.model.BatchReport.cost_s`: on Spark its whole trigger execution,
+``walCommit`` + ``queryPlanning`` + the sink + ``commitOffsets``, gate wait
+included; on the simulator its service time) — by recency-weighted least
 squares, and adds a safety margin taken from its own observed prediction error:
 the ``quantile`` (default 0.99) of actual ÷ predicted over the recent batches.
 The Controller feeds it; strategies read it as ``ctx.service``.
@@ -96,7 +98,7 @@ class ServiceTimeModel:
         return self.predict_raw(nbytes) * self.margin
 
     def observe(self, nbytes: int | float, service_s: float) -> None:
-        """Learn from a completed batch: ``nbytes`` took ``service_s`` from admission to completion."""
+        """Learn from a completed batch: ``nbytes`` cost the engine ``service_s`` seconds."""
         if service_s < 0 or math.isnan(service_s) or nbytes < 0:
             raise ValueError(f"service-time observation must be >= 0, got {service_s} s for {nbytes} bytes")
         if self._n:

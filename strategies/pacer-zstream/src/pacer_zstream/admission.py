@@ -127,9 +127,14 @@ class ZStreamAdmission:
         self.last = estimate
         if estimate.max_latency < self.deadline - self.slack:
             return AdmissionDecision.wait(f"MaxLat {estimate.max_latency:.2f}s < deadline {self.deadline:.2f}s")
-        count = self._prefix(buffer, buffering + scheduling, anal) if self.partial else len(buffer)
         first = anal(buffer[0].bytes)
-        if buffering + scheduling + first > self.deadline:
+        missing = buffering + scheduling + first > self.deadline
+        count = len(buffer)
+        if self.partial:
+            # When even the oldest dataset misses, trimming to it alone would only add per-batch costs:
+            # take what the engine processes within one deadline instead (never an unbounded batch).
+            count = self._prefix(buffer, 0.0 if missing else buffering + scheduling, anal)
+        if missing:
             self.predicted_misses += 1
             if not self.logged:
                 self.logged = True

@@ -105,3 +105,36 @@ def test_a_broken_entry_point_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [broken])
     with pytest.raises(PluginLoadError, match=r"pacer plugin 'ghost' \(pacer_no_such_module.plugin\).*failed to load.*PACER_PLUGINS"):
         get_plugin_manager()
+
+
+def test_feedback_and_catalogue_go_through_the_plugin_manager_so_wrappers_see_them() -> None:
+    from collections.abc import Generator
+
+    from pacer import Controller, Dataset, Operator, OperatorDAG, QuerySpec, hookimpl
+    from pacer.clock import ManualClock
+
+    seen: list[str] = []
+
+    class Wrapper:
+        @hookimpl(wrapper=True)
+        def pacer_batch_completed(self, ctx: object, report: object) -> Generator[None, object, object]:
+            seen.append("feedback")
+            return (yield)
+
+        @hookimpl(wrapper=True)
+        def pacer_strategies(self) -> Generator[None, object, object]:
+            seen.append("catalogue")
+            return (yield)
+
+    pm = get_plugin_manager(entry_points=False)
+    pm.register(Wrapper(), name="wrapper")
+    assert {s.name for s in pm.strategies()} >= {"asap", "fifo"}
+    clock = ManualClock()
+    c = Controller(clock=clock, cores=1, plugin_manager=pm, timer=None)
+    c.add_query(QuerySpec(id="q", dag=OperatorDAG.chain(Operator("scan#0", "scan"), Operator("sink#1", "sink"))))
+    c.arrive("q", Dataset("d", 0.0, 1, 1))
+    batch = c.poll("q")
+    assert batch is not None
+    c.start(batch.id)
+    c.complete(batch.id)
+    assert "catalogue" in seen and "feedback" in seen

@@ -64,7 +64,8 @@ class Controller(DecisionDispatch):
         serve within its deadline (see :class:`pacer.overload.OverloadMonitor`): ``"shed"``
         drops, before admission, the buffered datasets that can no longer meet the deadline
         (counted in the ledger and the report, logged), so latency stays bounded for what is
-        admitted; ``"keep"`` drops nothing and only reports the overload.
+        admitted; ``"keep"`` (the default: a library never drops data unless asked) drops nothing and
+        only reports the overload. ``pacer run`` and ``pacer sim`` default to ``"shed"``.
     :param service_quantile: the safety margin of every query's service-time model (0-1).
     """
 
@@ -79,7 +80,7 @@ class Controller(DecisionDispatch):
         plugin_manager: PluginManager | None = None,
         fallback: bool = False,
         timer: Clock | None = time.perf_counter,
-        overload: str = "shed",
+        overload: str = "keep",
         service_quantile: float = 0.99,
     ) -> None:
         if cores < 1:
@@ -107,6 +108,7 @@ class Controller(DecisionDispatch):
         self._scheduler_state = self._build_state(info, None, self._scheduler_params)
         self._scheduler_history = QueryHistory(maxlen=1)
         self._scheduler_service = ServiceTimeModel()
+        self._feedback_callers: list[tuple[str, Any, Any]] | None = None
 
     # ------------------------------------------------------------------ setup
 
@@ -420,13 +422,13 @@ class Controller(DecisionDispatch):
 
     def _feedback(self, q: QueryState, report: BatchReport) -> None:
         ctx = self._ctx(q, "feedback", "")
-        hook = self.pm.hook.pacer_batch_completed
-        for impl in reversed(hook.get_hookimpls()):
-            kwargs = {"ctx": ctx, "report": report}
+        if self._feedback_callers is None:
+            self._feedback_callers = self.pm.per_plugin_callers("pacer_batch_completed")
+        for plugin_name, _, caller in self._feedback_callers:
             try:
-                impl.function(*(kwargs[name] for name in impl.argnames))
+                caller(ctx=ctx, report=report)
             except Exception as exc:
-                error = StrategyError(impl.plugin_name, "feedback", q.spec.id, f"{type(exc).__name__}: {exc}")
+                error = StrategyError(plugin_name, "feedback", q.spec.id, f"{type(exc).__name__}: {exc}")
                 if not self.fallback:
                     raise error from exc
                 log.warning("%s; feedback ignored for this batch", error)

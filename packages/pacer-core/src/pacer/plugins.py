@@ -116,14 +116,32 @@ class PluginManager(pluggy.PluginManager):
         self._catalogue = None
         return result
 
+    def per_plugin_callers(self, name: str) -> list[tuple[str, Any, Any]]:
+        """``(plugin name, plugin, caller)`` for every plugin implementing hook ``name``, in registration order.
+
+        Each caller is a pluggy subset hook caller that runs that one plugin's implementation (plus any
+        hook wrappers) through the plugin manager, so ``PACER_TRACE`` and wrappers see every call, while
+        the caller can tell which plugin answered or raised.
+        """
+        hook = getattr(self.hook, name)
+        impls = hook.get_hookimpls()
+        wrappers = {id(i.plugin) for i in impls if i.hookwrapper or i.wrapper}
+        plugins = [p for _, p in self.list_name_plugin()]
+        callers = []
+        for impl in reversed(impls):  # registration order
+            if impl.hookwrapper or impl.wrapper:
+                continue
+            others = [p for p in plugins if p is not impl.plugin and id(p) not in wrappers]
+            callers.append((impl.plugin_name, impl.plugin, self.subset_hook_caller(name, remove_plugins=others)))
+        return callers
+
     def strategies(self) -> list[StrategyInfo]:
         """Every declared strategy, with its package and version filled in."""
         if self._catalogue is None:
             found: list[StrategyInfo] = []
-            impls = self.hook.pacer_strategies.get_hookimpls()
-            for impl in reversed(impls):  # registration order
-                dist, version = self._dist_of.get(id(impl.plugin), ("", ""))
-                declared = cast("Iterable[StrategyInfo]", impl.function() or ())
+            for _, plugin, caller in self.per_plugin_callers("pacer_strategies"):
+                dist, version = self._dist_of.get(id(plugin), ("", ""))
+                declared = [info for answer in caller() for info in cast("Iterable[StrategyInfo]", answer or ())]
                 for info in declared:
                     found.append(replace(info, package=info.package or dist, version=info.version or version))
             self._catalogue = found

@@ -66,13 +66,18 @@ def _step(state: DStreamState, seq: int, nbytes: int) -> dict[str, Device]:
 
 
 def test_explore_tries_each_device_once_per_bucket_then_exploits() -> None:
-    state = _state(theta="summed")
+    state = _state(theta="summed", metric_transfer="excluded")
     assert _step(state, 1, 150_000) == {"scan": "cpu", "filter": "cpu", "agg": "cpu", "sink": "cpu"}  # nothing known
     assert _step(state, 2, 160_000) == {"scan": "gpu", "filter": "gpu", "agg": "gpu", "sink": "cpu"}  # GPU untried
     # both known in bucket 1: scan is cheaper on the CPU (0.2 vs 0.3 + transfer), filter and agg on the GPU
     assert _step(state, 3, 170_000) == {"scan": "cpu", "filter": "gpu", "agg": "gpu", "sink": "cpu"}
-    # a batch of another size starts its own exploration
-    assert set(_step(state, 4, 5_000_000).values()) == {"cpu"}
+    # a larger bucket starts from bucket 1's estimates as lower bounds (cold_start=bound, the default)
+    assert _step(state, 4, 5_000_000) == {"scan": "cpu", "filter": "gpu", "agg": "gpu", "sink": "cpu"}
+    # the paper's letter (cold_start=zero): a new bucket is all zeros and ties go to the CPU
+    zero = _state(theta="summed", metric_transfer="excluded", cold_start="zero")
+    for seq, nbytes in ((1, 150_000), (2, 160_000)):
+        _step(zero, seq, nbytes)
+    assert set(_step(zero, 3, 5_000_000).values()) == {"cpu"}
     table = state.monitor.tables[1]
     assert table.batches == 3
     # theta=summed: CPU task seconds summed over partitions (2 × 2.0) over the 2 cores used
@@ -80,8 +85,70 @@ def test_explore_tries_each_device_once_per_bucket_then_exploits() -> None:
     assert table.get("filter", "gpu").t_exec == pytest.approx(0.2)  # type: ignore[union-attr]
 
 
+def test_unmeasured_gpu_is_tried_when_every_batch_lands_in_a_larger_new_bucket() -> None:
+    """Issue 13: under load the first all-CPU batch is large, the next larger still, each in a bucket never seen.
+
+    An entry never measured in the batch's bucket is estimated from below (its estimate in the nearest smaller
+    bucket, 0 when it never ran anywhere), so the unmeasured GPU is tried before it is trusted to be worse.
+    """
+    state = _state()
+    all_gpu = {"scan": "gpu", "filter": "gpu", "agg": "gpu", "sink": "cpu"}
+    assert set(_step(state, 1, 1_500_000).values()) == {"cpu"}  # nothing known anywhere: ties go to the CPU
+    notes = []
+    for seq, nbytes in ((2, 5_000_000), (3, 9_000_000), (4, 9_000_000)):
+        placement = state.place(_batch(seq, nbytes), DAG, GPU)
+        assert dict(placement.devices) == all_gpu
+        notes.append(placement.note)
+        state.completed(_report(_batch(seq, nbytes), placement.devices), DAG, SPEC.partitions)
+    # bucket 14: the GPU never ran anywhere (0) and the CPU is bounded by bucket 10's 0.4 / 4.0 / 6.0 s
+    assert notes[0].startswith("exploring 4 unmeasured, bucket 14, new bucket")
+    # bucket 18: nothing measured there, bounded by buckets 10 (CPU) and 14 (GPU); the sink's CPU entry is new too
+    assert notes[1].startswith("exploring 4 unmeasured, bucket 18, new bucket")
+    # the CPU's bounds in bucket 18 (from bucket 10) already exceed what the GPU measured there: not tried
+    assert notes[2].startswith("exploiting, bucket 18")
+    # the paper's letter (cold_start=zero): every new bucket is all zeros, ties go to the CPU, the GPU is never tried
+    zero = _state(cold_start="zero")
+    assert [set(_step(zero, i, n).values()) for i, n in enumerate((1_500_000, 5_000_000, 9_000_000))] == [{"cpu"}] * 3
+
+
+def test_lower_bound_comes_from_the_nearest_smaller_bucket() -> None:
+    state = _state()
+    kw = {"beta": 0.5, "t_init": 0.0, "bandwidth": 1.0}
+    state.monitor.table(2).update("filter", "gpu", 2.0, 1.0, [], **kw)
+    state.monitor.table(7).update("filter", "gpu", 7.0, 1.0, [], **kw)
+    assert state.monitor.lower_bound_entry(5, "filter", "gpu").t_exec == 2.0  # type: ignore[union-attr]
+    assert state.monitor.lower_bound_entry(9, "filter", "gpu").t_exec == 7.0  # type: ignore[union-attr]
+    assert state.monitor.lower_bound_entry(2, "filter", "gpu") is None  # only smaller buckets bound it
+    assert state.monitor.lower_bound_entry(9, "filter", "cpu") is None
+
+
+def test_theta_drops_the_transfer_the_runtimes_time_includes() -> None:
+    """Issue 9: pacer_sim's operator time holds the PCIe transfer into the operator; the mapper adds Eq. 3 on the
+    crossing edge, so θ must not hold it too. On Spark with RAPIDS (transitions are plan nodes of their own) the
+    time holds none: ``metric_transfer="excluded"`` takes it as is."""
+    nbytes = 150_000
+    trans = 0.01 + nbytes / 2.0e9  # Eq. 3 with the defaults t_init_s=0.01, bandwidth_bytes_per_s=2e9
+    devices: dict[str, Device] = {"scan": "gpu", "filter": "cpu", "agg": "gpu", "sink": "cpu"}
+    measured = {"scan": 0.3 + trans, "filter": 2.0 + trans, "agg": 0.3 + trans, "sink": 0.1 + trans}
+    metrics = tuple(OperatorMetric(op, d, measured[op], nbytes) for op, d in devices.items())
+    report = BatchReport("q#1", "q", 1, 0, 0, 1, nbytes, 1, (), 0, 0, placement=Placement(devices, "dstream"),
+                         operator_metrics=metrics)
+    included, excluded = _state(), _state(metric_transfer="excluded")
+    for state in (included, excluded):
+        state.completed(report, DAG, SPEC.partitions)
+    table = included.monitor.tables[1]
+    for op, device in devices.items():  # every operator here sits across a device boundary from its input
+        entry = table.get(op, device)
+        assert entry is not None
+        assert entry.theta == pytest.approx(measured[op] - trans) and entry.t_exec == entry.theta
+        assert entry.t_trans == pytest.approx(trans) and entry.total == pytest.approx(measured[op])  # Eq. 1: once
+    assert excluded.monitor.tables[1].get("agg", "gpu").t_exec == pytest.approx(0.3 + trans)  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="metric_transfer"):
+        _state(metric_transfer="both")
+
+
 def test_nearest_cold_start_borrows_from_the_closest_bucket() -> None:
-    state = _state(cold_start="nearest", theta="summed")
+    state = _state(cold_start="nearest", theta="summed", metric_transfer="excluded")
     _step(state, 1, 150_000)
     _step(state, 2, 150_000)
     assert _step(state, 3, 420_000) == {"scan": "cpu", "filter": "gpu", "agg": "gpu", "sink": "cpu"}
@@ -127,7 +194,7 @@ def test_no_gpu_on_offer_and_no_metrics() -> None:
     assert state.completed(report, DAG, 2) == 0
 
 
-@pytest.mark.parametrize(("key", "value"), [("beta", 1.5), ("cold_start", "guess"), ("theta", "x"), ("bandwidth_bytes_per_s", 0)])
+@pytest.mark.parametrize(("key", "value"), [("beta", 1.5), ("cold_start", "explore"), ("theta", "x"), ("bandwidth_bytes_per_s", 0), ("metric_transfer", "")])
 def test_rejects_bad_parameters(key: str, value: object) -> None:
     with pytest.raises(ValueError, match="dstream"):
         _state(**{key: value})
@@ -152,7 +219,9 @@ def test_controller_with_manual_clock() -> None:
     pm = get_plugin_manager(allowed=["dstream"])
     c = Controller(clock=clock, cores=2, devices=GPU, plugin_manager=pm, timer=None)
     # metrics as Spark SQL reports them: CPU task time summed over the 2 partitions
-    c.add_query(SPEC, admission="asap", placement="dstream", placement_params={"theta": "summed"})
+    c.add_query(
+        SPEC, admission="asap", placement="dstream", placement_params={"theta": "summed", "metric_transfer": "excluded"}
+    )
     seen = []
     for i in range(4):
         c.arrive("q", Dataset(f"d{i}", clock.now, 150_000, 1000))

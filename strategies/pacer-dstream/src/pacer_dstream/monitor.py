@@ -40,6 +40,16 @@ def transition_cost(size: float, *, t_init: float, bandwidth: float) -> float:
     return t_init + size / bandwidth
 
 
+def input_transfer(size: float, upstream: Iterable[Device], device: Device, *, t_init: float, bandwidth: float) -> float:
+    """Eq. 3 over an operator's inputs: one transition per input on another device, each carrying an equal share.
+
+    :param upstream: the devices its inputs came from (none: a source, fed from the host, ``"cpu"``).
+    """
+    inputs = list(upstream) or ["cpu"]
+    share = size / len(inputs)
+    return sum(transition_cost(share, t_init=t_init, bandwidth=bandwidth) for d in inputs if d != device)
+
+
 def ema(previous: float | None, observed: float, beta: float) -> float:
     """Eq. 2; the first observation of an entry starts the average."""
     return observed if previous is None else beta * previous + (1.0 - beta) * observed
@@ -82,16 +92,14 @@ class CostTable:
     ) -> CostEntry:
         """Record one execution of ``op_id`` on ``device`` (Fig. 4, steps 2-4).
 
-        :param theta: θ(i,j), the measured execution time in seconds.
+        :param theta: θ(i,j), the measured execution time in seconds, without any transfer (Eq. 3 is added here).
         :param size: Size(i,j), bytes the operator processed.
         :param upstream: the devices its inputs came from in this batch (the host, ``"cpu"``,
             for a source); each input on another device costs one transition, carrying an
             equal share of ``size``.
         :return: the updated entry with T_exec(i,j), T_trans(i,j) and T(i,j).
         """
-        inputs = list(upstream) or ["cpu"]
-        share = size / len(inputs)
-        t_trans = sum(transition_cost(share, t_init=t_init, bandwidth=bandwidth) for d in inputs if d != device)
+        t_trans = input_transfer(size, upstream, device, t_init=t_init, bandwidth=bandwidth)
         old = self.entries.get((op_id, device))
         t_exec = ema(old.t_exec if old else None, theta, beta)
         entry = CostEntry(
@@ -136,3 +144,11 @@ class Monitor:
             if best is None or key < best:
                 best = key
         return self.tables[best[1]].entries[(op_id, device)] if best is not None else None
+
+    def lower_bound_entry(self, index: int, op_id: str, device: Device) -> CostEntry | None:
+        """The entry of the largest *smaller* bucket that has one: a lower bound when costs grow with size."""
+        best: int | None = None
+        for other, table in self.tables.items():
+            if other < index and (best is None or other > best) and (op_id, device) in table.entries:
+                best = other
+        return self.tables[best].entries[(op_id, device)] if best is not None else None

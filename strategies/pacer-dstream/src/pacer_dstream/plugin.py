@@ -24,7 +24,11 @@ PARAMS: tuple[Param, ...] = (
     Param("bucket_small_bytes", 100_000.0, "index-table bucket width below the threshold (100 KB)"),
     Param("bucket_threshold_bytes", 1_000_000.0, "batch size where buckets widen (1000 KB)"),
     Param("bucket_large_bytes", 1_000_000.0, "index-table bucket width above the threshold (1000 KB)"),
-    Param("cold_start", "explore", "entry never measured in this bucket: explore (cost 0, tried once) or nearest"),
+    Param(
+        "cold_start", "bound",
+        "entry never measured in this bucket costs: bound (its estimate in the nearest smaller bucket, a lower bound "
+        "as costs grow with size; 0 when none), zero (the paper's 0) or nearest (the nearest bucket's, else 0)",
+    ),
     Param(
         "theta", "reported",
         "θ from a metric: reported (its time as is: the operator's wall time in the batch, as pacer_sim reports it), "
@@ -32,6 +36,11 @@ PARAMS: tuple[Param, ...] = (
         "or per-partition (time / partitions)",
     ),
     Param("gpu_parallelism", 1.0, "partitions a GPU runs at once, for theta=summed"),
+    Param(
+        "metric_transfer", "included",
+        "whether a metric's time holds the PCIe transfer into the operator: included (pacer_sim; θ = time - Eq. 3) "
+        "or excluded (Spark with RAPIDS: transitions are plan nodes of their own)",
+    ),
 )
 
 

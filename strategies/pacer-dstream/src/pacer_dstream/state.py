@@ -8,11 +8,14 @@ from typing import Any
 
 from pacer.model import BatchReport, Device, Devices, MicroBatch, OperatorDAG, Placement, QuerySpec
 from pacer_dstream.mapper import CompiledDAG, Path, shortest_path
-from pacer_dstream.monitor import CostEntry, CostTable, Monitor
+from pacer_dstream.monitor import CostEntry, CostTable, Monitor, input_transfer, transition_cost
 
 NAME = "dstream"
-COLD_STARTS = ("explore", "nearest")
+COLD_STARTS = ("bound", "zero", "nearest")
 THETA_BASES = ("reported", "summed", "per-partition")
+METRIC_TRANSFERS = ("included", "excluded")
+#: what a placement's note starts with when its plan uses an entry never measured in the batch's bucket
+EXPLORING = "exploring"
 
 
 class DStreamState:
@@ -30,6 +33,7 @@ class DStreamState:
         self.cold_start = str(params["cold_start"])
         self.theta_basis = str(params["theta"])
         self.gpu_parallelism = float(params["gpu_parallelism"])
+        self.metric_transfer = str(params["metric_transfer"])
         if not 0.0 <= self.beta <= 1.0:
             raise ValueError(f"dstream: beta must be in [0, 1], got {self.beta}")
         if self.t_init < 0 or self.bandwidth <= 0:
@@ -38,6 +42,12 @@ class DStreamState:
             raise ValueError(f"dstream: cold_start must be one of {COLD_STARTS}, got {self.cold_start!r}")
         if self.theta_basis not in THETA_BASES:
             raise ValueError(f"dstream: theta must be one of {THETA_BASES}, got {self.theta_basis!r}")
+        if self.metric_transfer not in METRIC_TRANSFERS:
+            raise ValueError(
+                f"dstream: metric_transfer must be one of {METRIC_TRANSFERS}, got {self.metric_transfer!r} "
+                "(included: the runtime's operator times hold the PCIe transfer, as pacer_sim's do; "
+                "excluded: they do not, as on Spark with RAPIDS)"
+            )
         if self.gpu_parallelism <= 0:
             raise ValueError(f"dstream: gpu_parallelism must be > 0, got {self.gpu_parallelism}")
         self.monitor = Monitor(
@@ -58,12 +68,17 @@ class DStreamState:
 
     # ------------------------------------------------------------------ Device Mapper
 
-    def _estimate(self, table: CostTable | None, index: int, op_id: str, device: Device) -> float:
+    def _estimate(self, table: CostTable | None, index: int, op_id: str, device: Device) -> tuple[float, bool]:
+        """T_exec of ``op_id`` on ``device`` for a batch of bucket ``index``, and whether it was measured there."""
         entry: CostEntry | None = table.get(op_id, device) if table is not None else None
-        if entry is None and self.cold_start == "nearest":
+        if entry is not None:
+            return entry.t_exec, True
+        if self.cold_start == "bound":
+            entry = self.monitor.lower_bound_entry(index, op_id, device)
+        elif self.cold_start == "nearest":
             entry = self.monitor.nearest_entry(index, op_id, device)
-        # Never run here (explore, or nothing to borrow): optimistic 0, so the path tries it once.
-        return entry.t_exec if entry is not None else 0.0
+        # Never run here: an optimistic estimate (0 when nothing else is known), so the path tries it.
+        return (entry.t_exec if entry is not None else 0.0), False
 
     def place(self, batch: MicroBatch, dag: OperatorDAG, devices: Devices) -> Placement:
         """Build G_d's costs from the batch's bucket and take the shortest path."""
@@ -74,21 +89,31 @@ class DStreamState:
         gpu_ok = devices.has_gpu
         cpu: list[float] = []
         gpu: list[float] = []
+        measured: list[tuple[bool, bool]] = []
         edge_trans: list[float] = []
         sink_trans: list[float] = []
         for i, op_id in enumerate(compiled.ids):
-            cpu.append(self._estimate(table, index, op_id, "cpu"))
-            allowed = gpu_ok and not compiled.cpu_only[i]
-            gpu.append(self._estimate(table, index, op_id, "gpu") if allowed else math.inf)
+            on_cpu, cpu_known = self._estimate(table, index, op_id, "cpu")
+            cpu.append(on_cpu)
+            on_gpu, gpu_known = math.inf, True
+            if gpu_ok and not compiled.cpu_only[i]:
+                on_gpu, gpu_known = self._estimate(table, index, op_id, "gpu")
+            gpu.append(on_gpu)
+            measured.append((cpu_known, gpu_known))
             size = sizes.get(op_id, float(batch.bytes))
             inputs = max(1, len(compiled.parents[i]))
             edge_trans.append(self.t_init + size / inputs / self.bandwidth)
             sink_trans.append(self.t_init + size / self.bandwidth)
         path = shortest_path(compiled, cpu, gpu, edge_trans, sink_trans)
         self.last_path = path
-        explored = "" if table is not None and table.batches else " (new bucket)"
-        note = f"bucket {index}{explored}, estimated {path.cost:.4f}s" + ("" if gpu_ok else ", no GPU on offer")
-        return Placement(devices=dict(zip(compiled.ids, path.devices, strict=True)), strategy=NAME, note=note)
+        untried = sum(1 for d, known in zip(path.devices, measured, strict=True) if not known[d == "gpu"])
+        parts = [f"{EXPLORING} {untried} unmeasured" if untried else "exploiting", f"bucket {index}"]
+        if table is None or not table.batches:
+            parts.append("new bucket")
+        parts.append(f"estimated {path.cost:.6f}s")
+        if not gpu_ok:
+            parts.append("no GPU on offer")
+        return Placement(devices=dict(zip(compiled.ids, path.devices, strict=True)), strategy=NAME, note=", ".join(parts))
 
     # ------------------------------------------------------------------ Monitor
 
@@ -102,6 +127,14 @@ class DStreamState:
             return self.gpu_parallelism
         cores = report.cores_used if report.cores_used and report.cores_used > 0 else partitions
         return float(max(1.0, min(partitions, cores)))
+
+    def transfer_in(self, compiled: CompiledDAG, op_id: str, device: Device, size: float, upstream: list[Device]) -> float:
+        """The transfer the mapper charges ``op_id`` on ``device`` with inputs from ``upstream``: Eq. 3 on every
+        crossing input edge (a source is fed from the host) and, for a GPU-placed sink, its result back to the host."""
+        seconds = input_transfer(size, upstream, device, t_init=self.t_init, bandwidth=self.bandwidth)
+        if device == "gpu" and compiled.is_sink[compiled.position[op_id]]:
+            seconds += transition_cost(size, t_init=self.t_init, bandwidth=self.bandwidth)
+        return seconds
 
     def completed(self, report: BatchReport, dag: OperatorDAG, partitions: int) -> int:
         """Fold the batch's operator metrics into its bucket's cost table; return how many were used.
@@ -132,6 +165,11 @@ class DStreamState:
                 parent = merged.get(parent_id)
                 upstream.append(parent[0] if parent is not None else placed.get(parent_id, "cpu"))
             theta = seconds / self._parallelism(device, report, partitions)
+            if self.metric_transfer == "included":
+                # The runtime's time holds the transfer into this operator (and a GPU sink's result back to the
+                # host); the mapper adds Eq. 3 on crossing edges, so θ keeps only the execution: counted once.
+                theta -= self.transfer_in(compiled, op_id, device, size, upstream)
+            theta = max(0.0, theta)
             table.update(
                 op_id, device, theta, size, upstream, beta=self.beta, t_init=self.t_init, bandwidth=self.bandwidth
             )

@@ -19,7 +19,7 @@ BOUND = 1.05
 def test_under_load_dstream_processes_within_5_percent_of_the_better_single_device(
     reproduce: ModuleType, seed: int
 ) -> None:
-    """lr3, random traffic, asap admission, 1 GPU, 600 s: what ``pacer sim ... --placement dstream --gpus 1`` runs.
+    """lr3, random traffic, asap admission, 1 GPU, 600 s: ``pacer sim ... --placement dstream --gpus 1 --overload keep``.
 
     At 40 000 rows/s the first all-CPU batch is large and every later batch falls in a bucket never measured; dStream
     used to stay on the CPU the whole run (84x gpu-only's processing time).

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pacer.plugins import PluginManager, get_plugin_manager
+from pacer.plugins import PluginLoadError, PluginManager, get_plugin_manager
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,11 @@ def build_parser(pm: PluginManager) -> tuple[argparse.ArgumentParser, dict[str, 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``pacer`` script."""
-    pm = get_plugin_manager()
+    try:
+        pm = get_plugin_manager()
+    except PluginLoadError as exc:
+        print(f"pacer: error: {exc}", file=sys.stderr)
+        return 2
     parser, commands = build_parser(pm)
     args = parser.parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)

@@ -10,8 +10,10 @@ Apache-2.0) ships, inside its jar:
   GPU. Neither a streaming state store exec nor Spark's stream-stream join is listed.
 
 pacer never copies these files: :func:`load_gpu_profile` resolves the jar with
-:func:`pacer.jars.resolve` (``mvn`` into ``~/.cache/pacer/maven`` once) and reads both CSVs
-from it; :func:`rapids_cost_model` turns them into the simulator's GPU curves: per operator
+:func:`pacer.jars.resolve` (``mvn`` into ``~/.cache/pacer/maven`` once) or, where the Maven
+repository does not carry it, takes it out of NVIDIA's ``spark-rapids-user-tools`` wheel
+(``pip download --no-deps``, never installed: it pins ``pyspark<4``) into the same cache, and
+reads both CSVs from it; :func:`rapids_cost_model` turns them into the simulator's GPU curves: per operator
 kind, ``gpu_per_mb = cpu_per_mb / score`` of the exec that kind stands for
 (:data:`KIND_EXECS`), and every operator whose exec has no GPU implementation runs on the CPU.
 """
@@ -23,6 +25,9 @@ import dataclasses
 import io
 import os
 import re
+import subprocess
+import sys
+import tempfile
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,8 +38,10 @@ from pacer_sim.costs import CostModel, OperatorCost
 
 TOOLS_GROUP = "com.nvidia"
 TOOLS_ARTIFACT = "rapids-4-spark-tools_2.12"
-#: The newest release found (Scala index, 2026-02: 25.12.7); overridable with ``$PACER_RAPIDS_TOOLS_VERSION``.
-TOOLS_VERSION = "25.12.7"
+#: The release pinned (the jar inside spark-rapids-user-tools 26.8.4, 2026-10); ``$PACER_RAPIDS_TOOLS_VERSION`` overrides.
+TOOLS_VERSION = "26.08.4"
+#: The PyPI distribution that carries the same jar (the fallback where Maven lacks it).
+TOOLS_WHEEL = "spark-rapids-user-tools"
 VERSION_ENV = "PACER_RAPIDS_TOOLS_VERSION"
 DEFAULT_GPU_PROFILE = "onprem-a100"
 #: ``--gpu-profile`` value that keeps the built-in curves without looking for the jar.
@@ -159,9 +166,50 @@ def load_gpu_profile(profile: str = DEFAULT_GPU_PROFILE, *, version: str | None 
     if not _PROFILE_NAME.match(profile):
         raise ValueError(f"GPU profile {profile!r} looks like <platform>-<gpu>, e.g. {DEFAULT_GPU_PROFILE}")
     version = version or tools_version()
-    jar = jars.resolve(TOOLS_GROUP, TOOLS_ARTIFACT, version)
-    return read_tools_jar(jar, profile, source=f"{TOOLS_GROUP}:{TOOLS_ARTIFACT}:{version} "
-                                               f"operatorsScore-{profile}.csv + supportedExecs.csv")
+    cached_from_wheel = jars.cache_dir() / "pypi" / f"{TOOLS_ARTIFACT}-{version}.jar"
+    try:
+        if cached_from_wheel.is_file():
+            raise jars.JarResolutionError("taken from the wheel before")
+        jar = jars.resolve(TOOLS_GROUP, TOOLS_ARTIFACT, version)
+        origin = f"{TOOLS_GROUP}:{TOOLS_ARTIFACT}:{version}"
+    except jars.JarResolutionError as maven_error:
+        try:
+            jar = tools_jar_from_wheel(version)
+        except jars.JarResolutionError as wheel_error:
+            raise jars.JarResolutionError(f"{maven_error}; and from PyPI: {wheel_error}") from wheel_error
+        origin = f"{TOOLS_ARTIFACT}-{version}.jar from the {TOOLS_WHEEL} wheel"
+    return read_tools_jar(jar, profile, source=f"{origin} operatorsScore-{profile}.csv + supportedExecs.csv")
+
+
+def tools_jar_from_wheel(version: str) -> Path:
+    """The tools jar taken out of NVIDIA's ``spark-rapids-user-tools`` wheel (downloaded, never installed), cached.
+
+    :raises pacer.jars.JarResolutionError: pip cannot download the wheel, or it holds no such jar.
+    """
+    target = jars.cache_dir() / "pypi" / f"{TOOLS_ARTIFACT}-{version}.jar"
+    if target.is_file():
+        return target
+    wheel_version = ".".join(str(int(part)) for part in version.split("."))  # 26.08.4 -> 26.8.4
+    with tempfile.TemporaryDirectory(prefix="pacer-rapids-tools-") as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", tmp,
+               f"{TOOLS_WHEEL}=={wheel_version}"]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise jars.JarResolutionError(f"pip download {TOOLS_WHEEL}=={wheel_version} failed: {exc}") from exc
+        wheels = sorted(Path(tmp).glob("*.whl"))
+        if done.returncode != 0 or not wheels:
+            last = (done.stderr.strip().splitlines() or ["no wheel downloaded"])[-1]
+            raise jars.JarResolutionError(f"pip download {TOOLS_WHEEL}=={wheel_version} failed: {last}")
+        with zipfile.ZipFile(wheels[0]) as wheel:
+            members = [n for n in wheel.namelist() if n.endswith(f"/{TOOLS_ARTIFACT}-{version}.jar")]
+            if not members:
+                raise jars.JarResolutionError(f"{wheels[0].name} holds no {TOOLS_ARTIFACT}-{version}.jar")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_suffix(".part")
+            partial.write_bytes(wheel.read(members[0]))
+            partial.replace(target)
+    return target
 
 
 def rapids_cost_model(profile: GpuProfile, base: CostModel | None = None) -> CostModel:

@@ -26,6 +26,7 @@ from pacer.cli import main
         (["--workload", "lr2", "--report", "/dev/null/out.json"], "cannot create the folder"),
         (["--workload", "lr2", "--trigger", "10s", "--admission", "zstream"], "are alternatives"),
         (["--workload", "lr2", "--trigger", "10s", "--param", "admission.rho=0.5"], "are alternatives"),
+        (["--workload", "lr2", "--trigger", "10s", "--overload", "shed"], "--overload shed are alternatives"),
         (["--workload", "lr2", "--duration", "0"], "--duration must be > 0 seconds, got 0"),
         (["--workload", "lr2", "--admission", "asap", "--interval", "2s"], "interval-based admission"),
         (["--workload", "lr2", "--max-rows", "-1"], "--max-rows must be >= 0"),
@@ -59,6 +60,7 @@ def _validated(argv: list[str]) -> dict[str, object]:
 def test_durations_take_units_or_plain_seconds() -> None:
     cfg = _validated(["--workload", "lr2", "--deadline", "10", "--trigger", "500ms"])
     assert cfg["deadline"] == 10.0 and cfg["trigger"] == 0.5 and cfg["admission"] == "asap"
+    assert cfg["overload"] == "keep"  # Spark's own trigger drops nothing
     cfg = _validated(["--workload", "lr2", "--admission", "static", "--interval", "2s", "--deadline", "1.5min"])
     assert cfg["params"] == {"admission": {"interval": "2.0"}, "scheduler": {}, "placement": {}}  # type: ignore[comparison-overlap]
     assert cfg["deadline"] == 90.0 and cfg["trigger"] is None
@@ -67,7 +69,7 @@ def test_durations_take_units_or_plain_seconds() -> None:
 def test_core_admission_baselines_take_their_parameters() -> None:
     cfg = _validated(["--workload", "lr2", "--admission", "min-rows", "--param", "admission.min_rows=2000",
                       "--param", "admission.max_delay=5", "--max-rows", "4000", "--overload", "keep"])
-    assert cfg["admission"] == "min-rows"
+    assert cfg["admission"] == "min-rows" and cfg["overload"] == "keep"
     cfg = _validated(["--workload", "lr2", "--admission", "pid", "--interval", "2s"])
     assert cfg["admission"] == "pid"
 

@@ -78,7 +78,7 @@ def test_batch_completes_at_its_trigger_end_with_trigger_execution_as_engine_tim
     with run.clock.pinned(101.1):
         assert run.controller.poll("q") is None
     # the progress event of a no-data trigger of the same query completes nothing
-    assert run.completion.on_progress(_progress(2, 99.0, 50.0, delivered_at=1e12)) is None
+    assert run.completion.on_progress(_progress(2, 99.0, 50.0, delivered_at=99.06)) is None
     assert run.completion.awaiting(batch_id)
     done = run.completion.on_progress(_progress(3, 99.99, 1250.0, delivered_at=101.25))
     assert done is not None and done.batch_id == batch_id
@@ -143,3 +143,20 @@ def test_gen_reader_never_reads_datasets_the_controller_shed() -> None:
         reader.stop()
     finally:
         server.close()
+
+
+def test_progress_read_at_the_next_poll_completes_once_and_the_late_event_only_counts() -> None:
+    run = Run()
+    batch_id = run.admit(0, arrival=95.0, at=100.0)
+    run.completion.sink_done("q", SinkDone(batch_id, 4, at=101.0))
+    with run.cond:
+        assert run.completion.waiting_spark_batch("q") == 4
+    from_buffer = _progress(4, 99.99, 1250.0, delivered_at=101.3)
+    assert run.completion.on_progress(from_buffer, event=False) is not None
+    assert run.completion.on_progress(_progress(4, 99.99, 1250.0, delivered_at=102.24)) is None  # the listener, late
+    (report,) = run.controller.reports("q")
+    assert report.completed_at == pytest.approx(101.24) and report.engine_s == pytest.approx(1.25)
+    summary = run.completion.summary()
+    assert summary["batches_completed_on_progress"] == 1 and summary["progress_read_at_next_poll"] == 1
+    assert summary["trigger_execution_s_total"] == {"q": pytest.approx(1.25)}  # counted once, from the event
+    assert summary["progress_delivery_ms_max"] == pytest.approx(1000.0)

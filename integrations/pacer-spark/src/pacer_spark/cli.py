@@ -37,10 +37,11 @@ def _configure(p: argparse.ArgumentParser) -> None:
                                       "default: its window slide")
     p.add_argument("--trigger", help="run Spark's own fixed processing-time trigger (e.g. 10s, 500ms or 10) as the "
                                      "baseline; pacer then only observes. An alternative to --admission: not both")
-    p.add_argument("--overload", choices=("shed", "keep"), default="shed",
+    p.add_argument("--overload", choices=("shed", "keep"),
                    help="when a query's offered load cannot be served within its deadline by any batch size: shed "
                         "(default) drops the buffered datasets that can no longer make it (counted, never read); "
-                        "keep drops nothing and only reports the overload")
+                        "keep drops nothing and only reports the overload (always so with --trigger: Spark's "
+                        "trigger drops nothing)")
     p.add_argument("--max-rows", type=int, default=0, metavar="N",
                    help="read cap: at most N rows per batch, whatever the admission (Spark's maxOffsetsPerTrigger; "
                         "default 0: none)")
@@ -118,6 +119,7 @@ def validate(args: argparse.Namespace, pm: PluginManager) -> dict[str, Any]:
     if trigger is not None:
         given = [f for f, v in (("--admission", args.admission), ("--interval", args.interval)) if v is not None]
         given += ["--param admission.*"] if any(p.startswith("admission.") for p in args.param) else []
+        given += ["--overload shed"] if args.overload == "shed" else []
         if given:
             raise UsageError(f"--trigger and {', '.join(given)} are alternatives: --trigger {args.trigger} runs Spark's "
                              "own fixed trigger and pacer only observes, so an admission strategy would be ignored. "
@@ -164,8 +166,9 @@ def validate(args: argparse.Namespace, pm: PluginManager) -> dict[str, Any]:
     if args.report is not None:
         report_folder(args.report)
     ids = _query_ids(args.workload)
+    overload = "keep" if trigger is not None else (args.overload or "shed")  # the baseline observes, drops nothing
     return {"deadline": deadline, "trigger": trigger, "params": params, "traffic_params": traffic_params,
-            "admission": admission, "query_ids": ids}
+            "admission": admission, "query_ids": ids, "overload": overload}
 
 
 def report_folder(path: str) -> Path:
@@ -276,14 +279,14 @@ def run_configuration(spark: Any, args: argparse.Namespace, cfg: Mapping[str, An
         spark, admission=cfg["admission"], scheduler=args.scheduler, placement=args.placement,
         deadline=cfg["deadline"], fallback=not args.no_fallback, admission_params=cfg["params"]["admission"],
         scheduler_params=cfg["params"]["scheduler"], placement_params=cfg["params"]["placement"],
-        plugin_manager=pm, checkpoint_root=args.checkpoint, overload=args.overload,
+        plugin_manager=pm, checkpoint_root=args.checkpoint, overload=cfg["overload"],
     )
     config = {
         "workloads": list(args.workload), "traffic": args.traffic, "rate": args.rate,
         "traffic_params": cfg["traffic_params"], "admission": cfg["admission"], "scheduler": args.scheduler,
         "placement": args.placement, "params": cfg["params"], "deadline_s": cfg["deadline"],
         "trigger_s": cfg["trigger"], "duration_s": args.duration, "seed": args.seed, "master": args.master,
-        "input": args.input, "mode": "spark-trigger" if trigger else "pacer", "overload": args.overload,
+        "input": args.input, "mode": "spark-trigger" if trigger else "pacer", "overload": cfg["overload"],
         "max_rows": args.max_rows, "max_bytes": args.max_bytes,
     }
 

@@ -64,7 +64,7 @@ def _run_args(args: argparse.Namespace, *, admission: str | None, scheduler: str
         interval=None, scheduler=scheduler, placement="cpu-only", param=[], deadline=args.deadline, trigger=trigger,
         duration=args.duration, drain_timeout=args.drain_timeout, seed=args.seed, input=None, input_format="csv",
         master=args.master, partitions=args.partitions, checkpoint=None, rapids_jar=[], no_fallback=False,
-        monitor_interval=1.0, progress_every=args.progress_every, report=None, warm_up=False, overload="shed",
+        monitor_interval=1.0, progress_every=args.progress_every, report=None, warm_up=False, overload=None,
         max_rows=0, max_bytes=0,
     )
 

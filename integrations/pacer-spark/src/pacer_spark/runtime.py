@@ -348,6 +348,11 @@ class PacerSession:
                 source.files[int(entry["index"])] = dict(entry)
             if source.next_index is None or source.next_index < start:
                 source.next_index = start  # datasets before ``start`` were processed by an earlier run
+            waiting = self.engine.waiting_spark_batch(query_id)  # its trigger ended: Spark holds its progress
+            if waiting is not None and source.handle is not None:
+                progress = telemetry.recent_progress(source.handle._jsq, waiting)
+                if progress is not None:
+                    self.engine.on_progress(progress, event=False)
             stale = self.engine.expire(query_id, time.time())  # its trigger never reported: completed as at its sink
             if stale is not None:
                 self._warn_once(f"no-progress-{query_id}", "query %r: no progress event %.0f s after batch %s's "

@@ -34,11 +34,18 @@ def results_section() -> str:
     parts = []
     for meta_path in sorted(RESULTS.glob("*/meta.json")):
         meta = json.loads(meta_path.read_text())
-        table = (meta_path.parent / f"{meta['scenario']}.md").read_text().split("\n", 3)[-1]
+        md_path = meta_path.parent / f"{meta['scenario']}.md"
+        table = md_path.read_text().split("\n", 3)[-1]
+        cut = table.find("<!-- readme:end -->")  # long results keep only their summary here, and link the rest
+        more = ""
+        if cut >= 0:
+            table = table[:cut]
+            more = f"\n\nEvery configuration: [{md_path.relative_to(ROOT)}]({md_path.relative_to(ROOT)})\n"
         label = " (simulated)" if meta["runtime"] == "sim" else ""
+        reps = f" · {meta['repeat']} repetitions" if meta.get("repeat", 1) > 1 else ""
         parts.append(
             f"### {meta['scenario']}{label}\n\n{meta['date']} · {meta['machine']} · runtime `{meta['runtime']}`"
-            f"{' · quick' if meta.get('quick') else ''}\n\n{table.strip()}\n"
+            f"{' · quick' if meta.get('quick') else ''}{reps}\n\n{table.strip()}\n{more}"
         )
     return "\n".join(parts) or "No bench results yet."
 

@@ -17,7 +17,7 @@ from pacer.cli import UsageError, main
 from pacer_bench.runner import resolve_configs, run_scenario
 from pacer_bench.scenarios import SCENARIOS
 
-PLOTS = ("latency_cdf", "max_latency", "batch_size", "batch_interval", "gpu_ratio")
+PLOTS = ("latency_cdf", "max_latency", "batch_size", "batch_interval")
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -46,7 +46,9 @@ def test_trigger_sweep_quick_writes_every_output(tmp_path: Path) -> None:
         assert paths[kind].exists() and paths[kind].stat().st_size > 0, kind
     rows = _rows(paths["csv"])
     assert [r["config"] for r in rows] == ["static 10s", "asap", "fixed-point", "zstream", "lmstream"]
-    assert rows[0]["p99_vs_baseline"] == "1.0"
+    assert rows[0]["p99_vs_baseline"] == "1.0" and rows[0]["cost_vs_baseline"] == "1.0"
+    assert {r["deadline_s"] for r in rows} == {"10.0"}  # static, asap and adaptive rows share one deadline
+    assert "deadline 10 s (lr1)" in paths["md"].read_text()
     meta = json.loads(paths["meta"].read_text())
     assert meta["scenario"] == "trigger-sweep" and meta["runtime"] == "sim" and meta["quick"] is True
     assert "simulated" in paths["md"].read_text()
@@ -67,12 +69,65 @@ def test_device_sweep_compares_each_rate_with_its_own_cpu_baseline(tmp_path: Pat
     paths = run_scenario("device-sweep", runtime="sim", out=tmp_path, quick=True, duration=10.0, progress=False)
     rows = _rows(paths["csv"])
     assert len(rows) == 25
+    assert json.loads(paths["json"].read_text())["runs"][0]["report"]["config"]["gpus"] == 1  # the GPU is modelled
     for row in rows:
         if row["config"].startswith("cpu-only"):
             assert row["proc_vs_baseline"] == "1.0" and float(row["gpu_ratio"]) == 0.0
         if row["config"].startswith("gpu-only"):
             assert float(row["gpu_ratio"]) > 0.5
-    assert paths["sweep_processing"].read_bytes().startswith(b"\x89PNG")
+    for plot in ("sweep_processing", "sweep_gpu_ratio", "sweep_latency", "sweep_throughput", "sweep_latency_cdf"):
+        assert paths[plot].read_bytes().startswith(b"\x89PNG"), plot
+
+
+def test_repetitions_are_interleaved_and_summarised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pacer_bench import runner
+
+    order: list[tuple[str, int]] = []
+    real = runner._run_one
+
+    def recording(config, pm, spark, master):  # type: ignore[no-untyped-def]
+        order.append((config.label, config.seed))
+        return real(config, pm, spark, master)
+
+    monkeypatch.setattr(runner, "_run_one", recording)
+    paths = run_scenario("resource-loss", runtime="sim", out=tmp_path, quick=True, duration=20.0, progress=False,
+                         repeat=2, vary_seed=True)
+    labels = ["static 10s", "asap", "fixed-point"]
+    assert order == [(label, 7) for label in labels] + [(label, 8) for label in labels]
+    doc = json.loads(paths["json"].read_text())
+    assert [len(r["repeats"]) for r in doc["runs"]] == [1, 1, 1]
+    assert doc["runs"][0]["repeats"][0]["bench"]["repetition"] == 2
+    rows = _rows(paths["csv"])
+    assert all(r["reps"] == "2" and float(r["p99_ms_min"]) <= float(r["p99_ms"]) <= float(r["p99_ms_max"])
+               for r in rows)
+    meta = json.loads(paths["meta"].read_text())
+    assert meta["repeat"] == 2 and meta["vary_seed"] is True
+
+
+def test_latency_target_runs_deadline_free_configurations_once(tmp_path: Path) -> None:
+    paths = run_scenario("latency-target", runtime="sim", out=tmp_path, quick=True, duration=30.0, progress=False)
+    meta = json.loads(paths["meta"].read_text())
+    names = [label.split(" / ")[1] for label in meta["configs"]]
+    assert names == ["asap", "static 2s", "static 5s", "static 10s", "pid", "min-rows", "fixed-point", "lmstream",
+                     "zstream @5s", "zstream @10s", "zstream @20s"]
+    rows = _rows(paths["csv"])
+    assert len(rows) == 3 * 9  # 8 deadline-free configurations and one zstream per deadline
+    assert {r["config"] for r in rows if r["deadline_s"] == "5.0"} >= {"asap", "static 10s", "zstream @5s"}
+    assert sum(r["mark"].startswith("oracle") for r in rows) <= 3
+    winners = _rows(paths["winners"])
+    assert [w["deadline_s"] for w in winners] == ["5.0", "10.0", "20.0"]
+    for deadline in ("5", "10", "20"):
+        assert paths[f"pareto_{deadline}s"].read_bytes().startswith(b"\x89PNG")
+    md = paths["md"].read_text()
+    assert "## Winners" in md and "<!-- readme:end -->" in md and "## Deadline 20 s" in md
+
+
+def test_device_sweep_refuses_no_gpu_and_repeat_must_be_positive(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--gpus 1"):
+        run_scenario("device-sweep", runtime="sim", out=tmp_path, quick=True, gpus=0, progress=False)
+    with pytest.raises(UsageError, match="--repeat"):
+        run_scenario("frequency", runtime="sim", out=tmp_path, quick=True, repeat=0, progress=False)
+    assert not any(tmp_path.iterdir())
 
 
 def test_device_sweep_on_spark_without_rapids_runs_simulated_and_says_so(tmp_path: Path) -> None:
@@ -112,7 +167,7 @@ def test_cli_prints_the_table_and_writes_files(tmp_path: Path, capsys: pytest.Ca
     out = tmp_path / "freq"
     assert main(["bench", "frequency", "--quick", "--duration", "20", "--out", str(out)]) == 0
     printed = capsys.readouterr()
-    assert "| wave / fixed-point | lr2 |" in printed.out
+    assert "| wave / fixed-point | 20 |" in printed.out
     assert "12/12" in printed.err  # the progress bar reached the end
     assert (out / "frequency.html").exists()
 

@@ -1,4 +1,8 @@
-"""Turn a set of ``pacer.report/1`` documents into JSON, CSV, Markdown, PNG plots and one HTML page."""
+"""Turn a set of ``pacer.report/1`` documents into JSON, CSV, Markdown, PNG plots and one HTML page.
+
+Every page and Markdown file starts with the run settings (deadline, rate, duration, runtime, machine), so a
+reader knows what the misses are counted against.
+"""
 
 from __future__ import annotations
 
@@ -7,222 +11,207 @@ import csv
 import html
 import io
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+import os
+import platform
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+from pacer_bench.plots import CAPTIONS, figures
+from pacer_bench.tables import (
+    LEGEND,
+    SHORT_COLUMNS,
+    BenchRun,
+    cell,
+    csv_columns,
+    deadline_statement,
+    markdown_table,
+    repetition_statement,
+    shown_columns,
+    table_rows,
+)
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+__all__ = ["BenchRun", "markdown_table", "run_settings", "table_rows", "write_outputs"]
 
-TABLE_COLUMNS = (
-    "config", "query", "batches", "avg_ms", "p95_ms", "p99_ms", "max_ms", "proc_avg_ms",
-    "rows_per_s", "deadline_miss", "gpu_ratio", "p99_vs_baseline", "throughput_vs_baseline", "proc_vs_baseline",
+
+def _distinct(values: Sequence[str]) -> str:
+    seen: list[str] = []
+    for v in values:
+        if v not in seen:
+            seen.append(v)
+    return "; ".join(seen)
+
+
+def _query_configs(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    queries = report.get("config", {}).get("queries")
+    return [q for q in queries if isinstance(q, Mapping)] if isinstance(queries, list) else []
+
+
+def _rate_text(report: Mapping[str, Any], query_id: str) -> str:
+    """``lr2 2000 rows/s (constant)`` from the run's configuration, else the offered rate measured."""
+    q = report["queries"][query_id]
+    for cfg in _query_configs(report):
+        if cfg.get("query_id") in (query_id, None) and cfg.get("workload") == q.get("workload") and "rate" in cfg:
+            traffic = cfg.get("traffic") or "constant"
+            return f"{query_id} {float(cfg['rate']):.0f} rows/s ({traffic})"
+    rate = report.get("config", {}).get("rate")
+    if rate is not None:
+        return f"{query_id} {float(rate):g} rows/s"
+    duration = float(report.get("duration_s") or 0.0)
+    offered = q.get("rows_in", 0) / duration if duration > 0 else 0.0
+    return f"{query_id} ≈{offered:.0f} rows/s offered"
+
+
+def local_machine() -> str:
+    """``Linux x86_64, 2 cores, Python 3.11.7``: this machine."""
+    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def run_settings(runs: Sequence[BenchRun], rows: Sequence[dict[str, Any]], *, machine: str | None = None
+                 ) -> list[tuple[str, str]]:
+    """What a reader needs to read the figures: deadline, rate, duration, runtime, machine (and repetitions)."""
+    reports = [run.report for run in runs]
+    config = [r.get("config", {}) for r in reports]
+    durations = [f"{float(c.get('duration_s', c.get('duration', r.get('duration_s', 0.0)))):g} s of traffic"
+                 for c, r in zip(config, reports, strict=True)]
+    runtimes = []
+    for r in reports:
+        text = str(r.get("runtime", "?"))
+        if text == "sim":
+            gpus = r.get("config", {}).get("gpus", 0)
+            text = f"sim (pacer-sim, simulated), {r.get('cores', '?')} cores, {gpus} GPU"
+        elif "spark" in r:
+            spark = r["spark"]
+            text = (f"spark {spark.get('spark_version', '')} {spark.get('master', '')}, RAPIDS "
+                    f"{'loaded' if spark.get('rapids_loaded') else 'not loaded'}")
+        runtimes.append(text)
+    settings = [
+        ("deadline", deadline_statement(rows)),
+        ("rate", _distinct([_rate_text(r, q) for r in reports for q in r["queries"]])),
+        ("duration", _distinct(durations)),
+        ("runtime", _distinct(runtimes)),
+        ("machine", machine or _distinct([str(r["machine"]) for r in reports if "machine" in r]) or local_machine()),
+    ]
+    policies = _distinct([str(c["overload"]) for c in config if c.get("overload")])
+    if policies:
+        settings.append(("overload", f"{policies} (keep: every dataset processed and counted; shed: datasets that "
+                                     "can no longer meet the deadline dropped and counted as missed)"))
+    shed = sum(int(q.get("datasets_shed", 0)) for run in runs for r in run.reports for q in r["queries"].values())
+    if shed:
+        settings.append(("shed", f"{shed} datasets shed over all runs (counted as missed)"))
+    reps = repetition_statement(runs)
+    if reps:
+        settings.append(("repetitions", reps))
+    return settings
+
+
+def settings_markdown(settings: Sequence[tuple[str, str]]) -> str:
+    """The run settings as a Markdown list."""
+    return "".join(f"- **{k}**: {v}\n" for k, v in settings) + "\n"
+
+
+def html_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], headers: Mapping[str, tuple[str, int]],
+               render: Callable[[dict[str, Any], str, int], str] = cell) -> str:
+    """An HTML table inside a horizontally scrolling container, so a wide table never widens the page.
+
+    :param headers: column -> (header text, digits); ``render(row, column, digits)`` writes a cell.
+    """
+    head = "".join(f"<th>{html.escape(headers[c][0])}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(render(r, c, headers[c][1]))}</td>" for c in columns) + "</tr>"
+        for r in rows
+    )
+    return f"<div class='table-wrap'><table><tr>{head}</tr>{body}</table></div>"
+
+
+STYLE = (
+    "body{font-family:sans-serif;margin:2em;max-width:1400px}"
+    ".table-wrap{overflow-x:auto;max-width:100%}table{border-collapse:collapse;font-size:13px}"
+    "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right;white-space:nowrap}"
+    "td:first-child,th:first-child{text-align:left}img{max-width:100%}figure{margin:1em 0}"
+    "dl.settings{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dt{font-weight:bold}dd{margin:0}"
+    ".legend{font-size:13px;color:#444}"
 )
 
 
-@dataclass(frozen=True)
-class BenchRun:
-    """One configuration of an experiment and the report it produced.
-
-    :param label: short name shown in tables and legends (``"static 10s"``).
-    :param report: its ``pacer.report/1`` document.
-    :param baseline: True for the configuration the others of its group are compared with.
-    :param group: runs compared with one baseline (e.g. one rate of a sweep); "" for the whole experiment.
-    :param x: the swept value (e.g. the rate in KB/s); runs that have one are drawn in the sweep plots.
-    :param series: the line a swept run belongs to in the sweep plots (e.g. its placement strategy).
-    """
-
-    label: str
-    report: dict[str, Any]
-    baseline: bool = False
-    group: str = ""
-    x: float | None = None
-    series: str = ""
-
-
-def _ratio(value: float, ref: float | None) -> float | None:
-    return round(value / ref, 3) if ref else None
-
-
-def _baseline_of(run: BenchRun, runs: Sequence[BenchRun]) -> BenchRun | None:
-    """The baseline of ``run``'s group, else the experiment's first baseline, else the first run."""
-    candidates = [r for r in runs if r.baseline and r.group == run.group] or [r for r in runs if r.baseline]
-    candidates = candidates or list(runs)
-    return candidates[0] if candidates else None
-
-
-def table_rows(runs: Sequence[BenchRun]) -> list[dict[str, Any]]:
-    """One row per configuration and query, with p99, throughput and average processing time as ratios to the
-    baseline run of the configuration's group (measured in the same bench run)."""
-    rows = []
-    for run in runs:
-        base = _baseline_of(run, runs)
-        for query_id, q in run.report["queries"].items():
-            ref = base.report["queries"].get(query_id) if base else None
-            p99, thr, proc = q["latency_ms"]["p99"], q["throughput_rows_per_s"], q["processing_ms"]["avg"]
-            rows.append(
-                {
-                    "config": run.label,
-                    "query": query_id,
-                    "batches": q["batches"],
-                    "avg_ms": round(q["latency_ms"]["avg"], 1),
-                    "p95_ms": round(q["latency_ms"]["p95"], 1),
-                    "p99_ms": round(p99, 1),
-                    "max_ms": round(q["latency_ms"]["max"], 1),
-                    "proc_avg_ms": round(proc, 1),
-                    "rows_per_s": round(thr, 1),
-                    "deadline_miss": round(q["deadline_miss_ratio"], 3),
-                    "gpu_ratio": round(q["gpu_operator_ratio"], 3),
-                    "p99_vs_baseline": _ratio(p99, ref["latency_ms"]["p99"] if ref else None),
-                    "throughput_vs_baseline": _ratio(thr, ref["throughput_rows_per_s"] if ref else None),
-                    "proc_vs_baseline": _ratio(proc, ref["processing_ms"]["avg"] if ref else None),
-                }
-            )
-    return rows
-
-
-def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
-    """A GitHub-flavoured Markdown table of ``rows``."""
-    lines = ["| " + " | ".join(TABLE_COLUMNS) + " |", "|" + "---|" * len(TABLE_COLUMNS)]
-    for row in rows:
-        lines.append("| " + " | ".join("" if row[c] is None else str(row[c]) for c in TABLE_COLUMNS) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def _series(run: BenchRun, query_id: str, key: str) -> tuple[list[float], list[float]]:
-    """The ``key`` column over time, over the intervals in which a batch completed (the others hold no value,
-    and drawing them as zeros would turn every line into a saw)."""
-    rows = [r for r in run.report["queries"][query_id]["series"] if r.get("batches", 1)]
-    return [r["t"] for r in rows], [r.get(key, 0.0) for r in rows]
-
-
-def _finish(fig: Any, ax: Any, xlabel: str, ylabel: str, title: str) -> Any:
-    """Labels, grid, legend and layout shared by every plot."""
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    return fig
-
-
-def _figure_over_time(runs: Sequence[BenchRun], key: str, ylabel: str, title: str, scale: float = 1.0) -> Any:
-    fig, ax = plt.subplots(figsize=(8, 4))
-    for run in runs:
-        for query_id in run.report["queries"]:
-            t, y = _series(run, query_id, key)
-            label = run.label if len(run.report["queries"]) == 1 else f"{run.label} / {query_id}"
-            ax.plot(t, [v * scale for v in y], label=label, linewidth=1.2, marker=".", markersize=3)
-    return _finish(fig, ax, "time (s)", ylabel, title)
-
-
-def _latency_cdf(runs: Sequence[BenchRun]) -> Any:
-    fig, ax = plt.subplots(figsize=(8, 4))
-    for run in runs:
-        for query_id, q in run.report["queries"].items():
-            values = q.get("latency_quantiles_ms") or []
-            if values:
-                label = run.label if len(run.report["queries"]) == 1 else f"{run.label} / {query_id}"
-                ax.plot([v / 1000.0 for v in values], [i / 100.0 for i in range(len(values))], label=label)
-    return _finish(fig, ax, "dataset latency (s)", "fraction of datasets", "Latency CDF")
-
-
-def _figure_over_sweep(runs: Sequence[BenchRun], value: Any, ylabel: str, title: str) -> Any:
-    """One line per ``series``: ``value(query summary)`` against the swept ``x`` (log scale, as dStream Fig. 11)."""
-    fig, ax = plt.subplots(figsize=(8, 4))
-    lines: dict[str, list[tuple[float, float]]] = {}
-    for run in runs:
-        if run.x is None:
-            continue
-        for q in run.report["queries"].values():
-            lines.setdefault(run.series or run.label, []).append((run.x, float(value(q))))
-    for name, points in lines.items():
-        points.sort()
-        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
-    ax.set_xscale("log")
-    return _finish(fig, ax, "input rate (KB/s)", ylabel, title)
-
-
-def figures(runs: Sequence[BenchRun]) -> dict[str, Any]:
-    """The standard plots: latency CDF, max latency, batch size, batch interval and GPU ratio over time; for a
-    sweep (runs with ``x``) also average processing time and GPU share against the swept value."""
-    out = {
-        "latency_cdf": _latency_cdf(runs),
-        "max_latency": _figure_over_time(runs, "max_latency_ms", "max latency (s)", "Max latency per interval", 1e-3),
-        "batch_size": _figure_over_time(runs, "batch_bytes", "batch size (KB)", "Micro-batch size", 1e-3),
-        "batch_interval": _figure_over_time(runs, "batch_interval_s", "interval (s)", "Batch interval"),
-        "gpu_ratio": _figure_over_time(runs, "gpu_operator_ratio", "GPU share of operators", "CPU/GPU mapping ratio"),
-    }
-    if any(r.x is not None for r in runs):
-        out["sweep_processing"] = _figure_over_sweep(
-            runs, lambda q: q["processing_ms"]["avg"], "avg processing time (ms)", "Processing time per batch by rate")
-        out["sweep_gpu_ratio"] = _figure_over_sweep(
-            runs, lambda q: q["gpu_operator_ratio"], "GPU share of operators", "CPU/GPU mapping ratio by rate")
-    return out
-
-
-def _page(title: str, summary: str, notes: Sequence[str], rows: Sequence[dict[str, Any]], images: dict[str, bytes]) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in TABLE_COLUMNS)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{'' if r[c] is None else html.escape(str(r[c]))}</td>" for c in TABLE_COLUMNS) + "</tr>"
-        for r in rows
-    )
+def page(title: str, summary: str, settings: Sequence[tuple[str, str]], notes: Sequence[str],
+         sections: Sequence[str], images: Sequence[tuple[str, bytes]]) -> str:
+    """A self-contained HTML page: run settings, notes, the given HTML sections, then the captioned plots."""
+    dl = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in settings)
     imgs = "".join(
-        f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
-        f"<figcaption>{html.escape(name)}</figcaption></figure>"
-        for name, png in images.items()
+        f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+        for caption, png in images
     )
     return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>"
-        + html.escape(title)
-        + "</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}img{max-width:100%}</style></head><body>"
+        "<!doctype html><html><head><meta charset='utf-8'><title>" + html.escape(title) + "</title><style>"
+        + STYLE + "</style></head><body>"
         + f"<h1>{html.escape(title)}</h1><p>{html.escape(summary)}</p>"
+        + f"<h2>Run settings</h2><dl class='settings'>{dl}</dl>"
         + "".join(f"<p><em>{html.escape(n)}</em></p>" for n in notes)
-        + f"<table><tr>{head}</tr>{body}</table>{imgs}"
-        + "</body></html>"
+        + "".join(sections) + imgs + "</body></html>"
     )
+
+
+def png_bytes(fig: Any) -> bytes:
+    """Render a matplotlib figure as PNG and close it."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def write_csv(path: Path, rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> Path:
+    """Rows as CSV with the given columns (missing cells empty)."""
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(columns), extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def runs_json(runs: Sequence[BenchRun]) -> list[dict[str, Any]]:
+    """The runs as plain JSON values: label, baseline, group, deadline, tags and every repetition's report."""
+    return [{"label": r.label, "baseline": r.baseline, "group": r.group, "deadline": r.deadline,
+             "tags": dict(r.tags), "report": r.report, "repeats": list(r.repeats)} for r in runs]
 
 
 def write_outputs(out: str | Path, name: str, runs: Sequence[BenchRun], *, summary: str = "",
-                  notes: Sequence[str] = ()) -> dict[str, Path]:
+                  notes: Sequence[str] = (), machine: str | None = None) -> dict[str, Path]:
     """Write ``name``.json / .csv / .md, one PNG per plot and ``name``.html under ``out``.
 
-    Ratios in the tables compare each run with the baseline of its group, measured in the same bench run.
+    Ratios in the tables compare each run with the baseline of its group, measured in the same bench run and
+    judged against the same deadline. Plots that would say nothing (the GPU share when no operator ran on a
+    GPU) are skipped, and the notes say why.
 
-    :return: the paths written, by kind.
+    :param machine: the machine the runs ran on, for the run settings (default: this machine).
+    :return: the paths written, by kind (one per plot key, e.g. ``latency_cdf``).
     """
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     rows = table_rows(runs)
-    paths: dict[str, Path] = {}
-    paths["json"] = folder / f"{name}.json"
-    paths["json"].write_text(
-        json.dumps({"experiment": name, "summary": summary, "notes": list(notes),
-                    "runs": [{"label": r.label, "baseline": r.baseline, "group": r.group, "report": r.report}
-                             for r in runs]}, indent=2, sort_keys=True)
-    )
-    paths["csv"] = folder / f"{name}.csv"
-    with paths["csv"].open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=TABLE_COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
-    table_md = markdown_table(rows)
+    settings = run_settings(runs, rows, machine=machine)
+    plots, skipped = figures(runs)
+    notes = [*notes, *skipped]
+    paths: dict[str, Path] = {"json": folder / f"{name}.json"}
+    paths["json"].write_text(json.dumps({"experiment": name, "summary": summary, "notes": notes,
+                                         "settings": dict(settings), "runs": runs_json(runs)},
+                                        indent=2, sort_keys=True))
+    paths["csv"] = write_csv(folder / f"{name}.csv", rows, csv_columns(rows))
     paths["md"] = folder / f"{name}.md"
     note_md = "".join(f"_{n}_\n\n" for n in notes)
-    paths["md"].write_text(f"# {name}\n\n{summary}\n\n{note_md}{table_md}")
-    images: dict[str, bytes] = {}
-    for plot, fig in figures(runs).items():
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=90)
-        plt.close(fig)
-        images[plot] = buf.getvalue()
+    paths["md"].write_text(f"# {name}\n\n{summary}\n\n{settings_markdown(settings)}{note_md}"
+                           f"{markdown_table(rows)}\n_{LEGEND}._\n")
+    images: list[tuple[str, bytes]] = []
+    for plot, fig in plots.items():
+        png = png_bytes(fig)
+        images.append((CAPTIONS.get(plot, plot.replace("_", " ")), png))
         paths[plot] = folder / f"{name}-{plot}.png"
-        paths[plot].write_bytes(images[plot])
+        paths[plot].write_bytes(png)
+    table = html_table(rows, shown_columns(rows), SHORT_COLUMNS)
+    sections = [f"<h2>Results</h2>{table}<p class='legend'>{html.escape(LEGEND)}.</p>"]
     paths["html"] = folder / f"{name}.html"
-    paths["html"].write_text(_page(name, summary, notes, rows, images))
+    paths["html"].write_text(page(name, summary, settings, notes, sections, images))
     return paths

@@ -20,6 +20,15 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="a reduced version that finishes in minutes")
     parser.add_argument("--duration", type=float, help="override every configuration's duration (seconds)")
     parser.add_argument("--seed", type=int, default=7, help="seed for traffic and noise (default 7)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="run every configuration N times, interleaved; tables show median [min-max] (default 1)")
+    parser.add_argument("--vary-seed", action="store_true",
+                        help="give repetition i the seed SEED+i-1 (default: every repetition gets the same traffic)")
+    parser.add_argument("--overload", choices=("keep", "shed"), default="keep",
+                        help="the Controller's overload policy: keep (default; every dataset processed and counted, "
+                             "so runs compare) or shed (pacer's default for users)")
+    parser.add_argument("--gpus", type=int, metavar="N",
+                        help="simulated GPUs (default: the scenario's, 1 in device-sweep so the GPU is modelled, else 0)")
     parser.add_argument("--master", default="local[2]", help="Spark master for --runtime spark")
     parser.add_argument("--rapids-jar", action="append", default=[], metavar="JAR",
                         help="RAPIDS Accelerator jar(s): device-sweep then runs on Spark (else it is simulated)")
@@ -30,6 +39,8 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
 
     if args.duration is not None and args.duration <= 0:
         raise UsageError("--duration must be > 0 seconds")
+    if args.repeat < 1:
+        raise UsageError(f"--repeat must be >= 1, got {args.repeat}")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {args.out!r} is a file; give a folder (it is created if missing)")
@@ -39,6 +50,7 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     paths = run_scenario(
         args.scenario, runtime=args.runtime, out=out, quick=args.quick, duration=args.duration,
         seed=args.seed, master=args.master, rapids_jars=args.rapids_jar, plugin_manager=pm,
+        repeat=args.repeat, vary_seed=args.vary_seed, gpus=args.gpus, overload=args.overload,
     )
     print(paths["md"].read_text())
     print(f"wrote {len(paths)} files to {args.out} (open {paths['html']})")

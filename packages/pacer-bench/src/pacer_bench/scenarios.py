@@ -48,10 +48,21 @@ class Config:
     group: str = ""  # ratios compare a run with the baseline of its group (e.g. one rate of a sweep)
     x: float | None = None  # the swept value (rate in KB/s), for the sweep plots
     series: str = ""  # the line a swept run belongs to in the sweep plots (e.g. its placement)
+    deadline: float | None = None  # judge every query of this run against it (None: the baseline's deadline)
+    overload: str = "keep"  # the Controller's overload policy: keep (measure every dataset) or shed
+    tags: Mapping[str, Any] = field(default_factory=dict)  # what the configuration is, for the analysis
 
     def with_seed(self, seed: int) -> Config:
         """The same configuration with another seed."""
         return replace(self, seed=seed)
+
+    def with_overload(self, overload: str) -> Config:
+        """The same configuration under another overload policy (``keep`` or ``shed``)."""
+        return replace(self, overload=overload)
+
+    def with_gpus(self, gpus: int) -> Config:
+        """The same configuration with another number of (simulated) GPUs."""
+        return replace(self, gpus=gpus)
 
     def with_duration(self, duration: float) -> Config:
         """The same configuration over another duration (resource loss scaled along)."""
@@ -74,6 +85,10 @@ class Scenario:
 ADAPTIVE_ADMISSION = ("fixed-point", "zstream", "lmstream")
 
 
+#: trigger-sweep judges every row against this deadline (zStream and LMStream target it too).
+TRIGGER_SWEEP_DEADLINE = 10.0
+
+
 def _trigger_sweep(quick: bool, runtime: str) -> list[Config]:
     # On Spark, LR2 at 2000 rows/s: the rate both the 10 s trigger and small batches sustain on 2 cores
     # (LR1's join is capacity-bound, not superlinear, there; see the pacer-spark README).
@@ -81,13 +96,18 @@ def _trigger_sweep(quick: bool, runtime: str) -> list[Config]:
         workload, rate, duration = "lr1", 1500.0, (90.0 if quick else 300.0)
     else:
         workload, rate, duration = "lr2", 2000.0, (60.0 if quick else 90.0)
+    d = TRIGGER_SWEEP_DEADLINE
+
+    def query(admission: str, params: Mapping[str, Any] | None = None) -> tuple[QueryConfig, ...]:
+        return (QueryConfig(workload, rate=rate, admission=admission, admission_params=dict(params or {}), deadline=d),)
+
     configs = [
-        Config(f"static {s}s", (QueryConfig(workload, rate=rate, admission="static", admission_params={"interval": float(s)}),), duration=duration, baseline=s == 10)
+        Config(f"static {s}s", query("static", {"interval": float(s)}), duration=duration, baseline=s == 10, deadline=d)
         for s in ((10,) if quick else (2, 5, 8, 10))
     ]
-    configs.append(Config("asap", (QueryConfig(workload, rate=rate),), duration=duration))
+    configs.append(Config("asap", query("asap"), duration=duration, deadline=d))
     for name in ADAPTIVE_ADMISSION[:1] if quick and runtime == "spark" else ADAPTIVE_ADMISSION:
-        configs.append(Config(name, (QueryConfig(workload, rate=rate, admission=name, deadline=10.0),), duration=duration))
+        configs.append(Config(name, query(name), duration=duration, deadline=d))
     return configs
 
 
@@ -175,6 +195,61 @@ def _frequency(quick: bool, runtime: str) -> list[Config]:
     return configs
 
 
+#: Deadlines (s) the latency-target scenario judges every configuration against.
+LATENCY_DEADLINES = (5.0, 10.0, 20.0)
+#: Admission strategies that read the query's deadline: they run once per deadline; the rest run once per
+#: workload and traffic and are judged against every deadline (LMStream targets the window slide, not it).
+DEADLINE_AWARE = ("zstream",)
+#: Admission strategies that need no hand-tuned interval, in the order the tables list them.
+TARGET_ADAPTIVE = ("pid", "min-rows", "fixed-point", "lmstream", "zstream")
+
+
+def latency_target_plan(quick: bool, runtime: str) -> dict[str, Any]:
+    """What latency-target runs: workloads and rates, traffic patterns, static intervals, deadlines, duration.
+
+    ``--quick`` is LR2 under binary bursts with statics 2/5/10 s (11 configurations), 120 s of traffic on the
+    simulator and 30 s on Spark, where 3 repetitions take about 33 x 40 s, some 22 minutes, on 2 cores.
+    """
+    workloads = (("lr2", 2000.0),) if quick else (("lr2", 2000.0), ("cm2", 1000.0))
+    return {
+        "workloads": workloads,
+        "traffics": ("binary",) if quick else ("constant", "wave", "binary", "spike"),
+        "statics": (2, 5, 10) if quick else (2, 3, 5, 8, 10, 15, 20),
+        "deadlines": LATENCY_DEADLINES,
+        "duration": (120.0 if runtime == "sim" else 30.0) if quick else (300.0 if runtime == "sim" else 60.0),
+    }
+
+
+def _target_config(workload: str, rate: float, traffic: str, duration: float, name: str, family: str,
+                   admission: str, params: Mapping[str, Any] | None = None, deadline: float | None = None,
+                   **tags: Any) -> Config:
+    """One latency-target configuration; its group is the workload and traffic, its baseline Spark's default."""
+    group = f"{workload} {traffic}"
+    query = QueryConfig(workload, traffic=traffic, rate=rate, admission=admission,
+                        admission_params=dict(params or {}), deadline=deadline, query_id=workload)
+    return Config(f"{group} / {name}", (query,), duration=duration, baseline=family == "asap", group=group,
+                  tags={"workload": workload, "traffic": traffic, "name": name, "family": family,
+                        "deadline": deadline, **tags})
+
+
+def _latency_target(quick: bool, runtime: str) -> list[Config]:
+    plan = latency_target_plan(quick, runtime)
+    configs = []
+    for workload, rate in plan["workloads"]:
+        for traffic in plan["traffics"]:
+            common = (workload, rate, traffic, plan["duration"])
+            configs.append(_target_config(*common, "asap", "asap", "asap"))
+            configs += [_target_config(*common, f"static {s}s", "static", "static", {"interval": float(s)},
+                                       interval=float(s)) for s in plan["statics"]]
+            for name in TARGET_ADAPTIVE:
+                if name in DEADLINE_AWARE:
+                    configs += [_target_config(*common, f"{name} @{d:g}s", name, name, deadline=d)
+                                for d in plan["deadlines"]]
+                else:
+                    configs.append(_target_config(*common, name, name, name))
+    return configs
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -183,6 +258,9 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("device-sweep", "Rates 64 KB/s-16 MB/s, every placement strategy (dStream Figs. 6-11)", _device_sweep),
         Scenario("sinusoidal", "Fixed-point vs static intervals under sinusoidal load (Das Fig. 15)", _sinusoidal),
         Scenario("resource-loss", "25 % of the cores taken away mid-run (Das §5.5, Figs. 19-20)", _resource_loss),
+        Scenario("latency-target", "What a latency target costs: deadlines 5/10/20 s, Spark's default trigger, "
+                 "static triggers (the cheapest that meets each deadline marked) and adaptive admission, by engine time",
+                 _latency_target),
         Scenario("frequency", "SPBench data-frequency patterns: increasing, decreasing, wave, binary", _frequency),
     )
 }

@@ -1,0 +1,281 @@
+"""latency-target: what meeting a deadline costs, per workload, traffic and deadline.
+
+Configurations that do not read the deadline (Spark's default trigger ``asap``, static triggers, ``pid``,
+``min-rows``, ``fixed-point``, ``lmstream``) ran once per workload and traffic; each is judged here against
+every deadline. ``zstream`` ran once per deadline. For each (workload, traffic, deadline):
+
+- a configuration *meets* the deadline when its median deadline-miss ratio is at most :data:`MISS_LIMIT`;
+- the *oracle* is the static trigger with the least engine time that meets it: the interval a user would
+  have to find by hand for this workload, traffic and deadline;
+- ``cost_vs_default`` and ``cost_vs_oracle`` are its engine time (``cost.engine_s``) over the default
+  trigger's and over the oracle's.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from pacer_bench.outputs import (
+    html_table,
+    page,
+    png_bytes,
+    run_settings,
+    runs_json,
+    settings_markdown,
+    write_csv,
+)
+from pacer_bench.plots import finish
+from pacer_bench.tables import BenchRun, Spread, spreads, table_rows
+
+#: A configuration meets a deadline when at most this share of its datasets miss it (median over repetitions).
+MISS_LIMIT = 0.01
+
+ROW_COLUMNS = ("deadline_s", "workload", "traffic", "config", "met", "mark", "deadline_miss", "p99_ms", "engine_s",
+               "cost_vs_default", "cost_vs_oracle", "reps")
+ROW_HEADERS: dict[str, tuple[str, int]] = {
+    "deadline_s": ("deadline s", 0), "workload": ("query", 0), "traffic": ("traffic", 0), "config": ("config", 0),
+    "met": ("met", 0), "mark": ("", 0), "deadline_miss": ("miss", 3), "p99_ms": ("p99 ms", 0),
+    "engine_s": ("engine s", 1), "cost_vs_default": ("cost×default", 3), "cost_vs_oracle": ("cost×oracle", 3),
+    "reps": ("reps", 0),
+}
+WINNER_COLUMNS = ("deadline_s", "workload", "traffic", "winner", "winner_engine_s", "winner_vs_default",
+                  "winner_vs_oracle", "oracle", "default_met", "best_adaptive", "adaptive_vs_default",
+                  "adaptive_vs_oracle")
+WINNER_HEADERS: dict[str, tuple[str, int]] = {
+    "deadline_s": ("deadline s", 0), "workload": ("query", 0), "traffic": ("traffic", 0),
+    "winner": ("cheapest that met it", 0), "winner_engine_s": ("engine s", 1),
+    "winner_vs_default": ("×default", 3), "winner_vs_oracle": ("×oracle", 3), "oracle": ("oracle static", 0),
+    "default_met": ("default met", 0), "best_adaptive": ("cheapest adaptive that met it", 0),
+    "adaptive_vs_default": ("×default", 3), "adaptive_vs_oracle": ("×oracle", 3),
+}
+LEGEND = (
+    f"met: median deadline-miss ratio ≤ {MISS_LIMIT:.0%}; oracle: the static trigger with the least engine time "
+    "that met the deadline (found by hand otherwise); default: Spark's default trigger (asap); engine s: "
+    "cost.engine_s, the engine time the query's batches took; cost×default, cost×oracle: engine time over the "
+    "default's and the oracle's; cells: median [min–max] over repetitions where they differ"
+)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One configuration judged against one deadline."""
+
+    run: BenchRun
+    deadline_s: float
+    miss: Spread
+    p99_ms: Spread
+    engine_s: Spread
+
+    @property
+    def name(self) -> str:
+        """The configuration's short name (``static 5s``)."""
+        return str(self.run.tags.get("name", self.run.label))
+
+    @property
+    def family(self) -> str:
+        """``asap``, ``static`` or the admission strategy."""
+        return str(self.run.tags.get("family", ""))
+
+    @property
+    def met(self) -> bool:
+        """Whether its median miss ratio is within :data:`MISS_LIMIT`."""
+        return self.miss.median <= MISS_LIMIT + 1e-12
+
+
+def judge(runs: Sequence[BenchRun], deadlines: Sequence[float]) -> dict[tuple[str, str, float], list[Judged]]:
+    """Every (workload, traffic, deadline) with the configurations judged against it: those that do not read
+    the deadline, and those that ran with exactly it."""
+    out: dict[tuple[str, str, float], list[Judged]] = {}
+    for deadline in deadlines:
+        for run in runs:
+            own = run.tags.get("deadline")
+            if own is not None and abs(float(own) - deadline) > 1e-9:
+                continue
+            query_id = next(iter(run.report["queries"]))
+            s = spreads(run, query_id, deadline)
+            key = (str(run.tags["workload"]), str(run.tags["traffic"]), deadline)
+            out.setdefault(key, []).append(Judged(run, deadline, s["deadline_miss"], s["p99_ms"], s["engine_s"]))
+    return out
+
+
+def _ratio(value: float, ref: Judged | None) -> float | None:
+    return round(value / ref.engine_s.median, 3) if ref is not None and ref.engine_s.median > 0 else None
+
+
+def oracle_of(judged: Sequence[Judged]) -> Judged | None:
+    """The static trigger with the least engine time that meets the deadline, or None when none does."""
+    met = [j for j in judged if j.family == "static" and j.met]
+    return min(met, key=lambda j: j.engine_s.median) if met else None
+
+
+def analyse(runs: Sequence[BenchRun], deadlines: Sequence[float]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The full table (one row per deadline, workload, traffic and configuration) and the winners table (one
+    row per deadline, workload and traffic)."""
+    rows: list[dict[str, Any]] = []
+    winners: list[dict[str, Any]] = []
+    for (workload, traffic, deadline), judged in judge(runs, deadlines).items():
+        default = next((j for j in judged if j.family == "asap"), None)
+        oracle = oracle_of(judged)
+        for j in judged:
+            mark = " ".join(m for m, hit in (("oracle", j is oracle), ("default", j is default)) if hit)
+            row: dict[str, Any] = {"deadline_s": deadline, "workload": workload, "traffic": traffic,
+                                   "config": j.name, "met": "✓" if j.met else "✗", "mark": mark,
+                                   "reps": len(j.run.reports),
+                                   "cost_vs_default": _ratio(j.engine_s.median, default),
+                                   "cost_vs_oracle": _ratio(j.engine_s.median, oracle)}
+            for key, spread in (("deadline_miss", j.miss), ("p99_ms", j.p99_ms), ("engine_s", j.engine_s)):
+                row[key], row[f"{key}_min"], row[f"{key}_max"] = (round(spread.median, 4), round(spread.low, 4),
+                                                                  round(spread.high, 4))
+            rows.append(row)
+        met = sorted((j for j in judged if j.met), key=lambda j: j.engine_s.median)
+        adaptive = [j for j in met if j.family not in ("static", "asap")]
+        winner = met[0] if met else None
+        best = adaptive[0] if adaptive else None
+        winners.append({
+            "deadline_s": deadline, "workload": workload, "traffic": traffic,
+            "winner": winner.name if winner else "none met it",
+            "winner_engine_s": round(winner.engine_s.median, 3) if winner else None,
+            "winner_vs_default": _ratio(winner.engine_s.median, default) if winner else None,
+            "winner_vs_oracle": _ratio(winner.engine_s.median, oracle) if winner else None,
+            "oracle": oracle.name if oracle else "none met it",
+            "default_met": ("yes" if default.met else "no") if default else "?",
+            "best_adaptive": best.name if best else "none met it",
+            "adaptive_vs_default": _ratio(best.engine_s.median, default) if best else None,
+            "adaptive_vs_oracle": _ratio(best.engine_s.median, oracle) if best else None,
+        })
+    return rows, winners
+
+
+def _cell(row: dict[str, Any], column: str, digits: int) -> str:
+    value = row.get(column)
+    if value is None:
+        return ""
+    if f"{column}_min" in row:
+        return Spread(value, row[f"{column}_min"], row[f"{column}_max"]).text(digits)
+    if isinstance(value, float) and column == "deadline_s":
+        return f"{value:g}"
+    return str(value)
+
+
+def _markdown(rows: Sequence[dict[str, Any]], columns: Sequence[str], headers: dict[str, tuple[str, int]]) -> str:
+    lines = ["| " + " | ".join(headers[c][0] for c in columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(_cell(r, c, headers[c][1]) for c in columns) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+_STYLE = {"asap": ("s", "tab:red"), "static": ("o", "tab:gray")}
+_ADAPTIVE_STYLE = ("D", "tab:blue")
+
+
+def _labels_by_point(items: Sequence[Judged]) -> list[tuple[float, float, str]]:
+    """One label per distinct point: configurations within 1 % of each other on both axes share it."""
+    placed: list[tuple[float, float, list[str]]] = []
+    for j in items:
+        x, y = j.engine_s.median, j.p99_ms.median / 1000.0
+        for px, py, names in placed:
+            if abs(px - x) <= 0.01 * max(abs(px), 1e-9) and abs(py - y) <= 0.01 * max(abs(py), 1e-9):
+                names.append(j.name)
+                break
+        else:
+            placed.append((x, y, [j.name]))
+    return [(x, y, ", ".join(names)) for x, y, names in placed]
+
+
+def _legend_handles(deadline: float) -> list[Any]:
+    from matplotlib.lines import Line2D
+
+    def marker(shape: str, color: str, label: str, filled: bool = True) -> Any:
+        return Line2D([], [], marker=shape, color=color, mfc=color if filled else "white", linestyle="none",
+                      label=label)
+
+    return [marker("s", "tab:red", "default trigger (asap)"), marker("o", "tab:gray", "static trigger"),
+            marker("D", "tab:blue", "adaptive admission"), marker("o", "black", "missed the deadline", False),
+            Line2D([], [], marker="*", markersize=14, color="gold", mec="black", linestyle="none",
+                   label="oracle static"),
+            Line2D([], [], color="tab:red", linestyle="--", label=f"deadline {deadline:g} s")]
+
+
+def pareto_figure(runs: Sequence[BenchRun], deadline: float) -> Any:
+    """p99 latency against engine time, one point per configuration (error bars: min–max over repetitions),
+    one panel per workload and traffic; the deadline as a line, the oracle and the default trigger marked,
+    configurations that missed the deadline hollow."""
+    judged = {k[:2]: v for k, v in judge(runs, [deadline]).items()}
+    cols = min(4, len(judged))
+    nrows = -(-len(judged) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.6 * cols + 2.6, 3.8 * nrows + 0.4), squeeze=False)
+    for i, ((workload, traffic), items) in enumerate(judged.items()):
+        ax = axes[i // cols][i % cols]
+        oracle = oracle_of(items)
+        for j in items:
+            x, y = j.engine_s.median, j.p99_ms.median / 1000.0
+            shape, color = _STYLE.get(j.family, _ADAPTIVE_STYLE)
+            ax.errorbar(x, y, xerr=[[x - j.engine_s.low], [j.engine_s.high - x]],
+                        yerr=[[y - j.p99_ms.low / 1000.0], [j.p99_ms.high / 1000.0 - y]], fmt=shape,
+                        color=color, mfc=color if j.met else "white", capsize=2, markersize=6,
+                        zorder=4 if j.family == "asap" else 2)  # the default stays visible under equal points
+            if j is oracle:
+                ax.plot(x, y, marker="*", markersize=16, color="gold", markeredgecolor="black", linestyle="none")
+        for x, y, text in _labels_by_point(items):
+            ax.annotate(text, (x, y), fontsize=6.5, xytext=(4, 4), textcoords="offset points")
+        ax.axhline(deadline, color="tab:red", linestyle="--", linewidth=1)
+        ax.set_yscale("log")
+        ax.margins(x=0.15)
+        finish(fig, ax, "engine time (s)", "p99 latency (s)", f"{workload} {traffic}", legend=False)
+    for k in range(len(judged), nrows * cols):
+        axes[k // cols][k % cols].axis("off")
+    fig.legend(handles=_legend_handles(deadline), loc="center right", fontsize="small")
+    fig.suptitle(f"Deadline {deadline:g} s: p99 latency against engine time", fontsize="medium")
+    fig.tight_layout(rect=(0.0, 0.0, 1.0 - 2.4 / (4.6 * cols + 2.6), 1.0))
+    return fig
+
+
+def write_latency_target(out: str | Path, runs: Sequence[BenchRun], deadlines: Sequence[float], *, summary: str,
+                         notes: Sequence[str] = (), machine: str | None = None) -> dict[str, Path]:
+    """Write latency-target.json / .csv / .md / .html, the winners CSV and one Pareto PNG per deadline."""
+    name = "latency-target"
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    rows, winners = analyse(runs, deadlines)
+    settings = run_settings(runs, table_rows(runs), machine=machine)
+    settings[0] = ("deadline", f"{', '.join(f'{d:g}' for d in deadlines)} s: every configuration judged against "
+                               f"each; met = miss ≤ {MISS_LIMIT:.0%} of datasets")
+    paths: dict[str, Path] = {"json": folder / f"{name}.json"}
+    paths["json"].write_text(json.dumps({"experiment": name, "summary": summary, "notes": list(notes),
+                                         "settings": dict(settings), "deadlines": list(deadlines), "rows": rows,
+                                         "winners": winners, "runs": runs_json(runs)}, indent=2, sort_keys=True))
+    paths["csv"] = write_csv(folder / f"{name}.csv", rows, [c for c in rows[0] if c != "mark"] + ["mark"])
+    paths["winners"] = write_csv(folder / f"{name}-winners.csv", winners, WINNER_COLUMNS)
+    note_md = "".join(f"_{n}_\n\n" for n in notes)
+    sections_md = [f"## Winners\n\n{_markdown(winners, WINNER_COLUMNS, WINNER_HEADERS)}\n_{LEGEND}._\n\n"
+                   "<!-- readme:end -->\n"]
+    for deadline in deadlines:
+        part = [r for r in rows if r["deadline_s"] == deadline]
+        sections_md.append(f"\n## Deadline {deadline:g} s\n\n{_markdown(part, ROW_COLUMNS[1:], ROW_HEADERS)}")
+    paths["md"] = folder / f"{name}.md"
+    paths["md"].write_text(f"# {name}\n\n{summary}\n\n{settings_markdown(settings)}{note_md}{''.join(sections_md)}")
+    images = []
+    for deadline in deadlines:
+        png = png_bytes(pareto_figure(runs, deadline))
+        key = f"pareto_{deadline:g}s"
+        paths[key] = folder / f"{name}-{key}.png"
+        paths[key].write_bytes(png)
+        images.append((f"Deadline {deadline:g} s: p99 latency against engine time, one point per configuration",
+                       png))
+    sections = [f"<h2>Winners</h2>{html_table(winners, WINNER_COLUMNS, WINNER_HEADERS, _cell)}"
+                f"<p class='legend'>{html.escape(LEGEND)}.</p>"]
+    sections += [f"<h2>Deadline {d:g} s</h2>"
+                 + html_table([r for r in rows if r["deadline_s"] == d], ROW_COLUMNS[1:], ROW_HEADERS, _cell)
+                 for d in deadlines]
+    paths["html"] = folder / f"{name}.html"
+    paths["html"].write_text(page(name, summary, settings, notes, sections, images))
+    return paths

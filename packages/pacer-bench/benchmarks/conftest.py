@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pacer import Controller, Dataset, MicroBatch, QuerySpec
+from pacer import Controller, Dataset, Devices, MicroBatch, QuerySpec
 from pacer.clock import ManualClock
 from pacer.plugins import get_plugin_manager
 
@@ -104,7 +104,8 @@ def warmed_controller(spec: QuerySpec, *, admission: str = "asap", placement: st
     """A Controller whose query has ``batches`` completed one-second batches in its history, and one dataset
     waiting: the state a strategy decides in during a steady run."""
     clock = ManualClock()
-    controller = Controller(clock=clock, cores=2, plugin_manager=get_plugin_manager(), timer=None)
+    controller = Controller(clock=clock, cores=2, devices=Devices(cpu_cores=2, gpus=1),
+                            plugin_manager=get_plugin_manager(), timer=None)
     controller.add_query(spec, admission=admission, placement=placement)
     for i in range(batches):
         clock.now = float(i)

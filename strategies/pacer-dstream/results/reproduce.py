@@ -13,7 +13,7 @@ simulated time on either device, so fewer than ``WARM_UP`` batches finish.
 
 **Under load** (issue 13): lr3, random traffic at 1 000 and 40 000 rows/s, asap admission (Spark's default
 trigger), 1 modelled GPU, 600 s, seeds 23 and 5: what ``pacer sim --workload lr3 --traffic random --rate 40000
---placement dstream --gpus 1 --duration 600 --seed 23 --overload keep`` runs: nothing is shed, the conditions
+--placement dstream --gpus 1 --duration 600 --seed 23 --overload keep --gpu-profile builtin`` runs: nothing is shed, the conditions
 issue 13 was measured in (``pacer sim`` sheds under overload unless told ``--overload keep``). Claim: dStream's average processing time per batch <= 1.05 x the better single device's (cpu-only,
 gpu-only, same seed), over all its batches and over the batches that explored nothing.
 

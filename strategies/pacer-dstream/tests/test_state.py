@@ -21,7 +21,7 @@ from pacer import (
     get_plugin_manager,
 )
 from pacer.clock import ManualClock
-from pacer_dstream import DStreamState
+from pacer_dstream import DStreamState, Monitor
 from pacer_dstream.plugin import PARAMS
 
 DAG = OperatorDAG.chain(
@@ -120,6 +120,24 @@ def test_lower_bound_comes_from_the_nearest_smaller_bucket() -> None:
     assert state.monitor.lower_bound_entry(9, "filter", "gpu").t_exec == 7.0  # type: ignore[union-attr]
     assert state.monitor.lower_bound_entry(2, "filter", "gpu") is None  # only smaller buckets bound it
     assert state.monitor.lower_bound_entry(9, "filter", "cpu") is None
+
+
+def test_lower_bound_extends_the_line_through_two_smaller_buckets() -> None:
+    """Batches that keep growing (both devices overloaded) land in a new bucket every time; bounding each device by
+    its cost at the size it last ran made the stale, smaller measurement look cheaper and the devices alternate.
+    A convex cost lies above the line through two smaller measurements, so that line bounds it more tightly."""
+    m = Monitor()
+    kw = {"beta": 0.5, "t_init": 0.0, "bandwidth": 1.0}
+    for index, nbytes, seconds in ((10, 1_000_000, 1.0), (12, 3_000_000, 2.0)):  # 0.5 s per MB above 0.5 s
+        table = m.table(index)
+        table.count_batch(nbytes)
+        table.update("scan", "cpu", seconds, nbytes, [], **kw)
+    assert m.lower_bound(20, "scan", "cpu", 11_000_000) == pytest.approx(6.0)  # 0.5 + 0.5 x 11
+    assert m.lower_bound(12, "scan", "cpu", 2_500_000) == pytest.approx(1.0)  # one smaller bucket: its estimate
+    assert m.lower_bound(20, "scan", "gpu", 11_000_000) is None
+    m.table(11).count_batch(2_000_000)
+    m.table(11).update("scan", "cpu", 0.9, 2_000_000, [], **kw)  # noise: cheaper than the smaller bucket
+    assert m.lower_bound(12, "scan", "cpu", 2_900_000) == pytest.approx(0.9)  # never below the nearest estimate
 
 
 def test_theta_drops_the_transfer_the_runtimes_time_includes() -> None:

@@ -73,6 +73,12 @@ class CostTable:
     entries: dict[tuple[str, Device], CostEntry] = field(default_factory=dict)
     sizes: dict[str, float] = field(default_factory=dict)
     batches: int = 0
+    mean_bytes: float = 0.0  # mean size of the batches folded in: where this bucket's estimates were measured
+
+    def count_batch(self, nbytes: float) -> None:
+        """One more batch of ``nbytes`` folded into this table."""
+        self.batches += 1
+        self.mean_bytes += (nbytes - self.mean_bytes) / self.batches
 
     def get(self, op_id: str, device: Device) -> CostEntry | None:
         """The entry for ``op_id`` on ``device``, None when it never ran there in this bucket."""
@@ -144,6 +150,31 @@ class Monitor:
             if best is None or key < best:
                 best = key
         return self.tables[best[1]].entries[(op_id, device)] if best is not None else None
+
+    def lower_bound(self, index: int, op_id: str, device: Device, size: float) -> float | None:
+        """A lower bound on T_exec of ``op_id`` on ``device`` for a batch of ``size`` bytes in bucket ``index``,
+        from the buckets below it that measured it; None when none did.
+
+        An operator does not get cheaper as its batch grows, so the nearest smaller bucket's estimate bounds it.
+        With two smaller buckets, the line through their estimates (over their mean batch sizes), extended to
+        ``size``, bounds it too when the cost is convex in the size (affine, or superlinear like a join); the
+        larger of the two is taken.
+        """
+        below = sorted(
+            (other for other, table in self.tables.items() if other < index and (op_id, device) in table.entries),
+            reverse=True,
+        )
+        if not below:
+            return None
+        near = self.tables[below[0]]
+        bound = near.entries[(op_id, device)].t_exec
+        if len(below) > 1:
+            far = self.tables[below[1]]
+            run = near.mean_bytes - far.mean_bytes
+            if run > 0 and size > near.mean_bytes:
+                slope = (bound - far.entries[(op_id, device)].t_exec) / run
+                bound = max(bound, bound + slope * (size - near.mean_bytes))
+        return bound
 
     def lower_bound_entry(self, index: int, op_id: str, device: Device) -> CostEntry | None:
         """The entry of the largest *smaller* bucket that has one: a lower bound when costs grow with size."""

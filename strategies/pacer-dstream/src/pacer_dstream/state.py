@@ -68,14 +68,18 @@ class DStreamState:
 
     # ------------------------------------------------------------------ Device Mapper
 
-    def _estimate(self, table: CostTable | None, index: int, op_id: str, device: Device) -> tuple[float, bool]:
-        """T_exec of ``op_id`` on ``device`` for a batch of bucket ``index``, and whether it was measured there."""
+    def _estimate(
+        self, table: CostTable | None, index: int, op_id: str, device: Device, size: float
+    ) -> tuple[float, bool]:
+        """T_exec of ``op_id`` on ``device`` for a batch of ``size`` bytes in bucket ``index``, and whether it was
+        measured there."""
         entry: CostEntry | None = table.get(op_id, device) if table is not None else None
         if entry is not None:
             return entry.t_exec, True
         if self.cold_start == "bound":
-            entry = self.monitor.lower_bound_entry(index, op_id, device)
-        elif self.cold_start == "nearest":
+            bound = self.monitor.lower_bound(index, op_id, device, size)
+            return (bound if bound is not None else 0.0), False
+        if self.cold_start == "nearest":
             entry = self.monitor.nearest_entry(index, op_id, device)
         # Never run here: an optimistic estimate (0 when nothing else is known), so the path tries it.
         return (entry.t_exec if entry is not None else 0.0), False
@@ -93,11 +97,11 @@ class DStreamState:
         edge_trans: list[float] = []
         sink_trans: list[float] = []
         for i, op_id in enumerate(compiled.ids):
-            on_cpu, cpu_known = self._estimate(table, index, op_id, "cpu")
+            on_cpu, cpu_known = self._estimate(table, index, op_id, "cpu", batch.bytes)
             cpu.append(on_cpu)
             on_gpu, gpu_known = math.inf, True
             if gpu_ok and not compiled.cpu_only[i]:
-                on_gpu, gpu_known = self._estimate(table, index, op_id, "gpu")
+                on_gpu, gpu_known = self._estimate(table, index, op_id, "gpu", batch.bytes)
             gpu.append(on_gpu)
             measured.append((cpu_known, gpu_known))
             size = sizes.get(op_id, float(batch.bytes))
@@ -157,7 +161,7 @@ class DStreamState:
             return 0
         placed = report.placement.devices if report.placement is not None else {}
         table = self.monitor.table(self.monitor.index(report.bytes))
-        table.batches += 1
+        table.count_batch(report.bytes)
         for op_id, (device, seconds, size) in merged.items():
             upstream: list[Device] = []
             for p in compiled.parents[compiled.position[op_id]]:

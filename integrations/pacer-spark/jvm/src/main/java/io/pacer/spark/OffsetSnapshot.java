@@ -1,0 +1,98 @@
+package io.pacer.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.Iterator;
+import java.util.Map;
+import org.apache.spark.sql.connector.read.streaming.Offset;
+
+/**
+ * One observed change of the delegate's latest offset: one pacer dataset.
+ *
+ * <p>{@code offset} is the delegate's own offset object (a batch may end at it); rows, files and
+ * bytes are what could be measured from the delta to the previous snapshot (null when unknown).
+ */
+final class OffsetSnapshot {
+
+  static final ObjectMapper JSON = new ObjectMapper();
+
+  final long seq;
+  final Offset offset;
+  final String json;
+  final long firstSeenMs;
+  final Long rows;
+  final Long files;
+  final Long bytes;
+  final boolean bytesEstimated;
+
+  OffsetSnapshot(long seq, Offset offset, long firstSeenMs, Long rows, Long files, Long bytes,
+      boolean bytesEstimated) {
+    this.seq = seq;
+    this.offset = offset;
+    this.json = offset.json();
+    this.firstSeenMs = firstSeenMs;
+    this.rows = rows;
+    this.files = files;
+    this.bytes = bytes;
+    this.bytesEstimated = bytesEstimated;
+  }
+
+  /** This snapshot as one element of the request's {@code snapshots} array. */
+  ObjectNode toJson() {
+    ObjectNode node = JSON.createObjectNode();
+    node.put("seq", seq);
+    node.put("offset", json);
+    node.put("arrival", firstSeenMs / 1000.0);
+    putNullable(node, "rows", rows);
+    putNullable(node, "files", files);
+    putNullable(node, "bytes", bytes);
+    node.put("bytes_estimated", bytesEstimated);
+    return node;
+  }
+
+  private static void putNullable(ObjectNode node, String field, Long value) {
+    if (value == null) {
+      node.putNull(field);
+    } else {
+      node.put(field, value.longValue());
+    }
+  }
+
+  /**
+   * Rows between two offsets written as {@code {topic: {partition: offset}}} (Kafka's form), or
+   * null when either is not of that form or a partition of {@code next} is missing in {@code prev}.
+   */
+  static Long partitionOffsetRows(String prevJson, String nextJson) {
+    if (prevJson == null) {
+      return null;
+    }
+    try {
+      JsonNode prev = JSON.readTree(prevJson);
+      JsonNode next = JSON.readTree(nextJson);
+      if (!next.isObject() || !prev.isObject() || next.size() == 0) {
+        return null;
+      }
+      long rows = 0;
+      for (Iterator<Map.Entry<String, JsonNode>> topics = next.fields(); topics.hasNext(); ) {
+        Map.Entry<String, JsonNode> topic = topics.next();
+        JsonNode prevTopic = prev.get(topic.getKey());
+        if (!topic.getValue().isObject() || prevTopic == null || !prevTopic.isObject()) {
+          return null;
+        }
+        for (Iterator<Map.Entry<String, JsonNode>> parts = topic.getValue().fields();
+            parts.hasNext(); ) {
+          Map.Entry<String, JsonNode> part = parts.next();
+          JsonNode before = prevTopic.get(part.getKey());
+          if (!part.getValue().canConvertToLong() || before == null || !before.canConvertToLong()) {
+            return null;
+          }
+          rows += Math.max(0L, part.getValue().asLong() - before.asLong());
+        }
+      }
+      return rows;
+    } catch (Exception notJson) {
+      return null;
+    }
+  }
+}

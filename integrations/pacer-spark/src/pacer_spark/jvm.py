@@ -1,0 +1,241 @@
+"""The JVM half of ``format("pacer")``: build it from source with ``javac``, cache it, load it.
+
+The Java sources live in ``integrations/pacer-spark/jvm/`` (see its README for the design and the
+wire format). :func:`build_jar` compiles them against the jars of the installed Spark (pyspark
+ships them under ``pyspark/jars``; ``$SPARK_HOME/jars`` when set) and caches the jar under
+``~/.cache/pacer/jvm/<spark-version>/pacer-spark-jvm.jar`` (``PACER_JVM_CACHE`` moves the cache).
+A stamp beside the jar holds the hash of the sources, so an edited source rebuilds; nothing binary
+is committed.
+
+To use it, either put the jar on the driver's classpath before the session starts
+(:func:`jar_conf`: ``spark.jars``), or call :func:`ensure_loaded` on a running session: it adds
+the jar to the driver's context class loader, which is where Spark looks up ``format()`` names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: The Java package of the JVM side.
+JAVA_PACKAGE = "io.pacer.spark"
+#: The provider class ``format("pacer")`` resolves to (through META-INF/services).
+PROVIDER_CLASS = f"{JAVA_PACKAGE}.PacerSourceProvider"
+#: The registry class Python registers its deciders in.
+REGISTRY_CLASS = f"{JAVA_PACKAGE}.PacerRegistry"
+#: The file name of the built jar inside the cache folder of a Spark version.
+JAR_NAME = "pacer-spark-jvm.jar"
+_STAMP_NAME = "pacer-spark-jvm.sources.sha256"
+
+
+class JvmBuildError(RuntimeError):
+    """The JVM side could not be built or loaded; the message says what to install or set."""
+
+
+@dataclass(frozen=True)
+class JarBuild:
+    """Where the jar is, whether this call compiled it, and how long the call took."""
+
+    jar: Path
+    compiled: bool
+    seconds: float
+
+
+def sources_dir() -> Path:
+    """The ``jvm/`` folder holding the Java sources (``PACER_JVM_SOURCES`` overrides it)."""
+    override = os.environ.get("PACER_JVM_SOURCES")
+    folder = Path(override) if override else Path(__file__).resolve().parents[2] / "jvm"
+    if not (folder / "src" / "main" / "java").is_dir():
+        raise JvmBuildError(
+            f"the Java sources of format('pacer') are not at {folder}: install pacer-spark from its "
+            "source tree (pip install -e integrations/pacer-spark) or point PACER_JVM_SOURCES at "
+            "the jvm/ folder"
+        )
+    return folder
+
+
+def spark_jars_dir() -> Path:
+    """The folder of the Spark jars to compile against: ``$SPARK_HOME/jars``, else pyspark's."""
+    home = os.environ.get("SPARK_HOME")
+    if home and (Path(home) / "jars").is_dir():
+        return Path(home) / "jars"
+    import pyspark
+
+    folder = Path(pyspark.__file__).resolve().parent / "jars"
+    if not folder.is_dir():
+        raise JvmBuildError(f"no Spark jars at {folder}: reinstall pyspark or set SPARK_HOME")
+    return folder
+
+
+def spark_version() -> str:
+    """The installed PySpark's version, the cache key of the jar."""
+    import pyspark
+
+    return str(pyspark.__version__)
+
+
+def cache_dir(version: str | None = None) -> Path:
+    """The cache folder of one Spark version (``PACER_JVM_CACHE`` or ``~/.cache/pacer/jvm``)."""
+    root = os.environ.get("PACER_JVM_CACHE") or str(Path.home() / ".cache" / "pacer" / "jvm")
+    return Path(root) / (version or spark_version())
+
+
+def sources_hash(folder: Path | None = None) -> str:
+    """A SHA-256 over every source and resource file (names and contents) of the JVM side."""
+    root = (folder or sources_dir()) / "src" / "main"
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _tool(name: str) -> str:
+    """``$JAVA_HOME/bin/<name>`` when it exists, else ``<name>`` on the PATH."""
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / name).exists():
+        return str(Path(home) / "bin" / name)
+    found = shutil.which(name)
+    if found is None:
+        raise JvmBuildError(
+            f"`{name}` was not found: format('pacer') is built from source on first use and needs a "
+            "JDK 17 or newer (for example `apt-get install openjdk-17-jdk-headless`, or set JAVA_HOME)"
+        )
+    return found
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """Holds an exclusive lock on ``folder`` so that two processes never build at once."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def build_jar(*, force: bool = False, cache: Path | None = None) -> JarBuild:
+    """The jar of the JVM side for the installed Spark, compiled now only when not cached.
+
+    :param force: compile even when a jar built from the same sources is cached.
+    :param cache: the folder to keep the jar in (default :func:`cache_dir`).
+    :raises JvmBuildError: no JDK, no Spark jars, or the compiler failed (its output included).
+    """
+    started = time.perf_counter()
+    folder = cache or cache_dir()
+    jar, stamp = folder / JAR_NAME, folder / _STAMP_NAME
+    wanted = sources_hash()
+    with _locked(folder):
+        if not force and jar.is_file() and stamp.is_file() and stamp.read_text().strip() == wanted:
+            return JarBuild(jar, False, time.perf_counter() - started)
+        _compile(sources_dir(), jar)
+        stamp.write_text(wanted + "\n")
+    return JarBuild(jar, True, time.perf_counter() - started)
+
+
+def _compile(sources: Path, jar: Path) -> None:
+    """``javac`` the sources against the Spark jars, then ``jar`` them with their resources."""
+    javac, jar_tool = _tool("javac"), _tool("jar")
+    java_files = sorted(str(p) for p in (sources / "src" / "main" / "java").rglob("*.java"))
+    with tempfile.TemporaryDirectory(prefix="pacer-jvm-") as work:
+        classes = Path(work) / "classes"
+        classes.mkdir()
+        classpath = str(spark_jars_dir() / "*")
+        compiled = subprocess.run(
+            [
+                javac,
+                "--release",
+                "17",
+                "-nowarn",
+                "-encoding",
+                "UTF-8",
+                "-cp",
+                classpath,
+                "-d",
+                str(classes),
+                *java_files,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if compiled.returncode != 0:
+            raise JvmBuildError(
+                f"javac failed on the format('pacer') sources against Spark {spark_version()} "
+                f"({spark_jars_dir()}):\n{compiled.stdout}{compiled.stderr}"
+            )
+        resources = sources / "src" / "main" / "resources"
+        if resources.is_dir():
+            shutil.copytree(resources, classes, dirs_exist_ok=True)
+        partial = Path(work) / JAR_NAME
+        packed = subprocess.run(
+            [jar_tool, "--create", "--file", str(partial), "-C", str(classes), "."],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if packed.returncode != 0:
+            raise JvmBuildError(f"`jar` failed:\n{packed.stdout}{packed.stderr}")
+        jar.parent.mkdir(parents=True, exist_ok=True)
+        staged = jar.with_suffix(".jar.tmp")
+        shutil.copyfile(partial, staged)
+        os.replace(staged, jar)
+
+
+def jar_conf(existing: str | None = None) -> dict[str, str]:
+    """``{"spark.jars": ...}`` with the built jar appended to ``existing`` (a comma list)."""
+    jar = str(build_jar().jar)
+    jars = [j for j in (existing or "").split(",") if j]
+    if jar not in jars:
+        jars.append(jar)
+    return {"spark.jars": ",".join(jars)}
+
+
+def is_loaded(spark: Any) -> bool:
+    """Whether the driver JVM of ``spark`` can load the ``format("pacer")`` provider."""
+    jvm = spark.sparkContext._jvm
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    try:
+        jvm.java.lang.Class.forName(PROVIDER_CLASS, True, loader)
+    except Exception:  # py4j wraps ClassNotFoundException
+        return False
+    return True
+
+
+def ensure_loaded(spark: Any) -> Path:
+    """Builds the jar if needed and makes ``format("pacer")`` resolvable in ``spark``'s driver.
+
+    When the jar is not on the driver's classpath yet (the session was started without
+    :func:`jar_conf`), it is added to the driver's context class loader, which Spark's
+    ``DataSource.lookupDataSource`` and Py4J's callback proxies both use.
+
+    :raises JvmBuildError: the build failed, or the class loader cannot take a jar at run time.
+    """
+    jar = build_jar().jar
+    if is_loaded(spark):
+        return jar
+    jvm = spark.sparkContext._jvm
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    try:
+        loader.addURL(jvm.java.io.File(str(jar)).toURI().toURL())
+    except Exception as exc:
+        raise JvmBuildError(
+            f"cannot add {jar} to the running driver ({exc}); start the session with "
+            "pacer_spark.jvm.jar_conf() in its config (spark.jars)"
+        ) from exc
+    if not is_loaded(spark):
+        raise JvmBuildError(f"{PROVIDER_CLASS} is still not loadable after adding {jar}")
+    return jar

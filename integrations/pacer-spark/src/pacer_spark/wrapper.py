@@ -1,0 +1,218 @@
+"""The Python end of ``format("pacer")``: answer the JVM source's "where does this batch end?".
+
+A ``spark.readStream.format("pacer").option("pacer.source", "csv")`` source (the JVM side, built
+by :mod:`pacer_spark.jvm`) observes its delegate's offsets; each change is an
+:class:`OffsetSnapshot` (one pacer dataset: handle = the offset JSON, arrival = when first seen).
+On each trigger with snapshots pending it calls the decider registered for its query through
+PySpark's Py4J callback server, as PySpark does for ``foreachBatch`` functions.
+
+:class:`PacerBridge` registers a :data:`DecisionFunction` per query name. The function gets the
+pending snapshots, oldest first, and returns the index of the last one to admit (the batch ends at
+its offset), or ``None`` for "no batch now". The JVM side keeps the delegate's read limit as a
+cap, forces at least one snapshot per batch under ``trigger(availableNow=True)``, and admits
+everything (warning once) when no decider answers.
+
+Wiring pacer's Controller is a decision function: ``arrive`` each snapshot not seen before as a
+``Dataset`` whose handle is ``snapshot.offset``, ``poll``, and return the index of the last
+admitted handle.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pacer_spark import jvm
+
+logger = logging.getLogger(__name__)
+
+#: ``decide(query_name, pending_snapshots) -> index of the last snapshot to admit | None``.
+DecisionFunction = Callable[[str, Sequence["OffsetSnapshot"]], "int | None"]
+
+#: The version of the request JSON this module reads (``version`` in the request).
+WIRE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class OffsetSnapshot:
+    """One observed change of the wrapped source's latest offset: one pacer dataset.
+
+    :ivar seq: the JVM source's running number of the snapshot (per query run).
+    :ivar offset: the wrapped source's offset JSON the batch would end at (the dataset's handle).
+    :ivar arrival: when the snapshot was first seen, epoch seconds (driver clock).
+    :ivar rows: rows since the previous snapshot where the offsets tell (Kafka), else None.
+    :ivar files: files since the previous snapshot (file sources), else None.
+    :ivar bytes: bytes since the previous snapshot: file sizes for file sources, rows times
+        the schema's default row size where ``bytes_estimated``; None when unknown.
+    :ivar bytes_estimated: whether ``bytes`` is an estimate from rows rather than sizes.
+    """
+
+    seq: int
+    offset: str
+    arrival: float
+    rows: int | None
+    files: int | None
+    bytes: int | None
+    bytes_estimated: bool
+
+
+@dataclass(frozen=True)
+class DecisionRequest:
+    """What the JVM source sends with each decision (see ``jvm/README.md`` for the JSON).
+
+    :ivar query: the query's name (``pacer.query``, else the streaming query's name, else its id).
+    :ivar source: the wrapped source's name (``pacer.source``).
+    :ivar start: the offset JSON the batch starts after (None before the first batch).
+    :ivar limit: the read limit Spark passed, as Spark prints it.
+    :ivar available_now: whether the query runs ``trigger(availableNow=True)``.
+    :ivar now: the JVM's clock when it asked, epoch seconds.
+    :ivar snapshots: the pending snapshots, oldest first.
+    """
+
+    query: str
+    source: str
+    start: str | None
+    limit: str
+    available_now: bool
+    now: float
+    snapshots: tuple[OffsetSnapshot, ...]
+
+    @classmethod
+    def from_json(cls, text: str) -> DecisionRequest:
+        """Parses the JVM's request; raises ``ValueError`` naming what is wrong."""
+        try:
+            raw = json.loads(text)
+            if raw.get("version") != WIRE_VERSION:
+                raise ValueError(
+                    f"request version {raw.get('version')!r}, this pacer_spark reads "
+                    f"{WIRE_VERSION}: rebuild the jar (pacer_spark.jvm.build_jar(force=True))"
+                )
+            snapshots = tuple(
+                OffsetSnapshot(
+                    seq=int(s["seq"]),
+                    offset=str(s["offset"]),
+                    arrival=float(s["arrival"]),
+                    rows=None if s["rows"] is None else int(s["rows"]),
+                    files=None if s["files"] is None else int(s["files"]),
+                    bytes=None if s["bytes"] is None else int(s["bytes"]),
+                    bytes_estimated=bool(s["bytes_estimated"]),
+                )
+                for s in raw["snapshots"]
+            )
+            return cls(
+                query=str(raw["query"]),
+                source=str(raw["source"]),
+                start=raw["start"],
+                limit=str(raw["limit"]),
+                available_now=bool(raw["available_now"]),
+                now=float(raw["now"]),
+                snapshots=snapshots,
+            )
+        except (KeyError, TypeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"malformed format('pacer') decision request ({exc!r}): {text[:200]}") from exc
+
+
+def admit_all(query_name: str, snapshots: Sequence[OffsetSnapshot]) -> int | None:
+    """The default decision: end the batch at the newest snapshot (what plain Spark does)."""
+    return len(snapshots) - 1 if snapshots else None
+
+
+def admit_oldest(query_name: str, snapshots: Sequence[OffsetSnapshot]) -> int | None:
+    """End the batch at the oldest pending snapshot: one snapshot per batch."""
+    return 0 if snapshots else None
+
+
+class _JvmDecider:
+    """The Py4J callback object implementing ``io.pacer.spark.PacerDecider`` for one query."""
+
+    def __init__(self, decide: DecisionFunction) -> None:
+        self._decide = decide
+        self.last_request: DecisionRequest | None = None
+
+    def decide(self, query_name: str, request_json: str) -> int:
+        """Answers the JVM: the ``seq`` of the last snapshot to admit, or -1 for none now.
+
+        An exception here reaches the JVM, which then admits everything and warns once.
+        """
+        try:
+            request = DecisionRequest.from_json(request_json)
+            self.last_request = request
+            index = self._decide(query_name, request.snapshots)
+            if index is None:
+                return -1
+            if not isinstance(index, int) or not 0 <= index < len(request.snapshots):
+                raise ValueError(
+                    f"the decision function of query {query_name!r} returned {index!r}; it must "
+                    f"return None or an index into the {len(request.snapshots)} pending snapshots"
+                )
+            return request.snapshots[index].seq
+        except Exception:
+            logger.exception("format('pacer') decision for query %r failed", query_name)
+            raise
+
+    class Java:
+        """Py4J: the Java interface this object implements."""
+
+        implements: ClassVar[list[str]] = [f"{jvm.JAVA_PACKAGE}.PacerDecider"]
+
+
+class PacerBridge:
+    """The driver's registrations of decision functions for ``format("pacer")`` queries.
+
+    One per SparkSession. Creating it builds and loads the JVM side if needed
+    (:func:`pacer_spark.jvm.ensure_loaded`) and starts PySpark's Py4J callback server.
+
+    :param spark: the driver's SparkSession (classic, not Spark Connect).
+    """
+
+    def __init__(self, spark: Any) -> None:
+        from pyspark.java_gateway import ensure_callback_server_started
+
+        self._spark = spark
+        self.jar = jvm.ensure_loaded(spark)
+        ensure_callback_server_started(spark.sparkContext._gateway)  # type: ignore[no-untyped-call]
+        self._deciders: dict[str, _JvmDecider] = {}
+
+    @property
+    def _registry(self) -> Any:
+        jvm_view = self._spark.sparkContext._jvm
+        return getattr(jvm_view, jvm.REGISTRY_CLASS)
+
+    def register(self, query_name: str, decide: DecisionFunction = admit_all) -> None:
+        """Routes the decisions of query ``query_name`` (``"*"``: every query) to ``decide``.
+
+        Register before the query starts; registering again replaces the function.
+        """
+        if not query_name:
+            raise ValueError(
+                "register() needs the query's name: writeStream.queryName(...) or the source's pacer.query option"
+            )
+        decider = _JvmDecider(decide)
+        self._deciders[query_name] = decider  # keep the object alive while the JVM holds its proxy
+        self._registry.register(query_name, decider)
+
+    def unregister(self, query_name: str) -> bool:
+        """Removes the function of ``query_name``: its source then admits everything, warning once."""
+        self._deciders.pop(query_name, None)
+        return bool(self._registry.unregister(query_name))
+
+    def close(self) -> None:
+        """Unregisters every function this bridge registered."""
+        for name in list(self._deciders):
+            self.unregister(name)
+
+    def last_request(self, query_name: str) -> DecisionRequest | None:
+        """The last request the JVM sent for ``query_name`` (None before the first)."""
+        decider = self._deciders.get(query_name)
+        return decider.last_request if decider else None
+
+    def decisions(self, query_name: str) -> int:
+        """How many decisions the Python side answered for ``query_name`` (JVM-wide count)."""
+        return int(self._registry.decisions(query_name))
+
+    def fallback_warnings(self, query_name: str) -> int:
+        """How many sources of ``query_name`` warned that they admit everything (once each)."""
+        return int(self._registry.fallbackWarnings(query_name))

@@ -1,0 +1,219 @@
+"""format("pacer") on real local Spark: the JVM side built from source, the Python decider, the caps."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import zipfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pacer_spark import jvm
+from pacer_spark.wrapper import DecisionRequest, OffsetSnapshot, PacerBridge, admit_oldest
+
+SCHEMA = "file INT, row INT"
+ROWS_PER_FILE = 10
+
+
+def put_csv(folder: Path, index: int) -> None:
+    """Moves a finished csv file of ROWS_PER_FILE rows into ``folder`` (atomically, as a producer should)."""
+    staging = folder.parent / f".staging-{index}.csv"
+    staging.write_text("".join(f"{index},{r}\n" for r in range(ROWS_PER_FILE)))
+    os.replace(staging, folder / f"part-{index:04d}.csv")
+
+
+def pacer_csv(spark: Any, folder: Path, **options: str) -> Any:
+    """``readStream.format("pacer")`` over the csv files of ``folder``."""
+    reader = spark.readStream.format("pacer").option("pacer.source", "csv").schema(SCHEMA)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load(str(folder))
+
+
+def to_parquet(df: Any, out: Path, name: str, **trigger: Any) -> Any:
+    """Starts ``df`` into Spark's parquet sink with a checkpoint beside it."""
+    writer = (
+        df.writeStream.format("parquet")
+        .option("path", str(out / "data"))
+        .option("checkpointLocation", str(out / "checkpoint"))
+        .queryName(name)
+    )
+    if trigger:
+        writer = writer.trigger(**trigger)
+    return writer.start()
+
+
+def rows_of(spark: Any, out: Path) -> list[tuple[int, int]]:
+    """The sink's rows, sorted."""
+    return sorted((r["file"], r["row"]) for r in spark.read.parquet(str(out / "data")).collect())
+
+
+def batch_rows(query: Any) -> list[int]:
+    """numInputRows of every progress that ran a batch with data."""
+    return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"] > 0]
+
+
+def wait_for(predicate: Any, timeout: float = 120.0) -> None:
+    """Polls ``predicate`` until it holds; fails the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail("timed out waiting for the streaming query")
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def bridge(spark: Any) -> Iterator[PacerBridge]:
+    """The Python end, loaded into the suite's running session (the jar added at run time)."""
+    b = PacerBridge(spark)
+    yield b
+    b.close()
+
+
+def test_build_jar_compiles_once_then_reuses_the_cache(tmp_path: Path) -> None:
+    first = jvm.build_jar(cache=tmp_path)
+    second = jvm.build_jar(cache=tmp_path)
+
+    assert first.compiled and not second.compiled
+    assert first.jar == second.jar == tmp_path / jvm.JAR_NAME
+    with zipfile.ZipFile(first.jar) as jar:
+        services = jar.read("META-INF/services/org.apache.spark.sql.sources.DataSourceRegister")
+        assert services.decode().strip() == jvm.PROVIDER_CLASS
+        assert "io/pacer/spark/PacerSource.class" in jar.namelist()
+
+
+def test_pacer_csv_gives_the_rows_plain_csv_gives(spark: Any, bridge: PacerBridge, tmp_path: Path) -> None:
+    inbox = tmp_path / "in"
+    inbox.mkdir()
+    for i in range(3):
+        put_csv(inbox, i)
+    bridge.register("pacer_csv_rows")
+    query = to_parquet(pacer_csv(spark, inbox, maxFilesPerTrigger="2"), tmp_path / "pacer", "pacer_csv_rows")
+    try:
+        query.processAllAvailable()
+        for i in range(3, 7):  # files arriving while the query runs
+            put_csv(inbox, i)
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    plain = to_parquet(
+        spark.readStream.format("csv").schema(SCHEMA).load(str(inbox)),
+        tmp_path / "plain",
+        "plain_csv_rows",
+        availableNow=True,
+    )
+    plain.awaitTermination()
+
+    assert rows_of(spark, tmp_path / "pacer") == rows_of(spark, tmp_path / "plain")
+    assert len(rows_of(spark, tmp_path / "pacer")) == 7 * ROWS_PER_FILE
+    assert max(batch_rows(query)) <= 2 * ROWS_PER_FILE  # maxFilesPerTrigger stays a cap
+
+
+def test_the_decision_function_chooses_where_the_batch_ends(spark: Any, bridge: PacerBridge, tmp_path: Path) -> None:
+    inbox = tmp_path / "in"
+    inbox.mkdir()
+    seen: list[list[int]] = []
+
+    def hold_for_three(query_name: str, snapshots: Sequence[OffsetSnapshot]) -> int | None:
+        seen.append([s.seq for s in snapshots])
+        return 2 if len(snapshots) >= 3 else None
+
+    bridge.register("pacer_hold", hold_for_three)
+    query = to_parquet(pacer_csv(spark, inbox), tmp_path / "out", "pacer_hold")
+    try:
+        for i in range(3):  # one file per observation: three snapshots, held until the third
+            put_csv(inbox, i)
+            wait_for(lambda i=i: any(len(s) == i + 1 for s in seen))
+        wait_for(lambda: sum(batch_rows(query)) == 3 * ROWS_PER_FILE)
+    finally:
+        query.stop()
+
+    assert batch_rows(query) == [3 * ROWS_PER_FILE]  # plain Spark would have run three batches
+    request = bridge.last_request("pacer_hold")
+    assert request is not None and [s.files for s in request.snapshots] == [1, 1, 1]
+    assert all(s.bytes and s.bytes > 0 for s in request.snapshots)
+    ran = next(p for p in query.recentProgress if p["numInputRows"] > 0)["sources"][0]
+    assert json.loads(ran["endOffset"]) == json.loads(ran["latestOffset"]) == {"logOffset": 2}
+    assert "pacer_hold" in ran["description"] and "FileStreamSource" in ran["description"]
+
+
+def test_available_now_drains_the_backlog_in_pacer_sized_batches(
+    spark: Any, bridge: PacerBridge, tmp_path: Path
+) -> None:
+    inbox = tmp_path / "in"
+    inbox.mkdir()
+    for i in range(5):
+        put_csv(inbox, i)
+    bridge.register("pacer_drain", admit_oldest)
+    query = to_parquet(
+        pacer_csv(spark, inbox, maxFilesPerTrigger="2"), tmp_path / "out", "pacer_drain", availableNow=True
+    )
+    query.awaitTermination()
+
+    assert batch_rows(query) == [20, 20, 10]
+    first = query.recentProgress[0]["sources"][0]
+    assert json.loads(first["endOffset"]) == {"logOffset": 0}
+    assert json.loads(first["latestOffset"]) == {"logOffset": 2}  # the backlog, as limit-sized snapshots
+    assert first["metrics"]["pacer.pendingSnapshots"] == "2"
+    assert len(rows_of(spark, tmp_path / "out")) == 5 * ROWS_PER_FILE
+
+
+def test_without_a_decider_it_admits_everything_and_warns_once(spark: Any, bridge: PacerBridge, tmp_path: Path) -> None:
+    inbox = tmp_path / "in"
+    inbox.mkdir()
+    for i in range(5):
+        put_csv(inbox, i)
+    bridge.register("pacer_orphan", admit_oldest)
+    assert bridge.unregister("pacer_orphan")  # the Python side is gone
+    query = to_parquet(
+        pacer_csv(spark, inbox, maxFilesPerTrigger="2"), tmp_path / "out", "pacer_orphan", availableNow=True
+    )
+    query.awaitTermination()
+
+    assert len(rows_of(spark, tmp_path / "out")) == 5 * ROWS_PER_FILE
+    assert batch_rows(query) == [20, 20, 10]  # everything admitted, the read limit still a cap
+    assert bridge.fallback_warnings("pacer_orphan") == 1
+    assert query.lastProgress["sources"][0]["metrics"]["pacer.fallback"] == "true"
+
+
+def test_a_source_name_spark_does_not_know_is_named_in_the_error(
+    spark: Any, bridge: PacerBridge, tmp_path: Path
+) -> None:
+    with pytest.raises(Exception, match='pacer.source "no-such-format" is not a data source'):
+        spark.readStream.format("pacer").option("pacer.source", "no-such-format").load(str(tmp_path))
+    with pytest.raises(Exception, match='needs .option\\("pacer.source"'):
+        spark.readStream.format("pacer").load(str(tmp_path))
+
+
+def test_the_request_json_parses_into_snapshots() -> None:
+    request = DecisionRequest.from_json(
+        json.dumps(
+            {
+                "version": 1,
+                "query": "q",
+                "source": "kafka",
+                "start": None,
+                "limit": "MaxRows: 100",
+                "available_now": False,
+                "now": 12.5,
+                "snapshots": [
+                    {
+                        "seq": 4,
+                        "offset": '{"t":{"0":7}}',
+                        "arrival": 12.0,
+                        "rows": 7,
+                        "files": None,
+                        "bytes": 56,
+                        "bytes_estimated": True,
+                    }
+                ],
+            }
+        )
+    )
+    assert request.snapshots == (OffsetSnapshot(4, '{"t":{"0":7}}', 12.0, 7, None, 56, True),)
+    with pytest.raises(ValueError, match="rebuild the jar"):
+        DecisionRequest.from_json('{"version": 2}')

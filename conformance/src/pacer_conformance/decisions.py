@@ -10,7 +10,7 @@ from typing import ClassVar
 
 import pytest
 
-from pacer import Controller, Dataset, Devices, MicroBatch, OperatorDAG, QuerySpec
+from pacer import Controller, Dataset, Devices, MicroBatch, OperatorDAG, QuerySpec, StrategyError
 from pacer.clock import ManualClock
 from pacer_conformance.harness import HarnessRun, drive, steady_arrivals
 from pacer_workloads import WORKLOADS, make_query
@@ -142,8 +142,16 @@ class PlacementConformance:
         _check(_place_once(strategy, spec, nbytes, gpus=1), spec.dag)
 
     def test_without_a_gpu(self, strategy: str) -> None:
+        """Without a GPU a strategy places everything on the CPU, or is refused with its name and the reason
+        (a GPU placement onto a runtime without a GPU is ill-formed); never a GPU operator that cannot run."""
         spec = make_query("lr1", query_id="q")
-        _check(_place_once(strategy, spec, 1_000_000, gpus=0), spec.dag)
+        try:
+            batch = _place_once(strategy, spec, 1_000_000, gpus=0)
+        except StrategyError as exc:
+            assert exc.strategy == strategy and "GPU" in str(exc) and "runtime has none" in str(exc)
+            return
+        _check(batch, spec.dag)
+        assert batch.placement is not None and batch.placement.gpu_ratio == 0.0, "a GPU operator with no GPU"
 
     def test_stays_well_formed_while_learning(self, strategy: str) -> None:
         clock = ManualClock()

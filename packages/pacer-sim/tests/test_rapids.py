@@ -91,6 +91,7 @@ def test_without_the_jar_the_cli_warns_once_and_uses_the_builtin_curves(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv(jars.CACHE_ENV, str(tmp_path / "cache"))
     monkeypatch.setenv("PATH", "/nonexistent")  # no mvn
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # and no PyPI for the wheel that carries the jar
     args = ["sim", "--workload", "lr2", "--duration", "10", "--gpus", "1", "--gpu-profile", "onprem-a100",
             "--report", str(tmp_path / "r.json")]
     assert main(args) == 0

@@ -217,3 +217,35 @@ def test_the_request_json_parses_into_snapshots() -> None:
     assert request.snapshots == (OffsetSnapshot(4, '{"t":{"0":7}}', 12.0, 7, None, 56, True),)
     with pytest.raises(ValueError, match="rebuild the jar"):
         DecisionRequest.from_json('{"version": 2}')
+
+
+def test_the_decider_answers_a_seq_and_refuses_an_index_out_of_range() -> None:
+    from pacer_spark.wrapper import _JvmDecider
+
+    request = json.dumps(
+        {
+            "version": 1,
+            "query": "q",
+            "source": "csv",
+            "start": None,
+            "limit": "All Available",
+            "available_now": False,
+            "now": 1.0,
+            "snapshots": [
+                {
+                    "seq": s,
+                    "offset": f'{{"logOffset":{s}}}',
+                    "arrival": 1.0,
+                    "rows": None,
+                    "files": 1,
+                    "bytes": 9,
+                    "bytes_estimated": False,
+                }
+                for s in (7, 8)
+            ],
+        }
+    )
+    assert _JvmDecider(lambda q, s: 1).decide("q", request) == 8
+    assert _JvmDecider(lambda q, s: None).decide("q", request) == -1
+    with pytest.raises(ValueError, match="index into the 2 pending snapshots"):
+        _JvmDecider(lambda q, s: 2).decide("q", request)

@@ -40,13 +40,13 @@ def _cost_of(dag: CompiledDAG, devices, cpu, gpu, edge, sink) -> float:  # type:
 
 
 def _chain(n: int) -> CompiledDAG:
-    return CompiledDAG.of(OperatorDAG.chain(*(Operator(f"o{i}", "project") for i in range(n))))
+    return OperatorDAG.chain(*(Operator(f"o{i}", "project") for i in range(n))).compiled
 
 
 def _join_tree() -> CompiledDAG:
     ops = tuple(Operator(x, "filter") for x in ("s1", "f1", "s2", "f2", "j", "p", "k"))
     edges = (("s1", "f1"), ("s2", "f2"), ("f1", "j"), ("f2", "j"), ("j", "p"), ("p", "k"))
-    return CompiledDAG.of(OperatorDAG(ops, edges))
+    return OperatorDAG(ops, edges).compiled
 
 
 def test_figure_5_relaxation_prefers_the_cheaper_predecessor() -> None:
@@ -82,7 +82,7 @@ def test_cpu_only_vertex_and_ties_go_to_the_cpu() -> None:
 
 def test_shared_ancestor_is_placed_once() -> None:
     ops = tuple(Operator(x, "project") for x in ("s", "a", "b", "j"))
-    dag = CompiledDAG.of(OperatorDAG(ops, (("s", "a"), ("s", "b"), ("a", "j"), ("b", "j"))))
+    dag = OperatorDAG(ops, (("s", "a"), ("s", "b"), ("a", "j"), ("b", "j"))).compiled
     path = shortest_path(dag, [1.0] * 4, [0.5] * 4, [0.1] * 4, [0.1] * 4)
     assert len(path.devices) == 4 and set(path.devices) == {"gpu"}
 

@@ -14,7 +14,7 @@ KB = 1_000.0
 
 
 def _chain(*kinds: str) -> CompiledDAG:
-    return CompiledDAG.of(OperatorDAG.chain(*(Operator(f"{k}#{i}", k) for i, k in enumerate(kinds))))  # type: ignore[arg-type]
+    return OperatorDAG.chain(*(Operator(f"{k}#{i}", k) for i, k in enumerate(kinds))).compiled  # type: ignore[arg-type]
 
 
 def test_table_ii_base_costs() -> None:
@@ -129,7 +129,7 @@ def test_cpu_only_and_no_gpu() -> None:
 
 def test_multi_input_operator_counts_any_cpu_parent_as_previous_on_cpu() -> None:
     ops = (Operator("a", "scan"), Operator("b", "scan", cpu_only=True), Operator("j", "join"), Operator("p", "project"))
-    dag = CompiledDAG.of(OperatorDAG(ops, (("a", "j"), ("b", "j"), ("j", "p"))))
+    dag = OperatorDAG(ops, (("a", "j"), ("b", "j"), ("j", "p"))).compiled
     devices, costs = map_device(dag, 300 * KB, 150 * KB)
     assert devices["a"] == "gpu" and devices["b"] == "cpu"
     # join: b on the CPU -> GPU += Trans: CPU 1.8, GPU 0.45 + 0.2

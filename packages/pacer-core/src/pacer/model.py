@@ -132,21 +132,79 @@ class Operator:
 
 
 @dataclass(frozen=True, slots=True)
+class CompiledDAG:
+    """An :class:`OperatorDAG` flattened once, for linear-time walks (placement strategies, cost models).
+
+    Operators are in topological order (Kahn's algorithm, declaration order on ties); every per-operator
+    tuple is indexed by that position, and ``position`` maps an operator id to it.
+    """
+
+    ids: tuple[str, ...]
+    kinds: tuple[str, ...]
+    cpu_only: tuple[bool, ...]
+    parents: tuple[tuple[int, ...], ...]
+    children: tuple[tuple[int, ...], ...]
+    position: Mapping[str, int]
+    #: Per position: True for an operator with no parent (a scan).
+    is_source: tuple[bool, ...]
+    #: Per position: True for an operator with no child.
+    is_sink: tuple[bool, ...]
+
+    @classmethod
+    def of(cls, operators: Sequence[Operator], edges: Sequence[tuple[str, str]]) -> CompiledDAG:
+        """Sort topologically in O(V + E); raises ValueError on a cycle or an edge to an unknown operator."""
+        index = {op.id: i for i, op in enumerate(operators)}
+        n = len(operators)
+        children: list[list[int]] = [[] for _ in range(n)]
+        parents: list[list[int]] = [[] for _ in range(n)]
+        for src, dst in edges:
+            if src not in index or dst not in index:
+                raise ValueError(f"edge {src}->{dst} names an operator not in the DAG")
+            children[index[src]].append(index[dst])
+            parents[index[dst]].append(index[src])
+        indegree = [len(p) for p in parents]
+        ready = deque(i for i in range(n) if indegree[i] == 0)
+        order: list[int] = []
+        while ready:
+            node = ready.popleft()
+            order.append(node)
+            for child in children[node]:
+                indegree[child] -= 1
+                if indegree[child] == 0:
+                    ready.append(child)
+        if len(order) != n:
+            raise ValueError("operator DAG has a cycle")
+        position = {node: pos for pos, node in enumerate(order)}
+        ops = [operators[i] for i in order]
+        return cls(
+            ids=tuple(op.id for op in ops),
+            kinds=tuple(op.kind for op in ops),
+            cpu_only=tuple(op.cpu_only for op in ops),
+            parents=tuple(tuple(position[p] for p in parents[i]) for i in order),
+            children=tuple(tuple(position[c] for c in children[i]) for i in order),
+            position={op.id: pos for pos, op in enumerate(ops)},
+            is_source=tuple(not parents[i] for i in order),
+            is_sink=tuple(not children[i] for i in order),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class OperatorDAG:
-    """A query's operators and the data-flow edges between them (multi-source allowed)."""
+    """A query's operators and the data-flow edges between them (multi-source allowed).
+
+    The DAG is compiled once at construction (:attr:`compiled`): topological order, parents,
+    children, sources and sinks come from it in linear time.
+    """
 
     operators: tuple[Operator, ...]
     edges: tuple[tuple[str, str], ...] = ()
+    compiled: CompiledDAG = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         ids = [op.id for op in self.operators]
         if len(set(ids)) != len(ids):
             raise ValueError(f"operator ids must be unique, got {ids}")
-        known = set(ids)
-        for src, dst in self.edges:
-            if src not in known or dst not in known:
-                raise ValueError(f"edge {src}->{dst} names an operator not in the DAG")
-        self.topological_order()  # raises on a cycle
+        object.__setattr__(self, "compiled", CompiledDAG.of(self.operators, self.edges))  # raises on a cycle
 
     @classmethod
     def chain(cls, *operators: Operator) -> OperatorDAG:
@@ -163,39 +221,27 @@ class OperatorDAG:
 
     def parents(self, op_id: str) -> tuple[str, ...]:
         """Ids of operators feeding ``op_id``."""
-        return tuple(s for s, d in self.edges if d == op_id)
+        c = self.compiled
+        return tuple(c.ids[p] for p in c.parents[c.position[op_id]])
 
     def children(self, op_id: str) -> tuple[str, ...]:
         """Ids of operators ``op_id`` feeds."""
-        return tuple(d for s, d in self.edges if s == op_id)
+        c = self.compiled
+        return tuple(c.ids[p] for p in c.children[c.position[op_id]])
 
     def sources(self) -> tuple[str, ...]:
-        """Operators with no parent (scans; several for a join)."""
-        targets = {d for _, d in self.edges}
-        return tuple(op.id for op in self.operators if op.id not in targets)
+        """Operators with no parent (scans; several for a join), in declaration order."""
+        c = self.compiled
+        return tuple(op.id for op in self.operators if not c.parents[c.position[op.id]])
 
     def sinks(self) -> tuple[str, ...]:
-        """Operators with no child."""
-        origins = {s for s, _ in self.edges}
-        return tuple(op.id for op in self.operators if op.id not in origins)
+        """Operators with no child, in declaration order."""
+        c = self.compiled
+        return tuple(op.id for op in self.operators if not c.children[c.position[op.id]])
 
     def topological_order(self) -> tuple[str, ...]:
         """Operator ids, parents before children (stable: ties keep declaration order)."""
-        indegree = {op.id: 0 for op in self.operators}
-        for _, dst in self.edges:
-            indegree[dst] += 1
-        ready = [op.id for op in self.operators if indegree[op.id] == 0]
-        order: list[str] = []
-        while ready:
-            node = ready.pop(0)
-            order.append(node)
-            for child in self.children(node):
-                indegree[child] -= 1
-                if indegree[child] == 0:
-                    ready.append(child)
-        if len(order) != len(self.operators):
-            raise ValueError("operator DAG has a cycle")
-        return tuple(order)
+        return self.compiled.ids
 
 
 @dataclass(frozen=True, slots=True)

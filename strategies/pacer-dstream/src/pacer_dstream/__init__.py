@@ -1,6 +1,7 @@
 """dStream (Monitor and Device Mapper) as the pacer placement strategy ``dstream``."""
 
-from pacer_dstream.mapper import CompiledDAG, Path, shortest_path
+from pacer.model import CompiledDAG
+from pacer_dstream.mapper import Path, shortest_path
 from pacer_dstream.monitor import CostEntry, CostTable, Monitor, bucket_index, ema, transition_cost
 from pacer_dstream.state import DStreamState
 

@@ -16,56 +16,10 @@ its device is taken from the consumer visited first on the way back.
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pacer.model import Device, OperatorDAG
-
-
-@dataclass(frozen=True, slots=True)
-class CompiledDAG:
-    """G_p flattened once: operators in topological order (Kahn, declaration order on ties) with parent indices."""
-
-    ids: tuple[str, ...]
-    kinds: tuple[str, ...]
-    cpu_only: tuple[bool, ...]
-    parents: tuple[tuple[int, ...], ...]
-    is_sink: tuple[bool, ...]
-    position: dict[str, int]
-
-    @classmethod
-    def of(cls, dag: OperatorDAG) -> CompiledDAG:
-        """Sort ``dag`` topologically in linear time."""
-        index = {op.id: i for i, op in enumerate(dag.operators)}
-        n = len(dag.operators)
-        children: list[list[int]] = [[] for _ in range(n)]
-        parents: list[list[int]] = [[] for _ in range(n)]
-        for src, dst in dag.edges:
-            children[index[src]].append(index[dst])
-            parents[index[dst]].append(index[src])
-        indegree = [len(p) for p in parents]
-        ready = deque(i for i in range(n) if indegree[i] == 0)
-        order: list[int] = []
-        while ready:
-            node = ready.popleft()
-            order.append(node)
-            for child in children[node]:
-                indegree[child] -= 1
-                if indegree[child] == 0:
-                    ready.append(child)
-        if len(order) != n:
-            raise ValueError("operator DAG has a cycle")
-        position = {node: pos for pos, node in enumerate(order)}
-        ops = [dag.operators[i] for i in order]
-        return cls(
-            ids=tuple(op.id for op in ops),
-            kinds=tuple(op.kind for op in ops),
-            cpu_only=tuple(op.cpu_only for op in ops),
-            parents=tuple(tuple(position[p] for p in parents[i]) for i in order),
-            is_sink=tuple(not children[i] for i in order),
-            position={op.id: pos for pos, op in enumerate(ops)},
-        )
+from pacer.model import CompiledDAG, Device
 
 
 @dataclass(frozen=True, slots=True)

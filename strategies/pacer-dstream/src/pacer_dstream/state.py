@@ -6,8 +6,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from pacer.model import BatchReport, Device, Devices, MicroBatch, OperatorDAG, Placement, QuerySpec
-from pacer_dstream.mapper import CompiledDAG, Path, shortest_path
+from pacer.model import BatchReport, CompiledDAG, Device, Devices, MicroBatch, OperatorDAG, Placement, QuerySpec
+from pacer_dstream.mapper import Path, shortest_path
 from pacer_dstream.monitor import CostEntry, CostTable, Monitor, input_transfer, transition_cost
 
 NAME = "dstream"
@@ -62,7 +62,7 @@ class DStreamState:
     def compiled(self, dag: OperatorDAG) -> CompiledDAG:
         """The DAG flattened once (recompiled only when another DAG object comes in)."""
         if self._compiled is None or self._dag is not dag:
-            self._compiled = CompiledDAG.of(dag)
+            self._compiled = dag.compiled
             self._dag = dag
         return self._compiled
 

@@ -31,11 +31,10 @@ GPU, a GPU-preferring one (0.8) the reverse and a neutral one (0.9) the same on 
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pacer.model import Device, OperatorDAG
+from pacer.model import CompiledDAG, Device
 
 #: Table II base costs by pacer operator kind. Aggregation (hash), filtering and shuffling
 #: prefer the CPU (1.0); projection, join (hash) and expand are neutral (0.9); scan and sort
@@ -59,51 +58,6 @@ NEUTRAL_BASE_COST = 0.9
 
 #: How the Table II base cost enters Eq. 7: ``table-ii`` (mirrored around the neutral 0.9) or ``letter``.
 PREFERENCES = ("table-ii", "letter")
-
-
-@dataclass(frozen=True, slots=True)
-class CompiledDAG:
-    """A DAG flattened once for O(V + E) walks: operators parents-first, with parent indices."""
-
-    ids: tuple[str, ...]
-    kinds: tuple[str, ...]
-    cpu_only: tuple[bool, ...]
-    parents: tuple[tuple[int, ...], ...]
-    is_first: tuple[bool, ...]
-    is_last: tuple[bool, ...]
-
-    @classmethod
-    def of(cls, dag: OperatorDAG) -> CompiledDAG:
-        """Topologically sort ``dag`` (Kahn, declaration order on ties) in linear time."""
-        index = {op.id: i for i, op in enumerate(dag.operators)}
-        n = len(dag.operators)
-        children: list[list[int]] = [[] for _ in range(n)]
-        parents: list[list[int]] = [[] for _ in range(n)]
-        for src, dst in dag.edges:
-            children[index[src]].append(index[dst])
-            parents[index[dst]].append(index[src])
-        indegree = [len(p) for p in parents]
-        ready = deque(i for i in range(n) if indegree[i] == 0)
-        order: list[int] = []
-        while ready:
-            node = ready.popleft()
-            order.append(node)
-            for child in children[node]:
-                indegree[child] -= 1
-                if indegree[child] == 0:
-                    ready.append(child)
-        if len(order) != n:
-            raise ValueError("operator DAG has a cycle")
-        position = {node: pos for pos, node in enumerate(order)}
-        ops = [dag.operators[i] for i in order]
-        return cls(
-            ids=tuple(op.id for op in ops),
-            kinds=tuple(op.kind for op in ops),
-            cpu_only=tuple(op.cpu_only for op in ops),
-            parents=tuple(tuple(position[p] for p in parents[i]) for i in order),
-            is_first=tuple(not parents[i] for i in order),
-            is_last=tuple(not children[i] for i in order),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,10 +121,11 @@ def map_device(
     devices: list[Device] = []
     costs: dict[str, OperatorCost] = {}
     trans = transition_cost(base_trans_cost, part_bytes, inflection_bytes)
+    sources, sinks = dag.is_source, dag.is_sink
     for i, op_id in enumerate(dag.ids):
         cpu, gpu = costs_of(base_costs.get(dag.kinds[i], 1.0), part_bytes, inflection_bytes)
         previous_on_cpu = any(devices[p] == "cpu" for p in dag.parents[i])
-        if dag.is_first[i] or dag.is_last[i] or previous_on_cpu:
+        if sources[i] or sinks[i] or previous_on_cpu:
             gpu += trans
         else:
             cpu += trans

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pacer.model import (
     AdmissionDecision,
     BatchReport,
+    CompiledDAG,
     DatasetBuffer,
     Devices,
     MicroBatch,
@@ -18,7 +19,7 @@ from pacer.model import (
 )
 from pacer_lmstream.admission import MaxLatencyAverage, construct_micro_batch
 from pacer_lmstream.calibration import load_rows
-from pacer_lmstream.placement import PREFERENCES, CompiledDAG, OperatorCost, map_device
+from pacer_lmstream.placement import PREFERENCES, OperatorCost, map_device
 from pacer_lmstream.regression import InflectionRegressor, Sample
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ class LMStreamState:
     def compiled(self, dag: OperatorDAG) -> CompiledDAG:
         """The query's DAG flattened once (recompiled only if a different DAG object comes in)."""
         if self._compiled is None or self._dag is not dag:
-            self._compiled = CompiledDAG.of(dag)
+            self._compiled = dag.compiled
             self._dag = dag
         return self._compiled
 

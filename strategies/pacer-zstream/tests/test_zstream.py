@@ -6,9 +6,9 @@ import pytest
 
 from pacer import Dataset, DatasetBuffer, Devices, MicroBatch, PendingBatch, QueryHistory, ScheduleDecision, SystemView
 from pacer.baselines.scheduling import pacer_schedule as baseline_schedule
+from pacer.service_time import ServiceTimeModel
 from pacer.strategy import StrategyContext
 from pacer_zstream import ZStreamAdmission, edf, rdas, rdas_weights, t_anal, t_buff, t_sched
-from pacer.service_time import ServiceTimeModel
 from pacer_zstream.admission import Estimate
 
 

@@ -12,7 +12,10 @@ cached Kafka jars; any other failure to start the broker fails the test with the
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -37,3 +40,40 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerInf
         yield info
     finally:
         stop_broker(directory)
+
+
+def read_topic(bootstrap_servers: str, topic: str, expected: int, *, timeout_s: float = 60.0) -> list[Any]:
+    """Every record of ``topic`` from its start, read with a real consumer in a fresh group.
+
+    Reads until ``expected`` records came or ``timeout_s`` passed, then once more for a second, so
+    that records beyond ``expected`` are returned too (a test can see a duplicate). A topic that does
+    not exist yet is waited for.
+    """
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": f"pacer-test-{uuid.uuid4()}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    records: list[Any] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(records) < expected and time.monotonic() < deadline:
+            records.extend(_checked(consumer.consume(num_messages=1000, timeout=0.5)))
+        records.extend(_checked(consumer.consume(num_messages=1000, timeout=1.0)))
+    finally:
+        consumer.close()
+    return records
+
+
+def _checked(messages: list[Any]) -> list[Any]:
+    """The records among ``messages``; a topic that does not exist yet is waited for, any other error raised."""
+    from confluent_kafka import KafkaError
+
+    records = []
+    for message in messages:
+        error = message.error()
+        if error is None:
+            records.append(message)
+        elif error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+            raise AssertionError(f"the consumer got an error: {error}")
+    return records

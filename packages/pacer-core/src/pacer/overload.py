@@ -28,7 +28,7 @@ from pacer.service_time import ServiceTimeModel
 #: Shortest span of arrivals the rate estimate needs before overload is judged (seconds).
 MIN_RATE_SPAN_S = 1.0
 #: Completed batches the service-time model needs before overload is judged.
-MIN_OBSERVATIONS = 5
+MIN_OBSERVATIONS = 3
 
 
 @dataclass

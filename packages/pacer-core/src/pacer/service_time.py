@@ -35,12 +35,16 @@ class ServiceTimeModel:
     :param quantile: the margin is this quantile (0-1) of actual ÷ predicted over recent batches;
         0.99 aims at ≤ 1 % of batches finishing later than predicted.
     :param error_window: how many recent prediction errors the margin looks at.
+    :param warmup: how many first batches to leave out. A query's first batch on Spark pays one-time
+        costs (query planning and code generation, state store creation, the Python source's worker)
+        several times its steady cost; fitted, it would make every later batch look expensive.
     """
 
     __slots__ = (
         "_decay",
         "_errors",
         "_n",
+        "_seen",
         "_sw",
         "_swx",
         "_swxx",
@@ -51,15 +55,22 @@ class ServiceTimeModel:
         "halflife",
         "per_byte_s",
         "quantile",
+        "warmup",
     )
 
-    def __init__(self, *, halflife: float = 20.0, quantile: float = 0.99, error_window: int = 100) -> None:
+    def __init__(
+        self, *, halflife: float = 20.0, quantile: float = 0.99, error_window: int = 100, warmup: int = 1
+    ) -> None:
         if halflife <= 0:
             raise ValueError(f"service-time halflife must be > 0 batches, got {halflife}")
         if not 0.0 < quantile <= 1.0:
             raise ValueError(f"service-time quantile must be in (0, 1], got {quantile}")
         if error_window < 1:
             raise ValueError(f"service-time error_window must be >= 1, got {error_window}")
+        if warmup < 0:
+            raise ValueError(f"service-time warmup must be >= 0 batches, got {warmup}")
+        self.warmup = warmup
+        self._seen = 0
         self.halflife = halflife
         self.quantile = quantile
         self.error_window = error_window
@@ -74,7 +85,7 @@ class ServiceTimeModel:
 
     @property
     def ready(self) -> bool:
-        """True once at least one batch was observed."""
+        """True once at least one batch after the warm-up was observed."""
         return self._n > 0
 
     @property
@@ -101,6 +112,9 @@ class ServiceTimeModel:
         """Learn from a completed batch: ``nbytes`` cost the engine ``service_s`` seconds."""
         if service_s < 0 or math.isnan(service_s) or nbytes < 0:
             raise ValueError(f"service-time observation must be >= 0, got {service_s} s for {nbytes} bytes")
+        self._seen += 1
+        if self._seen <= self.warmup:
+            return
         if self._n:
             predicted = self.predict_raw(nbytes)
             if predicted > 0:

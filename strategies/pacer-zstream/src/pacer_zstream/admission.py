@@ -115,7 +115,8 @@ class ZStreamAdmission:
         """Algorithm 1 with the partial fetch."""
         model = service if self.use_model else None
         throughput = history.avg_throughput_bytes_per_s
-        if throughput is None and (model is None or not model.ready):
+        if (model is not None and not model.ready) or (model is None and throughput is None):
+            # Cold start: the first batches (the warm-up the model leaves out, then one to fit) run at once.
             self.admitted += 1
             return AdmissionDecision.admit_all(buffer, "cold start: admit to measure the service time")
         buffering, scheduling = t_buff(buffer, now), t_sched(system, query_id)

@@ -160,3 +160,17 @@ def test_lr1_at_1500_rows_per_second_stays_within_its_deadline_simulated() -> No
     assert q["deadline_miss_ratio"] <= 0.02
     first, last = max_latency_trend_ms(report, "lr1")
     assert last <= 1.2 * max(first, 10_000.0), "latency does not grow over the run"
+
+
+def test_a_late_poll_is_anticipated() -> None:
+    """On Spark a no-data batch can hold the stream thread ~0.8 s between polls: admit that much earlier."""
+    model = _model(1.0, 1.0)
+    buf = DatasetBuffer([Dataset("a", 0.0, 1_000_000, 1)])  # T_anal 2 s: MaxLat = now + 2
+    system = SystemView(0.0, 2, Devices(2), "fifo")
+    tight = ZStreamAdmission(deadline=10.0)
+    assert not tight.admit("q", buf, 7.5, system, QueryHistory(), model).admits, "10 ms polls: wait until 8 s"
+    spaced = ZStreamAdmission(deadline=10.0)
+    for t in (4.0, 4.8, 5.6, 6.4):
+        assert not spaced.admit("q", buf, t, system, QueryHistory(), model).admits
+    assert spaced.poll_gap == pytest.approx(0.8)
+    assert spaced.admit("q", buf, 7.3, system, QueryHistory(), model).admits, "7.3 + 2 + a 0.8 s gap > 10"

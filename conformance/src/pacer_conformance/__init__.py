@@ -9,21 +9,21 @@ Strategy authors subclass the suites in one line::
 
 Without ``strategies`` a suite runs over every installed strategy of its
 decision kind (narrowed by ``PACER_CONFORMANCE_STRATEGIES=a,b``). The
-end-to-end :class:`RuntimeConformance` needs a ``conformance_runtime`` fixture
-(the simulator provides one; Spark too) returning a :class:`ConformanceRuntime`.
+end-to-end :class:`RuntimeConformance` runs on the ``conformance_runtime`` fixture: by default the
+installed runtime named by ``PACER_CONFORMANCE_RUNTIME`` (``sim`` unless set), found through the
+``pacer_runtimes`` hook; a runtime package may override the fixture (Spark passes its session).
 """
 
 from pacer_conformance.decisions import AdmissionConformance, PlacementConformance, SchedulingConformance
-from pacer_conformance.runtime import ConformanceRuntime, RunResult, Scenario, ScenarioQuery
+from pacer_conformance.runtime import RunResult, run_scenario, scenario
 from pacer_conformance.suite import RuntimeConformance
 
 __all__ = [
     "AdmissionConformance",
-    "ConformanceRuntime",
     "PlacementConformance",
     "RunResult",
     "RuntimeConformance",
-    "Scenario",
-    "ScenarioQuery",
     "SchedulingConformance",
+    "run_scenario",
+    "scenario",
 ]

@@ -87,7 +87,7 @@ class SchedulingConformance:
     def test_orders_are_permutations_within_the_cores(self, strategy: str, cores: int) -> None:
         clock = ManualClock()
         c = _three_queries(clock, strategy, cores)
-        arrivals = {q: steady_arrivals(q, start=0, end=30) for q in c.queries}
+        arrivals = {q: steady_arrivals(q, start=0, end=30) for q in c.query_ids()}
         run = drive(c, clock, arrivals, until=300)  # the Controller validates every decision
         c.ledger.check_complete()
         assert run.schedules, "the scheduler was consulted"
@@ -97,7 +97,7 @@ class SchedulingConformance:
         def once() -> list[tuple[str, ...]]:
             clock = ManualClock()
             c = _three_queries(clock, strategy, 2)
-            return drive(c, clock, {q: steady_arrivals(q, start=0, end=20) for q in c.queries}, until=200).schedules
+            return drive(c, clock, {q: steady_arrivals(q, start=0, end=20) for q in c.query_ids()}, until=200).schedules
 
         assert once() == once()
 

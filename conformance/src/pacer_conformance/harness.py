@@ -1,21 +1,20 @@
 """A small event-driven driver of a real Controller for decision-level conformance tests.
 
-It is not a runtime: it plays arrivals, polls idle queries every 10 ms of a
-:class:`~pacer.clock.ManualClock`, runs each admitted batch for a fixed,
+It is not a runtime: on the simulator's event loop (:class:`pacer.event_loop.EventLoop`) it plays
+arrivals, polls idle queries every 10 ms of a :class:`~pacer.clock.ManualClock`, runs each admitted batch for a fixed,
 size-dependent time and reports per-operator metrics, so that every strategy
 decision goes through the real Controller exactly as a runtime would make it.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pacer import BatchReport, Controller, Dataset, MicroBatch, OperatorMetric
 from pacer.clock import ManualClock
-
-POLL_INTERVAL = 0.01
+from pacer.event_loop import POLL_INTERVAL, EventLoop
 
 
 def default_cost(batch: MicroBatch) -> float:
@@ -49,59 +48,37 @@ def drive(
 ) -> HarnessRun:
     """Play ``arrivals`` into ``controller`` and run until every dataset is processed or ``until``."""
     run = HarnessRun(controller)
-    events: list[tuple[float, int, str, str]] = []  # (time, seq, kind, payload)
-    seq = 0
-
-    def push(t: float, kind: str, payload: str) -> None:
-        nonlocal seq
-        heapq.heappush(events, (t, seq, kind, payload))
-        seq += 1
-
-    pending_data = {q: list(ds) for q, ds in arrivals.items()}
-    by_id: dict[str, Dataset] = {}
-    for q, datasets in pending_data.items():
+    loop = EventLoop(controller, poll_interval=POLL_INTERVAL)  # one rank: events at equal times in push order
+    for query_id, datasets in arrivals.items():
         for d in datasets:
-            by_id[f"{q}\0{d.id}"] = d
-            push(d.arrival, "arrive", f"{q}\0{d.id}")
-    polling: set[str] = set()
+            loop.push(d.arrival, 0, ("arrive", query_id, d))
 
-    def poll_soon(query_id: str, t: float) -> None:
-        if query_id not in polling:
-            polling.add(query_id)
-            push(t, "poll", query_id)
-
-    while events:
-        t, _, kind, payload = heapq.heappop(events)
-        if t > until:
-            break
+    def step(t: float, _: int, event: Any) -> bool:
         clock.now = max(clock.now, t)
-        if kind == "arrive":
-            query_id, _ = payload.split("\0", 1)
-            controller.arrive(query_id, by_id[payload])
-            poll_soon(query_id, t)
-        elif kind == "poll":
-            polling.discard(payload)
-            batch = controller.poll(payload)
+        if isinstance(event, str):  # a poll of query ``event``
+            batch = loop.poll(event, t)
             if batch is not None:
                 run.admitted.append(batch)
-                decision = controller.schedule()
-                run.schedules.append(decision.order)
-                controller.start(batch.id)
-                push(t + cost(batch), "done", batch.id)
-            elif not controller.busy(payload) and controller.buffered(payload):
-                poll_soon(payload, t + POLL_INTERVAL)
-        elif kind == "done":
-            batch = next(b for b in controller.pending() if b.id == payload)
-            spent = cost(batch)
-            placement = batch.placement
-            ops = list(placement.devices.items()) if placement else []
-            metrics = [
-                OperatorMetric(op_id, device, spent / max(1, len(ops)), batch.bytes, batch.rows) for op_id, device in ops
-            ]
-            report = controller.complete(batch.id, operator_metrics=metrics)
-            run.reports.append(report)
-            if controller.pending():
                 run.schedules.append(controller.schedule().order)
-            if controller.buffered(report.query_id):
-                poll_soon(report.query_id, t)
+                controller.start(batch.id)
+                loop.push(t + cost(batch), 0, ("done", batch.id, None))
+            return False
+        kind, key, dataset = event  # ("arrive", query id, dataset) or ("done", batch id, None)
+        if kind == "arrive":
+            controller.arrive(key, dataset)
+            loop.poll_soon(key, t)
+            return False
+        batch = controller.batch(key).batch
+        spent = cost(batch)
+        ops = list(batch.placement.devices.items()) if batch.placement else []
+        metrics = [OperatorMetric(op_id, device, spent / max(1, len(ops)), batch.bytes, batch.rows) for op_id, device in ops]
+        report = controller.complete(batch.id, operator_metrics=metrics)
+        run.reports.append(report)
+        if controller.pending():
+            run.schedules.append(controller.schedule().order)
+        if controller.has_buffered(report.query_id):
+            loop.poll_soon(report.query_id, t)
+        return False
+
+    loop.run(until, step)
     return run

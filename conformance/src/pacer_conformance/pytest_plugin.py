@@ -6,6 +6,7 @@ its tests take a ``strategy`` argument. A subclass may pin ``strategies``.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -39,13 +40,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     _param("strategy", names, cls.decision, metafunc)
 
 
+#: Names the installed runtime the end-to-end suite runs on (default ``sim``).
+RUNTIME_ENV = "PACER_CONFORMANCE_RUNTIME"
+
+
 @pytest.fixture
 def conformance_runtime() -> Any:
-    """The runtime the end-to-end suite runs on. Runtimes override this fixture.
+    """The runtime the end-to-end suite runs on: the installed runtime ``PACER_CONFORMANCE_RUNTIME`` names
+    (default ``sim``), found through the ``pacer_runtimes`` hook. A runtime package may override this fixture.
 
-    :raises NotImplementedError: until a runtime package provides it.
+    :raises pacer.UnknownRuntimeError: when that runtime is not installed (the message says what to install).
     """
-    raise NotImplementedError(
-        "RuntimeConformance needs a `conformance_runtime` fixture returning a pacer_conformance.ConformanceRuntime "
-        "(pacer_sim.conformance.SimRuntime, pacer_spark.conformance.SparkRuntime)"
-    )
+    from pacer import get_plugin_manager
+
+    return get_plugin_manager().find_runtime(os.environ.get(RUNTIME_ENV, "sim"))

@@ -7,8 +7,19 @@ from collections.abc import Sequence
 
 import pytest
 
-from pacer import AdmissionDecision, StrategyContext, StrategyInfo, get_plugin_manager, hookimpl
-from pacer_conformance.runtime import ConformanceRuntime, RunResult, Scenario, ScenarioQuery
+from pacer import (
+    AdmissionDecision,
+    Dataset,
+    QueryRun,
+    RunConfig,
+    Runtime,
+    StrategyContext,
+    StrategyInfo,
+    arrival_dataset,
+    get_plugin_manager,
+    hookimpl,
+)
+from pacer_conformance.runtime import RunResult, run_scenario, scenario
 
 #: Strategy mixes run end to end: (admission, scheduling, placement), one strategy per decision.
 MIXES = (
@@ -18,7 +29,7 @@ MIXES = (
 )
 
 
-def _needs(runtime: ConformanceRuntime, capability: str) -> None:
+def _needs(runtime: Runtime, capability: str) -> None:
     if capability not in runtime.capabilities:
         pytest.skip(f"runtime {runtime.name!r} does not declare capability {capability!r}")
 
@@ -53,31 +64,32 @@ class RuntimeConformance:
 
     duration = 30.0
 
-    def test_admission_nothing_lost_or_duplicated(self, conformance_runtime: ConformanceRuntime, admission_strategy: str) -> None:
-        q = ScenarioQuery("lr2", "lr2", rate=1000, admission=admission_strategy)
-        _assert_lossless(conformance_runtime.run(Scenario((q,), duration=self.duration)))
+    def test_admission_nothing_lost_or_duplicated(self, conformance_runtime: Runtime, admission_strategy: str) -> None:
+        q = QueryRun("lr2", "lr2", rate=1000, admission=admission_strategy)
+        _assert_lossless(run_scenario(conformance_runtime, scenario(q, duration=self.duration)))
 
-    def test_scheduler_with_three_queries(self, conformance_runtime: ConformanceRuntime, scheduling_strategy: str) -> None:
+    def test_scheduler_with_three_queries(self, conformance_runtime: Runtime, scheduling_strategy: str) -> None:
         _needs(conformance_runtime, "multi-query")
         queries = tuple(
-            ScenarioQuery(w, w, rate=800, deadline=d) for w, d in (("lr2", 5.0), ("lr3", 10.0), ("cm2", 20.0))
+            QueryRun(w, w, rate=800, deadline=d) for w, d in (("lr2", 5.0), ("lr3", 10.0), ("cm2", 20.0))
         )
-        _assert_lossless(conformance_runtime.run(Scenario(queries, scheduler=scheduling_strategy, duration=self.duration)))
+        _assert_lossless(run_scenario(conformance_runtime,
+                                      scenario(*queries, scheduler=scheduling_strategy, duration=self.duration)))
 
-    def test_placement_nothing_lost(self, conformance_runtime: ConformanceRuntime, placement_strategy: str) -> None:
-        q = ScenarioQuery("lr1", "lr1", rate=1000, placement=placement_strategy)
+    def test_placement_nothing_lost(self, conformance_runtime: Runtime, placement_strategy: str) -> None:
+        q = QueryRun("lr1", "lr1", rate=1000, placement=placement_strategy)
         gpus = 1 if "gpu" in conformance_runtime.capabilities else 0
-        result = conformance_runtime.run(Scenario((q,), duration=self.duration, gpus=gpus))
+        result = run_scenario(conformance_runtime, scenario(q, duration=self.duration, gpus=gpus))
         _assert_lossless(result)
         assert result.controller is not None
-        dag = result.controller.queries["lr1"].spec.dag
+        dag = result.controller.query("lr1").spec.dag
         for report in result.controller.reports("lr1"):
             assert report.placement is not None
             report.placement.validate(dag)
 
     @pytest.mark.parametrize("mix", MIXES)
     def test_strategy_mix_nothing_lost_or_duplicated(
-        self, conformance_runtime: ConformanceRuntime, mix: tuple[str, str, str]
+        self, conformance_runtime: Runtime, mix: tuple[str, str, str]
     ) -> None:
         """Strategies of different packages deciding together for one query (skipped unless all are installed)."""
         available = {(s.name, d) for s in get_plugin_manager().strategies() for d in s.provides}
@@ -86,34 +98,60 @@ class RuntimeConformance:
             if (name, decision) not in available:
                 pytest.skip(f"{decision} strategy {name!r} of this mix is not installed")
         gpus = 1 if "gpu" in conformance_runtime.capabilities else 0
-        q = ScenarioQuery("lr2", "lr2", traffic="random", rate=1500, admission=admission, placement=placement)
-        result = conformance_runtime.run(Scenario((q,), scheduler=scheduler, duration=self.duration, gpus=gpus))
+        q = QueryRun("lr2", "lr2", traffic="random", rate=1500, admission=admission, placement=placement)
+        result = run_scenario(conformance_runtime, scenario(q, scheduler=scheduler, duration=self.duration, gpus=gpus))
         _assert_lossless(result)
         assert result.controller is not None
         for report in result.controller.reports("lr2"):
             assert report.placement is not None and report.placement.strategy == placement
 
-    def test_zero_byte_datasets_and_idle_periods(self, conformance_runtime: ConformanceRuntime, admission_strategy: str) -> None:
-        q = ScenarioQuery(
+    def test_zero_byte_datasets_and_idle_periods(self, conformance_runtime: Runtime, admission_strategy: str) -> None:
+        q = QueryRun(
             "lr3", "lr3", traffic="binary", rate=500, traffic_params={"min": 0.0, "max": 1000.0, "period": 10.0},
             admission=admission_strategy,
         )
-        _assert_lossless(conformance_runtime.run(Scenario((q,), duration=self.duration)))
+        _assert_lossless(run_scenario(conformance_runtime, scenario(q, duration=self.duration)))
 
-    def test_deterministic_under_a_seed(self, conformance_runtime: ConformanceRuntime) -> None:
+    def test_deterministic_under_a_seed(self, conformance_runtime: Runtime) -> None:
         _needs(conformance_runtime, "deterministic")
-        scenario = Scenario((ScenarioQuery("lr2", "lr2", traffic="random", rate=1500, admission="static"),), seed=11)
-        first, second = conformance_runtime.run(scenario), conformance_runtime.run(scenario)
+        config = scenario(QueryRun("lr2", "lr2", traffic="random", rate=1500, admission="static"), seed=11)
+        first, second = run_scenario(conformance_runtime, config), run_scenario(conformance_runtime, config)
         assert json.dumps(first.report, sort_keys=True) == json.dumps(second.report, sort_keys=True)
 
-    def test_raising_strategy_is_reported_by_name(self, conformance_runtime: ConformanceRuntime) -> None:
-        q = ScenarioQuery("lr2", "lr2", admission="conformance-raiser")
-        result = conformance_runtime.run(Scenario((q,), duration=10.0), plugins=[RaisingAdmission()])
+    def test_raising_strategy_is_reported_by_name(self, conformance_runtime: Runtime) -> None:
+        q = QueryRun("lr2", "lr2", admission="conformance-raiser")
+        result = run_scenario(conformance_runtime, scenario(q, duration=10.0), plugins=[RaisingAdmission()])
         assert result.error is not None, "a raising strategy must not pass silently"
         assert "conformance-raiser" in str(result.error)
 
-    def test_raising_strategy_falls_back_when_asked(self, conformance_runtime: ConformanceRuntime) -> None:
-        q = ScenarioQuery("lr2", "lr2", admission="conformance-raiser")
-        result = conformance_runtime.run(Scenario((q,), duration=10.0, fallback=True), plugins=[RaisingAdmission()])
+    def test_raising_strategy_falls_back_when_asked(self, conformance_runtime: Runtime) -> None:
+        q = QueryRun("lr2", "lr2", admission="conformance-raiser")
+        result = run_scenario(conformance_runtime, scenario(q, duration=10.0, fallback=True),
+                              plugins=[RaisingAdmission()])
         _assert_lossless(result)
         assert result.report is not None and result.report["queries"]["lr2"]["strategy_fallbacks"] > 0
+
+    def test_fed_the_traffic_the_configuration_describes(self, conformance_runtime: Runtime) -> None:
+        """Every runtime feeds query ``i`` the datasets of its traffic under the seed ``seed + i`` (pacer.run's rule),
+        made by :func:`pacer.arrival_dataset`: one scenario is the same datasets on every runtime."""
+        _needs(conformance_runtime, "multi-query")
+        queries = (QueryRun("lr2", "a", traffic="random", rate=900), QueryRun("cm2", "b", traffic="wave", rate=700))
+        result = run_scenario(conformance_runtime, scenario(*queries, duration=self.duration, seed=5))
+        _assert_lossless(result)
+        assert result.report is not None and result.controller is not None
+        ran = RunConfig.from_dict(result.report)  # what the runtime ran (Spark may shorten a scenario)
+        for i, (qid, q) in enumerate(zip(ran.query_ids(), ran.queries, strict=True)):
+            fed = result.controller.recorder.arrivals(qid)
+            expected = _expected_datasets(ran, i, q)
+            assert [(rows, nbytes) for _, rows, nbytes in fed] == [(d.rows, d.bytes) for d in expected], qid
+            offset = fed[0][0] - expected[0].arrival  # the runtime's clock when the traffic began (0 simulated)
+            assert [round(t - offset, 3) for t, _, _ in fed] == [round(d.arrival, 3) for d in expected], qid
+
+
+def _expected_datasets(config: RunConfig, index: int, q: QueryRun) -> list[Dataset]:
+    from pacer_workloads import WORKLOADS, bytes_per_row, make_traffic, schedule_arrivals
+
+    pattern = make_traffic(q.traffic, rate=q.rate, duration=config.duration, **dict(q.traffic_params))
+    per_row = bytes_per_row(WORKLOADS[q.workload].stream)
+    arrivals = schedule_arrivals(pattern, duration=config.duration, seed=config.query_seed(index))
+    return [arrival_dataset(config.query_ids()[index], a, per_row) for a in arrivals]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pacer import Controller, Operator, OperatorDAG, QuerySpec
+from pacer import Controller, DatasetBuffer, Operator, OperatorDAG, QuerySpec
 from pacer.clock import ManualClock
 from pacer_workloads import make_query
 
@@ -40,7 +40,7 @@ def test_admission_decision(ratio_bench: Any, warmed: Warmed, admission: str) ->
     controller, clock = warmed(make_query("lr2"), admission=admission)
     hook = controller.pm.hook.pacer_admit
     ctx = controller.context("lr2", "admission")
-    buffer = controller.queries["lr2"].buffer
+    buffer = DatasetBuffer(controller.query("lr2").buffered)
     system = controller.system_view()
     decision = ratio_bench("admission", baseline=admission == "asap")(
         lambda: hook(ctx=ctx, buffer=buffer, now=clock.now, system=system))

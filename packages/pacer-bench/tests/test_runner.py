@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import os
 import subprocess
@@ -145,8 +144,7 @@ def test_resource_loss_is_refused_on_spark_before_it_starts(tmp_path: Path) -> N
 
 
 def test_spark_runtime_without_pacer_spark_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pacer_spark" else real(name, *a))
+    monkeypatch.setenv("PACER_PLUGINS", "sim,bench,calibrate,fixed-point,zstream,lmstream,dstream")  # no spark
     with pytest.raises(UsageError, match=r"pacer-bench\[spark\]"):
         run_scenario("trigger-sweep", runtime="spark", out=tmp_path, quick=True, progress=False)
 

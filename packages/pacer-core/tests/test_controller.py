@@ -175,8 +175,8 @@ def test_hook_pacer_batch_completed(clock: ManualClock, dag: OperatorDAG) -> Non
     assert batch is not None
     report = run_batch(c, clock, batch.id, 2.0)
     assert report.processing_s == 2.0
-    assert c.queries["a"].states["every-n"].completed == ["a#1"]
-    assert c.queries["b"].states["every-n"].completed == [], "state is isolated per query"
+    assert c.query("a").states["every-n"].completed == ["a#1"]
+    assert c.query("b").states["every-n"].completed == [], "state is isolated per query"
 
 
 def test_hook_pacer_cli_commands(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -311,7 +311,7 @@ def test_fallback_uses_the_baseline_and_counts_it(
     batch = c.poll("q1")
     assert batch is not None and len(batch.datasets) == 2
     assert batch.placement is not None and batch.placement.strategy == "cpu-only"
-    assert c.queries["q1"].fallbacks == 2
+    assert c.query("q1").fallbacks == 2
     assert "strategy 'broken' failed" in caplog.text and "falling back to 'asap'" in caplog.text
 
 

@@ -54,7 +54,7 @@ def test_report_has_the_documented_shape(clock: ManualClock, spec: QuerySpec) ->
 
 def test_series_assigns_batches_to_their_completion_interval(clock: ManualClock, spec: QuerySpec) -> None:
     c = _run(clock, spec)
-    rows = series(c.reports("q1"), c.queries["q1"].arrivals, start=0.0, end=4.0, interval=2.0)
+    rows = series(c.reports("q1"), c.recorder.arrivals("q1"), start=0.0, end=4.0, interval=2.0)
     assert [r["batches"] for r in rows] == [2, 2]
     assert rows[0]["input_rows_per_s"] == 10.0
     with pytest.raises(ValueError):

@@ -79,3 +79,26 @@ def test_engine_time_is_the_batch_service_time(tmp_path: Path) -> None:
     assert report["queries"]["lr2"]["cost"]["engine_s"] == pytest.approx(sum(r.engine_s or 0 for r in batches))
     out = run(tmp_path)
     assert out["queries"]["lr2"]["cost"]["engine_share"] > 0
+
+
+def test_pacer_sim_is_pacer_run_runtime_sim(tmp_path: Path) -> None:
+    """``pacer run --runtime sim`` twice with one seed writes byte-identical reports, and ``pacer sim`` with the
+    same flags writes the same bytes; the report's ``config.run`` repeats the run exactly (``--config``)."""
+    flags = ["--workload", "lr2", "cm2", "--traffic", "random", "--rate", "1500", "--duration", "30", "--seed", "3",
+             "--admission", "fixed-point", "--deadline", "5s", "--gpu-profile", "builtin"]
+    paths = [tmp_path / f"{name}.json" for name in ("run1", "run2", "sim", "again")]
+    assert main(["run", "--runtime", "sim", *flags, "--report", str(paths[0])]) == 0
+    assert main(["run", "--runtime", "sim", *flags, "--report", str(paths[1])]) == 0
+    assert main(["sim", *flags, "--report", str(paths[2])]) == 0
+    assert paths[0].read_bytes() == paths[1].read_bytes() == paths[2].read_bytes()
+    assert main(["run", "--runtime", "sim", "--config", str(paths[0]), "--gpu-profile", "builtin",
+                 "--report", str(paths[3])]) == 0
+    assert paths[3].read_bytes() == paths[0].read_bytes()
+    run = json.loads(paths[0].read_text())["config"]["run"]
+    assert [q["workload"] for q in run["queries"]] == ["lr2", "cm2"] and run["seed"] == 3
+
+
+def test_flags_of_another_runtime_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--runtime", "sim", "--workload", "lr2", "--master", "local[4]"]) == 2
+    err = capsys.readouterr().err
+    assert "--master: an option of runtime 'spark'; add --runtime spark" in err

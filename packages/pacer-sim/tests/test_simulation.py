@@ -206,7 +206,7 @@ def test_report_records_every_argument_and_measure_overhead_is_opt_in(tmp_path: 
             "--resource-loss", "5:10:0.25", "--param", "admission.rho=0.7", "--admission", "fixed-point"]
     assert main([*args, "--report", str(tmp_path / "a.json")]) == 0
     report = json.loads((tmp_path / "a.json").read_text())
-    assert report["runtime"] == "sim" and report["config"]["cli"]["cost_param"] == ["batch_overhead=0.4"]
+    assert report["runtime"] == "sim" and report["config"]["run"]["options"]["sim"]["cost_param"] == ["batch_overhead=0.4"]
     assert report["config"]["cost_model"]["batch_overhead"] == 0.4
     assert report["config"]["resource_changes"] == [[5.0, 10.0, 0.25]]
     assert report["overhead"]["measured"] is False

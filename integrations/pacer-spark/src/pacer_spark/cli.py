@@ -1,4 +1,6 @@
-"""``pacer run``: the papers' workloads on real Spark under pacer's strategies (or Spark's fixed trigger)."""
+"""``pacer run --runtime spark``: the papers' workloads on real Spark under pacer's strategies (or Spark's fixed
+trigger). The common flags and the command are core's (:mod:`pacer.run_cli`); this module holds the Spark
+runtime's own flags, their checks, and the run itself (:func:`run_configuration`)."""
 
 from __future__ import annotations
 
@@ -8,192 +10,106 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pacer import UnknownStrategyError
-from pacer.cli import Command, UsageError
+from pacer import RunConfig, RunResult
+from pacer.cli import UsageError
 from pacer.metrics import dataset_latencies, percentile
 from pacer.plugins import PluginManager
-from pacer.report import summary_table, write_report
+from pacer.run import parse_duration
+from pacer.run_cli import check_strategies, config_from_args, parse_seconds
+
+#: Seconds of traffic of ``pacer run --runtime spark`` without ``--duration``.
+DEFAULT_DURATION = 120.0
+#: Seconds between progress lines of ``pacer run`` (library runs print none).
+DEFAULT_PROGRESS_EVERY = 2.0
 
 
-def _configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workload", nargs="+", action="extend", required=True,
-                   help="lr1 lr1t lr2 lr3 cm1 cm2; several values (or repeats) run several queries in one session")
-    p.add_argument("--traffic", default="constant",
-                   help="constant, random, sinusoidal, wave, binary, spike, increasing, decreasing (default constant)")
-    p.add_argument("--rate", type=float, default=1000.0, help="mean input rate in rows/s (default 1000)")
-    p.add_argument("--traffic-param", action="append", default=[], metavar="KEY=VALUE",
-                   help="traffic parameter, e.g. period=30")
-    p.add_argument("--admission", help="admission strategy (default asap: Spark's default trigger); `pacer strategies` "
-                                       "lists them, e.g. zstream, fixed-point, lmstream, static, pid, min-rows")
-    p.add_argument("--interval", help="the batch interval of admission static or pid, e.g. 10s, 500ms or 2 (seconds)")
-    p.add_argument("--scheduler", default="fifo", help="scheduling strategy (default fifo)")
-    p.add_argument("--placement", default="cpu-only", help="placement strategy (default cpu-only)")
-    p.add_argument("--param", action="append", default=[], metavar="DECISION.KEY=VALUE",
-                   help="strategy parameter, e.g. admission.rho=0.7")
-    p.add_argument("--deadline", help="deadline for every query, e.g. 10s, 500ms or 10 (seconds); "
-                                      "default: its window slide")
+def configure_spark(p: argparse._ArgumentGroup) -> None:
+    """The Spark runtime's own ``pacer run`` flags (the common ones are core's, :mod:`pacer.run_cli`)."""
     p.add_argument("--trigger", help="run Spark's own fixed processing-time trigger (e.g. 10s, 500ms or 10) as the "
-                                     "baseline; pacer then only observes. An alternative to --admission: not both")
-    p.add_argument("--overload", choices=("shed", "keep"),
-                   help="when a query's offered load cannot be served within its deadline by any batch size: shed "
-                        "(default) drops the buffered datasets that can no longer make it (counted, never read); "
-                        "keep drops nothing and only reports the overload (always so with --trigger: Spark's "
-                        "trigger drops nothing)")
-    p.add_argument("--max-rows", type=int, default=0, metavar="N",
-                   help="read cap: at most N rows per batch, whatever the admission (Spark's maxOffsetsPerTrigger; "
-                        "default 0: none)")
-    p.add_argument("--max-bytes", type=int, default=0, metavar="N",
-                   help="read cap: at most N bytes per batch (Spark's maxBytesPerTrigger; default 0: none)")
-    p.add_argument("--duration", type=float, default=120.0, help="seconds of traffic (default 120)")
+                                     "baseline; pacer then only observes. An alternative to --admission: not both "
+                                     "(and --overload is keep: Spark's trigger drops nothing)")
     p.add_argument("--drain-timeout", type=float, default=120.0,
                    help="seconds to wait after the traffic for the backlog to finish (default 120)")
-    p.add_argument("--seed", type=int, default=7, help="seed of the generated traffic (default 7)")
     p.add_argument("--input", metavar="DIR", help="read every workload from this directory with pacer-files "
                                                    "(one dataset per file) instead of generating traffic")
     p.add_argument("--input-format", default="csv", choices=("csv", "json", "parquet"), help="format of --input files")
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
-    p.add_argument("--partitions", type=int, default=2, help="shuffle partitions (default 2)")
     p.add_argument("--checkpoint", metavar="DIR", help="checkpoint root (default: a temporary directory)")
     p.add_argument("--rapids-jar", action="append", default=[], metavar="JAR",
                    help="RAPIDS Accelerator jar(s): load the plugin so placement is enacted")
-    p.add_argument("--no-fallback", action="store_true",
-                   help="fallback is on by default: a strategy that raises is logged, counted and replaced by its "
-                        "baseline (asap, fifo, cpu-only) for that decision; --no-fallback fails the query instead")
-    p.add_argument("--monitor-interval", type=float, default=1.0, help="seconds per row of the report's series")
-    p.add_argument("--progress-every", type=float, default=2.0, help="seconds between progress lines (0: none)")
+    p.add_argument("--progress-every", type=float, default=DEFAULT_PROGRESS_EVERY,
+                   help="seconds between progress lines (0: none)")
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false",
                    help="skip the small stateful job run before the stream to pay the JVM's JIT cost")
-    p.add_argument("--report", help="write the pacer.report/1 JSON here (missing folders are created)")
-
-
-def parse_assignments(values: Sequence[str], what: str) -> dict[str, str]:
-    """``["a=1"]`` -> ``{"a": "1"}``; a malformed item raises :class:`UsageError`."""
-    out = {}
-    for item in values:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"{what} expects KEY=VALUE, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
-def _seconds(flag: str, value: str | None, *, positive: bool = True) -> float | None:
-    from pacer_spark.runtime import parse_seconds
-
-    if value is None:
-        return None
-    try:
-        seconds = parse_seconds(value)
-    except ValueError as exc:
-        raise UsageError(f"{flag}: {exc}") from None
-    if positive and (seconds is None or seconds <= 0):
-        raise UsageError(f"{flag} must be > 0 seconds, got {value!r}")
-    return seconds
 
 
 def validate(args: argparse.Namespace, pm: PluginManager) -> dict[str, Any]:
     """Check every argument before Spark starts; return the parsed run configuration.
 
+    The common flags are checked by core (:func:`pacer.run_cli.config_from_args`,
+    :func:`~pacer.run_cli.check_strategies`); here: workloads and traffic, ``--trigger`` and what it
+    excludes, ``--drain-timeout``, ``--input`` and ``--rapids-jar``.
+
     :raises UsageError: with a message saying what to do.
     """
     from pacer_workloads import TRAFFIC_PATTERNS, WORKLOADS, make_traffic
 
+    config = config_from_args(args, duration_default=DEFAULT_DURATION)
     for name in args.workload:
         if name not in WORKLOADS:
             raise UsageError(f"unknown workload {name!r}; choose from {', '.join(WORKLOADS)}")
     if args.traffic not in TRAFFIC_PATTERNS:
         raise UsageError(f"unknown traffic {args.traffic!r}; choose from {', '.join(TRAFFIC_PATTERNS)}")
-    for flag, value in (("--duration", args.duration), ("--monitor-interval", args.monitor_interval)):
-        if not value > 0:
-            raise UsageError(f"{flag} must be > 0 seconds, got {value:g}")
-    for flag, value, low in (("--rate", args.rate, 0.0), ("--partitions", args.partitions, 1),
-                             ("--drain-timeout", args.drain_timeout, 0.0), ("--max-rows", args.max_rows, 0),
-                             ("--max-bytes", args.max_bytes, 0)):
-        if value < low:
-            raise UsageError(f"{flag} must be >= {low:g}, got {value:g}")
-    deadline = _seconds("--deadline", args.deadline)
-    trigger = _seconds("--trigger", args.trigger)
+    if args.drain_timeout < 0:
+        raise UsageError(f"--drain-timeout must be >= 0, got {args.drain_timeout:g}")
+    first = config.queries[0]
+    trigger = parse_seconds("--trigger", args.trigger)
     if trigger is not None:
         given = [f for f, v in (("--admission", args.admission), ("--interval", args.interval)) if v is not None]
-        given += ["--param admission.*"] if any(p.startswith("admission.") for p in args.param) else []
+        given += ["--param admission.*"] if first.admission_params else []
         given += ["--overload shed"] if args.overload == "shed" else []
         if given:
             raise UsageError(f"--trigger and {', '.join(given)} are alternatives: --trigger {args.trigger} runs Spark's "
                              "own fixed trigger and pacer only observes, so an admission strategy would be ignored. "
                              "Drop --trigger to let the strategy decide (--admission static --interval "
                              f"{args.trigger} is pacer's fixed trigger), or drop {given[0]}")
-    params: dict[str, dict[str, str]] = {"admission": {}, "scheduler": {}, "placement": {}}
-    for key, value in parse_assignments(args.param, "--param").items():
-        decision, _, name = key.partition(".")
-        if decision not in params or not name:
-            raise UsageError(f"--param keys look like admission.NAME, scheduler.NAME or placement.NAME; got {key!r}")
-        params[decision][name] = value
-    if args.interval is not None:
-        params["admission"]["interval"] = str(_seconds("--interval", args.interval))
-    traffic_params = {}
-    for key, value in parse_assignments(args.traffic_param, "--traffic-param").items():
-        try:
-            traffic_params[key] = float(value)
-        except ValueError:
-            raise UsageError(f"--traffic-param {key} must be a number, got {value!r}") from None
     try:
-        make_traffic(args.traffic, rate=args.rate, duration=args.duration, **traffic_params)
+        make_traffic(args.traffic, rate=args.rate, duration=config.duration, **dict(first.traffic_params))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    admission = "asap" if trigger is not None else (args.admission or "asap")
-    chosen = {"admission": admission, "scheduling": args.scheduler, "placement": args.placement}
-    try:
-        infos = {kind: pm.find(name, kind) for kind, name in chosen.items()}
-        if args.interval is not None and "interval" not in {p.name for p in infos["admission"].params}:
-            raise UsageError(f"--interval is the batch interval of an interval-based admission (static, pid); "
-                             f"{admission!r} has none: drop --interval")
-        for kind, key in (("admission", "admission"), ("scheduling", "scheduler"), ("placement", "placement")):
-            if not (trigger is not None and kind == "admission"):
-                infos[kind].resolve_params(params[key])
-    except UnknownStrategyError as exc:
-        raise UsageError(f"{exc}. Run `pacer strategies` to list them.") from None
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    check_strategies(config, pm)
     if args.input is not None and not Path(args.input).is_dir():
         raise UsageError(f"--input {args.input!r} is not a directory; create it or point --input at the folder "
                          "the files arrive in")
     for jar in args.rapids_jar:
         if not Path(jar).is_file():
             raise UsageError(f"--rapids-jar {jar!r} does not exist; download rapids-4-spark from Maven Central")
-    if args.report is not None:
-        report_folder(args.report)
-    ids = _query_ids(args.workload)
-    overload = "keep" if trigger is not None else (args.overload or "shed")  # the baseline observes, drops nothing
-    return {"deadline": deadline, "trigger": trigger, "params": params, "traffic_params": traffic_params,
-            "admission": admission, "query_ids": ids, "overload": overload}
+    overload = "keep" if trigger is not None else config.overload  # the baseline observes, drops nothing
+    params = {"admission": dict(first.admission_params), "scheduler": dict(config.scheduler_params),
+              "placement": dict(first.placement_params)}
+    return {"deadline": first.deadline, "trigger": trigger, "params": params,
+            "traffic_params": dict(first.traffic_params), "admission": "asap" if trigger is not None else first.admission,
+            "overload": overload}
 
 
-def report_folder(path: str) -> Path:
-    """Create the folder ``path`` (a report file) goes in, parents included, as ``pacer demo --out`` does.
+def apply_args(args: argparse.Namespace, config: RunConfig, pm: PluginManager) -> RunConfig:
+    """``pacer run --runtime spark``: check every flag before Spark starts (:func:`validate`) and fold the Spark
+    ones into ``config``: with ``--trigger`` every query's admission is Spark's own trigger (pacer observes: asap,
+    overload keep); the command line's progress lines are on unless ``--progress-every 0``.
 
-    :raises UsageError: when it cannot be created (a file in the way, no permission).
+    :raises UsageError: with what to do.
     """
-    target = Path(path)
-    if target.is_dir():
-        raise UsageError(f"--report {path!r} is a folder; give a file name, e.g. {str(target / 'report.json')!r}")
-    try:
-        target.resolve().parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"--report: cannot create the folder for {path!r} ({exc.strerror}); choose another path") \
-            from None
-    return target.resolve().parent
-
-
-def _query_ids(workloads: Sequence[str]) -> list[str]:
-    seen: dict[str, int] = {}
-    out = []
-    for w in workloads:
-        seen[w] = seen.get(w, 0) + 1
-        out.append(w if seen[w] == 1 else f"{w}-{seen[w]}")
-    return out
+    cfg = validate(args, pm) if args.config is None else {"trigger": parse_seconds("--trigger", args.trigger)}
+    if cfg["trigger"] is not None:
+        queries = tuple(replace(q, admission="asap", admission_params={}) for q in config.queries)
+        config = replace(config, queries=queries, overload="keep")
+    options = config.options_for("spark")
+    return config.with_options("spark", progress_every=options.get("progress_every", DEFAULT_PROGRESS_EVERY),
+                               warm_up=options.get("warm_up", True))
 
 
 #: Printed once before the first progress line: what each field of :func:`progress_line` means.
@@ -212,9 +128,10 @@ def progress_line(controller: Any, lock: Any, elapsed: float) -> str:
     """
     with lock:
         reports = controller.reports()
-        deadlines = {q: s.spec.effective_deadline for q, s in controller.queries.items()}
-        overloaded_s = sum(s.overload.overloaded_s for s in controller.queries.values())
-        shed = sum(controller.ledger.counts.get(q, {}).get("shed", 0) for q in controller.queries)
+        views = [controller.query(q) for q in controller.query_ids()]
+        deadlines = {q.id: q.spec.effective_deadline for q in views}
+        overloaded_s = sum(q.overload.overloaded_s for q in views)
+        shed = sum(controller.ledger.counts.get(q.id, {}).get("shed", 0) for q in views)
     lats = dataset_latencies(reports)
     misses = sum(1 for r in reports for _, lat in r.dataset_latencies if lat > deadlines[r.query_id])
     last = reports[-1] if reports else None
@@ -264,45 +181,56 @@ def warm_up(spark: Any) -> None:
     left.join(right, "k").count()
 
 
-def run_configuration(spark: Any, args: argparse.Namespace, cfg: Mapping[str, Any], pm: PluginManager,
-                      *, label: str = "pacer run") -> tuple[dict[str, Any], int]:
-    """Run one configuration (``args`` as :func:`_configure` parses them, ``cfg`` from :func:`validate`).
+def run_configuration(spark: Any, config: RunConfig, pm: PluginManager, *, label: str = "pacer run") -> RunResult:
+    """Run ``config`` on ``spark``: stream every query for ``config.duration`` seconds, wait for the backlog,
+    print progress lines every ``options["progress_every"]`` seconds (default none) and report.
 
-    Streams every workload for ``args.duration`` seconds, waits for the backlog, prints progress lines
-    every ``args.progress_every`` seconds and returns the ``pacer.report/1`` document and an exit status
-    (1 when the backlog did not drain or a query failed).
+    Query ``i`` gets the traffic seed ``config.query_seed(i)``. Its Spark settings (``config.options["spark"]``):
+    ``trigger`` (Spark's own fixed trigger, e.g. ``10s``), ``input`` and ``input_format`` (pacer-files),
+    ``checkpoint``, ``drain_timeout`` (120 s), ``progress_every``, ``master`` (recorded).
+
+    :return: the :class:`pacer.RunResult` (status 1 when the backlog did not drain or a query failed; notes:
+        what each query cost the engine and pacer's own overhead).
     """
     import pacer_spark
 
-    trigger = f"{cfg['trigger']:g} seconds" if cfg["trigger"] is not None else None
+    options = config.options_for("spark")
+    trigger_s = parse_duration(options["trigger"]) if options.get("trigger") else None
+    trigger = f"{trigger_s:g} seconds" if trigger_s is not None else None
     session = pacer_spark.attach(
-        spark, admission=cfg["admission"], scheduler=args.scheduler, placement=args.placement,
-        deadline=cfg["deadline"], fallback=not args.no_fallback, admission_params=cfg["params"]["admission"],
-        scheduler_params=cfg["params"]["scheduler"], placement_params=cfg["params"]["placement"],
-        plugin_manager=pm, checkpoint_root=args.checkpoint, overload=cfg["overload"],
+        spark, scheduler=config.scheduler, scheduler_params=config.scheduler_params, fallback=config.fallback,
+        plugin_manager=pm, checkpoint_root=options.get("checkpoint"), overload=config.overload,
+        cores=config.cores, gpus=config.gpus,
     )
-    config = {
-        "workloads": list(args.workload), "traffic": args.traffic, "rate": args.rate,
-        "traffic_params": cfg["traffic_params"], "admission": cfg["admission"], "scheduler": args.scheduler,
-        "placement": args.placement, "params": cfg["params"], "deadline_s": cfg["deadline"],
-        "trigger_s": cfg["trigger"], "duration_s": args.duration, "seed": args.seed, "master": args.master,
-        "input": args.input, "mode": "spark-trigger" if trigger else "pacer", "overload": cfg["overload"],
-        "max_rows": args.max_rows, "max_bytes": args.max_bytes,
+    ids = config.query_ids()
+    queries = [{**q.as_dict(), "query_id": qid} for qid, q in zip(ids, config.queries, strict=True)]
+    first = config.queries[0]
+    report_config = {
+        "run": config.as_dict(), "workloads": [q.workload for q in config.queries], "queries": queries,
+        "traffic": first.traffic, "rate": first.rate, "scheduler": config.scheduler, "duration_s": config.duration,
+        "seed": config.seed, "master": options.get("master", spark.sparkContext.master), "trigger_s": trigger_s,
+        "input": options.get("input"), "mode": "spark-trigger" if trigger else "pacer", "overload": config.overload,
+        "label": options.get("label", label),
     }
 
     def start_queries() -> None:
-        for workload, query_id in zip(args.workload, cfg["query_ids"], strict=True):
+        for i, (qid, q) in enumerate(zip(ids, config.queries, strict=True)):
             session.run_workload(
-                workload, query_id=query_id, traffic=args.traffic, rate=args.rate, duration=args.duration,
-                seed=args.seed, traffic_params=cfg["traffic_params"], files=args.input,
-                file_format=args.input_format, trigger=trigger, max_rows=args.max_rows, max_bytes=args.max_bytes,
+                q.workload, query_id=qid, traffic=q.traffic, rate=q.rate, duration=config.duration,
+                seed=config.query_seed(i), traffic_params=dict(q.traffic_params), files=options.get("input"),
+                file_format=options.get("input_format", "csv"), trigger=trigger, deadline=q.deadline,
+                admission=q.admission, placement=q.placement, admission_params=dict(q.admission_params),
+                placement_params=dict(q.placement_params), max_rows=q.max_rows, max_bytes=q.max_bytes,
             )
 
-    return drive(
-        session, start_queries, config, duration=args.duration, drain_timeout=args.drain_timeout,
-        progress_every=args.progress_every, monitor_interval=args.monitor_interval, label=label,
-        wait_for_drain=args.input is None,
+    report, status = drive(
+        session, start_queries, report_config, duration=config.duration,
+        drain_timeout=float(options.get("drain_timeout", 120.0)), progress_every=float(options.get("progress_every", 0)),
+        monitor_interval=config.monitor_interval, label=label, wait_for_drain=options.get("input") is None,
     )
+    notes = [*cost_lines(report), overhead_line(report)]
+    notes += [f"query {q} failed: {error}" for q, error in session.errors().items()]
+    return RunResult(report=report, controller=session.controller, status=status, notes=notes)
 
 
 def drive(
@@ -356,24 +284,6 @@ def drive(
     return session.report(config, interval=monitor_interval, end=end), status
 
 
-def _run(args: argparse.Namespace, pm: PluginManager) -> int:
-    cfg = validate(args, pm)  # before Spark starts
-    spark = build_session(args.master, "pacer run", partitions=args.partitions, rapids_jars=args.rapids_jar)
-    try:
-        if args.warm_up:
-            warm_up(spark)
-        report, status = run_configuration(spark, args, cfg, pm)
-    finally:
-        spark.stop()
-    print(summary_table(report))
-    for line in cost_lines(report):
-        print(line)
-    print(overhead_line(report))
-    if args.report:
-        print(f"report: {write_report(report, args.report)}")
-    return status
-
-
 def overhead_line(report: Mapping[str, Any]) -> str:
     """pacer's own cost in one line: admission poll p99, per-batch share, reader-to-driver RPC p99."""
     o = report["overhead"]
@@ -389,7 +299,3 @@ def overhead_line(report: Mapping[str, Any]) -> str:
         + ", reader->driver RPC round trip p99 "
         + (f"{rtt / 1000:.1f} ms" if rtt is not None else "n/a")
     )
-
-
-RUN_COMMAND = Command("run", "run workloads on real Spark (local or a cluster) under pacer's strategies", _configure,
-                      _run)

@@ -24,9 +24,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pacer import RunConfig
 from pacer.cli import Command, UsageError
 from pacer.plugins import PluginManager
 from pacer.report import max_latency_trend_ms, write_report
+from pacer.run_cli import check_strategies, config_from_args
 
 #: The demo's defaults, measured on a 2-core machine with PySpark 4.3.0 (see the pacer-spark README).
 DEFAULT_WORKLOAD = "lr2"
@@ -63,10 +65,22 @@ def _run_args(args: argparse.Namespace, *, admission: str | None, scheduler: str
         workload=[args.workload], traffic="constant", rate=args.rate, traffic_param=[], admission=admission,
         interval=None, scheduler=scheduler, placement="cpu-only", param=[], deadline=args.deadline, trigger=trigger,
         duration=args.duration, drain_timeout=args.drain_timeout, seed=args.seed, input=None, input_format="csv",
-        master=args.master, partitions=args.partitions, checkpoint=None, rapids_jar=[], no_fallback=False,
+        master=args.master, partitions=args.partitions, checkpoint=None, rapids_jar=[], fallback=True,
         monitor_interval=1.0, progress_every=args.progress_every, report=None, warm_up=False, overload=None,
-        max_rows=0, max_bytes=0,
+        max_rows=0, max_bytes=0, cores=None, gpus=None, config=None, save_config=None,
     )
+
+
+def _run_config(run_args: argparse.Namespace, pm: PluginManager) -> RunConfig:
+    """The run one configuration of the demo is, checked before Spark starts (as ``pacer run`` checks it)."""
+    from pacer_spark.cli import DEFAULT_DURATION, apply_args
+
+    config = config_from_args(run_args, duration_default=DEFAULT_DURATION)
+    config = apply_args(run_args, config, pm).with_options(
+        "spark", drain_timeout=run_args.drain_timeout, progress_every=run_args.progress_every,
+        trigger=run_args.trigger, master=run_args.master)
+    check_strategies(config, pm)
+    return config
 
 
 def _ratio(value: float, base: float) -> float:
@@ -121,7 +135,7 @@ def _plots(out: Path, runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Pat
 
 
 def _run(args: argparse.Namespace, pm: PluginManager) -> int:
-    from pacer_spark.cli import build_session, overhead_line, run_configuration, validate, warm_up
+    from pacer_spark.cli import build_session, overhead_line, run_configuration, warm_up
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -134,7 +148,7 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
         (static_label, _run_args(args, admission=None, scheduler="fifo", trigger=args.trigger)),
         (pacer_label, _run_args(args, admission=args.admission, scheduler=args.scheduler, trigger=None)),
     ]
-    checked = [(label, run_args, validate(run_args, pm)) for label, run_args in configs]  # before Spark starts
+    checked = [(label, _run_config(run_args, pm)) for label, run_args in configs]  # before Spark starts
     try:
         out.mkdir(parents=True, exist_ok=True)  # parents too, as pacer run --report does
     except OSError as exc:
@@ -146,10 +160,11 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     status = 0
     try:
         warm_up(spark)
-        for label, run_args, cfg in checked:
+        for label, config in checked:
             print(f"--- {label}", flush=True)
             started = time.time()
-            report, code = run_configuration(spark, run_args, cfg, pm, label="pacer demo")
+            result = run_configuration(spark, config, pm, label="pacer demo")
+            report, code = result.report, result.status
             report["config"]["label"] = label
             status = max(status, code)
             name = label.replace(" ", "-").replace("+", "").replace("--", "-")

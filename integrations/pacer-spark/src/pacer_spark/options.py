@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 
+from pacer.run import parse_duration
 from pacer_workloads import STREAMS, Arrival, make_traffic, schedule_arrivals
 
 #: Options every pacer source understands (set by :meth:`pacer_spark.PacerSession.read_stream`).
@@ -26,26 +26,12 @@ def parse_address(value: str) -> tuple[str, int]:
 
 
 def parse_seconds(value: str | float | None) -> float | None:
-    """``"10s"``, ``"500ms"``, ``"2min"``, ``"10"`` or a number -> seconds (None stays None).
+    """``"10s"``, ``"500ms"``, ``"2min"``, ``"10"`` or a number -> seconds (None stays None): core's
+    :func:`pacer.run.parse_duration`, for confs and options.
 
     :raises ValueError: for anything else.
     """
-    if value is None or isinstance(value, (int, float)):
-        return None if value is None else float(value)
-    text = value.strip().lower().replace(" ", "")
-    number, factor = text, 1.0
-    for suffix, unit in (("ms", 1e-3), ("min", 60.0), ("m", 60.0), ("seconds", 1.0), ("second", 1.0),
-                         ("sec", 1.0), ("s", 1.0), ("h", 3600.0)):
-        if text.endswith(suffix):
-            number, factor = text[: -len(suffix)], unit
-            break
-    try:
-        seconds = float(number) * factor
-    except ValueError:
-        raise ValueError(f"cannot read a duration from {value!r}; write e.g. 10s, 500ms or 2min") from None
-    if not math.isfinite(seconds):
-        raise ValueError(f"duration {value!r} is not finite")
-    return seconds
+    return None if value is None else parse_duration(value)
 
 
 @dataclass(frozen=True)

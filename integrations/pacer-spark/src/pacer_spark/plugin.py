@@ -1,17 +1,25 @@
-"""pacer's ``spark`` plugin: the ``pacer run`` and ``pacer demo`` subcommands."""
+"""pacer's ``spark`` plugin: the ``spark`` runtime (``pacer run``, ``pacer bench``, the conformance suite) and
+``pacer demo``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pacer import hookimpl
+from pacer import Runtime, hookimpl
 from pacer.cli import Command
 
 
 @hookimpl
+def pacer_runtimes() -> Sequence[Runtime]:
+    """Spark (importing it checks PySpark's version only when a run needs it)."""
+    from pacer_spark.spark_runtime import SPARK_RUNTIME
+
+    return [SPARK_RUNTIME]
+
+
+@hookimpl
 def pacer_cli_commands() -> Sequence[Command]:
-    """``pacer run`` and ``pacer demo``."""
-    from pacer_spark.cli import RUN_COMMAND
+    """``pacer demo`` (``pacer run`` is core's, with this runtime's flags)."""
     from pacer_spark.demo import DEMO_COMMAND
 
-    return [RUN_COMMAND, DEMO_COMMAND]
+    return [DEMO_COMMAND]

@@ -20,7 +20,17 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from pacer import AdmissionDecision, Controller, Dataset, Devices, MicroBatch, OperatorDAG, QuerySpec, hookimpl
+from pacer import (
+    AdmissionDecision,
+    Controller,
+    Dataset,
+    Devices,
+    MicroBatch,
+    OperatorDAG,
+    QuerySpec,
+    arrival_dataset,
+    hookimpl,
+)
 from pacer.metrics import percentile
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.report import build_report
@@ -136,7 +146,6 @@ class PacerSession:
                                                 progress_timeout)
         self.sources: dict[str, _Source] = {}
         self._by_run_id: dict[str, str] = {}
-        self._started: set[str] = set()
         self.fair = str(spark.conf.get("spark.scheduler.mode", "FIFO")).upper() == "FAIR"
         self._warned: set[str] = set()
         self.rpc_s: list[float] = []
@@ -219,12 +228,12 @@ class PacerSession:
         :param options: the source's options (see :class:`~pacer_spark.sources.PacerGenDataSource`,
             :class:`~pacer_spark.sources.PacerFilesDataSource`).
         """
-        if query_id not in self.controller.queries:
+        if query_id not in self.controller.query_ids():
             raise KeyError(f"query {query_id!r} is not registered; call register_query first")
         opts = {k: str(v) for k, v in options.items()}
         if fmt == GEN_FORMAT:
             opts.setdefault("start", repr(time.time()))
-            opts.setdefault("numPartitions", str(self.controller.queries[query_id].spec.partitions))
+            opts.setdefault("numPartitions", str(self.controller.query(query_id).spec.partitions))
             source = _Source(query_id, fmt, opts, gen=GenPlan.from_options(opts))
         elif fmt == FILES_FORMAT:
             if "path" not in opts:
@@ -340,7 +349,7 @@ class PacerSession:
     def _latest(self, query_id: str, start: int, new: Sequence[Mapping[str, Any]], rtt: float | None) -> dict[str, Any]:
         with self.lock:
             source = self.sources.get(query_id)
-            if source is None or query_id not in self.controller.queries:
+            if source is None or query_id not in self.controller.query_ids():
                 raise KeyError(f"query {query_id!r} is not registered with this pacer session")
             if rtt is not None:
                 self.rpc_rtt_s.append(float(rtt))
@@ -376,11 +385,10 @@ class PacerSession:
             arrivals = source.gen.arrivals()
             if index >= len(arrivals):
                 return None
-            a = arrivals[index]
             from pacer_workloads import bytes_per_row
 
-            nbytes = round(a.rows * bytes_per_row(source.gen.stream))
-            return Dataset(str(index), source.gen.start + a.time, nbytes, a.rows, handle=index)
+            return arrival_dataset(source.query_id, arrivals[index], bytes_per_row(source.gen.stream),
+                                   start=source.gen.start)
         entry = source.files.get(index)
         if entry is None:
             return None
@@ -416,18 +424,12 @@ class PacerSession:
         elif source.handle is None:
             enacted, note = False, "not enacted: the stream's session is not known yet (first batch)"
         else:
-            confs, note = rapids_confs(placement, self.controller.queries[source.query_id].spec.dag)
+            confs, note = rapids_confs(placement, self.controller.query(source.query_id).spec.dag)
             session = source.handle._jsq.streamingQuery().sparkSessionForStream()
             for key, value in confs.items():
                 session.conf().set(key, value)
             enacted = True
-        self._set_enactment(batch.id, enacted, note)
-
-    def _set_enactment(self, batch_id: str, enacted: bool, note: str) -> None:
-        # Workaround: Controller has no public way to record enactment on a queued batch's placement.
-        run = getattr(self.controller, "_running", {}).get(batch_id)
-        if run is not None and run.batch.placement is not None:
-            run.batch = replace(run.batch, placement=replace(run.batch.placement, enacted=enacted, note=note))
+        self.controller.record_enactment(batch.id, enacted, note)
 
     # ------------------------------------------------------------------ the gate (foreachBatch)
 
@@ -449,8 +451,8 @@ class PacerSession:
         with self.lock:
             source = self.sources[query_id]
             source.spark_batches += 1
-            q = self.controller.queries[query_id]
-            if q.in_flight is not None and q.in_flight not in self._started:
+            q = self.controller.query(query_id)
+            if q.in_flight is not None and not q.in_flight_started:
                 return q.in_flight
             if q.in_flight is not None:
                 return None
@@ -532,9 +534,10 @@ class PacerSession:
                     pool = pool_for_share(decision.shares.get(batch_id, cores), cores)
                     break
                 dead = {b for b in decision.order if self._dead_batch(b)}
-                waiting = [b for b in decision.order if b not in self._started and b not in dead]
+                started = {b for b in decision.order if self.controller.batch(b).started}
+                waiting = [b for b in decision.order if b not in started and b not in dead]
                 running = [b for b in decision.order  # a sink-done batch is only committing: not running
-                           if b in self._started and b not in dead and not self.engine.awaiting(b)]
+                           if b in started and b not in dead and not self.engine.awaiting(b)]
                 if waiting and waiting[0] == batch_id and len(running) < self.concurrency:
                     break
                 if time.time() - t0 > self.gate_timeout:
@@ -543,7 +546,6 @@ class PacerSession:
                     break
                 self.cond.wait(timeout=0.5)
             self.controller.start(batch_id)
-            self._started.add(batch_id)
             source.gate_wait_s.append(time.time() - t0)
         if pool is not None and not self.fair:
             self._warn_once("no-fair", "scheduler %r gives core shares, but spark.scheduler.mode is not FAIR: "
@@ -552,8 +554,7 @@ class PacerSession:
         df.sparkSession.sparkContext.setLocalProperty("spark.scheduler.pool", pool if self.fair else None)  # type: ignore[arg-type]
 
     def _dead_batch(self, batch_id: str) -> bool:
-        query_id = batch_id.rsplit("#", 1)[0]
-        source = self.sources.get(query_id)
+        source = self.sources.get(self.controller.batch(batch_id).query_id)
         return source is not None and source.dead
 
     def _finish(self, query_id: str, batch_id: str, spark_batch_id: int) -> None:
@@ -565,9 +566,10 @@ class PacerSession:
             t0 = time.perf_counter()
             try:
                 with self.lock:
-                    batch = next(b for b in self.controller.pending() if b.id == batch_id)
+                    batch = self.controller.batch(batch_id).batch
+                    dag = self.controller.query(query_id).spec.dag
                 root = read_plan(source.handle._jsq.streamingQuery().lastExecution().executedPlan())
-                metrics = operator_metrics(root, self.controller.queries[query_id].spec.dag, batch.placement,
+                metrics = operator_metrics(root, dag, batch.placement,
                                            batch_bytes=batch.bytes, batch_rows=batch.rows)
             except Exception:
                 log.debug("no operator metrics for %s", batch_id, exc_info=True)
@@ -575,7 +577,6 @@ class PacerSession:
         self.engine.sink_done(query_id, telemetry.SinkDone(batch_id, spark_batch_id, time.time(), metrics))
 
     def _completed(self, query_id: str, batch_id: str) -> None:
-        self._started.discard(batch_id)
         self.sources[query_id].ranges.pop(batch_id, None)
 
     def _warn_once(self, key: str, message: str, *args: Any) -> None:
@@ -639,8 +640,8 @@ class PacerSession:
                     if source.error:
                         return False
                     continue
-                q = self.controller.queries[query_id]
-                if q.in_flight is not None or len(q.buffer):
+                q = self.controller.query(query_id)
+                if q.in_flight is not None or q.buffered_count:
                     return False
                 if source.gen is not None:
                     if source.next_index is None or source.next_index < len(source.gen.arrivals()):

@@ -15,9 +15,9 @@ the end of ``foreachBatch``:
   metrics read from the executed plan (they must be read on the stream's thread, before the next
   trigger replaces ``lastExecution``), and releases the gate for other queries' batches;
 - the listener matches the progress event's ``batchId`` to that mark and the session completes the
-  batch with ``engine_s = triggerExecution / 1000`` and the Controller's clock pinned to the
-  trigger's end (``timestamp + triggerExecution``), so ``completed_at`` and every dataset's latency
-  include ``commitOffsets``.
+  batch with ``engine_s = triggerExecution / 1000`` and ``completed_at`` the trigger's end
+  (``timestamp + triggerExecution``, passed to ``Controller.complete``), so every dataset's latency
+  includes ``commitOffsets``.
 
 Why not complete at the sink's end and amend later: the Controller feeds the batch to every
 strategy and to its service-time model when it completes; a later amendment would leave them
@@ -270,9 +270,8 @@ class BatchCompletion:
         end = progress.ended_at if progress is not None else done.at
         at = now if end is None else min(max(end, done.at), now)
         try:
-            with self.clock.pinned(at):
-                self.controller.complete(done.batch_id, operator_metrics=done.operator_metrics,
-                                         engine_s=progress.engine_s if progress is not None else None)
+            self.controller.complete(done.batch_id, operator_metrics=done.operator_metrics,
+                                     engine_s=progress.engine_s if progress is not None else None, completed_at=at)
         finally:
             self.completed(query_id, done.batch_id)
             self.cond.notify_all()

@@ -244,7 +244,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 def _check(args: argparse.Namespace, pm: PluginManager) -> tuple[float, list[float], dict[str, dict[str, str]]]:
     """Validate the sweep arguments before anything runs: (rate rows/s, inflection points, params)."""
-    from pacer_sim.plugin import split_strategy_params
+    from pacer.run_cli import split_strategy_params
     from pacer_workloads import WORKLOADS, bytes_per_row
 
     if args.runtime == "spark":

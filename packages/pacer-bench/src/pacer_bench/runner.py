@@ -1,25 +1,24 @@
-"""Run every configuration of a scenario on the simulator or on real Spark, then write the outputs."""
+"""Run every configuration of a scenario on a runtime (the simulator, real Spark: found through the ``pacer_runtimes``
+hook), then write the outputs."""
 
 from __future__ import annotations
 
 import datetime as _dt
-import importlib.util
-import inspect
 import json
 import os
 import platform
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pacer import UnknownStrategyError
+from pacer import Runtime, UnknownRuntimeError, UnknownStrategyError
 from pacer.cli import UsageError
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer_bench.latency_target import write_latency_target
 from pacer_bench.outputs import write_outputs
 from pacer_bench.progress import ProgressBar
-from pacer_bench.scenarios import SCENARIOS, Config, QueryConfig, latency_target_plan
+from pacer_bench.scenarios import SCENARIOS, Config, latency_target_plan
 from pacer_bench.tables import BenchRun
 
 #: Seconds a Spark configuration may take after its traffic ends to finish its backlog.
@@ -49,9 +48,11 @@ def resolve_configs(
         notes.append("device-sweep ran on the simulator: placement on Spark needs a GPU and the RAPIDS Accelerator "
                      "jar (--rapids-jar), and neither is here; every figure is simulated")
         runtime = "sim"
-    if runtime == "spark" and importlib.util.find_spec("pacer_spark") is None:
-        raise UsageError("--runtime spark needs pacer-spark: pip install 'pacer-bench[spark]' (or the README's "
-                         "development install)")
+    try:
+        plugin_manager.find_runtime(runtime)
+    except UnknownRuntimeError as exc:
+        extra = " (pip install 'pacer-bench[spark]', or the README's development install)" if runtime == "spark" else ""
+        raise UsageError(f"--runtime {runtime}: {exc}{extra}") from None
     configs = SCENARIOS[scenario].build(quick, runtime)
     if runtime == "spark" and any(c.resource_loss for c in configs):
         raise UsageError(f"{scenario} takes cores away mid-run, which local Spark cannot do; run it with --runtime sim")
@@ -79,33 +80,6 @@ def resolve_configs(
     return runtime, configs, notes
 
 
-def run_simulated(config: Config, plugin_manager: PluginManager) -> dict[str, Any]:
-    """One configuration on the deterministic simulator; returns its ``pacer.report/1``."""
-    from pacer_sim import Simulation
-    from pacer_sim.engine import ResourceChange
-
-    options: dict[str, Any] = {}
-    if "overload" in inspect.signature(Simulation).parameters:
-        options["overload"] = config.overload
-    sim = Simulation(
-        cores=config.cores, gpus=config.gpus, scheduler=config.scheduler, seed=config.seed,
-        resource_changes=[ResourceChange(*config.resource_loss)] if config.resource_loss else (),
-        plugin_manager=plugin_manager, extra_config={"label": config.label, "overload": config.overload},
-        **options,
-    )
-    if "overload" not in options:  # a pacer-sim without the option: set the policy its Controller enforces
-        sim.controller.overload_policy = config.overload
-    for q in config.queries:
-        sim.add_query(
-            q.workload, traffic=q.traffic, rate=q.rate, traffic_params=q.traffic_params, admission=q.admission,
-            admission_params=q.admission_params, placement=q.placement, placement_params=q.placement_params,
-            deadline=q.deadline, query_id=q.query_id, duration=config.duration,
-        )
-    report: dict[str, Any] = sim.run(config.duration)
-    record_latencies(report, sim.controller)
-    return report
-
-
 def record_latencies(report: dict[str, Any], controller: Any) -> None:
     """Keep every dataset latency (s) of every query under ``report["bench"]["latencies_s"]``, so the tables can
     judge a run against any deadline exactly (a static trigger ran once is judged against 5, 10 and 20 s)."""
@@ -114,42 +88,6 @@ def record_latencies(report: dict[str, Any], controller: Any) -> None:
         for query_id in report["queries"]
     }
     report.setdefault("bench", {})["latencies_s"] = latencies
-
-
-def _spark_trigger(q: QueryConfig) -> str | None:
-    """Static admission on Spark is Spark's own processing-time trigger (pacer only observes)."""
-    if q.admission != "static":
-        return None
-    return f"{float(q.admission_params.get('interval', 10.0)):g} seconds"
-
-
-def run_on_spark(spark: Any, config: Config, plugin_manager: PluginManager, *, master: str,
-                 progress_every: float = 0.0) -> tuple[dict[str, Any], int]:
-    """One configuration on an existing SparkSession (``pacer-gen`` traffic); returns the report and a status."""
-    import pacer_spark
-    from pacer_spark.cli import drive
-
-    # GPUs: the session counts one when the RAPIDS plugin is loaded, none otherwise (config.gpus is the sim's).
-    session = pacer_spark.attach(spark, scheduler=config.scheduler, fallback=True, plugin_manager=plugin_manager,
-                                 overload=config.overload)
-
-    def start_queries() -> None:
-        for i, q in enumerate(config.queries):
-            session.run_workload(
-                q.workload, query_id=q.query_id or q.workload, traffic=q.traffic, rate=q.rate,
-                duration=config.duration, seed=config.seed + i, traffic_params=dict(q.traffic_params),
-                deadline=q.deadline, admission=q.admission, placement=q.placement,
-                admission_params=dict(q.admission_params), placement_params=dict(q.placement_params),
-                trigger=_spark_trigger(q),
-            )
-
-    cfg = {"label": config.label, "scheduler": config.scheduler, "duration_s": config.duration, "seed": config.seed,
-           "master": master, "overload": config.overload, "queries": [q.as_dict() for q in config.queries]}
-    report, status = drive(session, start_queries, cfg, duration=config.duration, drain_timeout=SPARK_DRAIN_TIMEOUT,
-                           progress_every=progress_every, label=config.label)
-    with session.lock:
-        record_latencies(report, session.controller)
-    return report, status
 
 
 def machine_description(runtime: str, master: str) -> str:
@@ -162,12 +100,24 @@ def machine_description(runtime: str, master: str) -> str:
     return text
 
 
-def _run_one(config: Config, pm: PluginManager, spark: Any, master: str) -> tuple[dict[str, Any], bool]:
-    """One configuration once; returns its report and whether it failed (Spark: did not drain, or an error)."""
-    if spark is not None:
-        report, status = run_on_spark(spark, config, pm, master=master)
-        return report, bool(status)
-    return run_simulated(config, pm), False
+def spark_options(master: str, rapids_jars: Sequence[str]) -> dict[str, Any]:
+    """What the bench asks of the ``spark`` runtime: one session for every configuration (warmed up once), no
+    progress lines, and :data:`SPARK_DRAIN_TIMEOUT` seconds for each configuration's backlog."""
+    return {"master": master, "rapids_jar": list(rapids_jars), "drain_timeout": SPARK_DRAIN_TIMEOUT,
+            "progress_every": 0.0, "keep_session": True}
+
+
+def _run_one(config: Config, pm: PluginManager, runtime: Runtime,
+             options: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    """One configuration once on ``runtime`` with its ``options`` (``spark``: :func:`spark_options`); returns its
+    report (every dataset latency kept, see :func:`record_latencies`) and whether it failed (Spark: did not drain,
+    or a query failed)."""
+    run = config.run_config()
+    if options:
+        run = run.with_options(runtime.name, **options, label=config.label)
+    result = runtime.run(run, plugin_manager=pm)
+    record_latencies(result.report, result.controller)
+    return result.report, bool(result.status)
 
 
 def run_scenario(
@@ -191,8 +141,8 @@ def run_scenario(
 
     Repetitions are interleaved (repetition 1 of every configuration, then repetition 2, ...), so a slow
     spell of the machine does not fall on one configuration; each repetition uses the same seed (the same
-    traffic) unless ``vary_seed`` (repetition i then uses ``seed + i - 1``). On Spark all configurations share
-    one local SparkSession, warmed up once before the first. Besides the tables and plots it writes
+    traffic) unless ``vary_seed`` (repetition i then uses ``seed + i - 1``). The runtime comes from the
+    ``pacer_runtimes`` hook; on Spark all configurations share one SparkSession, warmed up once before the first. Besides the tables and plots it writes
     ``meta.json`` (scenario, runtime, date, machine, quick, repetitions, notes), from which
     ``scripts/gen_readme.py`` builds the README's results section.
 
@@ -210,20 +160,16 @@ def run_scenario(
     bar = ProgressBar(len(configs) * repeat) if progress else None
     reports: dict[str, list[dict[str, Any]]] = {c.label: [] for c in configs}
     failures: list[str] = []
-    spark = None
+    runner = pm.find_runtime(actual)
+    options = spark_options(master, rapids_jars) if actual == "spark" else {}
     try:
-        if actual == "spark":
-            from pacer_spark.cli import build_session, warm_up
-
-            spark = build_session(master, f"pacer bench {scenario}", rapids_jars=list(rapids_jars))
-            warm_up(spark)
         for rep in range(repeat):
             for config in configs:
                 run_config = config.with_seed(seed + rep) if vary_seed else config
                 tag = f"{config.label} (rep {rep + 1}/{repeat})" if repeat > 1 else config.label
                 if bar is not None:
                     bar.show(f"running {tag}")
-                report, failed = _run_one(run_config, pm, spark, master)
+                report, failed = _run_one(run_config, pm, runner, options)
                 if failed:
                     failures.append(tag)
                 report["config"]["label"] = config.label
@@ -232,8 +178,9 @@ def run_scenario(
                 if bar is not None:
                     bar.advance(f"done {tag}")
     finally:
-        if spark is not None:
-            spark.stop()
+        close = getattr(runner, "close", None)  # a runtime that kept a session for every configuration
+        if close is not None:
+            close()
     if failures:
         notes.append(f"did not drain or failed on Spark: {', '.join(failures)}")
     runs = [BenchRun(c.label, reports[c.label][0], baseline=c.baseline, group=c.group, x=c.x, series=c.series,

@@ -6,43 +6,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-
-@dataclass(frozen=True)
-class QueryConfig:
-    """One query of a configuration."""
-
-    workload: str
-    traffic: str = "constant"
-    rate: float = 1000.0
-    traffic_params: Mapping[str, float] = field(default_factory=dict)
-    admission: str = "asap"
-    admission_params: Mapping[str, Any] = field(default_factory=dict)
-    placement: str = "cpu-only"
-    placement_params: Mapping[str, Any] = field(default_factory=dict)
-    deadline: float | None = None
-    query_id: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain values for a report's ``config``."""
-        return {
-            "workload": self.workload, "traffic": self.traffic, "rate": self.rate,
-            "traffic_params": dict(self.traffic_params), "admission": self.admission,
-            "admission_params": dict(self.admission_params), "placement": self.placement,
-            "placement_params": dict(self.placement_params), "deadline": self.deadline, "query_id": self.query_id,
-        }
+from pacer import QueryRun, RunConfig
 
 
 @dataclass(frozen=True)
 class Config:
-    """One configuration of an experiment: its queries, scheduler and resources."""
+    """One configuration of an experiment: its queries, scheduler and resources (a :class:`pacer.RunConfig`,
+    :meth:`run_config`), and how the tables and plots treat it."""
 
     label: str
-    queries: tuple[QueryConfig, ...]
+    queries: tuple[QueryRun, ...]
     scheduler: str = "fifo"
     duration: float = 300.0
     seed: int = 7
-    cores: int = 2
-    gpus: int = 0
+    cores: int | None = None  # None: the runtime's (2 simulated, Spark's parallelism)
+    gpus: int | None = None  # None: the runtime's (none simulated, one on Spark with RAPIDS)
     resource_loss: tuple[float, float, float] | None = None  # (start, end, fraction of cores taken)
     baseline: bool = False
     group: str = ""  # ratios compare a run with the baseline of its group (e.g. one rate of a sweep)
@@ -51,6 +29,12 @@ class Config:
     deadline: float | None = None  # judge every query of this run against it (None: the baseline's deadline)
     overload: str = "keep"  # the Controller's overload policy: keep (measure every dataset) or shed
     tags: Mapping[str, Any] = field(default_factory=dict)  # what the configuration is, for the analysis
+
+    def run_config(self) -> RunConfig:
+        """The run this configuration is, for any runtime (fallback off: a raising strategy fails the run)."""
+        options = {"sim": {"resource_loss": [list(self.resource_loss)]}} if self.resource_loss else {}
+        return RunConfig(self.queries, scheduler=self.scheduler, duration=self.duration, seed=self.seed,
+                         cores=self.cores, gpus=self.gpus, overload=self.overload, options=options)
 
     def with_seed(self, seed: int) -> Config:
         """The same configuration with another seed."""
@@ -98,8 +82,8 @@ def _trigger_sweep(quick: bool, runtime: str) -> list[Config]:
         workload, rate, duration = "lr2", 2000.0, (60.0 if quick else 90.0)
     d = TRIGGER_SWEEP_DEADLINE
 
-    def query(admission: str, params: Mapping[str, Any] | None = None) -> tuple[QueryConfig, ...]:
-        return (QueryConfig(workload, rate=rate, admission=admission, admission_params=dict(params or {}), deadline=d),)
+    def query(admission: str, params: Mapping[str, Any] | None = None) -> tuple[QueryRun, ...]:
+        return (QueryRun(workload, rate=rate, admission=admission, admission_params=dict(params or {}), deadline=d),)
 
     configs = [
         Config(f"static {s}s", query("static", {"interval": float(s)}), duration=duration, baseline=s == 10, deadline=d)
@@ -115,9 +99,9 @@ def _multi_query(quick: bool, runtime: str) -> list[Config]:
     duration = 120.0 if quick else 300.0
     traffic = {"min": 200.0, "max": 3000.0, "period": 30.0}
 
-    def queries(admission: str, params: Mapping[str, Any]) -> tuple[QueryConfig, ...]:
+    def queries(admission: str, params: Mapping[str, Any]) -> tuple[QueryRun, ...]:
         return tuple(
-            QueryConfig(w, traffic="binary", rate=1600.0, traffic_params=traffic, admission=admission, admission_params=params, deadline=d)
+            QueryRun(w, traffic="binary", rate=1600.0, traffic_params=traffic, admission=admission, admission_params=params, deadline=d)
             for w, d in (("lr2", 5.0), ("lr3", 10.0), ("cm2", 20.0))
         )
 
@@ -148,7 +132,7 @@ def _device_sweep(quick: bool, runtime: str) -> list[Config]:
                     f"{placement} @ {kb} KB/s",
                     # One dataset (one second of data) per batch whatever the placement and the backlog, so
                     # processing times compare directly: Spark's default trigger with maxFilesPerTrigger=1.
-                    (QueryConfig("lr2", rate=rate, admission_params={"max_datasets": 1},
+                    (QueryRun("lr2", rate=rate, admission_params={"max_datasets": 1},
                                  placement=placement, query_id="lr2"),),
                     duration=duration,
                     gpus=1,
@@ -166,10 +150,10 @@ def _sinusoidal(quick: bool, runtime: str) -> list[Config]:
     rate = 1500.0
     traffic = {"period": 60.0}
     configs = [
-        Config(f"static {s}s", (QueryConfig("lr2", traffic="sinusoidal", rate=rate, traffic_params=traffic, admission="static", admission_params={"interval": float(s)}),), duration=duration, baseline=s == 10)
+        Config(f"static {s}s", (QueryRun("lr2", traffic="sinusoidal", rate=rate, traffic_params=traffic, admission="static", admission_params={"interval": float(s)}),), duration=duration, baseline=s == 10)
         for s in (2, 5, 10)
     ]
-    configs.append(Config("fixed-point", (QueryConfig("lr2", traffic="sinusoidal", rate=rate, traffic_params=traffic, admission="fixed-point"),), duration=duration))
+    configs.append(Config("fixed-point", (QueryRun("lr2", traffic="sinusoidal", rate=rate, traffic_params=traffic, admission="fixed-point"),), duration=duration))
     return configs
 
 
@@ -177,9 +161,9 @@ def _resource_loss(quick: bool, runtime: str) -> list[Config]:
     duration = 180.0 if quick else 600.0
     loss = (duration / 3, 2 * duration / 3, 0.25)
     return [
-        Config("static 10s", (QueryConfig("lr2", rate=2500.0, admission="static", admission_params={"interval": 10.0}),), duration=duration, cores=4, resource_loss=loss, baseline=True),
-        Config("asap", (QueryConfig("lr2", rate=2500.0),), duration=duration, cores=4, resource_loss=loss),
-        Config("fixed-point", (QueryConfig("lr2", rate=2500.0, admission="fixed-point"),), duration=duration, cores=4, resource_loss=loss),
+        Config("static 10s", (QueryRun("lr2", rate=2500.0, admission="static", admission_params={"interval": 10.0}),), duration=duration, cores=4, resource_loss=loss, baseline=True),
+        Config("asap", (QueryRun("lr2", rate=2500.0),), duration=duration, cores=4, resource_loss=loss),
+        Config("fixed-point", (QueryRun("lr2", rate=2500.0, admission="fixed-point"),), duration=duration, cores=4, resource_loss=loss),
     ]
 
 
@@ -190,7 +174,7 @@ def _frequency(quick: bool, runtime: str) -> list[Config]:
         for admission, params in (("static", {"interval": 10.0}), ("asap", {}), ("fixed-point", {})):
             label = f"{pattern} / {admission}"
             configs.append(
-                Config(label, (QueryConfig("lr2", traffic=pattern, rate=2000.0, admission=admission, admission_params=params, query_id="lr2"),), duration=duration, baseline=admission == "static", group=pattern)
+                Config(label, (QueryRun("lr2", traffic=pattern, rate=2000.0, admission=admission, admission_params=params, query_id="lr2"),), duration=duration, baseline=admission == "static", group=pattern)
             )
     return configs
 
@@ -225,7 +209,7 @@ def _target_config(workload: str, rate: float, traffic: str, duration: float, na
                    **tags: Any) -> Config:
     """One latency-target configuration; its group is the workload and traffic, its baseline Spark's default."""
     group = f"{workload} {traffic}"
-    query = QueryConfig(workload, traffic=traffic, rate=rate, admission=admission,
+    query = QueryRun(workload, traffic=traffic, rate=rate, admission=admission,
                         admission_params=dict(params or {}), deadline=deadline, query_id=workload)
     return Config(f"{group} / {name}", (query,), duration=duration, baseline=family == "asap", group=group,
                   tags={"workload": workload, "traffic": traffic, "name": name, "family": family,

@@ -29,8 +29,11 @@ from pacer.model import (
     ScheduleDecision,
     SystemView,
 )
-from pacer.plugins import PluginManager, UnknownStrategyError, get_plugin_manager
+from pacer.plugins import PluginManager, UnknownRuntimeError, UnknownStrategyError, get_plugin_manager
+from pacer.recorder import RunRecorder
+from pacer.run import QueryRun, RunConfig, RunResult, Runtime, arrival_dataset
 from pacer.strategy import Param, StrategyContext, StrategyInfo
+from pacer.views import BatchView, OverloadStatus, QueryView
 
 __all__ = [
     "CPU_ONLY_KINDS",
@@ -38,6 +41,7 @@ __all__ = [
     "OPERATOR_KINDS",
     "AdmissionDecision",
     "BatchReport",
+    "BatchView",
     "Controller",
     "Dataset",
     "DatasetBuffer",
@@ -49,18 +53,27 @@ __all__ = [
     "Operator",
     "OperatorDAG",
     "OperatorMetric",
+    "OverloadStatus",
     "Param",
     "PendingBatch",
     "Placement",
     "PluginManager",
     "QueryHistory",
+    "QueryRun",
     "QuerySpec",
+    "QueryView",
+    "RunConfig",
+    "RunRecorder",
+    "RunResult",
+    "Runtime",
     "ScheduleDecision",
     "StrategyContext",
     "StrategyError",
     "StrategyInfo",
     "SystemView",
+    "UnknownRuntimeError",
     "UnknownStrategyError",
+    "arrival_dataset",
     "get_plugin_manager",
     "hookimpl",
     "hookspec",

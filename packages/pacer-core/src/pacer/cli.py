@@ -1,4 +1,5 @@
-"""The ``pacer`` command line. Installed packages add subcommands through ``pacer_cli_commands``."""
+"""The ``pacer`` command line. Installed packages add subcommands through ``pacer_cli_commands``
+and runtimes for ``pacer run`` through ``pacer_runtimes`` (:mod:`pacer.run_cli`)."""
 
 from __future__ import annotations
 
@@ -67,10 +68,12 @@ def build_parser(pm: PluginManager) -> tuple[argparse.ArgumentParser, dict[str, 
         description="Adaptive micro-batching, deadline-aware scheduling and CPU/GPU placement for stream processing.",
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    from pacer.run_cli import run_command
+
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands: dict[str, Command] = {}
     plugin_commands = [c for group in pm.hook.pacer_cli_commands() for c in group]
-    for command in (*CORE_COMMANDS, *plugin_commands):
+    for command in (*CORE_COMMANDS, run_command(pm), *plugin_commands):
         if command.name in commands:
             continue
         commands[command.name] = command

@@ -9,6 +9,10 @@ A runtime drives it with its own clock:
 4. ``start(batch_id)`` when it runs and ``complete(batch_id, ...)`` when it is
    done: latencies are recorded, the ledger checked and every strategy told.
 
+Everything else reads it through its public read API (:mod:`pacer.views`): ``query(id)``,
+``batch(id)``, ``reports()``, ``recorder``; a runtime records how it enacted a placement with
+``record_enactment``. Nobody outside the Controller touches its fields.
+
 A query has at most one micro-batch admitted and not yet completed, as in
 Spark's micro-batch execution.
 """
@@ -17,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -40,6 +44,7 @@ from pacer.model import (
 from pacer.overload import OverloadMonitor, read_cap_count
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.query_state import FALLBACK, OVERLOAD_POLICIES, Clock, Overhead, QueryState, RunningBatch, StrategyError
+from pacer.recorder import RunRecorder
 from pacer.service_time import ServiceTimeModel
 
 log = logging.getLogger("pacer.controller")
@@ -98,7 +103,8 @@ class Controller(DecisionDispatch):
         self.timer = timer
         self.ledger = ExactlyOnceLedger()
         self.overhead = Overhead()
-        self.queries: dict[str, QueryState] = {}
+        self.recorder = RunRecorder()
+        self._queries: dict[str, QueryState] = {}
         self._running: dict[str, RunningBatch] = {}
         self._order: list[str] = []
         self._allocated: dict[str, float] = {}
@@ -131,7 +137,7 @@ class Controller(DecisionDispatch):
         :raises UnknownStrategyError: for a name no installed plugin provides.
         :raises ValueError: for a duplicate query id, an unknown parameter or a negative cap.
         """
-        if spec.id in self.queries:
+        if spec.id in self._queries:
             raise ValueError(f"query {spec.id!r} is already registered")
         if max_rows < 0 or max_bytes < 0:
             raise ValueError(f"query {spec.id!r}: max_rows and max_bytes must be >= 0 (0: no cap)")
@@ -146,8 +152,8 @@ class Controller(DecisionDispatch):
         for info in infos.values():
             if info.name not in states:
                 states[info.name] = self._build_state(info, spec, params[info.name])
-        self.queries[spec.id] = QueryState(
-            spec=spec, selected=chosen, params=params, states=states,
+        self._queries[spec.id] = QueryState(
+            spec=spec, selected=chosen, params=params, states=states, record=self.recorder.add_query(spec.id),
             service=ServiceTimeModel(quantile=self.service_quantile),
             overload=OverloadMonitor(deadline=spec.effective_deadline),
             max_rows=int(max_rows), max_bytes=int(max_bytes),
@@ -162,15 +168,10 @@ class Controller(DecisionDispatch):
             raise ValueError(f"dataset {dataset.id!r}: bytes and rows must be >= 0")
         self.ledger.arrived(query_id, dataset.id)
         q.buffer.append(dataset)
-        q.arrivals.append((dataset.arrival, dataset.rows, dataset.bytes))
+        q.record.arrivals.append((dataset.arrival, dataset.rows, dataset.bytes))
         q.overload.arrived(dataset.arrival, dataset.bytes)
 
-    def busy(self, query_id: str) -> bool:
-        """True while the query has an admitted batch that has not completed."""
-        return self._query(query_id).in_flight is not None
-
     # ------------------------------------------------------------------ decisions
-
 
     def system_view(self) -> SystemView:
         """The view a decision gets of the whole runtime right now."""
@@ -178,7 +179,7 @@ class Controller(DecisionDispatch):
         pending = []
         for batch_id in self._order:
             run = self._running[batch_id]
-            spec = self.queries[run.batch.query_id].spec
+            spec = self._queries[run.batch.query_id].spec
             pending.append(
                 PendingBatch(
                     batch=run.batch,
@@ -312,15 +313,11 @@ class Controller(DecisionDispatch):
     def poll_all(self) -> list[MicroBatch]:
         """Poll every idle query with buffered data, in registration order."""
         admitted = []
-        for query_id in self.queries:
+        for query_id in self._queries:
             batch = self.poll(query_id)
             if batch is not None:
                 admitted.append(batch)
         return admitted
-
-    def pending(self) -> list[MicroBatch]:
-        """Admitted batches not yet completed, in admission order."""
-        return [self._running[b].batch for b in self._order]
 
     def schedule(self) -> ScheduleDecision:
         """Ask the scheduler for the order and core shares of every pending batch."""
@@ -376,19 +373,22 @@ class Controller(DecisionDispatch):
         operator_metrics: Iterable[OperatorMetric] = (),
         cores_used: float | None = None,
         engine_s: float | None = None,
+        completed_at: float | None = None,
     ) -> BatchReport:
         """The runtime finished ``batch_id`` (its sink committed): record and dispatch feedback.
 
         :param engine_s: what the batch cost the engine, where the runtime measures it (Spark's
             ``triggerExecution``); the report's ``cost`` falls back to the processing time.
+        :param completed_at: when it finished, where the runtime learns it later (Spark: the end of the
+            trigger, reported by its listener); default: the clock now.
         """
         if engine_s is not None and (engine_s < 0 or engine_s != engine_s):
             raise ValueError(f"engine_s must be >= 0 seconds, got {engine_s}")
         run = self._run(batch_id)
-        now = self.clock()
+        now = self.clock() if completed_at is None else completed_at
         started = run.started_at if run.started_at is not None else now
         batch = run.batch
-        q = self.queries[batch.query_id]
+        q = self._queries[batch.query_id]
         report = BatchReport(
             batch_id=batch.id,
             query_id=batch.query_id,
@@ -413,7 +413,7 @@ class Controller(DecisionDispatch):
         self._order.remove(batch_id)
         q.in_flight = None
         q.history.add(report)
-        q.reports.append(report)
+        q.record.reports.append(report)
         t0 = self.timer() if self.timer else 0.0
         self._feedback(q, report)
         if self.timer:
@@ -434,15 +434,13 @@ class Controller(DecisionDispatch):
                 log.warning("%s; feedback ignored for this batch", error)
                 q.fallbacks += 1
 
-    # ------------------------------------------------------------------ results
+    def record_enactment(self, batch_id: str, enacted: bool, note: str = "") -> None:
+        """Record whether the runtime enacted the placement of pending batch ``batch_id``, and why (not).
 
-    def reports(self, query_id: str | None = None) -> list[BatchReport]:
-        """Completed batch reports of one query, or of all queries in completion order."""
-        if query_id is not None:
-            return list(self._query(query_id).reports)
-        every = [r for q in self.queries.values() for r in q.reports]
-        return sorted(every, key=lambda r: (r.completed_at, r.query_id))
+        The batch's report then carries ``placement.enacted`` and ``placement.note``.
 
-    def buffered(self, query_id: str) -> Sequence[Dataset]:
-        """Datasets of ``query_id`` still waiting for admission."""
-        return tuple(self._query(query_id).buffer)
+        :raises KeyError: for an unknown or completed batch.
+        """
+        run = self._run(batch_id)
+        if run.batch.placement is not None:
+            run.batch = replace(run.batch, placement=replace(run.batch.placement, enacted=enacted, note=note))

@@ -11,19 +11,19 @@ from pacer.plugins import PluginManager
 from pacer.query_state import FALLBACK, QueryState, StrategyError
 from pacer.service_time import ServiceTimeModel
 from pacer.strategy import StrategyContext, StrategyInfo
+from pacer.views import ControllerReads
 
 log = logging.getLogger("pacer.controller")
 
 
-class DecisionDispatch:
+class DecisionDispatch(ControllerReads):
     """The part of :class:`pacer.Controller` that builds contexts and calls decision hooks.
 
-    Holds the plugin manager, the fallback switch, the queries and the scheduler's state.
+    Holds the plugin manager, the fallback switch and the scheduler's state.
     """
 
     pm: PluginManager
     fallback: bool
-    queries: dict[str, QueryState]
     scheduler: str
     _scheduler_params: dict[str, Any]
     _scheduler_state: Any
@@ -33,12 +33,6 @@ class DecisionDispatch:
     @staticmethod
     def _build_state(info: StrategyInfo, spec: Any, params: Mapping[str, Any]) -> Any:
         return info.state(spec, params) if info.state is not None else {}
-
-    def _query(self, query_id: str) -> QueryState:
-        try:
-            return self.queries[query_id]
-        except KeyError:
-            raise KeyError(f"unknown query {query_id!r}; registered: {sorted(self.queries)}") from None
 
     def _ctx(self, q: QueryState | None, decision: str, chosen: str) -> StrategyContext:
         if q is None:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         ScheduleDecision,
         SystemView,
     )
+    from pacer.run import Runtime
     from pacer.strategy import StrategyContext, StrategyInfo
 
 PROJECT = "pacer"
@@ -67,6 +68,22 @@ def pacer_cli_commands() -> Sequence[Any]:  # type: ignore[empty-body]
         the parsed arguments and returns an exit code).
 
     .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def pacer_runtimes() -> Sequence[Runtime]:  # type: ignore[empty-body]
+    """Declare the runtimes this plugin provides (the simulator, Spark, ...).
+
+    Called when a tool needs a runtime (``pacer run --runtime NAME``, ``pacer bench``, the
+    conformance suite); every implementation contributes. A runtime name may be provided once.
+
+    :return: a sequence of objects with the :class:`pacer.run.Runtime` shape: ``name``,
+        ``summary``, ``capabilities``, ``configure(group)`` (its own ``pacer run`` flags),
+        ``from_args(args, config, plugin_manager)`` and ``run(config, plugin_manager=...)``
+        returning a :class:`pacer.run.RunResult`.
+
+    .. versionadded:: 0.2
     """
 
 

@@ -20,12 +20,15 @@ import logging
 import os
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pluggy
 
 from pacer import hookspecs
 from pacer.strategy import StrategyInfo
+
+if TYPE_CHECKING:
+    from pacer.run import Runtime
 
 ENTRY_POINT_GROUP = "pacer"
 PLUGINS_ENV = "PACER_PLUGINS"
@@ -41,6 +44,10 @@ log = logging.getLogger("pacer.plugins")
 
 class UnknownStrategyError(LookupError):
     """A strategy name that no installed plugin provides, or that several provide."""
+
+
+class UnknownRuntimeError(LookupError):
+    """A runtime name that no installed plugin provides, or that several provide."""
 
 
 class PluginLoadError(ImportError):
@@ -146,6 +153,37 @@ class PluginManager(pluggy.PluginManager):
                     found.append(replace(info, package=info.package or dist, version=info.version or version))
             self._catalogue = found
         return list(self._catalogue)
+
+    def runtimes(self) -> dict[str, Runtime]:
+        """Every runtime installed plugins declare through ``pacer_runtimes``, by name.
+
+        :raises UnknownRuntimeError: when two plugins declare the same name.
+        """
+        found: dict[str, Runtime] = {}
+        for plugin_name, _, caller in self.per_plugin_callers("pacer_runtimes"):
+            for runtime in [r for answer in caller() for r in cast("Iterable[Runtime]", answer or ())]:
+                if runtime.name in found:
+                    raise UnknownRuntimeError(
+                        f"runtime {runtime.name!r} is provided twice (again by plugin {plugin_name!r}); "
+                        f"restrict the plugins that load with {PLUGINS_ENV} or uninstall one"
+                    )
+                found[runtime.name] = runtime
+        return found
+
+    def find_runtime(self, name: str) -> Runtime:
+        """The installed runtime called ``name``.
+
+        :raises UnknownRuntimeError: when none is; the message lists what is installed and what to do.
+        """
+        runtimes = self.runtimes()
+        if name not in runtimes:
+            installed = ", ".join(sorted(runtimes)) or "none"
+            hint = {"sim": "pip install pacer-sim", "spark": "pip install pacer-spark"}.get(name, "install its package")
+            raise UnknownRuntimeError(
+                f"unknown runtime {name!r}: no installed package provides it ({hint}, or check {PLUGINS_ENV}). "
+                f"Installed runtimes: {installed}"
+            )
+        return runtimes[name]
 
     def describe_installed(self, decision: str | None = None) -> str:
         """A one-line list of installed strategies, for error messages."""

@@ -6,8 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pacer.model import BatchReport, DatasetBuffer, MicroBatch, QueryHistory, QuerySpec
+from pacer.model import DatasetBuffer, MicroBatch, QueryHistory, QuerySpec
 from pacer.overload import OverloadMonitor
+from pacer.recorder import QueryRecord
 from pacer.service_time import ServiceTimeModel
 
 #: The decision each baseline falls back to when a strategy raises and fallback is on.
@@ -32,7 +33,11 @@ class StrategyError(RuntimeError):
 
 @dataclass
 class QueryState:
-    """One registered query: its spec, strategies, buffer, history, service-time model and overload monitor."""
+    """One registered query: its spec, strategies, buffer, history, service-time model and overload monitor.
+
+    Private to the Controller; others read it through :class:`pacer.views.QueryView`. ``record`` is the
+    query's part of the Controller's :class:`~pacer.recorder.RunRecorder`.
+    """
 
     spec: QuerySpec
     selected: dict[str, str]
@@ -43,10 +48,9 @@ class QueryState:
     seq: int = 0
     in_flight: str | None = None
     last_admitted_at: float | None = None
-    reports: list[BatchReport] = field(default_factory=list)
     shed: int = 0
     fallbacks: int = 0
-    arrivals: list[tuple[float, int, int]] = field(default_factory=list)
+    record: QueryRecord = field(default_factory=QueryRecord)
     service: ServiceTimeModel = field(default_factory=ServiceTimeModel)
     overload: OverloadMonitor = field(default_factory=lambda: OverloadMonitor(deadline=10.0))
     max_rows: int = 0

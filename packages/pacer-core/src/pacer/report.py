@@ -87,7 +87,8 @@ def build_report(
     interval: float = 1.0,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Assemble a ``pacer.report/1`` document from a Controller after a run.
+    """Assemble a ``pacer.report/1`` document from a Controller after a run: its query views
+    (:meth:`pacer.Controller.query`), its recorder (arrivals and completed batches), ledger and overhead.
 
     :param runtime: ``"sim"`` or ``"spark"``.
     :param config: the run's configuration (strategies, traffic, seed, ...).
@@ -97,8 +98,10 @@ def build_report(
     """
     wall = max(end - start, 1e-9)
     queries: dict[str, Any] = {}
-    for query_id, q in controller.queries.items():
-        reports = controller.reports(query_id)
+    for query_id in controller.query_ids():
+        q = controller.query(query_id)
+        record = controller.recorder.record(query_id)
+        reports = record.reports
         lats = dataset_latencies(reports)
         processing = [r.processing_s for r in reports]
         counts = controller.ledger.counts.get(query_id, {"arrived": 0, "processed": 0, "shed": 0})
@@ -106,10 +109,11 @@ def build_report(
         bytes_done = sum(r.bytes for r in reports)
         deadline = q.spec.effective_deadline
         engine_s = sum(r.cost_s for r in reports)
+        overload = q.overload
         queries[query_id] = {
             "workload": q.spec.workload,
-            "admission": q.selected["admission"],
-            "placement": q.selected["placement"],
+            "admission": q.admission,
+            "placement": q.placement,
             "latency_ms": latency_summary_ms(lats),
             "latency_quantiles_ms": [1000.0 * v for v in quantiles(lats, range(101))] if lats else [],
             "processing_ms": {
@@ -124,9 +128,9 @@ def build_report(
             "datasets_processed": counts["processed"],
             "datasets_shed": counts["shed"],
             "datasets_pending": len(controller.ledger.outstanding(query_id)),
-            "rows_in": sum(rows for _, rows, _ in q.arrivals),
+            "rows_in": record.rows_in,
             "rows_processed": rows_done,
-            "bytes_in": sum(b for _, _, b in q.arrivals),
+            "bytes_in": record.bytes_in,
             "bytes_processed": bytes_done,
             "deadline_ms": 1000.0 * deadline,
             "deadline_miss_ratio": deadline_miss_ratio(lats, deadline, counts["shed"]),
@@ -136,14 +140,14 @@ def build_report(
                 "batches_per_min": 60.0 * len(reports) / wall,
             },
             "overload": {
-                "overloaded_s": q.overload.overloaded_until(end),
-                "episodes": q.overload.episodes,
+                "overloaded_s": overload.until(end),
+                "episodes": overload.episodes,
                 "shed": counts["shed"],
             },
-            "service_time": q.service.describe(),
+            "service_time": q.service_time,
             "gpu_operator_ratio": gpu_operator_ratio(reports),
             "strategy_fallbacks": q.fallbacks,
-            "series": series(reports, q.arrivals, start=start, end=end, interval=interval),
+            "series": series(reports, record.arrivals, start=start, end=end, interval=interval),
         }
     doc: dict[str, Any] = {
         "schema": SCHEMA,

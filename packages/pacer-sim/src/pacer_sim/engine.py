@@ -7,22 +7,20 @@ report (the Controller's wall-clock overhead timer is off unless asked for).
 
 from __future__ import annotations
 
-import heapq
 import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pacer import Controller, Dataset, Devices, MicroBatch, OperatorDAG, QuerySpec, ScheduleDecision
+from pacer import Controller, Devices, MicroBatch, OperatorDAG, QuerySpec, ScheduleDecision, arrival_dataset
 from pacer.clock import ManualClock
+from pacer.event_loop import EMPTY, FINISHED, POLL_INTERVAL, EventLoop
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.report import build_report
 from pacer_sim.costs import BatchWork, CostModel, batch_work
 from pacer_sim.running import RunningBatch
 from pacer_workloads import WORKLOADS, bytes_per_row, make_query, make_traffic, schedule_arrivals
-
-POLL_INTERVAL = 0.01  # Spark's spark.sql.streaming.pollingDelay
 
 # Event kinds; at equal times they run in this order (then in the order they were pushed).
 _DONE, _RESOURCES, _ARRIVE, _POLL = 0, 1, 2, 3
@@ -46,7 +44,7 @@ class _Query:
     query_id: str
     workload: str
     arrivals: int
-    polling: bool = False
+    spec: QuerySpec
 
 
 @dataclass
@@ -110,11 +108,11 @@ class Simulation:
             overload=self.overload,
         )
         self._queries: dict[str, _Query] = {}
-        self._heap: list[tuple[float, int, int, Any]] = []
-        self._seq = 0
+        self._loop = EventLoop(self.controller, poll_interval=self.poll_interval, poll_rank=_POLL)
         self._arrivals_left = 0
         self._running: dict[str, RunningBatch] = {}
         self._ran = False
+        self._duration = 0.0
         self.drained = True
         self.batches: dict[str, MicroBatch] = {}
         self.works: dict[str, BatchWork] = {}
@@ -139,11 +137,12 @@ class Simulation:
         duration: float = 600.0,
         max_rows: int = 0,
         max_bytes: int = 0,
+        seed: int | None = None,
     ) -> str:
         """Add a query with its traffic and strategies; its datasets arrive over ``duration`` seconds.
 
-        One dataset per second (``pacer_workloads.schedule_arrivals``): id ``{query_id}-{index}``,
-        its rows, and bytes = rows x the stream's CSV bytes per row.
+        One dataset per second (``pacer_workloads.schedule_arrivals``), made by :func:`pacer.arrival_dataset`:
+        id ``{query_id}-{index}``, its rows, and bytes = rows x the stream's CSV bytes per row.
 
         :param workload: ``lr1``, ``lr1t``, ``lr2``, ``lr3``, ``cm1`` or ``cm2``.
         :param traffic: a ``pacer_workloads.TRAFFIC_PATTERNS`` name; ``rate`` its mean rows/s.
@@ -151,6 +150,8 @@ class Simulation:
         :param partitions: partitions per batch, the most cores one batch can use.
         :param max_rows: read cap per batch in rows (Spark's ``maxOffsetsPerTrigger``; 0: none).
         :param max_bytes: read cap per batch in bytes (Spark's ``maxBytesPerTrigger``; 0: none).
+        :param seed: the traffic's seed (default ``seed + i`` for the ``i``-th query added, 0-based:
+            :meth:`pacer.RunConfig.query_seed`).
         :return: the query id (``query_id`` or the workload name, suffixed ``-2``, ``-3``... when taken).
         :raises ValueError: for an unknown workload, traffic, strategy parameter or a duplicate id.
         """
@@ -169,12 +170,13 @@ class Simulation:
         )
         pattern = make_traffic(traffic, rate=rate, duration=duration, **dict(traffic_params or {}))
         per_row = bytes_per_row(WORKLOADS[workload].stream)
-        arrivals = schedule_arrivals(pattern, duration=duration, seed=self.seed + len(self._queries))
+        traffic_seed = self.seed + len(self._queries) if seed is None else seed
+        arrivals = schedule_arrivals(pattern, duration=duration, seed=traffic_seed)
+        push = self._loop.push
         for a in arrivals:
-            dataset = Dataset(f"{qid}-{a.index}", a.time, round(a.rows * per_row), a.rows)
-            self._push(a.time, _ARRIVE, (qid, dataset))
+            push(a.time, _ARRIVE, (qid, arrival_dataset(qid, a, per_row)))
         self._arrivals_left += len(arrivals)
-        self._queries[qid] = _Query(qid, workload, len(arrivals))
+        self._queries[qid] = _Query(qid, workload, len(arrivals), spec)
         self._config_queries.append(
             {
                 "query_id": qid, "workload": workload, "traffic": traffic, "traffic_params": pattern.params(),
@@ -194,10 +196,6 @@ class Simulation:
             return spec
         operators = tuple(replace(op, cpu_only=True) if op.name in names else op for op in spec.dag.operators)
         return replace(spec, dag=OperatorDAG(operators, spec.dag.edges))
-
-    def _push(self, t: float, kind: int, payload: Any) -> None:
-        heapq.heappush(self._heap, (t, kind, self._seq, payload))
-        self._seq += 1
 
     # ------------------------------------------------------------------ run
 
@@ -221,42 +219,14 @@ class Simulation:
         self._ran = True
         limit = duration + (drain if drain is not None else 10 * duration + 600)
         for change in self.resource_changes:
-            self._push(change.start, _RESOURCES, None)
-            self._push(change.end, _RESOURCES, None)
-        heap = self._heap
+            self._loop.push(change.start, _RESOURCES, None)
+            self._loop.push(change.end, _RESOURCES, None)
         self.drained = False
-        while heap:
-            t, kind, _, payload = heapq.heappop(heap)
-            if t > limit:
-                break
-            if kind == _DONE:
-                batch_id, version = payload
-                run = self._running.get(batch_id)
-                if run is None or run.version != version:
-                    continue  # superseded by a later rescheduling
-                self.clock.now = t
-                self.events += 1
-                self._advance_all(t)
-                if run.finished:
-                    self._complete(run, t)
-                else:
-                    self._rerate(t)
-            else:
-                self.clock.now = t
-                self.events += 1
-                if kind == _ARRIVE:
-                    qid, dataset = payload
-                    self._arrivals_left -= 1
-                    self.controller.arrive(qid, dataset)
-                    self._poll_soon(qid, t)
-                elif kind == _POLL:
-                    self._poll(payload, t)
-                else:
-                    self._reschedule(t)
-            if t >= duration and not self._running and not self._arrivals_left and not self._buffered():
-                self.drained = True
-                break
-        else:
+        self._duration = duration
+        ended = self._loop.run(limit, self._step)
+        if ended == FINISHED:
+            self.drained = True
+        elif ended == EMPTY:
             self.drained = not self._running and not self._arrivals_left and not self._buffered()
         end = max(self.clock.now, duration)
         return build_report(
@@ -265,28 +235,46 @@ class Simulation:
             extra={"events": self.events, "drained": self.drained, "simulated": True},
         )
 
-    def _buffered(self) -> bool:
-        return any(self.controller.buffered(q) for q in self._queries)
+    def _step(self, t: float, kind: int, payload: Any) -> bool:
+        """One event; True once the traffic is over and everything drained."""
+        if kind == _DONE:
+            batch_id, version = payload
+            run = self._running.get(batch_id)
+            if run is None or run.version != version:
+                return False  # superseded by a later rescheduling
+            self.clock.now = t
+            self.events += 1
+            self._advance_all(t)
+            if run.finished:
+                self._complete(run, t)
+            else:
+                self._rerate(t)
+        else:
+            self.clock.now = t
+            self.events += 1
+            if kind == _ARRIVE:
+                qid, dataset = payload
+                self._arrivals_left -= 1
+                self.controller.arrive(qid, dataset)
+                self._loop.poll_soon(qid, t)
+            elif kind == _POLL:
+                self._poll(payload, t)
+            else:
+                self._reschedule(t)
+        return t >= self._duration and not self._running and not self._arrivals_left and not self._buffered()
 
-    def _poll_soon(self, qid: str, t: float) -> None:
-        q = self._queries[qid]
-        if not q.polling and not self.controller.busy(qid):
-            q.polling = True
-            self._push(t, _POLL, qid)
+    def _buffered(self) -> bool:
+        return any(self.controller.has_buffered(q) for q in self._queries)
 
     def _poll(self, qid: str, t: float) -> None:
-        self._queries[qid].polling = False
-        batch = self.controller.poll(qid)
+        batch = self._loop.poll(qid, t)
         if batch is not None:
-            spec = self.controller.queries[qid].spec
+            spec = self._queries[qid].spec
             work = batch_work(self.cost_model, spec, batch, gpus=self.gpus, seed=self.seed)
             self._running[batch.id] = RunningBatch(batch, work, work.fixed_s, work.gpu_s, work.cpu_core_s, last=t)
             self.batches[batch.id] = batch
             self.works[batch.id] = work
             self._reschedule(t)
-        elif self.controller.buffered(qid) and not self.controller.busy(qid):
-            self._queries[qid].polling = True
-            self._push(t + self.poll_interval, _POLL, qid)
 
     def _allocate(self, decision: ScheduleDecision, available: float) -> dict[str, float]:
         """Cores per batch: FIFO in order when there are no shares, else by weight (water-filling)."""
@@ -350,7 +338,7 @@ class Simulation:
             run.due = due
             run.version += 1
             if math.isfinite(due):
-                self._push(due, _DONE, (run.batch.id, run.version))
+                self._loop.push(due, _DONE, (run.batch.id, run.version))
 
     def _complete(self, run: RunningBatch, t: float) -> None:
         del self._running[run.batch.id]
@@ -359,7 +347,7 @@ class Simulation:
         report = self.controller.complete(run.batch.id, operator_metrics=run.metrics(), cores_used=cores_used,
                                           engine_s=t - started)
         self._reschedule(t)
-        self._poll_soon(report.query_id, t)
+        self._loop.poll_soon(report.query_id, t)
 
     def config(self, duration: float) -> dict[str, Any]:
         """The run's configuration, as recorded in the report."""

@@ -1,0 +1,265 @@
+"""The Controller's public read API: read-only views of a query and of a pending batch.
+
+Runtimes, reports, tools and tests read a Controller through these and change it only through its
+methods (``arrive``, ``poll``, ``schedule``, ``start``, ``complete``, ``record_enactment``); its
+per-query table is private. A view reads the Controller's current state each time it is asked
+(nothing is copied when it is made); what it returns cannot change the Controller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from pacer.model import BatchReport, Dataset, MicroBatch, Placement, QueryHistory, QuerySpec
+from pacer.query_state import QueryState, RunningBatch
+from pacer.recorder import RunRecorder
+
+
+@dataclass(frozen=True)
+class OverloadStatus:
+    """A query's overload so far (:mod:`pacer.overload`).
+
+    :ivar overloaded: whether the query is overloaded at its last check.
+    :ivar overloaded_s: seconds overloaded up to that check.
+    :ivar episodes: how many times it became overloaded.
+    :ivar checked_at: the clock at the last check (None before any).
+    """
+
+    overloaded: bool
+    overloaded_s: float
+    episodes: int
+    checked_at: float | None
+
+    def until(self, end: float) -> float:
+        """Seconds overloaded up to ``end`` (an overload still on at ``end`` counts until then)."""
+        if self.overloaded and self.checked_at is not None and end > self.checked_at:
+            return self.overloaded_s + end - self.checked_at
+        return self.overloaded_s
+
+
+class QueryView:
+    """A read-only view of one registered query (``Controller.query(id)``)."""
+
+    __slots__ = ("_q", "_running")
+
+    def __init__(self, state: QueryState, running: Mapping[str, RunningBatch]) -> None:
+        self._q = state
+        self._running = running
+
+    @property
+    def id(self) -> str:
+        """The query's id."""
+        return self._q.spec.id
+
+    @property
+    def spec(self) -> QuerySpec:
+        """Its spec (DAG, window, deadline, partitions); immutable."""
+        return self._q.spec
+
+    @property
+    def admission(self) -> str:
+        """The admission strategy chosen for it."""
+        return self._q.selected["admission"]
+
+    @property
+    def placement(self) -> str:
+        """The placement strategy chosen for it."""
+        return self._q.selected["placement"]
+
+    @property
+    def selected(self) -> Mapping[str, str]:
+        """Decision -> chosen strategy (``admission``, ``placement``)."""
+        return MappingProxyType(self._q.selected)
+
+    @property
+    def params(self) -> Mapping[str, Mapping[str, Any]]:
+        """Strategy name -> its resolved parameters."""
+        return MappingProxyType({name: MappingProxyType(p) for name, p in self._q.params.items()})
+
+    @property
+    def states(self) -> Mapping[str, Any]:
+        """Strategy name -> its per-query state (for inspection; strategies own them)."""
+        return MappingProxyType(self._q.states)
+
+    @property
+    def history(self) -> QueryHistory:
+        """Its recent completed batches, as strategies see them (read only)."""
+        return self._q.history
+
+    @property
+    def buffered(self) -> tuple[Dataset, ...]:
+        """Datasets waiting for admission, oldest first."""
+        return tuple(self._q.buffer)
+
+    @property
+    def buffered_count(self) -> int:
+        """How many datasets wait for admission."""
+        return len(self._q.buffer)
+
+    @property
+    def in_flight(self) -> str | None:
+        """The id of its admitted batch that has not completed (at most one), or None."""
+        return self._q.in_flight
+
+    @property
+    def in_flight_started(self) -> bool:
+        """True when its in-flight batch has started running (``Controller.start``)."""
+        run = self._running.get(self._q.in_flight) if self._q.in_flight is not None else None
+        return run is not None and run.started_at is not None
+
+    @property
+    def admitted(self) -> int:
+        """How many batches it has admitted (the sequence number of the last one)."""
+        return self._q.seq
+
+    @property
+    def fallbacks(self) -> int:
+        """Decisions for it that fell back to a baseline because its strategy failed."""
+        return self._q.fallbacks
+
+    @property
+    def shed(self) -> int:
+        """Datasets dropped for it by the overload policy or its admission strategy."""
+        return self._q.shed
+
+    @property
+    def max_rows(self) -> int:
+        """Its read cap in rows per batch (0: none)."""
+        return self._q.max_rows
+
+    @property
+    def max_bytes(self) -> int:
+        """Its read cap in bytes per batch (0: none)."""
+        return self._q.max_bytes
+
+    @property
+    def overload(self) -> OverloadStatus:
+        """Its overload so far."""
+        o = self._q.overload
+        return OverloadStatus(o.overloaded, o.overloaded_s, o.episodes, o._last_check)
+
+    @property
+    def service_time(self) -> dict[str, float | int]:
+        """Its service-time model's fitted parts (``fixed_ms``, ``per_mb_ms``, ``margin``, ``observations``)."""
+        return self._q.service.describe()
+
+
+@dataclass(frozen=True)
+class BatchView:
+    """A read-only view of an admitted batch that has not completed (``Controller.batch(id)``).
+
+    :ivar batch: the batch (its datasets, placement with its enactment, estimate).
+    :ivar started_at: when it started running, None while it waits.
+    :ivar interval_s: seconds since the query's previous admission.
+    """
+
+    batch: MicroBatch
+    started_at: float | None
+    interval_s: float
+
+    @property
+    def id(self) -> str:
+        """The batch id."""
+        return self.batch.id
+
+    @property
+    def query_id(self) -> str:
+        """The query it belongs to."""
+        return self.batch.query_id
+
+    @property
+    def started(self) -> bool:
+        """True once it started running."""
+        return self.started_at is not None
+
+    @property
+    def placement(self) -> Placement | None:
+        """Its placement (with ``enacted`` and ``note`` as recorded)."""
+        return self.batch.placement
+
+
+class _QueryViews(Mapping[str, QueryView]):
+    """Query id -> :class:`QueryView`, read only (``Controller.queries``)."""
+
+    def __init__(self, states: Mapping[str, QueryState], running: Mapping[str, RunningBatch]) -> None:
+        self._states = states
+        self._running = running
+
+    def __getitem__(self, query_id: str) -> QueryView:
+        try:
+            return QueryView(self._states[query_id], self._running)
+        except KeyError:
+            raise KeyError(f"unknown query {query_id!r}; registered: {sorted(self._states)}") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._states)
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+
+class ControllerReads:
+    """The read half of :class:`pacer.Controller`: views, reports, the recorder."""
+
+    _queries: dict[str, QueryState]
+    _running: dict[str, RunningBatch]
+    _order: list[str]
+    recorder: RunRecorder
+
+    def _query(self, query_id: str) -> QueryState:
+        try:
+            return self._queries[query_id]
+        except KeyError:
+            raise KeyError(f"unknown query {query_id!r}; registered: {sorted(self._queries)}") from None
+
+    def query_ids(self) -> list[str]:
+        """Registered query ids, in registration order."""
+        return list(self._queries)
+
+    def query(self, query_id: str) -> QueryView:
+        """A read-only view of ``query_id``.
+
+        :raises KeyError: for an unregistered query, listing the registered ones.
+        """
+        return QueryView(self._query(query_id), self._running)
+
+    @property
+    def queries(self) -> Mapping[str, QueryView]:
+        """Query id -> :meth:`query` view, read only, in registration order."""
+        return _QueryViews(self._queries, self._running)
+
+    def batch(self, batch_id: str) -> BatchView:
+        """A read-only view of an admitted batch that has not completed.
+
+        :raises KeyError: for an unknown or completed batch.
+        """
+        try:
+            run = self._running[batch_id]
+        except KeyError:
+            raise KeyError(f"no pending micro-batch {batch_id!r}") from None
+        return BatchView(run.batch, run.started_at, run.interval_s)
+
+    def busy(self, query_id: str) -> bool:
+        """True while the query has an admitted batch that has not completed."""
+        return self._query(query_id).in_flight is not None
+
+    def pending(self) -> list[MicroBatch]:
+        """Admitted batches not yet completed, in admission order."""
+        return [self._running[b].batch for b in self._order]
+
+    def buffered(self, query_id: str) -> Sequence[Dataset]:
+        """Datasets of ``query_id`` still waiting for admission."""
+        return tuple(self._query(query_id).buffer)
+
+    def has_buffered(self, query_id: str) -> bool:
+        """True when datasets of ``query_id`` wait for admission (no copy of the buffer is made)."""
+        return len(self._query(query_id).buffer) > 0
+
+    def reports(self, query_id: str | None = None) -> list[BatchReport]:
+        """Completed batch reports of one query, or of all queries in completion order."""
+        if query_id is not None:
+            self._query(query_id)
+        return self.recorder.reports(query_id)

@@ -16,6 +16,7 @@ import nox
 ROOT = Path(__file__).parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 MEMBERS: list[str] = PYPROJECT["tool"]["pacer"]["workspace"]["members"]
+DEV: list[str] = PYPROJECT["dependency-groups"]["dev"]
 PYTHON = PYPROJECT["project"]["requires-python"].removeprefix(">=")
 SPARK_VERSIONS = [nox.param("4.2.1", id="spark-4.2"), nox.param("4.3.0", id="spark-4.3")]
 
@@ -26,7 +27,7 @@ nox.options.reuse_existing_virtualenvs = True
 def _install(session: nox.Session, *extra: str, spark: str | None = None) -> None:
     editable = [arg for member in MEMBERS for arg in ("-e", str(ROOT / member))]
     pins = [f"pyspark=={spark}"] if spark else []
-    session.install(*editable, *pins, "pytest>=8", "pytest-benchmark>=5", "hypothesis>=6", "matplotlib>=3.8", *extra)
+    session.install(*editable, *pins, *DEV, *extra)  # the dev dependency group of pyproject.toml
     session.env["PYSPARK_PYTHON"] = str(Path(session.bin) / "python")
     session.env["PYSPARK_DRIVER_PYTHON"] = session.env["PYSPARK_PYTHON"]
 
@@ -48,10 +49,32 @@ def conformance(session: nox.Session, runtime: str) -> None:
     session.run("python", "-m", "pytest", *paths, *strategy_suites, *session.posargs)
 
 
+def requirements_text() -> str:
+    """requirements-dev.txt as pyproject.toml's members and dev group make it."""
+    lines = ["# Generated from pyproject.toml ([tool.pacer.workspace] members, [dependency-groups] dev) by",
+             "# `nox -s requirements`; do not edit. One command installs every pacer distribution for development,",
+             "# in dependency order:  python -m pip install -r requirements-dev.txt"]
+    lines += [f"-e ./{member}" for member in MEMBERS]
+    lines += ["# development tools", *DEV]
+    return "\n".join(lines) + "\n"
+
+
+@nox.session(python=False)
+def requirements(session: nox.Session) -> None:
+    """Regenerate requirements-dev.txt from pyproject.toml (``-- --check``: fail when it is out of date)."""
+    path = ROOT / "requirements-dev.txt"
+    if "--check" in session.posargs:
+        if path.read_text() != requirements_text():
+            session.error("requirements-dev.txt is out of date with pyproject.toml: run `nox -s requirements`")
+        return
+    path.write_text(requirements_text())
+    session.log(f"wrote {path}")
+
+
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff lint and mypy (strict on pacer-core) over the whole workspace."""
-    _install(session, "ruff>=0.6", "mypy>=1.10")
+    _install(session)
     session.run("ruff", "check", ".")
     sources = [str(p) for member in MEMBERS for p in [ROOT / member / "src"] if p.exists()]
     session.run("mypy", *sources)

@@ -9,10 +9,11 @@ import os
 import platform
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pacer import Runtime, UnknownRuntimeError, UnknownStrategyError
+from pacer import RunConfig, Runtime, UnknownRuntimeError, UnknownStrategyError
 from pacer.cli import UsageError
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer_bench.latency_target import write_latency_target
@@ -107,12 +108,24 @@ def spark_options(master: str, rapids_jars: Sequence[str]) -> dict[str, Any]:
             "progress_every": 0.0, "keep_session": True}
 
 
+def _on_spark(config: Config, run: RunConfig) -> RunConfig:
+    """What a configuration means on Spark: static admission is Spark's own processing-time trigger (pacer only
+    observes), and a raising strategy falls back to its baseline rather than failing the stream."""
+    run = replace(run, fallback=True)
+    if config.queries and all(q.admission == "static" for q in config.queries):
+        interval = float(config.queries[0].admission_params.get("interval", 10.0))
+        run = run.with_options("spark", trigger=f"{interval:g}s")
+    return run
+
+
 def _run_one(config: Config, pm: PluginManager, runtime: Runtime,
              options: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
     """One configuration once on ``runtime`` with its ``options`` (``spark``: :func:`spark_options`); returns its
     report (every dataset latency kept, see :func:`record_latencies`) and whether it failed (Spark: did not drain,
     or a query failed)."""
     run = config.run_config()
+    if runtime.name == "spark":
+        run = _on_spark(config, run)
     if options:
         run = run.with_options(runtime.name, **options, label=config.label)
     result = runtime.run(run, plugin_manager=pm)

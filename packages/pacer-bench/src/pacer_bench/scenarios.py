@@ -31,7 +31,8 @@ class Config:
     tags: Mapping[str, Any] = field(default_factory=dict)  # what the configuration is, for the analysis
 
     def run_config(self) -> RunConfig:
-        """The run this configuration is, for any runtime (fallback off: a raising strategy fails the run)."""
+        """The run this configuration is, for any runtime (fallback off: a raising strategy fails the run; the runner
+        adapts it to Spark, see ``pacer_bench.runner._on_spark``)."""
         options = {"sim": {"resource_loss": [list(self.resource_loss)]}} if self.resource_loss else {}
         return RunConfig(self.queries, scheduler=self.scheduler, duration=self.duration, seed=self.seed,
                          cores=self.cores, gpus=self.gpus, overload=self.overload, options=options)

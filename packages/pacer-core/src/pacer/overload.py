@@ -99,6 +99,11 @@ class OverloadMonitor:
         self._last_check = now
         return self.overloaded
 
+    @property
+    def checked_at(self) -> float | None:
+        """The clock at the last :meth:`check` (None before any)."""
+        return self._last_check
+
     def overloaded_until(self, end: float) -> float:
         """Seconds overloaded up to ``end`` (an overload still on at ``end`` counts until then)."""
         if self.overloaded and self._last_check is not None and end > self._last_check:

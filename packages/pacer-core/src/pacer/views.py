@@ -139,7 +139,7 @@ class QueryView:
     def overload(self) -> OverloadStatus:
         """Its overload so far."""
         o = self._q.overload
-        return OverloadStatus(o.overloaded, o.overloaded_s, o.episodes, o._last_check)
+        return OverloadStatus(o.overloaded, o.overloaded_s, o.episodes, o.checked_at)
 
     @property
     def service_time(self) -> dict[str, float | int]:

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 
-from pacer.run import parse_duration
-from pacer_workloads import STREAMS, Arrival, make_traffic, schedule_arrivals
+from pacer.model import Dataset
+from pacer.run import arrival_dataset, parse_duration
+from pacer_workloads import STREAMS, Arrival, bytes_per_row, make_traffic, schedule_arrivals
 
 #: Options every pacer source understands (set by :meth:`pacer_spark.PacerSession.read_stream`).
 OPT_QUERY = "pacer.query"
@@ -83,6 +84,14 @@ class GenPlan:
     def arrivals(self) -> tuple[Arrival, ...]:
         """The arrival schedule, relative to :attr:`start`."""
         return _arrivals(self.traffic, self.rate, self.duration, self.seed, self.period, self.params)
+
+    def dataset(self, query_id: str, index: int) -> Dataset | None:
+        """Dataset ``index`` of query ``query_id`` (None past the last): :func:`pacer.arrival_dataset` of its
+        arrival, at ``start`` + its time, the same dataset the simulator feeds for the same traffic and seed."""
+        arrivals = self.arrivals()
+        if index >= len(arrivals):
+            return None
+        return arrival_dataset(query_id, arrivals[index], bytes_per_row(self.stream), start=self.start)
 
     def available_end(self, now: float) -> int:
         """Offset one past the last dataset that has arrived by wall-clock ``now``."""

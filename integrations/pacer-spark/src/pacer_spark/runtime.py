@@ -28,7 +28,6 @@ from pacer import (
     MicroBatch,
     OperatorDAG,
     QuerySpec,
-    arrival_dataset,
     hookimpl,
 )
 from pacer.metrics import percentile
@@ -382,13 +381,7 @@ class PacerSession:
 
     def _dataset(self, source: _Source, index: int) -> Dataset | None:
         if source.gen is not None:
-            arrivals = source.gen.arrivals()
-            if index >= len(arrivals):
-                return None
-            from pacer_workloads import bytes_per_row
-
-            return arrival_dataset(source.query_id, arrivals[index], bytes_per_row(source.gen.stream),
-                                   start=source.gen.start)
+            return source.gen.dataset(source.query_id, index)
         entry = source.files.get(index)
         if entry is None:
             return None

@@ -356,7 +356,9 @@ class Runtime(Protocol):
     """A runtime pacer runs on, registered through the ``pacer_runtimes`` hook.
 
     ``capabilities`` declares optional features: ``deterministic`` (same configuration, same
-    report bytes), ``multi-query``, ``gpu`` (real or modelled GPU devices).
+    report bytes), ``multi-query``, ``gpu`` (real or modelled GPU devices). A runtime may also have a
+    ``defaults`` mapping: ``pacer run`` defaults of its own (``{"duration": 600.0}`` on the simulator).
+    What a run's queries and resources leave to the runtime (``cores``/``gpus`` None) it decides.
     """
 
     name: str

@@ -190,15 +190,18 @@ def check_strategies(config: RunConfig, pm: PluginManager) -> None:
 
     :raises UsageError: naming the strategy or parameter, with the installed ones.
     """
-    try:
-        pm.find(config.scheduler, "scheduling").resolve_params(config.scheduler_params)
-        for q in config.queries:
-            admission = pm.find(q.admission, "admission")
+    try:  # every name first (admission, scheduler, placement), then the parameters
+        admissions = [pm.find(q.admission, "admission") for q in config.queries]
+        scheduler = pm.find(config.scheduler, "scheduling")
+        placements = [pm.find(q.placement, "placement") for q in config.queries]
+        for q, admission in zip(config.queries, admissions, strict=True):
             if "interval" in q.admission_params and "interval" not in {p.name for p in admission.params}:
                 raise UsageError(f"--interval is the batch interval of an interval-based admission (static, pid); "
                                  f"{q.admission!r} has none: drop --interval or use --admission static")
+        for q, admission, placement in zip(config.queries, admissions, placements, strict=True):
             admission.resolve_params(q.admission_params)
-            pm.find(q.placement, "placement").resolve_params(q.placement_params)
+            placement.resolve_params(q.placement_params)
+        scheduler.resolve_params(config.scheduler_params)
     except UnknownStrategyError as exc:
         raise UsageError(f"{exc}. Run `pacer strategies` to list them.") from None
     except ValueError as exc:

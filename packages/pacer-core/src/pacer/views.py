@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from pacer.model import BatchReport, Dataset, MicroBatch, Placement, QueryHistory, QuerySpec
+from pacer.model import BatchReport, Dataset, MicroBatch, Placement, QuerySpec
 from pacer.query_state import QueryState, RunningBatch
 from pacer.recorder import RunRecorder
 
@@ -83,11 +83,6 @@ class QueryView:
     def states(self) -> Mapping[str, Any]:
         """Strategy name -> its per-query state (for inspection; strategies own them)."""
         return MappingProxyType(self._q.states)
-
-    @property
-    def history(self) -> QueryHistory:
-        """Its recent completed batches, as strategies see them (read only)."""
-        return self._q.history
 
     @property
     def buffered(self) -> tuple[Dataset, ...]:

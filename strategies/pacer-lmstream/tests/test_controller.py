@@ -77,7 +77,7 @@ def test_tumbling_window_converges_on_the_mean_max_latency() -> None:
 
 def _small_batches_with_a_fixed_cost(service_admission: bool) -> float:
     """Batches of 10 KB that each take 0.5 s whatever their size (a fixed engine cost, as on Spark);
-    returns the clock at which the batch holding d2 (arrived at 4.0 s, SlideTime 5 s) is admitted."""
+    returns the clock at which the batch holding d3 (arrived at 8.0 s, SlideTime 5 s) is admitted."""
     clock = ManualClock()
     c = _controller(clock)
     c.add_query(_spec(slide=5.0), admission="lmstream", placement="cpu-only",
@@ -88,7 +88,7 @@ def _small_batches_with_a_fixed_cost(service_admission: bool) -> float:
         c.arrive("q", Dataset(f"d{i}", arrival, size, 10))
         assert c.poll("q") is not None
         _run_one(c, clock, 0.5)  # service: 0.5 s for 10 KB and for 20 KB -> fixed 0.5 s, no per-byte part
-    c.arrive("q", Dataset("d2", 8.0, 10_000, 10))
+    c.arrive("q", Dataset("d3", 8.0, 10_000, 10))
     clock.now = 8.0
     while c.poll("q") is None:
         clock.advance(0.01)

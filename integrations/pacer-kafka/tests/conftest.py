@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from pacer_kafka.broker import BrokerInfo
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

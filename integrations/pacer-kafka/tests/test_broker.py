@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from pacer_kafka.broker import BrokerError, process_alive, running_broker, start_broker, stop_broker
 from pacer_kafka.clients import cluster_metadata
 from pacer_kafka.testing import require_kafka

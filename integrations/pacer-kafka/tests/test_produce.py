@@ -14,7 +14,6 @@ from typing import Any
 from pacer_kafka.broker import BrokerInfo
 from pacer_kafka.produce import plan_workload, produce
 from pacer_kafka.testing import read_topic
-
 from pacer_workloads import generate, spark_schema_ddl
 
 

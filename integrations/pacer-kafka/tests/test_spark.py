@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
 from pacer_kafka.connector import pyspark_jar_names, spark_kafka_jars
 from pacer_kafka.distribution import jar_base_name
-
 from pacer_workloads import spark_schema_ddl
 
 pytestmark = pytest.mark.spark

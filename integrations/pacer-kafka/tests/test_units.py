@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from pacer_kafka.broker import root_cause, server_properties
 from pacer_kafka.connector import choose_release
 from pacer_kafka.distribution import jar_base_name, kafka_version
 from pacer_kafka.produce import ProduceResult, check_topic_name, encode_dataset, plan_workload, summary_lines
-
 from pacer_workloads import generate
 
 # Lines of a real broker.log of Kafka 4.3.1 whose controller port was taken (stack frames shortened).

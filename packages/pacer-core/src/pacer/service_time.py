@@ -13,7 +13,8 @@ online from every completed batch of one query — what the batch cost the engin
 ``walCommit`` + ``queryPlanning`` + the sink + ``commitOffsets``, gate wait
 included; on the simulator its service time) — by recency-weighted least
 squares, and adds a safety margin taken from its own observed prediction error:
-the ``quantile`` (default 0.99) of actual ÷ predicted over the recent batches.
+the ``quantile`` (default 0.99) of actual ÷ predicted over the recent batches
+(at least 1.5 until ten errors were seen).
 The Controller feeds it; strategies read it as ``ctx.service``.
 """
 
@@ -26,6 +27,10 @@ from pacer.metrics import percentile
 
 #: Bytes are fitted in megabytes to keep the normal equations well conditioned.
 _MB = 1e6
+#: Prediction errors the margin needs before it trusts its own quantile.
+MIN_ERRORS = 10
+#: The margin until then: a batch may take half again its prediction.
+PRIOR_MARGIN = 1.5
 
 
 class ServiceTimeModel:
@@ -95,10 +100,15 @@ class ServiceTimeModel:
 
     @property
     def margin(self) -> float:
-        """The multiplier applied by :meth:`predict` (≥ 1): the ``quantile`` of actual ÷ predicted."""
-        if not self._errors:
-            return 1.0
-        return max(1.0, percentile(list(self._errors), 100.0 * self.quantile))
+        """The multiplier applied by :meth:`predict` (≥ 1): the ``quantile`` of actual ÷ predicted.
+
+        Until :data:`MIN_ERRORS` errors were seen that quantile says little (a short run on Spark has
+        three or four batches): the margin is then at least :data:`PRIOR_MARGIN`.
+        """
+        observed = percentile(list(self._errors), 100.0 * self.quantile) if self._errors else 1.0
+        if len(self._errors) < MIN_ERRORS:
+            return max(PRIOR_MARGIN, observed)
+        return max(1.0, observed)
 
     def predict_raw(self, nbytes: int | float) -> float:
         """The fitted service time of a batch of ``nbytes`` (no margin); 0 before any batch."""

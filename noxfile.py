@@ -19,6 +19,8 @@ MEMBERS: list[str] = PYPROJECT["tool"]["pacer"]["workspace"]["members"]
 DEV: list[str] = PYPROJECT["dependency-groups"]["dev"]
 PYTHON = PYPROJECT["project"]["requires-python"].removeprefix(">=")
 SPARK_VERSIONS = [nox.param("4.2.1", id="spark-4.2"), nox.param("4.3.0", id="spark-4.3")]
+#: The PySpark of `nox -s rapids`: the newest Spark rapids-4-spark_2.13 26.08.1 has a shim for (exactly 4.2.0).
+RAPIDS_SPARK = "4.2.0"
 
 nox.options.sessions = ["tests", "lint"]
 nox.options.reuse_existing_virtualenvs = True
@@ -115,18 +117,22 @@ def _gpu_visible() -> bool:
 
 @nox.session(python=PYTHON, tags=["gpu"])
 def rapids(session: nox.Session) -> None:
-    """pacer-spark with the RAPIDS Accelerator jars in PACER_RAPIDS_JARS (comma-separated paths) on a GPU.
+    """pacer-spark with the RAPIDS Accelerator (com.nvidia:rapids-4-spark_2.13 from Maven Central) on a GPU.
 
-    PySpark is pinned to PACER_RAPIDS_SPARK (default 4.2.1): RAPIDS has no Spark 4.3 shim yet.
+    Resolves the jar with mvn into pacer's cache (about 1 GB, once; PACER_RAPIDS_VERSION picks another
+    release), checks it has a shim for the pinned PySpark (PACER_RAPIDS_SPARK, default 4.2.0: a RAPIDS
+    shim matches one exact Spark version and 26.08.1 has none for 4.2.1 or 4.3), runs the CPU check of
+    the exec names pacer switches (test_rapids_execs.py), then the GPU tests; skips those, naming the
+    jar, where no GPU is visible.
     """
-    jars = os.environ.get("PACER_RAPIDS_JARS", "")
-    if not jars:
-        session.skip("PACER_RAPIDS_JARS is unset: point it at the rapids-4-spark jar(s) from Maven")
-    missing = [j for j in jars.split(",") if not Path(j).exists()]
-    if missing:
-        session.skip(f"RAPIDS jar(s) not found: {missing}")
+    spark = os.environ.get("PACER_RAPIDS_SPARK", RAPIDS_SPARK)
+    _install(session, spark=spark)
+    session.env["PACER_RAPIDS_RESOLVE"] = "1"
+    resolved = session.run("python", "-m", "pacer_spark.rapids_jar", "--spark", spark, silent=True)
+    jar = str(resolved).strip().splitlines()[-1]
+    session.log(f"RAPIDS jar: {jar}")
+    session.env["PACER_RAPIDS_JARS"] = jar
+    session.run("python", "-m", "pytest", "integrations/pacer-spark/tests/test_rapids_execs.py", *session.posargs)
     if not _gpu_visible():
-        session.skip("no GPU visible (nvidia-smi -L failed)")
-    _install(session, spark=os.environ.get("PACER_RAPIDS_SPARK", "4.2.1"))
-    session.env["PACER_RAPIDS_JARS"] = jars
+        session.skip(f"no GPU visible (nvidia-smi -L failed): the GPU tests did not run; RAPIDS jar resolved: {jar}")
     session.run("python", "-m", "pytest", "integrations/pacer-spark/tests", "-m", "gpu", *session.posargs)

@@ -29,7 +29,7 @@ NODE_KINDS: Mapping[str, str] = {
 RAPIDS_EXECS: Mapping[str, str] = {
     "Filter": "FilterExec", "Project": "ProjectExec", "Expand": "ExpandExec", "HashAggregate": "HashAggregateExec",
     "ObjectHashAggregate": "ObjectHashAggregateExec", "SortAggregate": "SortAggregateExec", "Sort": "SortExec",
-    "Exchange": "ShuffleExchangeExec", "MicroBatchScan": "BatchScanExec", "BatchScan": "BatchScanExec",
+    "Exchange": "ShuffleExchangeExec", "BatchScan": "BatchScanExec",
     "ShuffledHashJoin": "ShuffledHashJoinExec", "SortMergeJoin": "SortMergeJoinExec",
     "BroadcastHashJoin": "BroadcastHashJoinExec",
 }
@@ -116,7 +116,11 @@ def dag_from_plan(root: PlanNode) -> OperatorDAG:
         if kind is None:
             return below
         op_id = f"{kind}#{len(ops)}"
-        ops.append(Operator(op_id, kind, node.name.removeprefix("Gpu")))  # type: ignore[arg-type]
+        name = node.name.removeprefix("Gpu")
+        # A node with no RAPIDS exec pacer can switch (the streaming scan MicroBatchScan, the stream-stream
+        # join, state stores) runs on the CPU whatever a placement says: mark it so, so that placements and
+        # gpu_operator_ratio never count it as GPU.
+        ops.append(Operator(op_id, kind, name, cpu_only=name not in RAPIDS_EXECS))  # type: ignore[arg-type]
         ids[id(node)] = op_id
         edges.extend((b, op_id) for b in below)
         return [op_id]

@@ -37,6 +37,10 @@ from pathlib import Path
 CACHE_ENV = "PACER_MAVEN_CACHE"
 #: The dependency plugin pacer runs (its ``copy`` goal needs no project since 3.x).
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
+#: The plugin :func:`resolve` copies one file with: 3.9.0's ``copy`` fetches the file without reading its
+#: POM, so an artifact whose parent POM the repository lacks (rapids-4-spark_2.13 26.08.1 on the mirror
+#: here: rapids-4-spark-parent_2.13 is missing) still resolves (so does 3.10.0; 3.6.1, 3.8.1 and 3.11.0 fail).
+COPY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.9.0"
 #: Seconds one ``mvn`` call may take before it is stopped.
 DEFAULT_TIMEOUT_S = 900.0
 #: Environment variable: seconds a failed resolution is remembered before ``mvn`` is asked again.
@@ -115,7 +119,7 @@ def resolve(group: str, artifact: str, version: str, *, classifier: str | None =
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".mvn-", dir=target.parent) as tmp:
         spec = ":".join([group, artifact, version, packaging, *([classifier] if classifier else [])])
-        _mvn([f"{DEPENDENCY_PLUGIN}:copy", f"-Dartifact={spec}", f"-DoutputDirectory={tmp}",
+        _mvn([f"{COPY_PLUGIN}:copy", f"-Dartifact={spec}", f"-DoutputDirectory={tmp}",
               "-Dmdep.overWriteReleases=true", "-Dtransitive=false"], coord, cwd=Path(tmp), timeout_s=timeout_s,
              marker=marker)
         copied = Path(tmp) / target.name

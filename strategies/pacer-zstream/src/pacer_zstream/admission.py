@@ -53,16 +53,21 @@ def t_sched(system: SystemView, query_id: str) -> float:
     return sum(p.estimated_run_s for p in system.others(query_id))
 
 
+def core_share(system: SystemView, query_id: str) -> float:
+    """Eq. 4's allocCores / totalCores: 1 under FIFO/EDF; under FAIR/RDAS what the scheduler last gave the
+    query, else ``cores / active queries``."""
+    if system.scheduler not in SHARED_SCHEDULERS:
+        return 1.0
+    active = {p.batch.query_id for p in system.pending} | {query_id}
+    alloc = system.allocated_cores.get(query_id, system.cores / len(active))
+    return max(alloc, 1e-9) / system.cores
+
+
 def t_anal(batch_bytes: int, avg_throughput: float, system: SystemView, query_id: str) -> float:
     """Eq. 4: BatchSize / AvgThPut (FIFO/EDF), or / (AvgThPut x allocCores / totalCores) (FAIR/RDAS)."""
     if avg_throughput <= 0:
         return 0.0
-    if system.scheduler not in SHARED_SCHEDULERS:
-        return batch_bytes / avg_throughput
-    active = {p.batch.query_id for p in system.pending} | {query_id}
-    alloc = system.allocated_cores.get(query_id, system.cores / len(active))
-    share = max(alloc, 1e-9) / system.cores
-    return batch_bytes / (avg_throughput * share)
+    return batch_bytes / (avg_throughput * core_share(system, query_id))
 
 
 def analysis_time(
@@ -76,11 +81,7 @@ def analysis_time(
     """
     if service is None or not service.ready:
         return t_anal(nbytes, avg_throughput or 0.0, system, query_id)
-    predicted = service.predict(nbytes)
-    if system.scheduler not in SHARED_SCHEDULERS:
-        return predicted
-    one_byte_share = t_anal(1_000_000, 1_000_000.0, system, query_id)  # 1 / (allocCores / totalCores)
-    return predicted * one_byte_share
+    return service.predict(nbytes) / core_share(system, query_id)
 
 
 @dataclass

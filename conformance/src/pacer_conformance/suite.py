@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import traceback
 from collections.abc import Sequence
 
 import pytest
@@ -35,7 +36,9 @@ def _needs(runtime: Runtime, capability: str) -> None:
 
 
 def _assert_lossless(result: RunResult) -> None:
-    assert result.error is None, f"run failed: {result.error!r}"
+    if result.error is not None:
+        trace = "".join(traceback.format_exception(result.error))
+        pytest.fail(f"run failed: {result.error!r}\n{trace}")
     assert result.report is not None and result.controller is not None
     result.controller.ledger.check_complete()
     for query_id, q in result.report["queries"].items():

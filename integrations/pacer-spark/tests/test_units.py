@@ -75,6 +75,24 @@ def test_rpc_round_trip_and_unreachable() -> None:
         dead.call({"x": 1})
 
 
+def test_rpc_close_leaves_each_socket_to_its_own_thread() -> None:
+    """close() with readers still connected: every connection thread ends, having closed its own socket."""
+    import threading
+
+    before = set(threading.enumerate())
+    server = ControllerServer(lambda req: {"ok": True})
+    clients = [ControllerClient(server.address, server.authkey) for _ in range(4)]
+    for client in clients:
+        assert client.call({}) == {"ok": True}
+    server.close()
+    assert not [t for t in set(threading.enumerate()) - before if t.name.startswith("pacer-rpc")]
+    for client in clients:  # the server side hung up: the next call fails cleanly, it does not hang
+        client.timeout = 1.0
+        with pytest.raises(ControllerUnavailable):
+            client.call({})
+    server.close()  # a second close is a no-op
+
+
 def test_agent_admits_everything_when_the_driver_is_gone(caplog: pytest.LogCaptureFixture) -> None:
     server = ControllerServer(lambda req: {"end": req["start"]})
     host, port = server.address

@@ -29,9 +29,17 @@ class ControllerUnavailable(ConnectionError):
 class ControllerServer:
     """Serves ``handler`` on a loopback socket; one thread per connected reader.
 
+    Every socket is closed by the one thread that owns it (the accept thread its listener, a connection's
+    thread its connection): closing a descriptor from a second thread races with that thread's own close,
+    and a descriptor closed twice can close whatever the process opened under the same number in between
+    (a Py4J socket, a checkpoint file), which then fails with ``EBADF`` far from here.
+
     :param handler: maps a request dict to a reply dict; an exception becomes ``{"error": message}``.
     :param authkey: shared secret (random per session when omitted).
     """
+
+    #: Seconds a connection's thread waits for a request before it looks whether the server was closed.
+    POLL_S = 0.2
 
     def __init__(self, handler: Handler, *, authkey: bytes | None = None) -> None:
         self.handler = handler
@@ -40,7 +48,7 @@ class ControllerServer:
         host, port = self._listener.address
         self._address = (str(host), int(port))
         self._closed = threading.Event()
-        self._connections: list[Connection] = []
+        self._threads: list[threading.Thread] = []
         self._thread = threading.Thread(target=self._accept_loop, name="pacer-rpc-accept", daemon=True)
         self._thread.start()
 
@@ -55,21 +63,26 @@ class ControllerServer:
         return self.authkey.hex()
 
     def _accept_loop(self) -> None:
-        while not self._closed.is_set():
-            try:
-                conn = self._listener.accept()
-            except Exception:  # closed listener, or a client failing the handshake
-                if self._closed.is_set():
+        with self._listener:
+            while not self._closed.is_set():
+                try:
+                    conn = self._listener.accept()
+                except Exception:  # a client failing the handshake
+                    log.debug("rpc: a connection failed the handshake", exc_info=True)
+                    continue
+                if self._closed.is_set():  # the wake-up connection of close()
+                    conn.close()
                     return
-                log.debug("rpc: a connection failed the handshake", exc_info=True)
-                continue
-            self._connections.append(conn)
-            threading.Thread(target=self._serve, args=(conn,), name="pacer-rpc-conn", daemon=True).start()
+                thread = threading.Thread(target=self._serve, args=(conn,), name="pacer-rpc-conn", daemon=True)
+                self._threads.append(thread)
+                thread.start()
 
     def _serve(self, conn: Connection) -> None:
         with conn:
             while not self._closed.is_set():
                 try:
+                    if not conn.poll(self.POLL_S):
+                        continue
                     request = conn.recv()
                 except (EOFError, OSError):
                     return
@@ -83,18 +96,18 @@ class ControllerServer:
                 except (OSError, ValueError):
                     return
 
-    def close(self) -> None:
-        """Stop accepting and drop every connection."""
+    def close(self, timeout: float = 2.0) -> None:
+        """Stop accepting, let every connection's thread close its socket, and wait up to ``timeout`` s for them."""
+        if self._closed.is_set():
+            return
         self._closed.set()
-        try:
-            self._listener.close()
-        except OSError:  # pragma: no cover
+        try:  # wakes the accept thread, which then closes the listener itself
+            Client(self._address, authkey=self.authkey).close()
+        except OSError:  # pragma: no cover - the listener is already gone
             pass
-        for conn in self._connections:
-            try:
-                conn.close()
-            except OSError:  # pragma: no cover
-                pass
+        deadline = time.monotonic() + timeout
+        for thread in [self._thread, *self._threads]:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 class ControllerClient:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pacer_spark import jvm
-from pacer_spark.wrapper import DecisionRequest, OffsetSnapshot, PacerBridge, admit_oldest
+from pacer_spark.wrapper import Decision, DecisionRequest, OffsetSnapshot, PacerBridge, admit_oldest
 
 SCHEMA = "file INT, row INT"
 ROWS_PER_FILE = 10
@@ -193,8 +193,12 @@ def test_the_request_json_parses_into_snapshots() -> None:
     request = DecisionRequest.from_json(
         json.dumps(
             {
-                "version": 1,
+                "version": 2,
                 "query": "q",
+                "query_id": None,
+                "run": "r1",
+                "batch_id": 3,
+                "options": {"pacer.deadline": "5s"},
                 "source": "kafka",
                 "start": None,
                 "limit": "MaxRows: 100",
@@ -215,8 +219,9 @@ def test_the_request_json_parses_into_snapshots() -> None:
         )
     )
     assert request.snapshots == (OffsetSnapshot(4, '{"t":{"0":7}}', 12.0, 7, None, 56, True),)
+    assert (request.run, request.batch_id, request.options) == ("r1", 3, {"pacer.deadline": "5s"})
     with pytest.raises(ValueError, match="rebuild the jar"):
-        DecisionRequest.from_json('{"version": 2}')
+        DecisionRequest.from_json('{"version": 1}')
 
 
 def test_the_decider_answers_a_seq_and_refuses_an_index_out_of_range() -> None:
@@ -224,8 +229,12 @@ def test_the_decider_answers_a_seq_and_refuses_an_index_out_of_range() -> None:
 
     request = json.dumps(
         {
-            "version": 1,
+            "version": 2,
             "query": "q",
+            "query_id": "id",
+            "run": "r",
+            "batch_id": 0,
+            "options": {},
             "source": "csv",
             "start": None,
             "limit": "All Available",
@@ -245,7 +254,7 @@ def test_the_decider_answers_a_seq_and_refuses_an_index_out_of_range() -> None:
             ],
         }
     )
-    assert _JvmDecider(lambda q, s: 1).decide("q", request) == 8
-    assert _JvmDecider(lambda q, s: None).decide("q", request) == -1
+    assert json.loads(_JvmDecider(lambda r: Decision(1, "p2")).decide("q", request)) == {"seq": 8, "pool": "p2"}
+    assert json.loads(_JvmDecider(lambda r: Decision(None)).decide("q", request)) == {"seq": -1, "pool": None}
     with pytest.raises(ValueError, match="index into the 2 pending snapshots"):
-        _JvmDecider(lambda q, s: 2).decide("q", request)
+        _JvmDecider(lambda r: Decision(2)).decide("q", request)

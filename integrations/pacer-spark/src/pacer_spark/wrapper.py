@@ -32,8 +32,11 @@ logger = logging.getLogger(__name__)
 #: ``decide(query_name, pending_snapshots) -> index of the last snapshot to admit | None``.
 DecisionFunction = Callable[[str, Sequence["OffsetSnapshot"]], "int | None"]
 
+#: ``handle(request) -> Decision``: the whole request in, the batch end and its pool out.
+RequestHandler = Callable[["DecisionRequest"], "Decision"]
+
 #: The version of the request JSON this module reads (``version`` in the request).
-WIRE_VERSION = 1
+WIRE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -60,10 +63,26 @@ class OffsetSnapshot:
 
 
 @dataclass(frozen=True)
+class Decision:
+    """The answer to a :class:`DecisionRequest`.
+
+    :ivar index: index into the request's snapshots of the last one to admit; None: no batch now.
+    :ivar pool: the fair-scheduler pool the batch's jobs run in (set on the stream thread); None: unchanged.
+    """
+
+    index: int | None
+    pool: str | None = None
+
+
+@dataclass(frozen=True)
 class DecisionRequest:
     """What the JVM source sends with each decision (see ``jvm/README.md`` for the JSON).
 
     :ivar query: the query's name (``pacer.query``, else the streaming query's name, else its id).
+    :ivar query_id: the streaming query's id (UUID), None before it started.
+    :ivar run: the source instance's id: a new one each time the query (re)starts.
+    :ivar batch_id: the id of the batch Spark is constructing, -1 when unknown.
+    :ivar options: the source's ``pacer.*`` options (``pacer.deadline``, ``pacer.admission``, ...).
     :ivar source: the wrapped source's name (``pacer.source``).
     :ivar start: the offset JSON the batch starts after (None before the first batch).
     :ivar limit: the read limit Spark passed, as Spark prints it.
@@ -73,6 +92,10 @@ class DecisionRequest:
     """
 
     query: str
+    query_id: str | None
+    run: str
+    batch_id: int
+    options: dict[str, str]
     source: str
     start: str | None
     limit: str
@@ -104,6 +127,10 @@ class DecisionRequest:
             )
             return cls(
                 query=str(raw["query"]),
+                query_id=raw.get("query_id"),
+                run=str(raw["run"]),
+                batch_id=int(raw["batch_id"]),
+                options={str(k): str(v) for k, v in (raw.get("options") or {}).items()},
                 source=str(raw["source"]),
                 start=raw["start"],
                 limit=str(raw["limit"]),
@@ -128,27 +155,28 @@ def admit_oldest(query_name: str, snapshots: Sequence[OffsetSnapshot]) -> int | 
 class _JvmDecider:
     """The Py4J callback object implementing ``io.pacer.spark.PacerDecider`` for one query."""
 
-    def __init__(self, decide: DecisionFunction) -> None:
-        self._decide = decide
+    def __init__(self, handle: RequestHandler) -> None:
+        self._handle = handle
         self.last_request: DecisionRequest | None = None
 
-    def decide(self, query_name: str, request_json: str) -> int:
-        """Answers the JVM: the ``seq`` of the last snapshot to admit, or -1 for none now.
+    def decide(self, query_name: str, request_json: str) -> str:
+        """Answers the JVM: ``{"seq": N, "pool": NAME}``, ``seq`` -1 for no batch now.
 
         An exception here reaches the JVM, which then admits everything and warns once.
         """
         try:
             request = DecisionRequest.from_json(request_json)
             self.last_request = request
-            index = self._decide(query_name, request.snapshots)
+            decision = self._handle(request)
+            index = decision.index
             if index is None:
-                return -1
+                return json.dumps({"seq": -1, "pool": decision.pool})
             if not isinstance(index, int) or not 0 <= index < len(request.snapshots):
                 raise ValueError(
-                    f"the decision function of query {query_name!r} returned {index!r}; it must "
-                    f"return None or an index into the {len(request.snapshots)} pending snapshots"
+                    f"the decision for query {query_name!r} was {index!r}; it must be None or an "
+                    f"index into the {len(request.snapshots)} pending snapshots"
                 )
-            return request.snapshots[index].seq
+            return json.dumps({"seq": request.snapshots[index].seq, "pool": decision.pool})
         except Exception:
             logger.exception("format('pacer') decision for query %r failed", query_name)
             raise
@@ -190,7 +218,13 @@ class PacerBridge:
             raise ValueError(
                 "register() needs the query's name: writeStream.queryName(...) or the source's pacer.query option"
             )
-        decider = _JvmDecider(decide)
+        self.register_handler(query_name, lambda request: Decision(decide(request.query, request.snapshots)))
+
+    def register_handler(self, query_name: str, handle: RequestHandler) -> None:
+        """Like :meth:`register`, with a handler that gets the whole request and answers a :class:`Decision`."""
+        if not query_name:
+            raise ValueError("register_handler() needs the query's name, or '*' for every query")
+        decider = _JvmDecider(handle)
         self._deciders[query_name] = decider  # keep the object alive while the JVM holds its proxy
         self._registry.register(query_name, decider)
 

@@ -10,11 +10,16 @@ package io.pacer.spark;
 public interface PacerDecider {
 
   /**
-   * Chooses the snapshot the next micro-batch ends at.
+   * Chooses the snapshot the next micro-batch ends at, and the scheduler pool it runs in.
+   *
+   * <p>Called on the query's stream thread, before the batch is planned: a decider may block here
+   * until the batch's turn comes (pacer's FIFO/EDF gate).
    *
    * @param queryName the streaming query's name (or {@code pacer.query}, or its id)
    * @param requestJson the pending snapshots and the context, as JSON
-   * @return the {@code seq} of the last snapshot to admit, or a negative number for "no batch now"
+   * @return JSON {@code {"seq": N, "pool": NAME}}: {@code seq} of the last snapshot to admit, or a
+   *     negative number for "no batch now"; {@code pool} the fair-scheduler pool for the batch's
+   *     jobs (null or absent: leave the thread's pool as it is)
    */
-  int decide(String queryName, String requestJson);
+  String decide(String queryName, String requestJson);
 }

@@ -1,5 +1,6 @@
 package io.pacer.spark;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayDeque;
@@ -58,7 +59,10 @@ public final class PacerSource implements Source, SupportsTriggerAvailableNow,
   private final Source delegate;
   private final String sourceName;
   private final String queryOption;
+  private final Map<String, String> pacerOptions;
   private final boolean fileSource;
+  /** This source instance's id: a new one after every (re)start of the query. */
+  private final String runId = UUID.randomUUID().toString();
 
   /** Observed snapshots after the last admitted one, oldest first. */
   private final ArrayDeque<OffsetSnapshot> pending = new ArrayDeque<>();
@@ -71,11 +75,13 @@ public final class PacerSource implements Source, SupportsTriggerAvailableNow,
   private boolean warned;
   private String queryName;
 
-  PacerSource(SparkSession session, Source delegate, String sourceName, String queryOption) {
+  PacerSource(SparkSession session, Source delegate, String sourceName, String queryOption,
+      Map<String, String> pacerOptions) {
     this.session = session;
     this.delegate = delegate;
     this.sourceName = sourceName;
     this.queryOption = queryOption;
+    this.pacerOptions = Map.copyOf(pacerOptions);
     this.fileSource = delegate.getClass().getName().endsWith(".FileStreamSource");
   }
 
@@ -280,9 +286,15 @@ public final class PacerSource implements Source, SupportsTriggerAvailableNow,
     if (decider == null) {
       return fallback("no pacer decider is registered for query \"" + name + "\"", null);
     }
-    int seq;
+    long seq;
     try {
-      seq = decider.decide(name, request(name, start, limit));
+      JsonNode answer = OffsetSnapshot.JSON.readTree(decider.decide(name, request(name, start, limit)));
+      seq = answer.path("seq").asLong(-1);
+      JsonNode pool = answer.get("pool");
+      if (pool != null && !pool.isNull()) {
+        // the stream thread submits the batch's jobs: its local property picks their pool
+        session.sparkContext().setLocalProperty("spark.scheduler.pool", pool.asText());
+      }
     } catch (Throwable failed) {
       return fallback("the pacer decider of query \"" + name + "\" failed", failed);
     }
@@ -313,9 +325,14 @@ public final class PacerSource implements Source, SupportsTriggerAvailableNow,
 
   private String request(String name, Offset start, ReadLimit limit) {
     ObjectNode req = OffsetSnapshot.JSON.createObjectNode();
-    req.put("version", 1);
+    req.put("version", 2);
     req.put("query", name);
+    req.put("query_id", session.sparkContext().getLocalProperty(QUERY_ID_PROPERTY));
+    req.put("run", runId);
+    req.put("batch_id", currentBatchId());
     req.put("source", sourceName);
+    ObjectNode opts = req.putObject("options");
+    pacerOptions.forEach(opts::put);
     if (start == null) {
       req.putNull("start");
     } else {
@@ -376,6 +393,28 @@ public final class PacerSource implements Source, SupportsTriggerAvailableNow,
       index++;
     }
     return index;
+  }
+
+  /** The id of the batch Spark is constructing (the stream's currentBatchId), -1 when unknown. */
+  private long currentBatchId() {
+    String id = session.sparkContext().getLocalProperty(QUERY_ID_PROPERTY);
+    if (id == null) {
+      return -1L;
+    }
+    try {
+      StreamingQuery query = session.streams().get(UUID.fromString(id));
+      if (query == null) {
+        return -1L;
+      }
+      // StreamingQueryWrapper.streamingQuery().currentBatchId(), by name: the classes moved
+      // package between Spark releases (4.3: execution.streaming.runtime)
+      Object execution = query.getClass().getMethod("streamingQuery").invoke(query);
+      return ((Number) execution.getClass().getMethod("currentBatchId").invoke(execution))
+          .longValue();
+    } catch (ReflectiveOperationException | RuntimeException unknown) {
+      LOG.debug("no current batch id for query {}", id, unknown);
+    }
+    return -1L;
   }
 
   private String queryName() {

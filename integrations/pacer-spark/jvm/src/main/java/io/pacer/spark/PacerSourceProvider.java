@@ -48,8 +48,14 @@ public final class PacerSourceProvider implements StreamSourceProvider, DataSour
     SparkSession session = sqlContext.sparkSession();
     Map<String, String> options = originalOptions(parameters);
     DataSource delegate = delegateDataSource(session, schema, parameters);
+    Map<String, String> pacerOptions = new LinkedHashMap<>();
+    for (Map.Entry<String, String> e : options.entrySet()) {
+      if (e.getKey().startsWith("pacer.") && !e.getKey().equals(SOURCE_OPTION)) {
+        pacerOptions.put(e.getKey(), e.getValue());
+      }
+    }
     return new PacerSource(session, delegate.createSource(metadataPath), sourceName(options),
-        options.get(QUERY_OPTION));
+        options.get(QUERY_OPTION), pacerOptions);
   }
 
   private static Map<String, String> originalOptions(

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -140,3 +142,31 @@ def test_pacer_run_writes_a_spark_report(tmp_path: Path) -> None:
         # every batch's engine time is Spark's triggerExecution: at most the query's total trigger time
         assert 0 < q["cost"]["engine_s"] <= engine["trigger_execution_s_total"][query_id] + 1e-6
     assert report["overhead"]["admission_poll_us_p99"] is not None
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_an_interrupted_run_prints_its_summary_and_writes_its_report(tmp_path: Path, signum: int) -> None:
+    out = tmp_path / "report.json"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PACER_PLUGINS": "spark"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pacer.cli", "run", "--workload", "lr2", "--rate", "500", "--duration", "300",
+         "--deadline", "5s", "--progress-every", "1", "--report", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    assert proc.stdout is not None
+    progress = 0
+    for line in proc.stdout:  # measured batches are running: interrupt after a few progress lines
+        progress += "batches=" in line
+        if progress >= 3:
+            break
+    interrupted_at = time.monotonic()
+    proc.send_signal(signum)
+    stdout, stderr = proc.communicate(timeout=120)
+    took = time.monotonic() - interrupted_at
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "interrupted after" in stderr and "interrupted; the summary and report cover" in stdout
+    assert "query" in stdout and "p95" in stdout  # the summary table
+    report = json.loads(out.read_text())
+    assert report["interrupted"] is True and report["queries"]["lr2"]["datasets_processed"] > 0
+    print(f"exited {took:.1f} s after the signal")

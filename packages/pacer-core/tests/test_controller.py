@@ -283,6 +283,24 @@ def test_ledger_reports_unprocessed_datasets(clock: ManualClock, spec: QuerySpec
         c.ledger.check_complete()
 
 
+def test_withdraw_takes_back_the_waiting_datasets_of_a_restarted_source(clock: ManualClock, spec: QuerySpec) -> None:
+    c = Controller(clock=clock, cores=2)
+    c.add_query(spec)
+    c.arrive("q1", Dataset("a", 0.0, 10, 1))
+    batch = c.poll("q1")
+    assert batch is not None
+    c.arrive("q1", Dataset("b", 0.5, 20, 2))
+    c.arrive("q1", Dataset("c", 0.6, 30, 3))
+    assert c.withdraw("q1") == 2  # the restarted source offers b and c again, under new ids
+    c.arrive("q1", Dataset("b+c", 1.0, 50, 5))
+    c.complete(batch.id)
+    again = c.poll("q1")
+    assert again is not None and [d.id for d in again.datasets] == ["b+c"]
+    c.complete(again.id)
+    c.ledger.check_complete()
+    assert c.ledger.counts["q1"]["arrived"] == 2 and c.recorder.record("q1").rows_in == 6
+
+
 def test_raising_strategy_is_reported_by_name(clock: ManualClock, spec: QuerySpec) -> None:
     c = Controller(clock=clock, cores=2, plugin_manager=_pm(Broken()))
     c.add_query(spec, admission="broken")

@@ -200,7 +200,7 @@ def run_configuration(spark: Any, config: RunConfig, pm: PluginManager, *, label
     session = pacer_spark.attach(
         spark, scheduler=config.scheduler, scheduler_params=config.scheduler_params, fallback=config.fallback,
         plugin_manager=pm, checkpoint_root=options.get("checkpoint"), overload=config.overload,
-        cores=config.cores, gpus=config.gpus,
+        cores=config.cores, gpus=config.gpus, paced=False,
     )
     ids = config.query_ids()
     queries = [{**q.as_dict(), "query_id": qid} for qid, q in zip(ids, config.queries, strict=True)]
@@ -229,6 +229,8 @@ def run_configuration(spark: Any, config: RunConfig, pm: PluginManager, *, label
         monitor_interval=config.monitor_interval, label=label, wait_for_drain=options.get("input") is None,
     )
     notes = [*cost_lines(report), overhead_line(report)]
+    if report.get("interrupted"):
+        notes.insert(0, f"{label}: interrupted; the summary and report cover what ran until then")
     notes += [f"query {q} failed: {error}" for q, error in session.errors().items()]
     return RunResult(report=report, controller=session.controller, status=status, notes=notes)
 
@@ -265,6 +267,8 @@ def drive(
 
         printer = threading.Thread(target=report_progress, name="pacer-progress", daemon=True)
     status = 0
+    interrupted = False
+    restore = _sigterm_interrupts()
     try:
         start_queries()
         if printer is not None:
@@ -277,11 +281,52 @@ def drive(
         for query_id, error in session.errors().items():
             print(f"{label}: query {query_id} failed: {error}", file=sys.stderr)
             status = 1
+    except KeyboardInterrupt:
+        interrupted, status = True, INTERRUPTED_STATUS
+        print(f"{label}: interrupted after {time.time() - start:.0f} s: stopping the queries, then the summary and "
+              "report of what was measured (interrupt again to quit at once)", file=sys.stderr, flush=True)
     finally:
         stop.set()
         end = time.time()
-        session.stop()
-    return session.report(config, interval=monitor_interval, end=end), status
+        try:
+            session.stop(timeout=INTERRUPT_STOP_S if interrupted else 10.0)
+        finally:
+            restore()
+    report = session.report(config, interval=monitor_interval, end=end)
+    if interrupted:
+        report["interrupted"] = True
+    return report, status
+
+
+#: Exit status of a run stopped by SIGINT or SIGTERM (128 + SIGINT, as shells report it).
+INTERRUPTED_STATUS = 130
+
+#: Seconds an interrupted run waits for a running trigger before it stops the query anyway.
+INTERRUPT_STOP_S = 1.0
+
+
+def _sigterm_interrupts() -> Callable[[], None]:
+    """Make SIGTERM interrupt the main thread like Ctrl-C; a second signal quits at once. Returns the undo."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    seen: list[int] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        if seen:
+            print("interrupted twice: quitting without a report", file=sys.stderr, flush=True)
+            os._exit(INTERRUPTED_STATUS)
+        seen.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+    return restore
 
 
 def overhead_line(report: Mapping[str, Any]) -> str:

@@ -34,9 +34,11 @@ from pacer.metrics import percentile
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.report import build_report
 from pacer_spark import telemetry
+from pacer_spark.gate import Gate
 from pacer_spark.options import OPT_ADDRESS, OPT_AUTHKEY, OPT_QUERY, GenPlan, parse_seconds
+from pacer_spark.paced import PacedQueries
 from pacer_spark.plan import dag_from_plan, operator_metrics, rapids_confs, rapids_loaded, read_plan
-from pacer_spark.pools import DEFAULT_LADDER, pool_for_share
+from pacer_spark.pools import DEFAULT_LADDER
 from pacer_spark.rpc import ControllerServer
 from pacer_spark.sources import FILES_FORMAT, GEN_FORMAT, Manifest, PacerFilesDataSource, PacerGenDataSource
 
@@ -114,6 +116,7 @@ class PacerSession:
         checkpoint_root: str | None,
         overload: str = "shed",
         progress_timeout: float = telemetry.DEFAULT_PROGRESS_TIMEOUT_S,
+        paced: bool = False,
     ) -> None:
         if deadline is not None and not deadline > 0:
             raise ValueError(f"deadline must be > 0 seconds, got {deadline}; omit it to use each window's slide")
@@ -146,7 +149,7 @@ class PacerSession:
         self.sources: dict[str, _Source] = {}
         self._by_run_id: dict[str, str] = {}
         self.fair = str(spark.conf.get("spark.scheduler.mode", "FIFO")).upper() == "FAIR"
-        self._warned: set[str] = set()
+        self.schedule_gate = Gate(self.controller, self.cond, concurrency=concurrency, timeout_s=gate_timeout, fair=self.fair)
         self.rpc_s: list[float] = []
         self.rpc_rtt_s: list[float] = []
         self.polls = 0
@@ -158,6 +161,19 @@ class PacerSession:
         self.listener = telemetry.ProgressListener(self)
         spark.streams.addListener(self.listener)
         self.closed = False
+        self.paced: PacedQueries | None = None
+        if paced:
+            self.paced = PacedQueries(self)
+
+    def map_stream(self, stream_id: str, query_id: str) -> None:
+        """Route listener events of the streaming query ``stream_id`` (its id or run id) to ``query_id``."""
+        self._by_run_id[stream_id] = query_id
+
+    def excluded(self, batch_id: str) -> bool:
+        """Batches the gate's order skips: their query died, or their sink returned and the trigger commits."""
+        if self._dead_batch(batch_id):
+            return True
+        return self.engine.awaiting(batch_id) and not (self.paced is not None and self.paced.running(batch_id))
 
     # ------------------------------------------------------------------ registration
 
@@ -516,39 +532,21 @@ class PacerSession:
         return begin, end
 
     def _wait_turn(self, query_id: str, batch_id: str, df: DataFrame) -> None:
-        t0 = time.time()
         source = self.sources[query_id]
-        with self.cond:
-            pool = None
-            while not source.observe_only:
-                decision = self.controller.schedule()
-                if decision.shares:
-                    cores = self.controller.cores
-                    pool = pool_for_share(decision.shares.get(batch_id, cores), cores)
-                    break
-                dead = {b for b in decision.order if self._dead_batch(b)}
-                started = {b for b in decision.order if self.controller.batch(b).started}
-                waiting = [b for b in decision.order if b not in started and b not in dead]
-                running = [b for b in decision.order  # a sink-done batch is only committing: not running
-                           if b in started and b not in dead and not self.engine.awaiting(b)]
-                if waiting and waiting[0] == batch_id and len(running) < self.concurrency:
-                    break
-                if time.time() - t0 > self.gate_timeout:
-                    self._warn_once(f"gate-timeout-{query_id}", "query %r: batch %s waited %.0f s for its turn; "
-                                    "running it anyway", query_id, batch_id, self.gate_timeout)
-                    break
-                self.cond.wait(timeout=0.5)
-            self.controller.start(batch_id)
-            source.gate_wait_s.append(time.time() - t0)
-        if pool is not None and not self.fair:
-            self._warn_once("no-fair", "scheduler %r gives core shares, but spark.scheduler.mode is not FAIR: "
-                            "shares are not enacted (build the session with pacer_spark.session_builder)",
-                            self.controller.scheduler)
-        df.sparkSession.sparkContext.setLocalProperty("spark.scheduler.pool", pool if self.fair else None)  # type: ignore[arg-type]
+        if source.observe_only:  # Spark's own trigger: pacer only observes
+            with self.lock:
+                self.controller.start(batch_id)
+            return
+        turn = self.schedule_gate.pass_batch(batch_id, excluded=self.excluded)
+        source.gate_wait_s.append(turn.waited_s)
+        df.sparkSession.sparkContext.setLocalProperty("spark.scheduler.pool", turn.pool)  # type: ignore[arg-type]
 
     def _dead_batch(self, batch_id: str) -> bool:
-        source = self.sources.get(self.controller.batch(batch_id).query_id)
-        return source is not None and source.dead
+        query_id = self.controller.batch(batch_id).query_id
+        source = self.sources.get(query_id)
+        if source is not None:
+            return source.dead
+        return self.paced is not None and self.paced.dead(query_id)
 
     def _finish(self, query_id: str, batch_id: str, spark_batch_id: int) -> None:
         """The sink returned: read the operator metrics (the next trigger replaces the executed plan), free the
@@ -570,18 +568,21 @@ class PacerSession:
         self.engine.sink_done(query_id, telemetry.SinkDone(batch_id, spark_batch_id, time.time(), metrics))
 
     def _completed(self, query_id: str, batch_id: str) -> None:
-        self.sources[query_id].ranges.pop(batch_id, None)
+        source = self.sources.get(query_id)  # None for a format("pacer") query
+        if source is not None:
+            source.ranges.pop(batch_id, None)
 
     def _warn_once(self, key: str, message: str, *args: Any) -> None:
-        if key not in self._warned:
-            self._warned.add(key)
-            log.warning(message, *args)
+        self.schedule_gate.warn_once(key, message, *args)
 
     # ------------------------------------------------------------------ listener callbacks
 
     def _on_progress(self, progress: telemetry.TriggerProgress) -> None:
         """A trigger ended: keep Spark's durations and complete the batch it ran (the listener's thread)."""
         with self.cond:
+            if self.paced is not None and self.paced.owns(progress.query):
+                self.paced.on_progress(progress)
+                return
             source = self.sources.get(progress.query)
             if source is None:
                 return
@@ -598,6 +599,8 @@ class PacerSession:
     def _on_terminated(self, run_id: str, exception: str | None) -> None:
         with self.cond:
             query_id = self._by_run_id.get(run_id)
+            if self.paced is not None and query_id is not None and self.paced.owns(query_id):
+                self.paced.on_terminated(query_id, exception)
             source = self.sources.get(query_id) if query_id else None
             if source is not None and query_id is not None:
                 source.dead = True
@@ -656,7 +659,10 @@ class PacerSession:
 
     def errors(self) -> dict[str, str]:
         """Queries that terminated with an error, and the error."""
-        return {q: s.error for q, s in self.sources.items() if s.error}
+        failed = {q: s.error for q, s in self.sources.items() if s.error}
+        if self.paced is not None:
+            failed.update({q: p.error for q, p in self.paced.queries.items() if p.error})
+        return failed
 
     def overhead(self) -> dict[str, Any]:
         """pacer's own cost on Spark: RPC handling, round trips and operator-metric collection."""
@@ -698,6 +704,7 @@ class PacerSession:
                 "engine": self.engine.summary(),
                 "errors": self.errors(),
                 "quarantined_rows": {q: _quarantined(s) for q, s in self.sources.items() if s.fmt == FILES_FORMAT},
+                "paced": self.paced.summary() if self.paced is not None else {},
             }
             return build_report(runtime="spark", config=dict(config or {}), controller=self.controller,
                                 start=self.started_at, end=end or time.time(), interval=interval,
@@ -729,6 +736,8 @@ class PacerSession:
         except Exception:  # pragma: no cover - session already stopped
             pass
         self.server.close()
+        if self.paced is not None:
+            self.paced.close()
         self.pm.unregister(self.replay)
 
 
@@ -776,8 +785,13 @@ def attach(
     plugin_manager: PluginManager | None = None,
     checkpoint_root: str | None = None,
     overload: str | None = None,
+    paced: bool = True,
 ) -> PacerSession:
     """Attach pacer to ``spark``: a Controller, its RPC server, the gate, the listener and the pacer sources.
+
+    With ``paced`` (the default) every ``spark.readStream.format("pacer")`` query of the session is paced
+    by it (see :mod:`pacer_spark.paced`): the JVM source is built (javac, cached per Spark version) and
+    loaded. Without a JDK that fails: ``paced=False`` attaches for ``pacer-gen``/``pacer-files`` only.
 
     Every argument left None is read from the session's ``spark.pacer.*`` confs, then defaults:
     ``spark.pacer.admission`` (asap), ``spark.pacer.scheduler`` (fifo), ``spark.pacer.placement``
@@ -785,8 +799,9 @@ def attach(
     ``spark.pacer.fallback`` (true: a raising strategy falls back to its baseline),
     ``spark.pacer.param.<admission|scheduler|placement>.<name>``, ``spark.pacer.cores``,
     ``spark.pacer.gpus``, ``spark.pacer.gate.concurrency`` (1: batches run one at a time in the
-    scheduler's order), ``spark.pacer.gate.timeout`` (60 s), ``spark.pacer.overload`` (``shed``: drop the
-    datasets an overloaded query can no longer serve within its deadline, counted; ``keep``: only report it).
+    scheduler's order), ``spark.pacer.gate.timeout`` (60 s), ``spark.pacer.overload`` (``keep``: only
+    report an overload; ``shed``: drop the datasets an overloaded ``pacer-gen`` query can no longer serve
+    within its deadline, counted. A ``format("pacer")`` source reads every offset: it never sheds).
 
     :raises UnknownStrategyError: for a strategy no installed plugin provides.
     :raises ValueError: for a deadline <= 0 or a malformed value.
@@ -823,7 +838,8 @@ def attach(
         operator_metrics=operator_metrics,
         plugin_manager=pm,
         checkpoint_root=checkpoint_root,
-        overload=overload or _conf(spark, "overload", "shed") or "shed",
+        overload=overload or _conf(spark, "overload", "keep") or "keep",
+        paced=paced,
     )
 
 

@@ -186,6 +186,9 @@ class SinkDone:
     spark_batch_id: int
     at: float
     operator_metrics: Sequence[OperatorMetric] = field(default_factory=list)
+    #: True for a ``format("pacer")`` batch, registered when admitted: its trigger is still running, so
+    #: without a progress event it completes when given up on, not at ``at``.
+    running: bool = False
 
 
 class BatchCompletion:
@@ -267,7 +270,7 @@ class BatchCompletion:
     def _complete(self, query_id: str, done: SinkDone, progress: TriggerProgress | None) -> None:
         """At the trigger's end with ``triggerExecution`` as engine time; without an event, at the sink's end."""
         now = time.time()
-        end = progress.ended_at if progress is not None else done.at
+        end = progress.ended_at if progress is not None else (now if done.running else done.at)
         at = now if end is None else min(max(end, done.at), now)
         try:
             self.controller.complete(done.batch_id, operator_metrics=done.operator_metrics,

@@ -68,10 +68,12 @@ class Decision:
 
     :ivar index: index into the request's snapshots of the last one to admit; None: no batch now.
     :ivar pool: the fair-scheduler pool the batch's jobs run in (set on the stream thread); None: unchanged.
+    :ivar error: a problem with the query's pacer options: the JVM fails the query with it (root cause first).
     """
 
     index: int | None
     pool: str | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ class DecisionRequest:
     :ivar start: the offset JSON the batch starts after (None before the first batch).
     :ivar limit: the read limit Spark passed, as Spark prints it.
     :ivar available_now: whether the query runs ``trigger(availableNow=True)``.
+    :ivar admissible: how many of the oldest snapshots fit the wrapped source's read limit together.
     :ivar now: the JVM's clock when it asked, epoch seconds.
     :ivar snapshots: the pending snapshots, oldest first.
     """
@@ -100,6 +103,7 @@ class DecisionRequest:
     start: str | None
     limit: str
     available_now: bool
+    admissible: int
     now: float
     snapshots: tuple[OffsetSnapshot, ...]
 
@@ -135,6 +139,7 @@ class DecisionRequest:
                 start=raw["start"],
                 limit=str(raw["limit"]),
                 available_now=bool(raw["available_now"]),
+                admissible=int(raw.get("admissible", len(snapshots))),
                 now=float(raw["now"]),
                 snapshots=snapshots,
             )
@@ -169,6 +174,8 @@ class _JvmDecider:
             self.last_request = request
             decision = self._handle(request)
             index = decision.index
+            if decision.error is not None:
+                return json.dumps({"seq": -1, "error": decision.error})
             if index is None:
                 return json.dumps({"seq": -1, "pool": decision.pool})
             if not isinstance(index, int) or not 0 <= index < len(request.snapshots):

@@ -171,6 +171,15 @@ class Controller(DecisionDispatch):
         q.record.arrivals.append((dataset.arrival, dataset.rows, dataset.bytes))
         q.overload.arrived(dataset.arrival, dataset.bytes)
 
+    def withdraw(self, query_id: str) -> int:
+        """Take back every buffered dataset of ``query_id``: its source restarted and will offer the same data
+        again (Spark restarts a source from its last committed offset). They leave the ledger and the record."""
+        q = self._query(query_id)
+        taken = q.buffer.take(len(q.buffer))
+        self.ledger.withdrawn(query_id, (d.id for d in taken))
+        del q.record.arrivals[len(q.record.arrivals) - len(taken):]
+        return len(taken)
+
     # ------------------------------------------------------------------ decisions
 
     def system_view(self) -> SystemView:

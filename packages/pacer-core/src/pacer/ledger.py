@@ -65,6 +65,14 @@ class ExactlyOnceLedger:
         """Record datasets dropped by an explicit overload policy."""
         self._move(query_id, dataset_ids, _Stage.ARRIVED, _Stage.SHED, "was shed")
 
+    def withdrawn(self, query_id: str, dataset_ids: Iterable[str]) -> None:
+        """Forget arrived datasets their source takes back to offer again (a restart): as if never arrived."""
+        for dataset_id in dataset_ids:
+            if self._stage.get((query_id, dataset_id)) is not _Stage.ARRIVED:
+                raise LedgerViolation(f"dataset {dataset_id!r} of query {query_id!r} was withdrawn but is not waiting")
+            del self._stage[(query_id, dataset_id)]
+            self._count(query_id, "arrived", -1)
+
     def outstanding(self, query_id: str | None = None) -> list[tuple[str, str]]:
         """Datasets not yet processed or shed."""
         return [

@@ -287,8 +287,12 @@ public final class PacerSource implements Source, SupportsTriggerAvailableNow,
       return fallback("no pacer decider is registered for query \"" + name + "\"", null);
     }
     long seq;
+    String refusal = null;
     try {
       JsonNode answer = OffsetSnapshot.JSON.readTree(decider.decide(name, request(name, start, limit)));
+      if (answer.hasNonNull("error")) {
+        refusal = answer.get("error").asText();
+      }
       seq = answer.path("seq").asLong(-1);
       JsonNode pool = answer.get("pool");
       if (pool != null && !pool.isNull()) {
@@ -297,6 +301,9 @@ public final class PacerSource implements Source, SupportsTriggerAvailableNow,
       }
     } catch (Throwable failed) {
       return fallback("the pacer decider of query \"" + name + "\" failed", failed);
+    }
+    if (refusal != null) { // the query's pacer options are wrong: fail it, naming the problem
+      throw new IllegalArgumentException("pacer: " + refusal);
     }
     PacerRegistry.recordDecision(name);
     if (seq < 0) {
@@ -340,6 +347,7 @@ public final class PacerSource implements Source, SupportsTriggerAvailableNow,
     }
     req.put("limit", String.valueOf(limit));
     req.put("available_now", availableNow);
+    req.put("admissible", capToLimit(pending.size() - 1, limit) + 1);
     req.put("now", System.currentTimeMillis() / 1000.0);
     ArrayNode snaps = req.putArray("snapshots");
     for (OffsetSnapshot s : pending) {

@@ -84,7 +84,7 @@ class Gate:
                     break
                 if time.time() - t0 > self.timeout_s:
                     timed_out = True
-                    self.warn_once(f"gate-timeout-{batch_id.split('#')[0]}",
+                    self.warn_once(f"gate-timeout-{self.controller.batch(batch_id).query_id}",
                                    "batch %s waited %.0f s for its turn; running it anyway", batch_id, self.timeout_s)
                     break
                 self.cond.wait(timeout=0.5)

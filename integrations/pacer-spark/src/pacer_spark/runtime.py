@@ -126,8 +126,6 @@ class PacerSession:
         self.defaults = {"admission": admission, "placement": placement}
         self.default_params = {"admission": dict(admission_params), "placement": dict(placement_params)}
         self.deadline = deadline
-        self.concurrency = concurrency
-        self.gate_timeout = gate_timeout
         self.collect_metrics = operator_metrics
         sc = spark.sparkContext
         self.cores = cores or max(1, int(sc.defaultParallelism))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -155,10 +156,9 @@ def test_an_interrupted_run_prints_its_summary_and_writes_its_report(tmp_path: P
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )
     assert proc.stdout is not None
-    progress = 0
-    for line in proc.stdout:  # measured batches are running: interrupt after a few progress lines
-        progress += "batches=" in line
-        if progress >= 3:
+    for line in proc.stdout:  # interrupt once measured batches have completed (slow machines take a while)
+        done = re.search(r"batches=(\d+)", line)
+        if done and int(done.group(1)) >= 2:
             break
     interrupted_at = time.monotonic()
     proc.send_signal(signum)
@@ -169,4 +169,48 @@ def test_an_interrupted_run_prints_its_summary_and_writes_its_report(tmp_path: P
     assert "query" in stdout and "p95" in stdout  # the summary table
     report = json.loads(out.read_text())
     assert report["interrupted"] is True and report["queries"]["lr2"]["datasets_processed"] > 0
-    print(f"exited {took:.1f} s after the signal")
+    # the promise is 5 s (4.1 s measured on 2 cores); the slack is for a loaded CI machine, not for a batch's wait
+    assert took < 10, f"exited {took:.1f} s after the signal"
+
+
+def _lr_files(folder: Path, files: int, rows: int, *, bad_line: str = "") -> None:
+    """``files`` Linear Road CSV files (no header) in ``folder``; ``bad_line`` is appended to the last one."""
+    from pacer_workloads import generate
+
+    folder.mkdir()
+    for index in range(files):
+        frame = generate("linear_road", rows, seed=3, index=index, start_time=1.7e9 + index, duration=1.0)
+        text = frame.to_csv(index=False, header=False, date_format="%Y-%m-%d %H:%M:%S.%f")
+        (folder / f"part-{index}.csv").write_text(text + (bad_line if index == files - 1 else ""))
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("malformed", ["quarantine", "fail"])
+def test_pacer_run_input_processes_the_folder_and_handles_a_malformed_row(tmp_path: Path, malformed: str) -> None:
+    inbox = tmp_path / "in"
+    _lr_files(inbox, 3, 200, bad_line="not-a-time,7,fast,1,0,0,3\n")
+    out = tmp_path / "report.json"
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PACER_PLUGINS": "spark"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pacer.cli", "run", "--workload", "lr2", "--input", str(inbox), "--duration", "60",
+         "--drain-timeout", "0", "--deadline", "10s", "--no-warm-up", "--progress-every", "0",
+         "--malformed", malformed, "--report", str(out)],
+        capture_output=True, text=True, timeout=240, env=env, check=False,
+    )
+    report = json.loads(out.read_text())
+    lr2 = report["queries"]["lr2"]
+    if malformed == "quarantine":
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        # every file is processed, and the run ends when they are (not after --duration's 60 s)
+        # (rows read: the quarantined one included)
+        assert (lr2["datasets_in"], lr2["datasets_processed"], lr2["rows_processed"]) == (3, 3, 601)
+        assert report["duration_s"] < 55
+        assert report["spark"]["quarantined_rows"]["lr2"] == 1
+    else:
+        assert proc.returncode == 1
+        failed = [line for line in proc.stderr.splitlines() if "query lr2 failed:" in line]
+        assert len(failed) == 1, proc.stderr[-3000:]  # the root cause in one line, first
+        assert "malformed row in" in failed[0] and "part-2.csv line 201" in failed[0], failed[0]
+        assert "malformed=quarantine" in failed[0]
+        trace = proc.stderr.split("(full trace: ", 1)[1].split(")", 1)[0]
+        assert "MalformedRowError" in Path(trace).read_text()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -171,3 +172,46 @@ def test_rapids_confs_coarsen_to_operator_types() -> None:
     assert confs["spark.rapids.sql.exec.HashAggregateExec"] == "false"
     assert confs["spark.rapids.sql.enabled"] == "true"
     assert "HashAggregateExec" in note
+
+
+def test_root_cause_picks_the_users_error_out_of_sparks_text() -> None:
+    from pacer_spark.errors import root_cause
+
+    spark_text = "\n".join([
+        "py4j.Py4JException: An exception was raised by the Python Proxy. Return Message: Traceback (most recent "
+        "call last):",
+        '  File "/venv/pyspark/sql/utils.py", line 163, in call',
+        "    self.func(DataFrame(jdf, wrapped_session_jdf), batch_id)",
+        "pyspark.errors.exceptions.captured.PythonException: An exception was thrown from the Python worker:",
+        "Traceback (most recent call last):",
+        '  File "/src/pacer_spark/sources.py", line 367, in parse',
+        "pacer_spark.sources.MalformedRowError: pacer-files: malformed row in /in/p.csv line 201: column 'speed'",
+        "\tat org.apache.spark.sql.execution.streaming.MicroBatchExecution.runBatch(MicroBatchExecution.scala:1)",
+    ])
+    assert root_cause(spark_text) == ("pacer_spark.sources.MalformedRowError: pacer-files: malformed row in "
+                                      "/in/p.csv line 201: column 'speed'")
+    java_only = "org.apache.spark.SparkException: Job aborted.\n\tat x.y(Z.java:1)\nCaused by: java.io.IOException: " \
+                "disk full\n\tat a.b(C.java:2)"
+    assert root_cause(java_only) == "java.io.IOException: disk full"
+    user = "Traceback (most recent call last):\n  File \"app.py\", line 3, in sink\n    raise Crash('x')\n" \
+           "app.Crash: sink crashed on batch 2\n\tat org.apache.spark.Foo.bar(Foo.scala:1)"
+    assert root_cause(user) == "app.Crash: sink crashed on batch 2"
+    assert root_cause("just one line") == "just one line"
+    assert root_cause("") == ""
+
+
+def test_an_interrupted_sink_becomes_a_short_stop_spark_recognises() -> None:
+    from pacer_spark.errors import stop_error
+
+    class FakePy4JError(Exception):  # what Py4JJavaError's str looks like when the stream thread is stopped
+        pass
+
+    interrupted = FakePy4JError("An error occurred while calling o1480.save.\n: java.lang.InterruptedException\n"
+                                + "\tat java.base/x.y(Z.java:1)\n" * 500)
+    short = stop_error(interrupted)
+    assert short is not None
+    # Spark's StreamExecution.PROXY_ERROR pattern must still match, over a few characters only
+    assert re.search(r"py4j\.protocol\.Py4JJavaError: An error occurred while calling(.|\n)*java\.lang\."
+                     r"InterruptedException", str(short))
+    assert len(str(short)) < 200
+    assert stop_error(ValueError("column 'speed': cannot parse 'fast'")) is None

@@ -5,8 +5,10 @@ runtime's own flags, their checks, and the run itself (:func:`run_configuration`
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -20,6 +22,7 @@ from pacer.metrics import dataset_latencies, percentile
 from pacer.plugins import PluginManager
 from pacer.run import parse_duration
 from pacer.run_cli import check_strategies, config_from_args, parse_seconds
+from pacer_spark.errors import write_traces
 
 #: Seconds of traffic of ``pacer run --runtime spark`` without ``--duration``.
 DEFAULT_DURATION = 120.0
@@ -37,6 +40,9 @@ def configure_spark(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--input", metavar="DIR", help="read every workload from this directory with pacer-files "
                                                    "(one dataset per file) instead of generating traffic")
     p.add_argument("--input-format", default="csv", choices=("csv", "json", "parquet"), help="format of --input files")
+    p.add_argument("--malformed", choices=("fail", "quarantine"), default="fail",
+                   help="a row of an --input file that does not fit the workload's schema: fail the run naming the "
+                        "file and line (default), or set it aside in DIR/_pacer_quarantine and go on")
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     p.add_argument("--checkpoint", metavar="DIR", help="checkpoint root (default: a temporary directory)")
     p.add_argument("--rapids-jar", action="append", default=[], metavar="JAR",
@@ -85,6 +91,8 @@ def validate(args: argparse.Namespace, pm: PluginManager) -> dict[str, Any]:
     if args.input is not None and not Path(args.input).is_dir():
         raise UsageError(f"--input {args.input!r} is not a directory; create it or point --input at the folder "
                          "the files arrive in")
+    if args.input is None and args.malformed != "fail":
+        raise UsageError("--malformed applies to --input files; add --input DIR (generated traffic has no bad rows)")
     for jar in args.rapids_jar:
         if not Path(jar).is_file():
             raise UsageError(f"--rapids-jar {jar!r} does not exist; download rapids-4-spark from Maven Central")
@@ -154,7 +162,12 @@ def cost_lines(report: Mapping[str, Any]) -> list[str]:
 
 
 def build_session(master: str, app: str, *, partitions: int = 2, rapids_jars: Sequence[str] = ()) -> Any:
-    """A quiet FAIR-mode SparkSession from :func:`pacer_spark.session_builder` for the CLI commands."""
+    """A quiet FAIR-mode SparkSession from :func:`pacer_spark.session_builder` for the CLI commands.
+
+    Spark logs only FATAL and Py4J's callback server nothing: a failed query is reported by :func:`drive`,
+    its root cause in one line and Spark's full error text in a file (:mod:`pacer_spark.errors`), instead
+    of the same trace logged four times by the executor, the task set, the callback server and the stream.
+    """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     import pacer_spark
@@ -165,7 +178,8 @@ def build_session(master: str, app: str, *, partitions: int = 2, rapids_jars: Se
         .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
     )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel("FATAL")
+    logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
     return spark
 
 
@@ -186,7 +200,8 @@ def run_configuration(spark: Any, config: RunConfig, pm: PluginManager, *, label
     print progress lines every ``options["progress_every"]`` seconds (default none) and report.
 
     Query ``i`` gets the traffic seed ``config.query_seed(i)``. Its Spark settings (``config.options["spark"]``):
-    ``trigger`` (Spark's own fixed trigger, e.g. ``10s``), ``input`` and ``input_format`` (pacer-files),
+    ``trigger`` (Spark's own fixed trigger, e.g. ``10s``), ``input``, ``input_format`` and ``malformed``
+    (pacer-files: the run ends once every file in the folder, those arriving meanwhile included, is processed),
     ``checkpoint``, ``drain_timeout`` (120 s), ``progress_every``, ``master`` (recorded).
 
     :return: the :class:`pacer.RunResult` (status 1 when the backlog did not drain or a query failed; notes:
@@ -221,12 +236,13 @@ def run_configuration(spark: Any, config: RunConfig, pm: PluginManager, *, label
                 file_format=options.get("input_format", "csv"), trigger=trigger, deadline=q.deadline,
                 admission=q.admission, placement=q.placement, admission_params=dict(q.admission_params),
                 placement_params=dict(q.placement_params), max_rows=q.max_rows, max_bytes=q.max_bytes,
+                source_options={"malformed": options.get("malformed", "fail")} if options.get("input") else None,
             )
 
     report, status = drive(
         session, start_queries, report_config, duration=config.duration,
         drain_timeout=float(options.get("drain_timeout", 120.0)), progress_every=float(options.get("progress_every", 0)),
-        monitor_interval=config.monitor_interval, label=label, wait_for_drain=options.get("input") is None,
+        monitor_interval=config.monitor_interval, label=label,
     )
     notes = [*cost_lines(report), overhead_line(report)]
     if report.get("interrupted"):
@@ -245,14 +261,14 @@ def drive(
     progress_every: float = 0.0,
     monitor_interval: float = 1.0,
     label: str = "pacer run",
-    wait_for_drain: bool = True,
 ) -> tuple[dict[str, Any], int]:
     """Start the queries of an attached :class:`~pacer_spark.runtime.PacerSession`, let them stream and report.
 
     ``start_queries`` starts every stream (``session.run_workload`` calls). The traffic lasts ``duration``
-    seconds; then the backlog gets ``drain_timeout`` more seconds (``wait_for_drain``; a folder source has
-    no known end, so without it the run stops after ``duration``). A progress line is printed every
-    ``progress_every`` seconds (0: none). The session is stopped on the way out.
+    seconds; then the backlog gets ``drain_timeout`` more seconds. The run ends as soon as the session is
+    drained (:meth:`~pacer_spark.runtime.PacerSession.drained`: generated traffic all processed; every file of
+    a watched folder processed). A progress line is printed every ``progress_every`` seconds (0: none). The
+    session is stopped on the way out.
 
     :return: the ``pacer.report/1`` document (``config`` in its ``config``) and an exit status: 1 when the
         backlog did not drain or a query failed.
@@ -274,12 +290,16 @@ def drive(
         if printer is not None:
             print(PROGRESS_LEGEND, flush=True)
             printer.start()
-        drained = session.await_drained(duration + drain_timeout if wait_for_drain else duration)
-        if wait_for_drain and not drained:
+        drained = session.await_drained(duration + drain_timeout)
+        if not drained and not session.errors():
             print(f"{label}: backlog not drained {drain_timeout:g} s after the traffic ended", file=sys.stderr)
             status = 1
-        for query_id, error in session.errors().items():
-            print(f"{label}: query {query_id} failed: {error}", file=sys.stderr)
+        failures = session.errors()
+        if failures:
+            traces = write_traces(session.error_traces(),
+                                  Path(tempfile.gettempdir()) / f"pacer-run-{os.getpid()}-errors.txt")
+            for query_id, error in failures.items():
+                print(f"{label}: query {query_id} failed: {error}\n  (full trace: {traces})", file=sys.stderr)
             status = 1
     except KeyboardInterrupt:
         interrupted, status = True, INTERRUPTED_STATUS

@@ -82,6 +82,8 @@ class Gate:
                     break
                 if batch_id not in decision.order:  # completed or never pending: nothing to wait for
                     break
+                if excluded(batch_id):  # its own query is stopping or dead: never hold its stream thread
+                    break
                 if time.time() - t0 > self.timeout_s:
                     timed_out = True
                     self.warn_once(f"gate-timeout-{self.controller.batch(batch_id).query_id}",

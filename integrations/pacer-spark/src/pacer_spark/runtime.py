@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import tempfile
 import threading
 import time
@@ -34,13 +35,21 @@ from pacer.metrics import percentile
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.report import build_report
 from pacer_spark import telemetry
+from pacer_spark.errors import root_cause, stop_error
 from pacer_spark.gate import Gate
 from pacer_spark.options import OPT_ADDRESS, OPT_AUTHKEY, OPT_QUERY, GenPlan, parse_seconds
 from pacer_spark.paced import PacedQueries
 from pacer_spark.plan import dag_from_plan, operator_metrics, rapids_confs, rapids_loaded, read_plan
 from pacer_spark.pools import DEFAULT_LADDER
 from pacer_spark.rpc import ControllerServer
-from pacer_spark.sources import FILES_FORMAT, GEN_FORMAT, Manifest, PacerFilesDataSource, PacerGenDataSource
+from pacer_spark.sources import (
+    FILES_FORMAT,
+    GEN_FORMAT,
+    Manifest,
+    PacerFilesDataSource,
+    PacerGenDataSource,
+    ignored_name,
+)
 
 log = logging.getLogger("pacer_spark")
 
@@ -86,6 +95,7 @@ class _Source:
     progress: list[dict[str, Any]] = field(default_factory=list)
     shed: list[int] = field(default_factory=list)
     spark_batches: int = 0
+    listed: bool = False  # a pacer-files reader has listed its folder at least once
 
 
 class PacerSession:
@@ -366,6 +376,7 @@ class PacerSession:
                 raise KeyError(f"query {query_id!r} is not registered with this pacer session")
             if rtt is not None:
                 self.rpc_rtt_s.append(float(rtt))
+            source.listed = True
             for entry in new:
                 source.files[int(entry["index"])] = dict(entry)
             if source.next_index is None or source.next_index < start:
@@ -449,7 +460,13 @@ class PacerSession:
                 sink(df, spark_batch_id)
                 return
             self._wait_turn(query_id, batch_id, df)
-            sink(df, spark_batch_id)
+            try:
+                sink(df, spark_batch_id)
+            except Exception as exc:
+                stopped = stop_error(exc)
+                if stopped is None:
+                    raise
+                raise stopped from None  # the query is being stopped: a short error Spark recognises
             self._finish(query_id, batch_id, spark_batch_id)
 
         return gated
@@ -640,8 +657,12 @@ class PacerSession:
                 if source.gen is not None:
                     if source.next_index is None or source.next_index < len(source.gen.arrivals()):
                         return False
-                elif source.files and (source.next_index or 0) <= max(source.files):
-                    return False
+                else:
+                    known = max(source.files) + 1 if source.files else (source.next_index or 0)
+                    if not source.listed or known == 0 or known < _files_in(source):
+                        return False  # not listed yet, no file yet, or files the reader has not told about
+                    if (source.next_index or 0) < known:
+                        return False
             return True
 
     def await_drained(self, timeout: float, *, poll: float = 0.2) -> bool:
@@ -656,7 +677,11 @@ class PacerSession:
         return self.drained()
 
     def errors(self) -> dict[str, str]:
-        """Queries that terminated with an error, and the error."""
+        """Queries that terminated with an error, and its root cause in one line (:func:`error_traces` has all)."""
+        return {query_id: root_cause(trace) for query_id, trace in self.error_traces().items()}
+
+    def error_traces(self) -> dict[str, str]:
+        """Queries that terminated with an error, and Spark's full error text."""
         failed = {q: s.error for q, s in self.sources.items() if s.error}
         if self.paced is not None:
             failed.update({q: p.error for q, p in self.paced.queries.items() if p.error})
@@ -737,6 +762,14 @@ class PacerSession:
         if self.paced is not None:
             self.paced.close()
         self.pm.unregister(self.replay)
+
+
+def _files_in(source: _Source) -> int:
+    """Datasets waiting in a ``pacer-files`` folder right now (what its reader will list)."""
+    try:
+        return sum(1 for e in os.scandir(source.options["path"]) if e.is_file() and not ignored_name(e.name))
+    except FileNotFoundError:
+        return 0
 
 
 def _quarantined(source: _Source) -> int:

@@ -366,7 +366,8 @@ class RowParser:
                 if self.mode == "fail":
                     raise MalformedRowError(
                         f"pacer-files: malformed row in {path} line {line}: {exc}. "
-                        "Fix the file, or start the stream with option malformed=quarantine to set such rows aside"
+                        "Fix the file, or start the stream with option malformed=quarantine (pacer run: --malformed quarantine) "
+                        "to set such rows aside"
                     ) from None
                 bad.append({"file": path.name, "line": line, "reason": str(exc), "raw": raw})
         if self.quarantine is not None and bad:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from pyspark.sql.types import DoubleType, IntegerType, StructField, StructType
+from pyspark.sql.types import DoubleType, IntegerType, StructField, StructType, TimestampType
 
 from pacer import Placement
 from pacer_spark.compat import SparkVersionError, check_spark_version, parse_version
@@ -215,3 +215,36 @@ def test_an_interrupted_sink_becomes_a_short_stop_spark_recognises() -> None:
                      r"InterruptedException", str(short))
     assert len(str(short)) < 200
     assert stop_error(ValueError("column 'speed': cannot parse 'fast'")) is None
+
+
+def test_pacer_files_reads_timestamps_in_the_session_time_zone() -> None:
+    from datetime import UTC, datetime
+
+    schema = StructType([StructField("ts", TimestampType()), StructField("v", IntegerType())])
+    new_york = RowParser(schema, "fail", None, "America/New_York")
+    (ts, v), = list(new_york.parse(Path("f.csv"), iter([(1, "2026-01-01 00:00:00,1", ["2026-01-01 00:00:00", "1"])])))
+    # Spark's csv source with spark.sql.session.timeZone=America/New_York reads this as 05:00 UTC
+    assert ts.astimezone(UTC) == datetime(2026, 1, 1, 5, 0, tzinfo=UTC) and v == 1
+    assert RowParser(schema, "fail", None).row(["2026-01-01T00:00:00+02:00", "1"])[0].astimezone(UTC).hour == 22
+    with pytest.raises(ValueError, match="unknown timeZone 'Mars/Olympus'"):
+        RowParser(schema, "fail", None, "Mars/Olympus")
+
+
+@pytest.mark.parametrize(
+    ("reader", "options", "named"),
+    [
+        ("files", {"path": ".", "sep": ";", "maxFilesPerTrigger": "2"}, ["'maxFilesPerTrigger'", "'sep'",
+                                                                        "format('pacer')"]),
+        ("files", {"path": ".", "latestFirst": "true", "cleanSource": "delete"}, ["'cleanSource'", "'latestFirst'"]),
+        ("gen", {"rowsPerSecond": "100"}, ["'rowsPerSecond'", "option rate"]),
+    ],
+)
+def test_pacer_sources_refuse_options_they_would_ignore(reader: str, options: dict[str, str],
+                                                         named: list[str]) -> None:
+    from pacer_spark.sources import FilesStreamReader, GenStreamReader
+
+    schema = StructType([StructField("v", IntegerType())])
+    with pytest.raises(ValueError, match="does not honour") as refused:
+        FilesStreamReader(options, schema) if reader == "files" else GenStreamReader(options)
+    assert all(name in str(refused.value) for name in named), str(refused.value)
+    GenStreamReader({"rate": "5", "traffic": "wave", "Duration": "10", "pacer.query": "q"})  # known options pass

@@ -12,37 +12,23 @@ read (a replay after a restart reads them: the reader process that knew is gone)
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-from pyspark.sql.types import (
-    BooleanType,
-    ByteType,
-    DataType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    ShortType,
-    StringType,
-    StructType,
-    TimestampNTZType,
-    TimestampType,
-)
+from pyspark.sql.types import StructType
 
+from pacer_spark.file_rows import MalformedRowError, RowParser, csv_records, json_records, session_zone
 from pacer_spark.options import OPT_ADDRESS, OPT_AUTHKEY, OPT_QUERY, OPT_TIMEOUT, GenPlan, parse_address
 from pacer_spark.rpc import ControllerClient, ControllerUnavailable
+
+__all__ = ["MalformedRowError", "RowParser"]  # re-exported: where users of pacer-files look for them
 
 log = logging.getLogger("pacer_spark.sources")
 
@@ -50,6 +36,39 @@ GEN_FORMAT = "pacer-gen"
 FILES_FORMAT = "pacer-files"
 FILE_FORMATS = ("csv", "json", "parquet")
 MALFORMED_MODES = ("quarantine", "fail")
+
+#: Options of every pacer source (the wiring :meth:`pacer_spark.PacerSession.read_stream` fills in).
+_WIRING = frozenset({OPT_QUERY, OPT_ADDRESS, OPT_AUTHKEY, OPT_TIMEOUT})
+GEN_OPTIONS = frozenset({"stream", "traffic", "rate", "duration", "seed", "start", "period", "numpartitions",
+                         "partitions"})
+FILES_OPTIONS = frozenset({"path", "format", "header", "manifest", "malformed", "quarantine", "stream", "timezone"})
+_HINTS = {
+    "rowspersecond": "pacer-gen's mean rate is option rate (rows/s); its shape is option traffic",
+    "maxfilespertrigger": "the Controller decides how many files a batch takes; cap it with the query's max_rows/"
+                          "max_bytes, or read Spark's own source through format('pacer'), which keeps this limit",
+}
+
+
+def check_options(source: str, options: Iterable[str], known: frozenset[str],
+                  prefixes: tuple[str, ...] = ()) -> None:
+    """Refuse an option the source would silently ignore, naming it and what to do.
+
+    :raises ValueError: for every unknown option (case-insensitive, as Spark's options are).
+    """
+    wiring = {k.lower() for k in _WIRING}
+    unknown = sorted(k for k in options
+                     if k.lower() not in known | wiring and not k.lower().startswith(prefixes))
+    if not unknown:
+        return
+    hints = "; ".join(f"{k}: {_HINTS[k.lower()]}" for k in unknown if k.lower() in _HINTS)
+    raise ValueError(
+        f"{source} does not honour option(s) {', '.join(repr(k) for k in unknown)}; it understands "
+        f"{', '.join(sorted(known | set(p + '*' for p in prefixes)))}. "
+        + (hints + ". " if hints else "")
+        + "For Spark's own sources and all their options, read spark.readStream.format('pacer')"
+        ".option('pacer.source', 'csv'|'json'|'parquet'|'kafka'|...)"
+    )
+
 
 
 class AdmissionAgent:
@@ -144,6 +163,7 @@ class GenStreamReader(DataSourceStreamReader):
     """Reader of ``pacer-gen``: datasets arrive on the wall clock per the traffic schedule."""
 
     def __init__(self, options: Mapping[str, str]) -> None:
+        check_options(GEN_FORMAT, options.keys(), GEN_OPTIONS, ("traffic.",))
         self.plan = GenPlan.from_options(options)
         self.agent = AdmissionAgent(options, GEN_FORMAT)
 
@@ -156,6 +176,10 @@ class GenStreamReader(DataSourceStreamReader):
         begin = int(start["index"])
         available = max(begin, self.plan.available_end(time.time()))
         return {"index": self.agent.end_offset(begin, available)}
+
+    def reportLatestOffset(self) -> dict[str, int]:
+        """What has arrived so far (``query.lastProgress``'s ``latestOffset``: the backlog is the gap)."""
+        return {"index": self.plan.available_end(time.time())}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
         """Split datasets ``[start, end)`` over the configured number of partitions."""
@@ -194,7 +218,11 @@ class PacerGenDataSource(DataSource):
     :data:`pacer_workloads.TRAFFIC_PATTERNS`), ``rate`` (mean rows/s), ``traffic.<param>``,
     ``duration`` (s), ``period`` (s per dataset), ``seed``, ``start`` (epoch s the traffic starts;
     set it for a restart to see the same schedule), ``numPartitions``; plus the ``pacer.*`` options
-    that :meth:`pacer_spark.PacerSession.read_stream` fills in.
+    that :meth:`pacer_spark.PacerSession.read_stream` fills in. Any other option is refused by name.
+
+    Datasets arrive on the wall clock from ``start`` on, so ``trigger(availableNow=True)`` reads what
+    has arrived when the query starts: nothing with the default ``start`` (now). Set ``start`` in the
+    past to replay a stretch of traffic in one go.
     """
 
     @classmethod
@@ -301,115 +329,16 @@ class FilesPartition(InputPartition):
     paths: tuple[str, ...]
 
 
-def _converter(dtype: DataType) -> Any:
-    if isinstance(dtype, (IntegerType, LongType, ShortType, ByteType)):
-        return int
-    if isinstance(dtype, (DoubleType, FloatType)):
-        return float
-    if isinstance(dtype, DecimalType):
-        from decimal import Decimal
-
-        return Decimal
-    if isinstance(dtype, BooleanType):
-        return lambda v: v if isinstance(v, bool) else {"true": True, "false": False}[str(v).strip().lower()]
-    if isinstance(dtype, (TimestampType, TimestampNTZType)):
-        def to_ts(v: Any) -> datetime:
-            if isinstance(v, (int, float)):
-                return datetime.fromtimestamp(float(v), tz=UTC).replace(tzinfo=None)
-            return datetime.fromisoformat(str(v).strip())
-
-        return to_ts
-    if isinstance(dtype, DateType):
-        return lambda v: date.fromisoformat(str(v).strip())
-    if isinstance(dtype, StringType):
-        return str
-    raise ValueError(f"pacer-files cannot parse column type {dtype.simpleString()}")
-
-
-class MalformedRowError(ValueError):
-    """A row that does not fit the schema, with ``malformed=fail``."""
-
-
-class RowParser:
-    """Converts text records to tuples of the schema's types; bad rows go to quarantine or raise."""
-
-    def __init__(self, schema: StructType, mode: str, quarantine: str | None) -> None:
-        self.names = [f.name for f in schema.fields]
-        self.convert = [_converter(f.dataType) for f in schema.fields]
-        self.mode = mode
-        self.quarantine = Path(quarantine) if quarantine else None
-
-    def row(self, values: Sequence[Any]) -> tuple[Any, ...]:
-        """One record -> a tuple; raises ValueError with the reason when it does not fit."""
-        if len(values) != len(self.names):
-            raise ValueError(f"expected {len(self.names)} fields, got {len(values)}")
-        out: list[Any] = []
-        for name, conv, value in zip(self.names, self.convert, values, strict=True):
-            if value is None or value == "":
-                out.append(None)
-                continue
-            try:
-                out.append(conv(value))
-            except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
-                raise ValueError(f"column {name!r}: cannot parse {value!r} ({type(exc).__name__})") from None
-        return tuple(out)
-
-    def parse(self, path: Path, records: Iterator[tuple[int, str, Sequence[Any] | None]]) -> Iterator[tuple[Any, ...]]:
-        """Yield good rows of ``records`` (``(line, raw, values or None when unreadable)``)."""
-        bad: list[dict[str, Any]] = []
-        for line, raw, values in records:
-            try:
-                if values is None:
-                    raise ValueError("unreadable record")
-                yield self.row(values)
-            except ValueError as exc:
-                if self.mode == "fail":
-                    raise MalformedRowError(
-                        f"pacer-files: malformed row in {path} line {line}: {exc}. "
-                        "Fix the file, or start the stream with option malformed=quarantine (pacer run: --malformed quarantine) "
-                        "to set such rows aside"
-                    ) from None
-                bad.append({"file": path.name, "line": line, "reason": str(exc), "raw": raw})
-        if self.quarantine is not None and bad:
-            # One file per dataset, rewritten whole: a replayed batch quarantines the same rows once.
-            self.quarantine.mkdir(parents=True, exist_ok=True)
-            tmp = self.quarantine / f".{path.name}.bad.tmp"
-            tmp.write_text("".join(json.dumps(b) + "\n" for b in bad))
-            tmp.replace(self.quarantine / f"{path.name}.bad")
-
-
-def _csv_records(path: Path, header: bool) -> Iterator[tuple[int, str, Sequence[Any] | None]]:
-    with path.open(newline="") as fh:
-        for number, raw in enumerate(fh, start=1):
-            if (header and number == 1) or not raw.strip():
-                continue
-            try:
-                values = next(csv.reader([raw]))
-            except csv.Error:
-                values = None
-            yield number, raw.rstrip("\n"), values
-
-
-def _json_records(path: Path, names: Sequence[str]) -> Iterator[tuple[int, str, Sequence[Any] | None]]:
-    with path.open() as fh:
-        for number, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-                values: Sequence[Any] | None = [obj.get(n) for n in names] if isinstance(obj, dict) else None
-            except ValueError:
-                values = None
-            yield number, raw.rstrip("\n"), values
-
-
 class FilesStreamReader(DataSourceStreamReader):
     """Reader of ``pacer-files``: one dataset per file of a watched directory."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         if "path" not in options:
             raise ValueError("pacer-files needs option path=<directory to watch>")
+        check_options(FILES_FORMAT, options.keys(), FILES_OPTIONS)
         self.directory = Path(options["path"]).resolve()
+        self.time_zone = options.get("timeZone", "UTC")
+        session_zone(self.time_zone)  # an unknown zone fails when the stream starts, not in a task
         self.format = options.get("format", "csv").lower()
         if self.format not in FILE_FORMATS:
             raise ValueError(f"pacer-files: format must be one of {FILE_FORMATS}, got {self.format!r}")
@@ -437,6 +366,10 @@ class FilesStreamReader(DataSourceStreamReader):
         self._told = len(self.manifest.entries)
         return {"index": end}
 
+    def reportLatestOffset(self) -> dict[str, int]:
+        """Files listed so far (``query.lastProgress``'s ``latestOffset``: the backlog is the gap)."""
+        return {"index": len(self.manifest.entries)}
+
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
         """One partition per file of ``[start, end)`` (files the Controller shed are skipped)."""
         entries = self.manifest.entries[int(start["index"]) : int(end["index"])]
@@ -445,7 +378,8 @@ class FilesStreamReader(DataSourceStreamReader):
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         """Parse the partition's files; malformed rows are quarantined or fail the batch (option ``malformed``)."""
         assert isinstance(partition, FilesPartition)
-        parser = RowParser(self.schema, self.malformed, self.quarantine if self.malformed == "quarantine" else None)
+        parser = RowParser(self.schema, self.malformed, self.quarantine if self.malformed == "quarantine" else None,
+                           self.time_zone)
         for name in partition.paths:
             path = Path(name)
             if self.format == "parquet":
@@ -457,9 +391,9 @@ class FilesStreamReader(DataSourceStreamReader):
                     path, ((i + 1, json.dumps(r, default=str), [r.get(n) for n in parser.names]) for i, r in enumerate(rows))
                 )
             elif self.format == "json":
-                yield from parser.parse(path, _json_records(path, parser.names))
+                yield from parser.parse(path, json_records(path, parser.names))
             else:
-                yield from parser.parse(path, _csv_records(path, self.header))
+                yield from parser.parse(path, csv_records(path, self.header))
 
     def stop(self) -> None:
         """Close the RPC connection."""
@@ -472,8 +406,10 @@ class PacerFilesDataSource(DataSource):
     Options: ``path`` (directory; move finished files in atomically), ``format`` (csv, json lines,
     parquet), ``header`` (CSV), ``manifest`` (where offsets and arrival times are recorded; keep it
     beside the checkpoint, one per query), ``malformed`` (``fail`` or ``quarantine``) and
-    ``quarantine`` (directory for set-aside rows); the schema comes from ``.schema(...)`` or option
-    ``stream`` (a pacer workload stream).
+    ``quarantine`` (directory for set-aside rows), ``timeZone`` (of timestamps without an offset:
+    :meth:`pacer_spark.PacerSession.read_stream` passes ``spark.sql.session.timeZone``; UTC otherwise);
+    the schema comes from ``.schema(...)`` or option ``stream`` (a pacer workload stream). Any other
+    option is refused by name (see :func:`check_options`).
     """
 
     @classmethod

@@ -1,0 +1,168 @@
+"""Rows of ``pacer-files``: text and JSON records turned into the schema's types, bad rows set aside or failed.
+
+A timestamp without an offset is read in the session's time zone (option ``timeZone``, as Spark's own
+csv and json sources read it), not in the time zone of the machine the reader runs on.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator, Sequence
+from datetime import UTC, date, datetime, tzinfo
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pyspark.sql.types import (
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+
+def session_zone(name: str) -> tzinfo:
+    """The ``tzinfo`` of a Spark time-zone name (region ids such as ``America/New_York``, ``UTC``, or
+    offsets such as ``+02:00``).
+
+    :raises ValueError: naming the option when the zone is unknown.
+    """
+    if name.upper() in ("UTC", "Z", "GMT"):
+        return UTC
+    if name[:1] in "+-":
+        sign = 1 if name[0] == "+" else -1
+        hours, _, minutes = name[1:].partition(":")
+        from datetime import timedelta, timezone
+
+        try:
+            return timezone(sign * timedelta(hours=int(hours), minutes=int(minutes or 0)))
+        except ValueError:
+            pass
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"pacer-files: unknown timeZone {name!r}; use a region id such as 'UTC' or "
+                         "'America/New_York', or an offset such as '+02:00'") from None
+
+
+def _converter(dtype: DataType, zone: tzinfo) -> Any:
+    """How to turn one text/JSON value into ``dtype``; a TIMESTAMP without an offset is read in ``zone``."""
+    if isinstance(dtype, (IntegerType, LongType, ShortType, ByteType)):
+        return int
+    if isinstance(dtype, (DoubleType, FloatType)):
+        return float
+    if isinstance(dtype, DecimalType):
+        from decimal import Decimal
+
+        return Decimal
+    if isinstance(dtype, BooleanType):
+        return lambda v: v if isinstance(v, bool) else {"true": True, "false": False}[str(v).strip().lower()]
+    if isinstance(dtype, TimestampNTZType):
+        def to_local(v: Any) -> datetime:
+            if isinstance(v, (int, float)):
+                return datetime.fromtimestamp(float(v), tz=UTC).replace(tzinfo=None)
+            return datetime.fromisoformat(str(v).strip()).replace(tzinfo=None)
+
+        return to_local
+    if isinstance(dtype, TimestampType):
+        def to_instant(v: Any) -> datetime:
+            if isinstance(v, (int, float)):
+                return datetime.fromtimestamp(float(v), tz=UTC)
+            parsed = datetime.fromisoformat(str(v).strip())
+            return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=zone)
+
+        return to_instant
+    if isinstance(dtype, DateType):
+        return lambda v: date.fromisoformat(str(v).strip())
+    if isinstance(dtype, StringType):
+        return str
+    raise ValueError(f"pacer-files cannot parse column type {dtype.simpleString()}")
+
+
+class MalformedRowError(ValueError):
+    """A row that does not fit the schema, with ``malformed=fail``."""
+
+
+class RowParser:
+    """Converts text records to tuples of the schema's types; bad rows go to quarantine or raise."""
+
+    def __init__(self, schema: StructType, mode: str, quarantine: str | None, time_zone: str = "UTC") -> None:
+        self.names = [f.name for f in schema.fields]
+        zone = session_zone(time_zone)
+        self.convert = [_converter(f.dataType, zone) for f in schema.fields]
+        self.mode = mode
+        self.quarantine = Path(quarantine) if quarantine else None
+
+    def row(self, values: Sequence[Any]) -> tuple[Any, ...]:
+        """One record -> a tuple; raises ValueError with the reason when it does not fit."""
+        if len(values) != len(self.names):
+            raise ValueError(f"expected {len(self.names)} fields, got {len(values)}")
+        out: list[Any] = []
+        for name, conv, value in zip(self.names, self.convert, values, strict=True):
+            if value is None or value == "":
+                out.append(None)
+                continue
+            try:
+                out.append(conv(value))
+            except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
+                raise ValueError(f"column {name!r}: cannot parse {value!r} ({type(exc).__name__})") from None
+        return tuple(out)
+
+    def parse(self, path: Path, records: Iterator[tuple[int, str, Sequence[Any] | None]]) -> Iterator[tuple[Any, ...]]:
+        """Yield good rows of ``records`` (``(line, raw, values or None when unreadable)``)."""
+        bad: list[dict[str, Any]] = []
+        for line, raw, values in records:
+            try:
+                if values is None:
+                    raise ValueError("unreadable record")
+                yield self.row(values)
+            except ValueError as exc:
+                if self.mode == "fail":
+                    raise MalformedRowError(
+                        f"pacer-files: malformed row in {path} line {line}: {exc}. "
+                        "Fix the file, or start the stream with option malformed=quarantine (pacer run: --malformed quarantine) "
+                        "to set such rows aside"
+                    ) from None
+                bad.append({"file": path.name, "line": line, "reason": str(exc), "raw": raw})
+        if self.quarantine is not None and bad:
+            # One file per dataset, rewritten whole: a replayed batch quarantines the same rows once.
+            self.quarantine.mkdir(parents=True, exist_ok=True)
+            tmp = self.quarantine / f".{path.name}.bad.tmp"
+            tmp.write_text("".join(json.dumps(b) + "\n" for b in bad))
+            tmp.replace(self.quarantine / f"{path.name}.bad")
+
+
+def csv_records(path: Path, header: bool) -> Iterator[tuple[int, str, Sequence[Any] | None]]:
+    with path.open(newline="") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if (header and number == 1) or not raw.strip():
+                continue
+            try:
+                values = next(csv.reader([raw]))
+            except csv.Error:
+                values = None
+            yield number, raw.rstrip("\n"), values
+
+
+def json_records(path: Path, names: Sequence[str]) -> Iterator[tuple[int, str, Sequence[Any] | None]]:
+    with path.open() as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+                values: Sequence[Any] | None = [obj.get(n) for n in names] if isinstance(obj, dict) else None
+            except ValueError:
+                values = None
+            yield number, raw.rstrip("\n"), values

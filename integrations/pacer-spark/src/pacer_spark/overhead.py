@@ -6,7 +6,11 @@ Writes ``--files`` csv files of ``--rows`` rows into a scratch folder, then drai
 with ``trigger(availableNow=True)`` and ``maxFilesPerTrigger`` (the same batches on both sides)
 into Spark's parquet sink, alternating plain ``format("csv")`` and ``format("pacer")`` with
 admission ``asap`` (pacer decides every batch end, the gate and the listener run, nothing waits),
-``--repeat`` times each, on one SparkSession. Prints each run's seconds and the ratio of the medians.
+``--repeat`` times each, on one SparkSession. Prints each run's seconds, the median [min-max] of each
+side and the ratio of the medians.
+
+:func:`drain_query`, :func:`interleave`, :func:`compare` and :func:`summary_line` are the source-agnostic
+part, which ``python -m pacer_kafka.overhead`` (Kafka through ``format("pacer")``) shares.
 """
 
 from __future__ import annotations
@@ -18,10 +22,14 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 SCHEMA = "id BIGINT, ts TIMESTAMP, word STRING, value DOUBLE"
+
+#: One timed run: ``seconds`` to drain, ``batches`` with data, ``rows`` read.
+Run = dict[str, float]
 
 
 def write_backlog(folder: Path, files: int, rows: int) -> None:
@@ -33,18 +41,63 @@ def write_backlog(folder: Path, files: int, rows: int) -> None:
         (folder / f"part-{f:04d}.csv").write_text("".join(lines))
 
 
+def drain_query(frame: Any, out: Path, *, sink: str = "parquet") -> Run:
+    """Drain the streaming ``frame`` with ``trigger(availableNow=True)`` into ``sink`` (``parquet`` under
+    ``out/data``, or ``noop``), checkpointed under ``out``; the seconds from start to termination, the
+    batches with data and the rows read (from the query's progress)."""
+    writer = frame.writeStream.format(sink).option("checkpointLocation", str(out / "checkpoint"))
+    if sink == "parquet":
+        writer = writer.option("path", str(out / "data"))
+    t0 = time.perf_counter()
+    query = writer.queryName(f"overhead-{out.name}").trigger(availableNow=True).start()
+    query.awaitTermination()
+    seconds = time.perf_counter() - t0
+    ran = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    return {"seconds": seconds, "batches": len(ran), "rows": sum(p["numInputRows"] for p in ran)}
+
+
 def drain(spark: Any, backlog: Path, out: Path, *, paced: bool, files_per_batch: int) -> tuple[float, int, int]:
     """Seconds to drain ``backlog`` into parquet, the batches with data and the rows read."""
     reader = spark.readStream.format("pacer").option("pacer.source", "csv") if paced else spark.readStream.format("csv")
     frame = reader.option("maxFilesPerTrigger", files_per_batch).schema(SCHEMA).load(str(backlog))
-    t0 = time.perf_counter()
-    query = (frame.writeStream.format("parquet").option("path", str(out / "data"))
-             .option("checkpointLocation", str(out / "checkpoint")).queryName(f"overhead-{out.name}")
-             .trigger(availableNow=True).start())
-    query.awaitTermination()
-    seconds = time.perf_counter() - t0
-    ran = [p for p in query.recentProgress if p["numInputRows"] > 0]
-    return seconds, len(ran), sum(p["numInputRows"] for p in ran)
+    run = drain_query(frame, out)
+    return run["seconds"], int(run["batches"]), int(run["rows"])
+
+
+def interleave(sides: Sequence[str], repeat: int, run: Callable[[str, int], Run]) -> dict[str, list[Run]]:
+    """``run(side, i)`` ``repeat`` times per side, the order reversed every other round (A B, B A, ...) so
+    that neither side always runs on the warmer JVM; prints each run."""
+    runs: dict[str, list[Run]] = {side: [] for side in sides}
+    width = max(len(side) for side in sides)
+    for i in range(repeat):
+        for side in sides if i % 2 == 0 else tuple(reversed(sides)):
+            result = run(side, i)
+            runs[side].append(result)
+            print(f"run {i + 1} {side:>{width}}: {result['seconds']:6.2f} s, {int(result['batches'])} batches, "
+                  f"{int(result['rows'])} rows", flush=True)
+    return runs
+
+
+def spread(values: Iterable[float]) -> dict[str, float]:
+    """The median, min and max of ``values``."""
+    seen = sorted(values)
+    return {"median": statistics.median(seen), "min": seen[0], "max": seen[-1]}
+
+
+def compare(runs: dict[str, list[Run]], base: str = "plain", other: str = "pacer") -> dict[str, Any]:
+    """Per side the median and the min/max seconds, and the ratio of the medians ``other / base``."""
+    stats = {side: spread(r["seconds"] for r in rs) for side, rs in runs.items()}
+    return {"median_s": {side: st["median"] for side, st in stats.items()},
+            "min_s": {side: st["min"] for side, st in stats.items()},
+            "max_s": {side: st["max"] for side, st in stats.items()},
+            "ratio": stats[other]["median"] / stats[base]["median"]}
+
+
+def summary_line(summary: dict[str, Any], labels: dict[str, str]) -> str:
+    """``median [min-max]`` per side (in ``labels``' order, named by them) and the ratio."""
+    sides = [f"{label} {summary['median_s'][side]:.2f} s [{summary['min_s'][side]:.2f}-{summary['max_s'][side]:.2f}]"
+             for side, label in labels.items()]
+    return f"median [min-max]: {', '.join(sides)}: {summary['ratio']:.3f}x"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,21 +121,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         write_backlog(scratch / "backlog", args.files, args.rows)
         drain(spark, scratch / "backlog", scratch / "warm-up", paced=False, files_per_batch=args.files_per_batch)
-        runs: dict[str, list[dict[str, float]]] = {"plain": [], "pacer": []}
-        for i in range(args.repeat):
-            for side in ("plain", "pacer") if i % 2 == 0 else ("pacer", "plain"):
-                seconds, batches, rows = drain(spark, scratch / "backlog", scratch / f"{side}-{i}",
-                                               paced=side == "pacer", files_per_batch=args.files_per_batch)
-                runs[side].append({"seconds": seconds, "batches": batches, "rows": rows})
-                print(f"run {i + 1} {side:>5}: {seconds:6.2f} s, {batches} batches, {rows} rows", flush=True)
-                shutil.rmtree(scratch / f"{side}-{i}", ignore_errors=True)
-        medians = {side: statistics.median(r["seconds"] for r in rs) for side, rs in runs.items()}
-        ratio = medians["pacer"] / medians["plain"]
-        print(f"median: plain {medians['plain']:.2f} s, format('pacer') {medians['pacer']:.2f} s: {ratio:.3f}x")
+
+        def run(side: str, i: int) -> Run:
+            out = scratch / f"{side}-{i}"
+            seconds, batches, rows = drain(spark, scratch / "backlog", out, paced=side == "pacer",
+                                           files_per_batch=args.files_per_batch)
+            shutil.rmtree(out, ignore_errors=True)
+            return {"seconds": seconds, "batches": batches, "rows": rows}
+
+        runs = interleave(("plain", "pacer"), args.repeat, run)
+        summary = compare(runs)
+        print(summary_line(summary, {"plain": "plain", "pacer": "format('pacer')"}))
         if args.json:
             Path(args.json).write_text(json.dumps({"files": args.files, "rows_per_file": args.rows,
                                                    "files_per_batch": args.files_per_batch, "runs": runs,
-                                                   "median_s": medians, "ratio": ratio}, indent=2))
+                                                   **summary}, indent=2))
     finally:
         handle.stop()
         spark.stop()

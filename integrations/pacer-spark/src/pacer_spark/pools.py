@@ -64,15 +64,25 @@ def session_builder(
     shuffle_partitions: int = 2,
     ladder: Sequence[int] = DEFAULT_LADDER,
     rapids_jars: Sequence[str] = (),
+    kafka: bool = False,
     conf: Mapping[str, str] | None = None,
 ) -> Any:
     """A ``SparkSession.Builder`` set up for pacer.
 
     Sets ``spark.scheduler.mode=FAIR`` with an allocation file holding the pool ladder (these must
     be set before the SparkContext starts, which is why this is a builder), the shuffle partitions,
-    and, with ``rapids_jars``, the RAPIDS Accelerator plugin (``spark.plugins``).
+    and, with ``rapids_jars``, the RAPIDS Accelerator plugin (``spark.plugins``). With ``kafka``,
+    Spark's Kafka connector (:func:`kafka_jars`) joins ``spark.jars`` so that ``format("kafka")``
+    and ``format("pacer").option("pacer.source", "kafka")`` work; jars from ``rapids_jars`` and a
+    ``spark.jars`` in ``conf`` are kept beside it.
+
+    :raises ImportError: ``kafka`` without pacer-kafka installed (the message says what to install).
     """
     from pyspark.sql import SparkSession
+
+    conf = dict(conf or {})
+    jars = [*rapids_jars, *(kafka_jars() if kafka else ())]
+    jars += [j for j in conf.pop("spark.jars", "").split(",") if j.strip() and j not in jars]
 
     builder = (
         SparkSession.builder.master(master)
@@ -82,12 +92,29 @@ def session_builder(
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.sql.streaming.stateStore.stateSchemaCheck", "true")
     )
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
     if rapids_jars:
         builder = (
-            builder.config("spark.jars", ",".join(rapids_jars))
-            .config("spark.plugins", "com.nvidia.spark.SQLPlugin")
+            builder.config("spark.plugins", "com.nvidia.spark.SQLPlugin")
             .config("spark.rapids.sql.enabled", "true")
         )
-    for key, value in (conf or {}).items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     return builder
+
+
+def kafka_jars() -> list[str]:
+    """The jars of Spark's Kafka connector for the installed PySpark, from pacer-kafka (resolved with ``mvn``, cached).
+
+    :raises ImportError: pacer-kafka is not installed.
+    """
+    try:
+        from pacer_kafka.connector import spark_kafka_jars
+    except ImportError as exc:
+        raise ImportError(
+            "session_builder(kafka=True) puts Spark's Kafka connector on the classpath, which pacer-kafka "
+            "resolves from Maven Central: pip install pacer-kafka (from this repository: "
+            "pip install -e integrations/pacer-kafka)"
+        ) from exc
+    return [str(path) for path in spark_kafka_jars()]

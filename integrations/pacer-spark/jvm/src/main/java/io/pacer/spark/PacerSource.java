@@ -3,6 +3,7 @@ package io.pacer.spark;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.lang.reflect.Method;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -74,6 +75,9 @@ public final class PacerSource implements Source, SupportsTriggerAvailableNow,
   private boolean availableNowObserved;
   private boolean warned;
   private String queryName;
+  /** The delegate's starting offsets as JSON (see {@link #startingOffsetsJson}); read once. */
+  private String startingJson;
+  private boolean startingJsonRead;
 
   PacerSource(SparkSession session, Source delegate, String sourceName, String queryOption,
       Map<String, String> pacerOptions) {
@@ -274,9 +278,55 @@ public final class PacerSource implements Source, SupportsTriggerAvailableNow,
         return new OffsetSnapshot(seq, next, now, null, null, null, false);
       }
     }
-    Long rows = OffsetSnapshot.partitionOffsetRows(prev == null ? null : prev.json(), next.json());
+    Long rows = OffsetSnapshot.partitionOffsetRows(
+        prev == null ? startingOffsetsJson() : prev.json(), next.json());
     Long bytes = rows == null ? null : rows * (long) delegate.schema().defaultSize();
     return new OffsetSnapshot(seq, next, now, rows, null, bytes, true);
+  }
+
+  /**
+   * Where a query without a committed offset starts, as {@code {topic: {partition: offset}}}, so
+   * that its first snapshot is measured too; null where unknown.
+   *
+   * <p>Kafka's V1 source resolves its {@code startingOffsets} (earliest, latest, per partition, by
+   * timestamp) once, on its first {@code latestOffset}, into the private lazy value
+   * {@code initialPartitionOffsets} (also written to its metadata log), and starts its first batch
+   * there: read it by reflection, as a map of Kafka {@code TopicPartition} to offset. Any other
+   * delegate has no such member and gets null (its first snapshot's rows stay unknown).
+   */
+  private String startingOffsetsJson() {
+    if (startingJsonRead) {
+      return startingJson;
+    }
+    startingJsonRead = true;
+    Method initial;
+    try {
+      initial = delegate.getClass().getDeclaredMethod("initialPartitionOffsets");
+    } catch (NoSuchMethodException notKafka) {
+      return null;
+    }
+    try {
+      initial.setAccessible(true);
+      Object offsets = initial.invoke(delegate);
+      if (!(offsets instanceof scala.collection.Map)) {
+        return null;
+      }
+      @SuppressWarnings("unchecked")
+      Map<Object, Object> byPartition =
+          CollectionConverters.asJava((scala.collection.Map<Object, Object>) offsets);
+      ObjectNode json = OffsetSnapshot.JSON.createObjectNode();
+      for (Map.Entry<Object, Object> e : byPartition.entrySet()) {
+        Object partition = e.getKey();
+        String topic = (String) partition.getClass().getMethod("topic").invoke(partition);
+        Object number = partition.getClass().getMethod("partition").invoke(partition);
+        ObjectNode perTopic = json.has(topic) ? (ObjectNode) json.get(topic) : json.putObject(topic);
+        perTopic.put(String.valueOf(number), ((Number) e.getValue()).longValue());
+      }
+      startingJson = json.toString();
+    } catch (ReflectiveOperationException | RuntimeException unreadable) {
+      LOG.debug("cannot read the starting offsets of {}", delegate, unreadable);
+    }
+    return startingJson;
   }
 
   /** The index into {@code pending} of the last snapshot to admit; -1 for none now. */
@@ -414,11 +464,23 @@ public final class PacerSource implements Source, SupportsTriggerAvailableNow,
       if (query == null) {
         return -1L;
       }
-      // StreamingQueryWrapper.streamingQuery().currentBatchId(), by name: the classes moved
-      // package between Spark releases (4.3: execution.streaming.runtime)
+      // StreamingQueryWrapper.streamingQuery(), by name: the classes moved package between Spark
+      // releases (4.3: execution.streaming.runtime)
       Object execution = query.getClass().getMethod("streamingQuery").invoke(query);
-      return ((Number) execution.getClass().getMethod("currentBatchId").invoke(execution))
-          .longValue();
+      Method batchId;
+      Object owner = execution;
+      try { // StreamExecution.currentBatchId() of older releases (3.x)
+        batchId = execution.getClass().getMethod("currentBatchId");
+      } catch (NoSuchMethodException gone) {
+        // 4.2 and 4.3 have none: the batch being constructed is the execution context's
+        // (MicroBatchExecution.getLatestExecutionContext().batchId())
+        owner = execution.getClass().getMethod("getLatestExecutionContext").invoke(execution);
+        if (owner == null) {
+          return -1L;
+        }
+        batchId = owner.getClass().getMethod("batchId");
+      }
+      return ((Number) batchId.invoke(owner)).longValue();
     } catch (ReflectiveOperationException | RuntimeException unknown) {
       LOG.debug("no current batch id for query {}", id, unknown);
     }

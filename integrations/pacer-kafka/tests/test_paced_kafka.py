@@ -1,0 +1,237 @@
+"""Spark's Kafka source read through ``format("pacer")`` and paced by the Controller, on a real broker.
+
+``pacer.source=kafka`` wraps the source Spark's ``KafkaSourceProvider.createSource`` builds (the V1
+``KafkaSource``): each change of its latest offsets is one pacer dataset, whose rows are the offset
+delta summed over the partitions. The job in ``kafka_app.py`` runs in a process of its own so that it
+can be killed with SIGKILL like a crashed driver.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pacer_kafka.broker import BrokerInfo
+
+pytestmark = pytest.mark.spark
+
+APP = Path(__file__).with_name("kafka_app.py")
+PARTITIONS = 2
+#: The kill-and-restart test: records written in all, and the job's maxOffsetsPerTrigger.
+TOTAL, CAP = 2000, 500
+
+
+def new_topic(bootstrap_servers: str, prefix: str) -> str:
+    """A fresh topic of PARTITIONS partitions."""
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})  # alive until the futures are done
+    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
+        future.result(timeout=30)
+    return topic
+
+
+def produce(bootstrap_servers: str, topic: str, first: int, count: int) -> None:
+    """Records ``first`` .. ``first + count - 1``: key and value the number, round robin over the partitions."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap_servers, "linger.ms": 5})
+    for i in range(first, first + count):
+        producer.produce(topic, key=str(i).encode(), value=f"record-{i}".encode(), partition=i % PARTITIONS)
+    assert producer.flush(30) == 0, "the producer could not deliver every record"
+
+
+def offsets_rows(start: str | dict[str, Any] | None, end: str | dict[str, Any]) -> int:
+    """Records between two Kafka source offsets ({topic: {partition: offset}}); no start: from offset 0."""
+    def parsed(offset: str | dict[str, Any] | None) -> dict[str, dict[str, int]]:
+        return (json.loads(offset) if isinstance(offset, str) else offset) or {}  # progress says "null"
+
+    before, after = parsed(start), parsed(end)
+    return sum(o - before.get(t, {}).get(p, 0) for t, parts in after.items() for p, o in parts.items())
+
+
+def test_session_builder_puts_the_connector_into_spark_jars() -> None:
+    pacer_spark = pytest.importorskip("pacer_spark")
+    from pacer_kafka.connector import spark_kafka_jars
+
+    builder = pacer_spark.session_builder(kafka=True, rapids_jars=["/opt/rapids.jar"],
+                                          conf={"spark.jars": "/opt/own.jar", "spark.ui.enabled": "false"})
+    connector = [str(p) for p in spark_kafka_jars()]
+    assert builder._options["spark.jars"].split(",") == ["/opt/rapids.jar", *connector, "/opt/own.jar"]
+    assert builder._options["spark.plugins"] == "com.nvidia.spark.SQLPlugin"
+    assert builder._options["spark.ui.enabled"] == "false"
+    assert "spark.jars" not in pacer_spark.session_builder()._options
+
+
+def test_session_builder_kafka_without_pacer_kafka_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    pacer_spark = pytest.importorskip("pacer_spark")
+    monkeypatch.setitem(sys.modules, "pacer_kafka.connector", None)  # as if pacer-kafka were not installed
+    with pytest.raises(ImportError, match="pip install pacer-kafka"):
+        pacer_spark.session_builder(kafka=True)
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    """A local session from ``pacer_spark.session_builder(kafka=True)``: the connector's jars in ``spark.jars``."""
+    pytest.importorskip("pyspark")
+    pacer_spark = pytest.importorskip("pacer_spark")
+    session = (pacer_spark.session_builder("local[2]", "pacer-kafka-paced", kafka=True)
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    jars = session.sparkContext.getConf().get("spark.jars", "")
+    if "spark-sql-kafka-0-10" not in jars:
+        session.stop()
+        pytest.skip("another SparkSession without Spark's Kafka connector is active in this process")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def paced(spark: Any) -> Iterator[Any]:
+    """The session's pacer, deciding every format('pacer') query (zStream, 5 s deadline)."""
+    import pacer_spark
+
+    handle = pacer_spark.attach(spark, admission="zstream", deadline="5s")
+    yield handle
+    handle.stop()
+
+
+def drain(spark: Any, bootstrap_servers: str, topic: str, name: str, **options: Any) -> Any:
+    """Read ``topic`` through format('pacer') with availableNow into a memory sink; the finished query."""
+    reader = (spark.readStream.format("pacer").option("pacer.source", "kafka")
+              .option("kafka.bootstrap.servers", bootstrap_servers).option("subscribe", topic)
+              .option("startingOffsets", "earliest"))
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    query = (reader.load().selectExpr("CAST(key AS STRING) AS key").writeStream.queryName(name).format("memory")
+             .trigger(availableNow=True).start())
+    assert query.awaitTermination(120), f"{name} did not drain in 120 s"
+    assert query.exception() is None, query.exception()
+    return query
+
+
+def test_numinputrows_and_latest_offset_of_a_paced_kafka_query(
+    spark: Any, paced: Any, kafka_broker: BrokerInfo
+) -> None:
+    servers = kafka_broker.bootstrap_servers
+    topic = new_topic(servers, "paced-once")
+    produce(servers, topic, 0, 700)
+    requests = []
+    decide = paced.paced.decide
+
+    def recording(request: Any) -> Any:
+        requests.append(request)
+        return decide(request)
+
+    paced.paced.bridge.register_handler("*", recording)
+    try:
+        whole = drain(spark, servers, topic, "kafka_whole")
+        capped = drain(spark, servers, topic, "kafka_capped", maxOffsetsPerTrigger=300)
+    finally:
+        paced.paced.bridge.register_handler("*", decide)
+    end = {topic: {str(p): 700 // PARTITIONS for p in range(PARTITIONS)}}
+
+    # no read limit: one snapshot, one batch of every record
+    last = whole.lastProgress
+    assert last["numInputRows"] == 700
+    assert json.loads(last["sources"][0]["endOffset"]) == end
+    assert json.loads(last["sources"][0]["latestOffset"]) == end
+    assert last["sources"][0]["description"].startswith("PacerSource[query=kafka_whole, source=kafka")
+    assert spark.sql("SELECT count(DISTINCT key) AS n, count(*) AS rows FROM kafka_whole").first() == (700, 700)
+
+    # maxOffsetsPerTrigger stays a cap: the backlog is seen as 300-row snapshots, each batch within the cap
+    ran = [p for p in capped.recentProgress if p["numInputRows"] > 0]
+    assert [p["numInputRows"] for p in ran] == [300, 300, 100]
+    for p in ran:
+        source = p["sources"][0]
+        assert p["numInputRows"] == offsets_rows(source["startOffset"], source["endOffset"])
+        assert json.loads(source["latestOffset"]) == end
+    assert spark.sql("SELECT count(DISTINCT key) AS n, count(*) AS rows FROM kafka_capped").first() == (700, 700)
+
+    # the Controller decided every batch, from rows the Kafka offsets measured (the first snapshot too)
+    first = next(r for r in requests if r.query == "kafka_capped")
+    assert [s.rows for s in first.snapshots] == [300, 300, 100]
+    assert all(s.bytes_estimated and s.bytes for s in first.snapshots)
+    summary = paced.report()["spark"]["paced"]
+    assert summary["kafka_whole"]["decisions"] >= 1 and summary["kafka_capped"]["decisions"] >= 3
+    assert summary["kafka_capped"]["error"] is None
+    assert paced.paced.bridge.fallback_warnings("kafka_capped") == 0
+
+
+def launch(tmp: Path, servers: str, topic: str, out: Path, *extra: str) -> subprocess.Popen[bytes]:
+    """The user's job in its own process group (SIGKILL takes its JVM too)."""
+    log = (tmp / f"{out.name}-{len(list(tmp.glob(out.name + '-*.log')))}.log").open("wb")
+    env = {k: v for k, v in os.environ.items() if k != "PACER_PLUGINS"}  # every installed strategy, zstream too
+    env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    return subprocess.Popen([sys.executable, str(APP), "--bootstrap-servers", servers, "--topic", topic,
+                             "--out", str(out), *extra], stdout=log, stderr=subprocess.STDOUT, env=env,
+                            start_new_session=True)
+
+
+def commits(out: Path) -> int:
+    """Batches the job committed (its checkpoint's commit log)."""
+    folder = out / "checkpoint" / "commits"
+    return len([p for p in folder.iterdir() if p.name.isdigit()]) if folder.is_dir() else 0
+
+
+def logs(tmp: Path) -> str:
+    return "\n".join(p.read_text(errors="replace")[-3000:] for p in sorted(tmp.glob("*.log")))
+
+
+def said(tmp: Path, prefix: str) -> Any:
+    """The JSON the restarted job printed after ``prefix``."""
+    lines = [line for p in sorted(tmp.glob("*.log")) for line in p.read_text(errors="replace").splitlines()]
+    return json.loads(next(line for line in reversed(lines) if line.startswith(prefix))[len(prefix):])
+
+
+def test_a_paced_kafka_query_killed_and_restarted_writes_every_record_once(
+    spark: Any, kafka_broker: BrokerInfo, tmp_path: Path
+) -> None:
+    servers = kafka_broker.bootstrap_servers
+    topic = new_topic(servers, "paced-kill")
+    out = tmp_path / "paced"
+    produce(servers, topic, 0, 400)
+    written = 400
+    job = launch(tmp_path, servers, topic, out, "--max-offsets", str(CAP))
+    try:
+        limit = time.monotonic() + 120
+        while commits(out) < 2:  # records keep arriving while it runs; kill it mid-stream
+            assert job.poll() is None, f"the paced job exited early:\n{logs(tmp_path)}"
+            assert time.monotonic() < limit, f"no two batches committed in 120 s:\n{logs(tmp_path)}"
+            if written < TOTAL - 400:
+                produce(servers, topic, written, 100)
+                written += 100
+            time.sleep(0.5)
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+    produce(servers, topic, written, TOTAL - written)
+
+    restart = launch(tmp_path, servers, topic, out, "--max-offsets", str(CAP), "--available-now")
+    assert restart.wait(timeout=180) == 0, f"the restarted job failed:\n{logs(tmp_path)}"
+
+    frame = spark.read.parquet(str(out / "data"))  # through the sink's _spark_metadata log, as a reader should
+    rows = [(int(r["key"]), r["value"], r["partition"], r["offset"]) for r in frame.collect()]
+    keys = sorted(key for key, *_ in rows)
+    assert keys == list(range(TOTAL)), f"{len(keys)} rows, {len(set(keys))} distinct keys\n{logs(tmp_path)}"
+    assert all(value == f"record-{key}" and partition == key % PARTITIONS for key, value, partition, _ in rows)
+    assert len({(partition, offset) for _, _, partition, offset in rows}) == TOTAL
+
+    paced = said(tmp_path, "pacer: ")["kafka-keys"]
+    assert paced["decisions"] > 0 and paced["error"] is None  # the Controller decided, not the JVM's fallback
+    progress = said(tmp_path, "progress: ")
+    ran = [p for p in progress if p["rows"] > 0]
+    assert ran and all(p["rows"] <= CAP for p in ran)
+    assert all(p["rows"] == offsets_rows(p["start"], p["end"]) for p in ran)
+

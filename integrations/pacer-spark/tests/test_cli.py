@@ -37,6 +37,9 @@ from pacer.cli import main
         (["--workload", "lr2", "--traffic", "zigzag"], "unknown traffic"),
         (["--workload", "lr2", "--param", "admission.nope=1"], "has no parameter 'nope'"),
         (["--workload", "lr2", "--rapids-jar", "/no/rapids.jar"], "Maven"),
+        (["--workload", "lr2", "--source", "kafka", "--topic", "t"], "--source kafka needs --bootstrap-servers"),
+        (["--workload", "lr2", "--topic", "t"], "add --source kafka"),
+        (["--workload", "lr2", "--malformed", "quarantine"], "--malformed applies to --input files"),
     ],
 )
 def test_bad_arguments_fail_before_spark_starts(argv: list[str], message: str, capsys: pytest.CaptureFixture[str],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -248,3 +249,22 @@ def test_pacer_sources_refuse_options_they_would_ignore(reader: str, options: di
         FilesStreamReader(options, schema) if reader == "files" else GenStreamReader(options)
     assert all(name in str(refused.value) for name in named), str(refused.value)
     GenStreamReader({"rate": "5", "traffic": "wave", "Duration": "10", "pacer.query": "q"})  # known options pass
+
+
+def test_kafka_latency_from_timestamp_quantiles() -> None:
+    from pacer_spark.kafka_run import KafkaBatch, batch_of, latency_summary
+
+    # 2100 records whose Kafka timestamps spread evenly over 80-100 s; the batch ends at 100 s
+    batch = KafkaBatch(0, 2100, tuple(80_000.0 + 1000 * i for i in range(21)), ended_at=100.0, engine_s=1.5)
+    summary = latency_summary([batch], deadline_s=5.0)
+    assert summary["records"] == 2100 and summary["engine_s"] == 1.5
+    assert summary["miss_share"] == pytest.approx(0.75)  # timestamps before 95 s: three quarters
+    assert summary["latency_ms"]["max"] == pytest.approx(20_000)
+    assert summary["latency_ms"]["p50"] == pytest.approx(10_000, abs=1000)
+    assert latency_summary([batch], deadline_s=30.0)["miss_share"] == 0.0
+    progress = {"batchId": 4, "timestamp": "2026-01-01T00:00:00.000Z", "durationMs": {"triggerExecution": 2500},
+                "observedMetrics": {"pacer_kafka_timestamps": {"records": 3, "quantiles": [1.0, 2.0, 3.0]}}}
+    parsed = batch_of(progress)
+    assert parsed is not None and parsed.records == 3 and parsed.engine_s == 2.5
+    assert parsed.ended_at == pytest.approx(datetime(2026, 1, 1, tzinfo=UTC).timestamp() + 2.5)
+    assert batch_of({**progress, "observedMetrics": {}}) is None  # a trigger that read nothing

@@ -43,6 +43,17 @@ def configure_spark(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--malformed", choices=("fail", "quarantine"), default="fail",
                    help="a row of an --input file that does not fit the workload's schema: fail the run naming the "
                         "file and line (default), or set it aside in DIR/_pacer_quarantine and go on")
+    p.add_argument("--source", choices=("gen", "files", "kafka"), default=None,
+                   help="where the rows come from: gen (pacer-gen traffic, the default), files (--input DIR) or "
+                        "kafka (Spark's Kafka source through format('pacer'); --bootstrap-servers and --topic)")
+    p.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="Kafka brokers of --source kafka")
+    p.add_argument("--topic", help="Kafka topic of --source kafka (written by `pacer produce`, for instance)")
+    p.add_argument("--value-format", choices=("json", "csv"), default="json",
+                   help="encoding of the Kafka record values (default json, as `pacer produce` writes)")
+    p.add_argument("--starting-offsets", choices=("earliest", "latest"), default="earliest",
+                   help="where a new Kafka query starts reading (default earliest)")
+    p.add_argument("--max-offsets", type=int, default=0, metavar="N",
+                   help="Kafka's maxOffsetsPerTrigger: a cap on records per batch (default 0: none)")
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     p.add_argument("--checkpoint", metavar="DIR", help="checkpoint root (default: a temporary directory)")
     p.add_argument("--rapids-jar", action="append", default=[], metavar="JAR",
@@ -91,6 +102,20 @@ def validate(args: argparse.Namespace, pm: PluginManager) -> dict[str, Any]:
     if args.input is not None and not Path(args.input).is_dir():
         raise UsageError(f"--input {args.input!r} is not a directory; create it or point --input at the folder "
                          "the files arrive in")
+    source = args.source or ("files" if args.input is not None else "gen")
+    if source == "kafka":
+        missing = [f for f, v in (("--bootstrap-servers", args.bootstrap_servers), ("--topic", args.topic)) if not v]
+        if missing:
+            raise UsageError(f"--source kafka needs {' and '.join(missing)} (the broker and topic to read; "
+                             "`pacer kafka up` starts a broker, `pacer produce` fills a topic)")
+        if args.input is not None:
+            raise UsageError("--source kafka and --input are alternatives: read a topic or a folder, not both")
+        if args.max_offsets < 0:
+            raise UsageError(f"--max-offsets must be >= 0, got {args.max_offsets}")
+    elif args.bootstrap_servers or args.topic:
+        raise UsageError("--bootstrap-servers/--topic apply to --source kafka; add --source kafka")
+    if source == "files" and args.input is None:
+        raise UsageError("--source files reads --input DIR; add --input")
     if args.input is None and args.malformed != "fail":
         raise UsageError("--malformed applies to --input files; add --input DIR (generated traffic has no bad rows)")
     for jar in args.rapids_jar:
@@ -161,7 +186,8 @@ def cost_lines(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def build_session(master: str, app: str, *, partitions: int = 2, rapids_jars: Sequence[str] = ()) -> Any:
+def build_session(master: str, app: str, *, partitions: int = 2, rapids_jars: Sequence[str] = (),
+                  kafka: bool = False) -> Any:
     """A quiet FAIR-mode SparkSession from :func:`pacer_spark.session_builder` for the CLI commands.
 
     Spark logs only FATAL and Py4J's callback server nothing: a failed query is reported by :func:`drive`,
@@ -173,7 +199,8 @@ def build_session(master: str, app: str, *, partitions: int = 2, rapids_jars: Se
     import pacer_spark
 
     spark = (
-        pacer_spark.session_builder(master, app, shuffle_partitions=partitions, rapids_jars=list(rapids_jars))
+        pacer_spark.session_builder(master, app, shuffle_partitions=partitions, rapids_jars=list(rapids_jars),
+                                    kafka=kafka)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
@@ -212,10 +239,11 @@ def run_configuration(spark: Any, config: RunConfig, pm: PluginManager, *, label
     options = config.options_for("spark")
     trigger_s = parse_duration(options["trigger"]) if options.get("trigger") else None
     trigger = f"{trigger_s:g} seconds" if trigger_s is not None else None
+    kafka = options.get("source") == "kafka"
     session = pacer_spark.attach(
         spark, scheduler=config.scheduler, scheduler_params=config.scheduler_params, fallback=config.fallback,
         plugin_manager=pm, checkpoint_root=options.get("checkpoint"), overload=config.overload,
-        cores=config.cores, gpus=config.gpus, paced=False,
+        cores=config.cores, gpus=config.gpus, paced=kafka,
     )
     ids = config.query_ids()
     queries = [{**q.as_dict(), "query_id": qid} for qid, q in zip(ids, config.queries, strict=True)]
@@ -227,6 +255,9 @@ def run_configuration(spark: Any, config: RunConfig, pm: PluginManager, *, label
         "input": options.get("input"), "mode": "spark-trigger" if trigger else "pacer", "overload": config.overload,
         "label": options.get("label", label),
     }
+
+    if kafka:
+        return _run_kafka(session, config, report_config, trigger=trigger, label=label)
 
     def start_queries() -> None:
         for i, (qid, q) in enumerate(zip(ids, config.queries, strict=True)):
@@ -248,6 +279,48 @@ def run_configuration(spark: Any, config: RunConfig, pm: PluginManager, *, label
     if report.get("interrupted"):
         notes.insert(0, f"{label}: interrupted; the summary and report cover what ran until then")
     notes += [f"query {q} failed: {error}" for q, error in session.errors().items()]
+    return RunResult(report=report, controller=session.controller, status=status, notes=notes)
+
+
+def _run_kafka(session: Any, config: RunConfig, report_config: dict[str, Any], *, trigger: str | None,
+               label: str) -> RunResult:
+    """:func:`run_configuration` of ``--source kafka``: every workload's query reads the topic, paced through
+    ``format("pacer")`` with the run's strategies, or on Spark's own ``trigger`` (the baseline)."""
+    from pacer_spark.kafka_run import KafkaRun, kafka_lines
+
+    options = config.options_for("spark")
+    settings = {"bootstrap_servers": options["bootstrap_servers"], "topic": options["topic"],
+                "value_format": options.get("value_format", "json"),
+                "starting_offsets": options.get("starting_offsets", "earliest"),
+                "max_offsets": int(options.get("max_offsets", 0))}
+    drain_timeout = float(options.get("drain_timeout", 120.0))
+    run = KafkaRun(session, settings, drain_timeout=drain_timeout)
+    report_config.update(source="kafka", topic=settings["topic"], bootstrap_servers=settings["bootstrap_servers"])
+
+    def start_queries() -> None:
+        from pacer_workloads import WORKLOADS
+
+        for qid, q in zip(config.query_ids(), config.queries, strict=True):
+            spec = WORKLOADS[q.workload]
+            deadline = q.deadline or spec.window_slide or spec.window_range or 10.0
+            paced = None
+            if trigger is None:
+                paced = {"pacer.admission": q.admission, "pacer.placement": q.placement,
+                         "pacer.deadline": f"{deadline:g}s"}
+                paced |= {f"pacer.param.admission.{k}": str(v) for k, v in q.admission_params.items()}
+                paced |= {f"pacer.param.placement.{k}": str(v) for k, v in q.placement_params.items()}
+            run.start(qid, q.workload, deadline_s=deadline, paced_options=paced, trigger=trigger,
+                      checkpoint=str(session.checkpoint_root / qid / "checkpoint"))
+
+    report, status = drive(
+        run, start_queries, report_config, duration=config.duration, drain_timeout=drain_timeout,
+        progress_every=float(options.get("progress_every", 0)), monitor_interval=config.monitor_interval,
+        label=label,
+    )
+    notes = [*kafka_lines(report), *cost_lines(report)]
+    if report.get("interrupted"):
+        notes.insert(0, f"{label}: interrupted; the summary and report cover what ran until then")
+    notes += [f"query {q} failed: {error}" for q, error in run.errors().items()]
     return RunResult(report=report, controller=session.controller, status=status, notes=notes)
 
 

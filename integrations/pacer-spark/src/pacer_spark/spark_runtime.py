@@ -41,7 +41,7 @@ class SparkRuntime:
         self.spark = spark
         self.time_scale = time_scale
         self.drain_timeout = drain_timeout
-        self._kept: tuple[tuple[str, tuple[str, ...], int], Any] | None = None
+        self._kept: tuple[tuple[str, tuple[str, ...], int, bool], Any] | None = None
 
     def configure(self, group: argparse._ArgumentGroup) -> None:
         """Spark's own ``pacer run`` flags (:func:`pacer_spark.cli.configure_spark`)."""
@@ -61,11 +61,12 @@ class SparkRuntime:
             return self.spark, False, False
         from pacer_spark.cli import build_session, warm_up
 
-        key = (str(options.get("master", "local[2]")), tuple(options.get("rapids_jar") or ()), partitions)
+        kafka = options.get("source") == "kafka"
+        key = (str(options.get("master", "local[2]")), tuple(options.get("rapids_jar") or ()), partitions, kafka)
         if self._kept is not None and self._kept[0] == key:
             return self._kept[1], False, False
         self.close()
-        spark = build_session(key[0], "pacer run", partitions=partitions, rapids_jars=list(key[1]))
+        spark = build_session(key[0], "pacer run", partitions=partitions, rapids_jars=list(key[1]), kafka=kafka)
         warm = bool(options.get("warm_up", True))
         if warm:
             warm_up(spark)
@@ -90,7 +91,7 @@ class SparkRuntime:
         spark, owned, fresh = self._session(options, config.partitions)
         pm = plugin_manager or get_plugin_manager()
         try:
-            if fresh and not options.get("input"):  # never read a user's input folder for a warm-up
+            if fresh and not options.get("input") and options.get("source") != "kafka":  # never read a user's data
                 warm_scratch = tempfile.mkdtemp(prefix="pacer-spark-warm-up-")
                 try:
                     run_configuration(spark, stream_warm_up(config, warm_scratch), pm, label="warm-up")

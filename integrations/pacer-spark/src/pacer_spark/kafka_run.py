@@ -1,0 +1,254 @@
+"""``pacer run --source kafka``: a workload's query on Spark's own Kafka source, paced or as a baseline.
+
+Paced, the query reads ``format("pacer").option("pacer.source", "kafka")`` with the run's admission,
+deadline and placement as ``pacer.*`` options (:mod:`pacer_spark.paced`); with ``--trigger`` it reads
+plain ``format("kafka")`` on Spark's own processing-time trigger, the baseline a Spark user runs.
+
+Latency is measured the same way for both, from Kafka: every batch observes
+(``DataFrame.observe``, reported in its progress event, no extra job) the count and 21 quantiles of
+its records' Kafka timestamps; a record's latency is its batch's end (trigger start +
+``triggerExecution``) minus its timestamp. The run's percentiles and deadline misses are taken over
+those quantile points weighted by each batch's records (to about 5 percentile points; the maximum is
+exact).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+#: The observation every Kafka query of ``pacer run`` carries.
+OBSERVATION = "pacer_kafka_timestamps"
+QUANTILES = tuple(i / 20 for i in range(21))
+
+
+@dataclass
+class KafkaBatch:
+    """What one trigger of a Kafka query read: records, the quantiles of their Kafka timestamps (ms),
+    when it ended (epoch s) and the engine time it took (s)."""
+
+    batch_id: int
+    records: int
+    quantiles_ms: tuple[float, ...]
+    ended_at: float
+    engine_s: float
+
+
+@dataclass
+class KafkaQuery:
+    """A running Kafka query of ``pacer run`` and the batches it reported."""
+
+    query_id: str
+    handle: Any
+    deadline_s: float
+    batches: dict[int, KafkaBatch] = field(default_factory=dict)
+    caught_up: bool = False
+
+    def collect(self) -> None:
+        """Read the progress Spark keeps (``recentProgress``) into :attr:`batches`."""
+        for progress in self.handle.recentProgress:
+            batch = batch_of(progress)
+            if batch is not None:
+                self.batches[batch.batch_id] = batch
+            sources = progress["sources"]
+            self.caught_up = bool(sources) and all(
+                s.get("latestOffset") in (None, s.get("endOffset")) for s in sources)
+
+
+def _plain(value: Any) -> Any:
+    """A progress value as plain Python (PySpark gives Rows for observed metrics)."""
+    if hasattr(value, "asDict"):
+        return {k: _plain(v) for k, v in value.asDict().items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def batch_of(progress: Mapping[str, Any]) -> KafkaBatch | None:
+    """The :class:`KafkaBatch` of one progress event (None for a trigger that read nothing)."""
+    observed = _plain((progress.get("observedMetrics") or {}).get(OBSERVATION))
+    if not observed or not observed.get("records"):
+        return None
+    started = datetime.fromisoformat(str(progress["timestamp"]).replace("Z", "+00:00")).timestamp()
+    engine_s = float((progress.get("durationMs") or {}).get("triggerExecution", 0)) / 1e3
+    return KafkaBatch(int(progress["batchId"]), int(observed["records"]),
+                      tuple(float(q) for q in observed["quantiles"]), started + engine_s, engine_s)
+
+
+def latency_summary(batches: Sequence[KafkaBatch], deadline_s: float) -> dict[str, Any]:
+    """Latency from each record's Kafka timestamp to its batch's end, over ``batches``."""
+    points: list[tuple[float, float]] = []  # (latency s, weight in records)
+    missed = 0.0
+    for b in batches:
+        latencies = [b.ended_at - q / 1e3 for q in b.quantiles_ms]  # falling: oldest record first
+        step = b.records / (len(latencies) - 1)
+        points += [(lat, step / (2 if i in (0, len(latencies) - 1) else 1)) for i, lat in enumerate(latencies)]
+        missed += b.records * _share_over(latencies, deadline_s)
+    records = sum(b.records for b in batches)
+    engine_s = sum(b.engine_s for b in batches)
+
+    def pct(q: float) -> float | None:
+        if not points:
+            return None
+        ordered = sorted(points)
+        total, seen = sum(w for _, w in ordered), 0.0
+        for latency, weight in ordered:
+            seen += weight
+            if seen >= q / 100 * total:
+                return 1e3 * latency
+        return 1e3 * ordered[-1][0]
+
+    return {"records": records, "batches": len(batches), "deadline_s": deadline_s,
+            "latency_ms": {"p50": pct(50), "p95": pct(95), "p99": pct(99),
+                           "max": 1e3 * max((lat for lat, _ in points), default=0.0) if points else None},
+            "miss_share": missed / records if records else None, "engine_s": engine_s,
+            "batches_per_min": None}
+
+
+def _share_over(latencies: Sequence[float], deadline_s: float) -> float:
+    """Share of a batch's records over the deadline, interpolated between its quantile points."""
+    n = len(latencies) - 1
+    for i in range(n):
+        hi, lo = latencies[i], latencies[i + 1]  # quantile i/n has the larger latency
+        if hi > deadline_s >= lo:
+            return (i + (hi - deadline_s) / (hi - lo if hi > lo else 1.0)) / n
+    return 1.0 if latencies[-1] > deadline_s else 0.0
+
+
+def kafka_stream(spark: Any, *, bootstrap_servers: str, topic: str, stream: str, value_format: str,
+                 starting_offsets: str, max_offsets: int, paced_options: Mapping[str, str] | None) -> Any:
+    """The topic's records as the workload stream's rows, observed for latency.
+
+    :param paced_options: the ``pacer.*`` options of a paced query; None reads plain ``format("kafka")``.
+    """
+    from pyspark.sql import functions as F
+
+    from pacer_workloads import spark_schema_ddl
+
+    reader = spark.readStream.format("pacer" if paced_options is not None else "kafka")
+    if paced_options is not None:
+        reader = reader.option("pacer.source", "kafka").options(**paced_options)
+    reader = (reader.option("kafka.bootstrap.servers", bootstrap_servers).option("subscribe", topic)
+              .option("startingOffsets", starting_offsets).option("failOnDataLoss", "false"))
+    if max_offsets > 0:
+        reader = reader.option("maxOffsetsPerTrigger", str(max_offsets))
+    raw = reader.load()
+    ddl = spark_schema_ddl(stream)
+    text = F.col("value").cast("string")
+    parsed = F.from_json(text, ddl) if value_format == "json" else F.from_csv(text, ddl)
+    rows = raw.select(parsed.alias("row"), (F.col("timestamp").cast("double") * 1e3).alias("kafka_ms"))
+    observed = rows.observe(OBSERVATION, F.count(F.lit(1)).alias("records"),
+                            F.percentile_approx("kafka_ms", list(QUANTILES), 10000).alias("quantiles"))
+    return observed.select("row.*")
+
+
+def await_caught_up(queries: Sequence[KafkaQuery], *, duration: float, drain_timeout: float,
+                    poll: float = 1.0) -> bool:
+    """Let the queries read for ``duration`` seconds, then until each has read everything the topic
+    held at its last trigger (``latestOffset`` = ``endOffset``), at most ``drain_timeout`` more."""
+    started = time.time()
+    while True:
+        for q in queries:
+            if q.handle.exception() is not None or not q.handle.isActive:
+                return False
+            q.collect()
+        elapsed = time.time() - started
+        if elapsed >= duration and all(q.caught_up for q in queries):
+            return True
+        if elapsed >= duration + drain_timeout:
+            return False
+        time.sleep(poll)
+
+
+class KafkaRun:
+    """The Kafka queries of one ``pacer run`` on an attached session, with the interface
+    :func:`pacer_spark.cli.drive` drives (start, wait, errors, stop, report).
+
+    :param session: the attached :class:`~pacer_spark.runtime.PacerSession` (its Controller paces the
+        ``format("pacer")`` queries; a ``--trigger`` baseline only reports through its progress).
+    :param settings: ``bootstrap_servers``, ``topic``, ``value_format``, ``starting_offsets``, ``max_offsets``.
+    :param drain_timeout: seconds, after the run's duration, to catch up with the topic.
+    """
+
+    def __init__(self, session: Any, settings: Mapping[str, Any], *, drain_timeout: float) -> None:
+        self.session = session
+        self.settings = dict(settings)
+        self.queries: list[KafkaQuery] = []
+        self.controller = session.controller
+        self.lock = session.lock
+        self.drain_timeout = drain_timeout
+
+    def start(self, query_id: str, workload: str, *, deadline_s: float, paced_options: Mapping[str, str] | None,
+              trigger: str | None, checkpoint: str) -> None:
+        """Start ``workload``'s query on the topic (paced unless ``trigger``), into a noop sink."""
+        from pacer_spark.workloads import build_workload, noop_sink
+        from pacer_workloads import WORKLOADS
+
+        frame = kafka_stream(self.session.spark, stream=WORKLOADS[workload].stream, paced_options=paced_options,
+                             **{k: self.settings[k] for k in ("bootstrap_servers", "topic", "value_format",
+                                                              "starting_offsets", "max_offsets")})
+        query = build_workload(workload, frame)
+        writer = (query.frame.writeStream.queryName(query_id).foreachBatch(noop_sink(query.finish))
+                  .outputMode(query.output_mode).option("checkpointLocation", checkpoint))
+        writer = writer.trigger(processingTime=trigger) if trigger else writer.trigger(processingTime="0 seconds")
+        self.queries.append(KafkaQuery(query_id, writer.start(), deadline_s))
+
+    def await_drained(self, timeout: float) -> bool:
+        """Read for ``timeout`` minus the drain time, then until caught up with the topic."""
+        return await_caught_up(self.queries, duration=max(0.0, timeout - self.drain_timeout),
+                               drain_timeout=self.drain_timeout)
+
+    def error_traces(self) -> dict[str, str]:
+        """Queries that failed, and Spark's error text."""
+        failed = {}
+        for q in self.queries:
+            exc = q.handle.exception()
+            if exc is not None:
+                failed[q.query_id] = str(exc)
+        return failed
+
+    def errors(self) -> dict[str, str]:
+        """Queries that failed, and the root cause in one line."""
+        from pacer_spark.errors import root_cause
+
+        return {q: root_cause(text) for q, text in self.error_traces().items()}
+
+    def stop(self, *, timeout: float = 10.0) -> None:
+        """Stop the queries (after their running trigger, at most ``timeout`` s each), then the session."""
+        for q in self.queries:
+            q.collect()
+            limit = time.time() + timeout
+            while time.time() < limit and q.handle.isActive and q.handle.status.get("isTriggerActive"):
+                time.sleep(0.05)
+            q.handle.stop()
+        self.session.stop(timeout=timeout)
+
+    def report(self, config: Mapping[str, Any], *, interval: float = 1.0, end: float | None = None) -> dict[str, Any]:
+        """The session's ``pacer.report/1`` plus ``kafka``: per query, latency from Kafka timestamps."""
+        report: dict[str, Any] = self.session.report(config, interval=interval, end=end)
+        wall = max((end or time.time()) - self.session.started_at, 1e-9)
+        kafka = {}
+        for q in self.queries:
+            summary = latency_summary(sorted(q.batches.values(), key=lambda b: b.batch_id), q.deadline_s)
+            summary["batches_per_min"] = 60.0 * summary["batches"] / wall
+            kafka[q.query_id] = summary
+        report["kafka"] = kafka
+        return report
+
+
+def kafka_lines(report: Mapping[str, Any]) -> list[str]:
+    """One line per Kafka query: records, batches, latency from the Kafka timestamp, misses, engine time."""
+    lines = []
+    for query_id, k in (report.get("kafka") or {}).items():
+        lat = k["latency_ms"]
+        if not k["records"]:
+            lines.append(f"kafka {query_id}: no record read")
+            continue
+        lines.append(f"kafka {query_id}: {k['records']} records in {k['batches']} batches; latency from the Kafka "
+                     f"timestamp p50 {lat['p50']:.0f} ms, p95 {lat['p95']:.0f} ms, max {lat['max']:.0f} ms; "
+                     f"{100 * k['miss_share']:.1f} % over the {k['deadline_s']:g} s deadline; engine "
+                     f"{k['engine_s']:.1f} s, {k['batches_per_min']:.1f} batches/min")
+    return lines

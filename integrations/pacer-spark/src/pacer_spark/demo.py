@@ -65,6 +65,8 @@ def _run_args(args: argparse.Namespace, *, admission: str | None, scheduler: str
         workload=[args.workload], traffic="constant", rate=args.rate, traffic_param=[], admission=admission,
         interval=None, scheduler=scheduler, placement="cpu-only", param=[], deadline=args.deadline, trigger=trigger,
         duration=args.duration, drain_timeout=args.drain_timeout, seed=args.seed, input=None, input_format="csv",
+        malformed="fail", source=None, bootstrap_servers=None, topic=None, value_format="json",
+        starting_offsets="earliest", max_offsets=0,
         master=args.master, partitions=args.partitions, checkpoint=None, rapids_jar=[], fallback=True,
         monitor_interval=1.0, progress_every=args.progress_every, report=None, warm_up=False, overload=None,
         max_rows=0, max_bytes=0, cores=None, gpus=None, config=None, save_config=None,

@@ -1,187 +1,128 @@
-"""The driver side: the Controller behind an RPC server, the scheduling gate, the listener, reports.
+"""The driver side: the thin facade over a session's Controller, admission service, gate and telemetry.
 
 :func:`attach` is the one entry point. It returns a :class:`PacerSession` that registers queries
 with the Controller, hands out pacer sources wired to it, and starts streaming queries whose sink
-is wrapped in the scheduling gate.
+is wrapped in the scheduling gate. The parts, one module each:
+
+- :mod:`pacer_spark.config`: :class:`~pacer_spark.config.PacerConfig`, ``attach``'s keywords and the
+  ``spark.pacer.*`` confs;
+- :mod:`pacer_spark.admission`: the ``pacer-gen``/``pacer-files`` sources' admission (RPC, replays);
+- :mod:`pacer_spark.enact`: placements enacted through RAPIDS confs;
+- :mod:`pacer_spark.gate` and :mod:`pacer_spark.sink_gate`: the scheduling gate, and its ``foreachBatch`` wrapper;
+- :mod:`pacer_spark.telemetry` and :mod:`pacer_spark.session_telemetry`: batch completion, the listener,
+  overhead and the report's ``spark`` part;
+- :mod:`pacer_spark.paced`: ``format("pacer")`` queries.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from pacer import (
-    AdmissionDecision,
-    Controller,
-    Dataset,
-    Devices,
-    MicroBatch,
-    OperatorDAG,
-    QuerySpec,
-    hookimpl,
-)
-from pacer.metrics import percentile
-from pacer.plugins import PluginManager, get_plugin_manager
+from pacer import Controller, Devices, OperatorDAG, QuerySpec
+from pacer.plugins import get_plugin_manager
 from pacer.report import build_report
 from pacer_spark import telemetry
-from pacer_spark.errors import root_cause, stop_error
+from pacer_spark.admission import AdmissionService, ReplayGuard, SourceState
+from pacer_spark.config import PacerConfig
 from pacer_spark.gate import Gate
-from pacer_spark.options import OPT_ADDRESS, OPT_AUTHKEY, OPT_QUERY, GenPlan, parse_seconds
+from pacer_spark.options import OPT_ADDRESS, OPT_AUTHKEY, OPT_QUERY, parse_seconds
 from pacer_spark.paced import PacedQueries
-from pacer_spark.plan import dag_from_plan, operator_metrics, rapids_confs, rapids_loaded, read_plan
+from pacer_spark.plan import dag_from_plan, rapids_loaded, read_plan
 from pacer_spark.pools import DEFAULT_LADDER
 from pacer_spark.rpc import ControllerServer
-from pacer_spark.sources import (
-    FILES_FORMAT,
-    GEN_FORMAT,
-    Manifest,
-    PacerFilesDataSource,
-    PacerGenDataSource,
-    ignored_name,
-)
-
-log = logging.getLogger("pacer_spark")
-
-Sink = Callable[[DataFrame, int], None]
-CONF_PREFIX = "spark.pacer."
-
-
-class ReplayGuard:
-    """A guard plugin: admits exactly the datasets of a batch Spark replays from its offset log after a restart.
-
-    Registered in front of every strategy (``tryfirst``); answers only for a query with a pending replay.
-    """
-
-    def __init__(self) -> None:
-        self.forced: dict[str, int] = {}
-
-    @hookimpl(tryfirst=True)
-    def pacer_admit(self, ctx: Any) -> AdmissionDecision | None:
-        """Admit the replayed batch's datasets, nothing else."""
-        if ctx.query is None or ctx.query.id not in self.forced:
-            return None
-        return AdmissionDecision(self.forced.pop(ctx.query.id), 0, "replay of a batch from the offset log")
-
-
-@dataclass
-class _Source:
-    """Driver-side state of one query's pacer source."""
-
-    query_id: str
-    fmt: str
-    options: dict[str, str]
-    gen: GenPlan | None = None
-    files: dict[int, dict[str, Any]] = field(default_factory=dict)
-    next_index: int | None = None
-    admitted_end: int | None = None
-    ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
-    handle: StreamingQuery | None = None
-    observe_only: bool = False
-    dead: bool = False
-    error: str | None = None
-    gate_wait_s: list[float] = field(default_factory=list)
-    metrics_s: list[float] = field(default_factory=list)
-    progress: list[dict[str, Any]] = field(default_factory=list)
-    shed: list[int] = field(default_factory=list)
-    spark_batches: int = 0
-    listed: bool = False  # a pacer-files reader has listed its folder at least once
+from pacer_spark.session_telemetry import SessionTelemetry
+from pacer_spark.sink_gate import Sink, SinkGate
+from pacer_spark.sources import FILES_FORMAT, GEN_FORMAT, PacerFilesDataSource, PacerGenDataSource
 
 
 class PacerSession:
-    """pacer attached to a SparkSession. Build it with :func:`attach`.
+    """pacer attached to a SparkSession. Build it with :func:`attach` (or from a :class:`PacerConfig`).
 
+    :ivar config: what it was built with.
     :ivar controller: the Controller (guard its methods with :attr:`lock`).
-    :ivar lock: the lock every Controller call takes (RPC threads and stream threads).
+    :ivar lock: the one lock around the Controller: every Controller call takes it (RPC threads, stream
+        threads, the listener); :attr:`cond` is its condition, notified on every admission, completion
+        and termination.
+    :ivar admission: the ``pacer-gen``/``pacer-files`` sources' admission service.
+    :ivar observer: the listener's events, errors, overhead and the report's ``spark`` part.
+    :ivar paced: the ``format("pacer")`` queries (None when attached with ``paced=False``).
     """
 
-    def __init__(
-        self,
-        spark: SparkSession,
-        *,
-        admission: str,
-        scheduler: str,
-        placement: str,
-        deadline: float | None,
-        fallback: bool,
-        admission_params: Mapping[str, Any],
-        scheduler_params: Mapping[str, Any],
-        placement_params: Mapping[str, Any],
-        cores: int | None,
-        gpus: int | None,
-        concurrency: int,
-        gate_timeout: float,
-        operator_metrics: bool,
-        plugin_manager: PluginManager | None,
-        checkpoint_root: str | None,
-        overload: str = "shed",
-        progress_timeout: float = telemetry.DEFAULT_PROGRESS_TIMEOUT_S,
-        paced: bool = False,
-    ) -> None:
-        if deadline is not None and not deadline > 0:
-            raise ValueError(f"deadline must be > 0 seconds, got {deadline}; omit it to use each window's slide")
-        if concurrency < 1:
-            raise ValueError(f"gate concurrency must be >= 1, got {concurrency}")
+    def __init__(self, spark: SparkSession, config: PacerConfig | None = None) -> None:
+        config = config or PacerConfig()
         self.spark = spark
-        self.defaults = {"admission": admission, "placement": placement}
-        self.default_params = {"admission": dict(admission_params), "placement": dict(placement_params)}
-        self.deadline = deadline
-        self.collect_metrics = operator_metrics
-        sc = spark.sparkContext
-        self.cores = cores or max(1, int(sc.defaultParallelism))
+        self.config = config
+        self.cores = config.cores or max(1, int(spark.sparkContext.defaultParallelism))
         self.rapids = rapids_loaded(spark.conf.get("spark.plugins", ""))
-        gpu_count = gpus if gpus is not None else (1 if self.rapids else 0)
-        self.pm = plugin_manager or get_plugin_manager()
+        gpu_count = config.gpus if config.gpus is not None else (1 if self.rapids else 0)
+        self.pm = config.plugin_manager or get_plugin_manager()
         self.replay = ReplayGuard()
         self.pm.register(self.replay, name="pacer-spark-replay-guard")
         self.clock = telemetry.PinnedClock()  # reads a trigger's end while a batch completes (telemetry.py)
         self.controller = Controller(
             clock=self.clock, cores=self.cores, devices=Devices(cpu_cores=self.cores, gpus=gpu_count),
-            scheduler=scheduler, scheduler_params=scheduler_params or None, plugin_manager=self.pm, fallback=fallback,
-            overload=overload,
+            scheduler=config.scheduler, scheduler_params=dict(config.scheduler_params) or None, plugin_manager=self.pm,
+            fallback=config.fallback, overload=config.overload,
         )
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
         self.engine = telemetry.BatchCompletion(self.controller, self.cond, self.clock, self._completed,
-                                                progress_timeout)
-        self.sources: dict[str, _Source] = {}
-        self._by_run_id: dict[str, str] = {}
+                                                config.progress_timeout)
         self.fair = str(spark.conf.get("spark.scheduler.mode", "FIFO")).upper() == "FAIR"
-        self.schedule_gate = Gate(self.controller, self.cond, concurrency=concurrency, timeout_s=gate_timeout, fair=self.fair)
-        self.rpc_s: list[float] = []
-        self.rpc_rtt_s: list[float] = []
-        self.polls = 0
+        self.schedule_gate = Gate(self.controller, self.cond, concurrency=config.concurrency,
+                                  timeout_s=config.gate_timeout, fair=self.fair)
+        self.admission = AdmissionService(self.controller, self.cond, self.engine, self.replay, rapids=self.rapids,
+                                          warn_once=self.schedule_gate.warn_once)
+        self.sinks = SinkGate(self.controller, self.cond, self.schedule_gate, self.admission, self.engine,
+                              excluded=self.excluded, collect_metrics=config.operator_metrics)
+        self.observer = SessionTelemetry(spark, self.controller, self.cond, self.admission, self.engine,
+                                          fair=self.fair, rapids=self.rapids)
         self.started_at = time.time()
-        self.checkpoint_root = Path(checkpoint_root or tempfile.mkdtemp(prefix="pacer-spark-"))
+        self.checkpoint_root = Path(config.checkpoint_root or tempfile.mkdtemp(prefix="pacer-spark-"))
         spark.dataSource.register(PacerGenDataSource)
         spark.dataSource.register(PacerFilesDataSource)
-        self.server = ControllerServer(self._handle)
-        self.listener = telemetry.ProgressListener(self)
+        self.server = ControllerServer(self.admission.handle)
+        self.listener = telemetry.ProgressListener(self.observer)
         spark.streams.addListener(self.listener)
         self.closed = False
         self.paced: PacedQueries | None = None
-        if paced:
+        if config.paced:
             self.paced = PacedQueries(self)
+        self.observer.paced = self.paced
+
+    @property
+    def sources(self) -> dict[str, SourceState]:
+        """Query id -> the state of its ``pacer-gen``/``pacer-files`` source."""
+        return self.admission.sources
 
     def map_stream(self, stream_id: str, query_id: str) -> None:
         """Route listener events of the streaming query ``stream_id`` (its id or run id) to ``query_id``."""
-        self._by_run_id[stream_id] = query_id
+        self.observer.map_stream(stream_id, query_id)
 
     def excluded(self, batch_id: str) -> bool:
         """Batches the gate's order skips: their query died, or their sink returned and the trigger commits."""
         if self._dead_batch(batch_id):
             return True
         return self.engine.awaiting(batch_id) and not (self.paced is not None and self.paced.running(batch_id))
+
+    def _dead_batch(self, batch_id: str) -> bool:
+        query_id = self.controller.batch(batch_id).query_id
+        source = self.sources.get(query_id)
+        if source is not None:
+            return source.dead
+        return self.paced is not None and self.paced.dead(query_id)
+
+    def _completed(self, query_id: str, batch_id: str) -> None:
+        self.admission.completed(query_id, batch_id)
 
     # ------------------------------------------------------------------ registration
 
@@ -215,7 +156,8 @@ class PacerSession:
         if workload is not None:
             from pacer_workloads import make_query
 
-            spec = make_query(workload, query_id=query_id, deadline=deadline or self.deadline, partitions=parts)
+            spec = make_query(workload, query_id=query_id, deadline=deadline or self.config.deadline,
+                              partitions=parts)
             if dag is not None:
                 spec = replace(spec, dag=dag)
         else:
@@ -225,14 +167,14 @@ class PacerSession:
                                            Operator("project#1", "project", "Project"),
                                            Operator("sink#2", "sink", "ForeachBatchSink"))
             spec = QuerySpec(id=query_id, dag=dag, window_range=window_range, window_slide=window_slide,
-                             deadline=deadline or self.deadline, partitions=parts)
+                             deadline=deadline or self.config.deadline, partitions=parts)
         with self.lock:
             self.controller.add_query(
                 spec,
-                admission=admission or self.defaults["admission"],
-                placement=placement or self.defaults["placement"],
-                admission_params={**self.default_params["admission"], **(admission_params or {})},
-                placement_params={**self.default_params["placement"], **(placement_params or {})},
+                admission=admission or self.config.admission,
+                placement=placement or self.config.placement,
+                admission_params={**self.config.admission_params, **(admission_params or {})},
+                placement_params={**self.config.placement_params, **(placement_params or {})},
                 max_rows=max_rows, max_bytes=max_bytes,
             )
         return spec
@@ -253,24 +195,17 @@ class PacerSession:
         """
         if query_id not in self.controller.query_ids():
             raise KeyError(f"query {query_id!r} is not registered; call register_query first")
-        opts = {k: str(v) for k, v in options.items()}
-        if fmt == GEN_FORMAT:
-            opts.setdefault("start", repr(time.time()))
-            opts.setdefault("numPartitions", str(self.controller.query(query_id).spec.partitions))
-            source = _Source(query_id, fmt, opts, gen=GenPlan.from_options(opts))
-        elif fmt == FILES_FORMAT:
-            if "path" not in opts:
-                raise ValueError("pacer-files needs path=<directory to watch>")
-            opts.setdefault("manifest", str(self.checkpoint_root / query_id / "pacer-manifest.jsonl"))
-            source = _Source(query_id, fmt, opts)
-        else:
-            raise ValueError(f"unknown pacer source {fmt!r}; use {GEN_FORMAT!r} or {FILES_FORMAT!r}")
-        with self.lock:
-            self.sources[query_id] = source
+        opts = self.admission.add(query_id, fmt, {k: str(v) for k, v in options.items()},
+                                  partitions=self.controller.query(query_id).spec.partitions,
+                                  manifest=self.checkpoint_root / query_id / "pacer-manifest.jsonl")
         reader = self.spark.readStream.format(fmt).options(**opts, **self.source_options(query_id))
         if schema is not None:
             reader = reader.schema(schema)
         return reader.load()
+
+    def gate(self, query_id: str, sink: Sink) -> Sink:
+        """Wrap ``sink``: wait for the batch's turn (FIFO/EDF) or pick its pool (FAIR/RDAS), run, report."""
+        return self.sinks.wrap(query_id, sink)
 
     def start(
         self,
@@ -301,10 +236,9 @@ class PacerSession:
         )
         handle = writer.start()
         with self.lock:
-            source.handle = handle
-            source.dead = False
-            self._by_run_id[str(handle.runId)] = query_id
-            self._by_run_id[str(handle.id)] = query_id
+            self.admission.started(query_id, handle)
+            self.map_stream(str(handle.runId), query_id)
+            self.map_stream(str(handle.id), query_id)
         return handle
 
     def run_workload(
@@ -357,275 +291,6 @@ class PacerSession:
         return self.start(query.frame, qid, sink or noop_sink(query.finish), checkpoint=checkpoint,
                           output_mode=query.output_mode, trigger=trigger)
 
-    # ------------------------------------------------------------------ admission (RPC)
-
-    def _handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        t0 = time.perf_counter()
-        try:
-            if request.get("op") != "latest":
-                raise ValueError(f"unknown request {request.get('op')!r}")
-            return self._latest(str(request["query"]), int(request["start"]), request.get("new") or (),
-                                request.get("rtt"))
-        finally:
-            self.rpc_s.append(time.perf_counter() - t0)
-
-    def _latest(self, query_id: str, start: int, new: Sequence[Mapping[str, Any]], rtt: float | None) -> dict[str, Any]:
-        with self.lock:
-            source = self.sources.get(query_id)
-            if source is None or query_id not in self.controller.query_ids():
-                raise KeyError(f"query {query_id!r} is not registered with this pacer session")
-            if rtt is not None:
-                self.rpc_rtt_s.append(float(rtt))
-            source.listed = True
-            for entry in new:
-                source.files[int(entry["index"])] = dict(entry)
-            if source.next_index is None or source.next_index < start:
-                source.next_index = start  # datasets before ``start`` were processed by an earlier run
-            waiting = self.engine.waiting_spark_batch(query_id)  # its trigger ended: Spark holds its progress
-            if waiting is not None and source.handle is not None:
-                progress = telemetry.recent_progress(source.handle._jsq, waiting)
-                if progress is not None:
-                    self.engine.on_progress(progress, event=False)
-            stale = self.engine.expire(query_id, time.time())  # its trigger never reported: completed as at its sink
-            if stale is not None:
-                self._warn_once(f"no-progress-{query_id}", "query %r: no progress event %.0f s after batch %s's "
-                                "sink; completed without its engine time", query_id, self.engine.timeout_s,
-                                stale.batch_id)
-            if source.admitted_end is not None and start < source.admitted_end:
-                # another reader of the same query (a self-join), or a repeated ask: same answer
-                return {"end": source.admitted_end, "shed": source.shed}
-            self._arrive_available(source, time.time())
-            self.polls += 1
-            batch = self.controller.poll(query_id)
-            if batch is None:
-                return {"end": start}
-            self._admitted(source, batch)
-            taken = {int(d.handle) for d in batch.datasets}  # the rest of [start, end) was shed: not to be read
-            source.shed = [i for i in range(start, source.admitted_end or start) if i not in taken]
-            return {"end": source.admitted_end, "shed": source.shed}
-
-    def _dataset(self, source: _Source, index: int) -> Dataset | None:
-        if source.gen is not None:
-            return source.gen.dataset(source.query_id, index)
-        entry = source.files.get(index)
-        if entry is None:
-            return None
-        return Dataset(f"{index}:{entry['name']}", float(entry["arrival"]), int(entry["bytes"]), int(entry["rows"]),
-                       handle=index)
-
-    def _arrive_available(self, source: _Source, now: float) -> None:
-        """Hand the Controller every dataset that has arrived and that it has not seen."""
-        assert source.next_index is not None
-        end = source.gen.available_end(now) if source.gen is not None else max(source.files, default=-1) + 1
-        while source.next_index < end:
-            dataset = self._dataset(source, source.next_index)
-            if dataset is None:
-                break
-            self.controller.arrive(source.query_id, dataset)
-            source.next_index += 1
-
-    def _admitted(self, source: _Source, batch: MicroBatch) -> None:
-        indices = [int(d.handle) for d in batch.datasets]
-        begin, end = min(indices), max(indices) + 1
-        source.ranges[batch.id] = (begin, end)
-        source.admitted_end = end
-        self._enact(source, batch)
-        self.cond.notify_all()
-
-    def _enact(self, source: _Source, batch: MicroBatch) -> None:
-        """Apply the batch's placement through RAPIDS confs on the stream's session, or record why not."""
-        placement = batch.placement
-        if placement is None:
-            return
-        if not self.rapids:
-            enacted, note = False, "not enacted: the RAPIDS Accelerator plugin is not loaded (spark.plugins)"
-        elif source.handle is None:
-            enacted, note = False, "not enacted: the stream's session is not known yet (first batch)"
-        else:
-            confs, note = rapids_confs(placement, self.controller.query(source.query_id).spec.dag)
-            session = source.handle._jsq.streamingQuery().sparkSessionForStream()
-            for key, value in confs.items():
-                session.conf().set(key, value)
-            enacted = True
-        self.controller.record_enactment(batch.id, enacted, note)
-
-    # ------------------------------------------------------------------ the gate (foreachBatch)
-
-    def gate(self, query_id: str, sink: Sink) -> Sink:
-        """Wrap ``sink``: wait for the batch's turn (FIFO/EDF) or pick its pool (FAIR/RDAS), run, report."""
-
-        def gated(df: DataFrame, spark_batch_id: int) -> None:
-            batch_id = self._claim(query_id, spark_batch_id)
-            if batch_id is None:  # a no-data batch (watermark) or one pacer did not form
-                sink(df, spark_batch_id)
-                return
-            self._wait_turn(query_id, batch_id, df)
-            try:
-                sink(df, spark_batch_id)
-            except Exception as exc:
-                stopped = stop_error(exc)
-                if stopped is None:
-                    raise
-                raise stopped from None  # the query is being stopped: a short error Spark recognises
-            self._finish(query_id, batch_id, spark_batch_id)
-
-        return gated
-
-    def _claim(self, query_id: str, spark_batch_id: int) -> str | None:
-        with self.lock:
-            source = self.sources[query_id]
-            source.spark_batches += 1
-            q = self.controller.query(query_id)
-            if q.in_flight is not None and not q.in_flight_started:
-                return q.in_flight
-            if q.in_flight is not None:
-                return None
-        # No admitted batch: a replay after restart, or a no-data batch. The offset log tells which.
-        span = self._offset_range(source, spark_batch_id)
-        with self.lock:
-            if span is None or span[1] <= span[0]:
-                return None
-            begin, end = span
-            if source.next_index is None or source.next_index < begin:
-                source.next_index = begin
-            while source.next_index < end:
-                dataset = self._dataset(source, source.next_index)
-                if dataset is None:
-                    self._load_manifest(source)
-                    dataset = self._dataset(source, source.next_index)
-                if dataset is None:
-                    log.warning("query %r: cannot describe dataset %d of replayed batch %d; not tracked",
-                                query_id, source.next_index, spark_batch_id)
-                    return None
-                self.controller.arrive(query_id, dataset)
-                source.next_index += 1
-            self.replay.forced[query_id] = end - begin
-            try:
-                batch = self.controller.poll(query_id)
-            finally:
-                self.replay.forced.pop(query_id, None)
-            if batch is None:
-                return None
-            self._admitted(source, batch)
-            log.info("query %r: replaying batch %d (datasets %d..%d) from the checkpoint", query_id,
-                     spark_batch_id, begin, end - 1)
-            return batch.id
-
-    def _load_manifest(self, source: _Source) -> None:
-        if source.fmt == FILES_FORMAT and "manifest" in source.options:
-            for entry in Manifest(Path(source.options["manifest"])).entries:
-                source.files.setdefault(entry.index, entry.as_json())
-
-    @staticmethod
-    def _offset_range(source: _Source, spark_batch_id: int) -> tuple[int, int] | None:
-        """``(start, end)`` dataset offsets of a Spark batch, from the query's offset log."""
-        if source.handle is None:
-            return None
-        try:
-            log_ = source.handle._jsq.streamingQuery().offsetLog()
-
-            def index_at(batch: int) -> int | None:
-                if batch < 0:
-                    return 0
-                entry = log_.get(batch)
-                if entry.isEmpty():
-                    return None
-                offsets = entry.get().offsets()
-                for i in range(offsets.size()):
-                    item = offsets.apply(i)
-                    if not item.isEmpty():
-                        return int(json.loads(item.get().json())["index"])
-                return None
-
-            end = index_at(spark_batch_id)
-            begin = index_at(spark_batch_id - 1)
-        except Exception:  # an internal API changed: pacer then just does not track this batch
-            log.debug("cannot read the offset log", exc_info=True)
-            return None
-        if end is None or begin is None:
-            return None
-        return begin, end
-
-    def _wait_turn(self, query_id: str, batch_id: str, df: DataFrame) -> None:
-        source = self.sources[query_id]
-        if source.observe_only:  # Spark's own trigger: pacer only observes
-            with self.lock:
-                self.controller.start(batch_id)
-            return
-        turn = self.schedule_gate.pass_batch(batch_id, excluded=self.excluded)
-        source.gate_wait_s.append(turn.waited_s)
-        df.sparkSession.sparkContext.setLocalProperty("spark.scheduler.pool", turn.pool)  # type: ignore[arg-type]
-
-    def _dead_batch(self, batch_id: str) -> bool:
-        query_id = self.controller.batch(batch_id).query_id
-        source = self.sources.get(query_id)
-        if source is not None:
-            return source.dead
-        return self.paced is not None and self.paced.dead(query_id)
-
-    def _finish(self, query_id: str, batch_id: str, spark_batch_id: int) -> None:
-        """The sink returned: read the operator metrics (the next trigger replaces the executed plan), free the
-        gate and leave completion to the trigger's progress event, after commitOffsets (see telemetry.py)."""
-        source = self.sources[query_id]
-        metrics = []
-        if self.collect_metrics and source.handle is not None:
-            t0 = time.perf_counter()
-            try:
-                with self.lock:
-                    batch = self.controller.batch(batch_id).batch
-                    dag = self.controller.query(query_id).spec.dag
-                root = read_plan(source.handle._jsq.streamingQuery().lastExecution().executedPlan())
-                metrics = operator_metrics(root, dag, batch.placement,
-                                           batch_bytes=batch.bytes, batch_rows=batch.rows)
-            except Exception:
-                log.debug("no operator metrics for %s", batch_id, exc_info=True)
-            source.metrics_s.append(time.perf_counter() - t0)
-        self.engine.sink_done(query_id, telemetry.SinkDone(batch_id, spark_batch_id, time.time(), metrics))
-
-    def _completed(self, query_id: str, batch_id: str) -> None:
-        source = self.sources.get(query_id)  # None for a format("pacer") query
-        if source is not None:
-            source.ranges.pop(batch_id, None)
-
-    def _warn_once(self, key: str, message: str, *args: Any) -> None:
-        self.schedule_gate.warn_once(key, message, *args)
-
-    # ------------------------------------------------------------------ listener callbacks
-
-    def _on_progress(self, progress: telemetry.TriggerProgress) -> None:
-        """A trigger ended: keep Spark's durations and complete the batch it ran (the listener's thread)."""
-        with self.cond:
-            if self.paced is not None and self.paced.owns(progress.query):
-                self.paced.on_progress(progress)
-                return
-            source = self.sources.get(progress.query)
-            if source is None:
-                return
-            source.progress.append(progress.as_json())
-            try:
-                self.engine.on_progress(progress)
-            except Exception as exc:  # a feedback hook raised without fallback: fail the query as foreachBatch did
-                log.error("query %r: completing batch %d failed: %s", progress.query, progress.batch_id, exc)
-                source.error = source.error or f"{type(exc).__name__}: {exc}"
-                source.dead = True
-                if source.handle is not None:
-                    threading.Thread(target=source.handle.stop, name="pacer-stop", daemon=True).start()
-
-    def _on_terminated(self, run_id: str, exception: str | None) -> None:
-        with self.cond:
-            query_id = self._by_run_id.get(run_id)
-            if self.paced is not None and query_id is not None and self.paced.owns(query_id):
-                self.paced.on_terminated(query_id, exception)
-            source = self.sources.get(query_id) if query_id else None
-            if source is not None and query_id is not None:
-                source.dead = True
-                source.error = source.error or exception
-                try:  # a batch still waiting: its trigger failed after the sink, or the query was stopped
-                    self.engine.give_up(query_id)
-                except Exception:
-                    log.exception("query %r: completing its last batch at termination failed", query_id)
-            self.cond.notify_all()
-
     # ------------------------------------------------------------------ running and reporting
 
     def executed_dag(self, query_id: str) -> OperatorDAG | None:
@@ -645,25 +310,7 @@ class PacerSession:
 
     def drained(self) -> bool:
         """True when every query is done: generated traffic fully processed, no file dataset waiting."""
-        with self.lock:
-            for query_id, source in self.sources.items():
-                if source.dead:
-                    if source.error:
-                        return False
-                    continue
-                q = self.controller.query(query_id)
-                if q.in_flight is not None or q.buffered_count:
-                    return False
-                if source.gen is not None:
-                    if source.next_index is None or source.next_index < len(source.gen.arrivals()):
-                        return False
-                else:
-                    known = max(source.files) + 1 if source.files else (source.next_index or 0)
-                    if not source.listed or known == 0 or known < _files_in(source):
-                        return False  # not listed yet, no file yet, or files the reader has not told about
-                    if (source.next_index or 0) < known:
-                        return False
-            return True
+        return self.admission.drained()
 
     def await_drained(self, timeout: float, *, poll: float = 0.2) -> bool:
         """Wait until :meth:`drained` (or a query failed, or ``timeout``); True when drained."""
@@ -671,88 +318,37 @@ class PacerSession:
         while time.time() < limit:
             if self.drained():
                 return True
-            if any(s.dead and s.error for s in self.sources.values()):
+            if self.admission.failed():
                 return False
             time.sleep(poll)
         return self.drained()
 
     def errors(self) -> dict[str, str]:
         """Queries that terminated with an error, and its root cause in one line (:func:`error_traces` has all)."""
-        return {query_id: root_cause(trace) for query_id, trace in self.error_traces().items()}
+        return self.observer.errors()
 
     def error_traces(self) -> dict[str, str]:
         """Queries that terminated with an error, and Spark's full error text."""
-        failed = {q: s.error for q, s in self.sources.items() if s.error}
-        if self.paced is not None:
-            failed.update({q: p.error for q, p in self.paced.queries.items() if p.error})
-        return failed
+        return self.observer.error_traces()
 
     def overhead(self) -> dict[str, Any]:
         """pacer's own cost on Spark: RPC handling, round trips and operator-metric collection."""
-        def us(values: Sequence[float], q: float) -> float | None:
-            return 1e6 * percentile(values, q) if values else None
-
-        metrics = [v for s in self.sources.values() for v in s.metrics_s]
-        waits = [v for s in self.sources.values() for v in s.gate_wait_s]
-        return {
-            "rpc_handle_us_p50": us(self.rpc_s, 50), "rpc_handle_us_p99": us(self.rpc_s, 99),
-            "rpc_round_trip_us_p50": us(self.rpc_rtt_s, 50), "rpc_round_trip_us_p99": us(self.rpc_rtt_s, 99),
-            "rpc_requests": len(self.rpc_s),
-            "operator_metrics_ms_avg": 1e3 * sum(metrics) / len(metrics) if metrics else None,
-            "gate_wait_ms_avg": 1e3 * sum(waits) / len(waits) if waits else None,
-            "gate_wait_ms_max": 1e3 * max(waits) if waits else None,
-        }
+        return self.observer.overhead()
 
     def report(self, config: Mapping[str, Any] | None = None, *, interval: float = 1.0,
                end: float | None = None) -> dict[str, Any]:
         """The run as a ``pacer.report/1`` document with ``runtime: "spark"``."""
-        import pyspark
-
         with self.lock:
-            placements = [r.placement for r in self.controller.reports() if r.placement is not None]
-            spark_info = {
-                "spark_version": pyspark.__version__,
-                "master": self.spark.sparkContext.master,
-                "scheduler_mode": "FAIR" if self.fair else "FIFO",
-                "rapids_loaded": self.rapids,
-                "pacer_spark_overhead": self.overhead(),
-                "placement_enactment": {
-                    "batches": len(placements),
-                    "enacted": sum(1 for p in placements if p.enacted),
-                    "notes": sorted({p.note for p in placements if p.note}),
-                },
-                "spark_batches": {q: s.spark_batches for q, s in self.sources.items()},
-                "spark_duration_ms_avg": {q: telemetry.average_durations(s.progress)
-                                          for q, s in self.sources.items()},
-                "engine": self.engine.summary(),
-                "errors": self.errors(),
-                "quarantined_rows": {q: _quarantined(s) for q, s in self.sources.items() if s.fmt == FILES_FORMAT},
-                "paced": self.paced.summary() if self.paced is not None else {},
-            }
             return build_report(runtime="spark", config=dict(config or {}), controller=self.controller,
                                 start=self.started_at, end=end or time.time(), interval=interval,
-                                extra={"spark": spark_info})
+                                extra={"spark": self.observer.spark_section()})
 
     def stop(self, *, timeout: float = 10.0) -> None:
         """Stop every query this session started (each between batches when it can), the listener and the server."""
         if self.closed:
             return
         self.closed = True
-        with self.cond:
-            for source in self.sources.values():
-                source.dead = True
-            self.cond.notify_all()
-        for source in self.sources.values():
-            handle = source.handle
-            if handle is None or not handle.isActive:
-                continue
-            limit = time.time() + timeout
-            try:
-                while time.time() < limit and handle.isActive and handle.status.get("isTriggerActive"):
-                    time.sleep(0.05)
-                handle.stop()
-            except Exception:  # already failing or stopped
-                log.debug("stopping %s", source.query_id, exc_info=True)
+        self.admission.stop(timeout)
         self.engine.settle(min(timeout, 2.0))  # the last triggers' progress events are on their way
         try:
             self.spark.streams.removeListener(self.listener)
@@ -764,61 +360,18 @@ class PacerSession:
         self.pm.unregister(self.replay)
 
 
-def _files_in(source: _Source) -> int:
-    """Datasets waiting in a ``pacer-files`` folder right now (what its reader will list)."""
-    try:
-        return sum(1 for e in os.scandir(source.options["path"]) if e.is_file() and not ignored_name(e.name))
-    except FileNotFoundError:
-        return 0
-
-
-def _quarantined(source: _Source) -> int:
-    directory = Path(source.options.get("quarantine") or Path(source.options["path"]) / "_pacer_quarantine")
-    if not directory.is_dir():
-        return 0
-    return sum(len(p.read_text().splitlines()) for p in directory.glob("*.bad"))
-
-
 # ---------------------------------------------------------------------- attach
 
 
-def _conf(spark: SparkSession, key: str, default: str | None = None) -> str | None:
-    value = spark.conf.get(CONF_PREFIX + key, None)
-    return default if value in (None, "") else str(value)
-
-
-def _conf_params(spark: SparkSession, decision: str) -> dict[str, str]:
-    prefix = f"{CONF_PREFIX}param.{decision}."
-    try:
-        items = spark.sparkContext.getConf().getAll()
-    except Exception:  # pragma: no cover
-        items = []
-    out = {k[len(prefix):]: v for k, v in items if k.startswith(prefix)}
-    return out
-
-
-def attach(
-    spark: SparkSession,
-    *,
-    admission: str | None = None,
-    scheduler: str | None = None,
-    placement: str | None = None,
-    deadline: float | str | None = None,
-    fallback: bool | None = None,
-    admission_params: Mapping[str, Any] | None = None,
-    scheduler_params: Mapping[str, Any] | None = None,
-    placement_params: Mapping[str, Any] | None = None,
-    cores: int | None = None,
-    gpus: int | None = None,
-    concurrency: int | None = None,
-    gate_timeout: float | None = None,
-    operator_metrics: bool = True,
-    plugin_manager: PluginManager | None = None,
-    checkpoint_root: str | None = None,
-    overload: str | None = None,
-    paced: bool = True,
-) -> PacerSession:
+def attach(spark: SparkSession, **options: Any) -> PacerSession:
     """Attach pacer to ``spark``: a Controller, its RPC server, the gate, the listener and the pacer sources.
+
+    The keywords are :class:`~pacer_spark.config.PacerConfig`'s fields: ``admission``, ``scheduler``,
+    ``placement`` (strategy names), ``deadline`` (seconds, or ``"10s"``), ``fallback``, ``admission_params``,
+    ``scheduler_params``, ``placement_params`` (mappings), ``cores``, ``gpus``, ``concurrency``,
+    ``gate_timeout``, ``operator_metrics`` (default true), ``plugin_manager``, ``checkpoint_root``,
+    ``overload``, ``paced`` (default true) and ``progress_timeout`` (seconds after a sink's end when a batch
+    whose trigger never reported is completed; default 10).
 
     With ``paced`` (the default) every ``spark.readStream.format("pacer")`` query of the session is paced
     by it (see :mod:`pacer_spark.paced`): the JVM source is built (javac, cached per Spark version) and
@@ -836,42 +389,16 @@ def attach(
 
     :raises UnknownStrategyError: for a strategy no installed plugin provides.
     :raises ValueError: for a deadline <= 0 or a malformed value.
+    :raises TypeError: for an unknown keyword.
     """
     from pacer_spark.compat import check_spark_version
 
     check_spark_version()
-    dl = parse_seconds(deadline) if deadline is not None else parse_seconds(_conf(spark, "deadline"))
-    fb = fallback if fallback is not None else (_conf(spark, "fallback", "true") or "true").lower() == "true"
-    pm = plugin_manager or get_plugin_manager()
-    chosen = {
-        "admission": admission or _conf(spark, "admission", "asap"),
-        "scheduling": scheduler or _conf(spark, "scheduler", "fifo"),
-        "placement": placement or _conf(spark, "placement", "cpu-only"),
-    }
-    for kind, name in chosen.items():
-        pm.find(str(name), kind)  # fail now, with the list of installed strategies
-    cores_conf = _conf(spark, "cores")
-    gpus_conf = _conf(spark, "gpus")
-    return PacerSession(
-        spark,
-        admission=str(chosen["admission"]),
-        scheduler=str(chosen["scheduling"]),
-        placement=str(chosen["placement"]),
-        deadline=dl,
-        fallback=fb,
-        admission_params=admission_params or _conf_params(spark, "admission"),
-        scheduler_params=scheduler_params or _conf_params(spark, "scheduler"),
-        placement_params=placement_params or _conf_params(spark, "placement"),
-        cores=cores or (int(cores_conf) if cores_conf else None),
-        gpus=gpus if gpus is not None else (int(gpus_conf) if gpus_conf else None),
-        concurrency=concurrency or int(_conf(spark, "gate.concurrency", "1") or 1),
-        gate_timeout=gate_timeout or float(_conf(spark, "gate.timeout", "60") or 60),
-        operator_metrics=operator_metrics,
-        plugin_manager=pm,
-        checkpoint_root=checkpoint_root,
-        overload=overload or _conf(spark, "overload", "keep") or "keep",
-        paced=paced,
-    )
+    config = PacerConfig.from_spark(spark, **options)
+    pm = config.plugin_manager or get_plugin_manager()
+    for decision, name in config.strategies().items():
+        pm.find(name, decision)  # fail now, with the list of installed strategies
+    return PacerSession(spark, replace(config, plugin_manager=pm))
 
 
-__all__ = ["DEFAULT_LADDER", "PacerSession", "attach", "parse_seconds"]
+__all__ = ["DEFAULT_LADDER", "PacerConfig", "PacerSession", "ReplayGuard", "Sink", "attach", "parse_seconds"]

@@ -1,0 +1,368 @@
+"""The admission service of ``pacer-gen``/``pacer-files`` queries: their sources' driver-side state.
+
+A source's reader asks over the RPC (:class:`~pacer_spark.rpc.ControllerServer`) for the end offset of
+its next batch (:meth:`AdmissionService.handle`). Here every dataset that has arrived (generated
+traffic up to now, or the files the reader listed) is handed to the Controller, the query's
+admission strategy polls, and the answer is the admitted batch's end and the offsets it shed. A batch
+Spark replays from its offset log after a restart never asks: its ``foreachBatch`` finds no admitted
+batch, and :meth:`AdmissionService.claim` admits exactly the replayed datasets (:class:`ReplayGuard`),
+described from the source's plan or its manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql.streaming.query import StreamingQuery
+
+from pacer import AdmissionDecision, Controller, Dataset, MicroBatch, hookimpl
+from pacer_spark import telemetry
+from pacer_spark.enact import enact_placement
+from pacer_spark.options import GenPlan
+from pacer_spark.sources import FILES_FORMAT, GEN_FORMAT, Manifest, ignored_name
+
+log = logging.getLogger("pacer_spark")
+
+
+class ReplayGuard:
+    """A guard plugin: admits exactly the datasets of a batch Spark replays from its offset log after a restart.
+
+    Registered in front of every strategy (``tryfirst``); answers only for a query with a pending replay.
+
+    :ivar forced: query id -> how many buffered datasets its next admission takes.
+    """
+
+    def __init__(self) -> None:
+        self.forced: dict[str, int] = {}
+
+    @hookimpl(tryfirst=True)
+    def pacer_admit(self, ctx: Any) -> AdmissionDecision | None:
+        """Admit the replayed batch's datasets, nothing else."""
+        if ctx.query is None or ctx.query.id not in self.forced:
+            return None
+        return AdmissionDecision(self.forced.pop(ctx.query.id), 0, "replay of a batch from the offset log")
+
+
+@dataclass
+class SourceState:
+    """Driver-side state of one query's ``pacer-gen``/``pacer-files`` source.
+
+    :ivar next_index: the next dataset offset to hand to the Controller (None before the reader asked).
+    :ivar admitted_end: the end offset of the last admitted batch.
+    :ivar handle: the streaming query, once started.
+    :ivar observe_only: Spark's own trigger decides its batches; pacer only observes.
+    :ivar listed: a ``pacer-files`` reader has listed its folder at least once.
+    """
+
+    query_id: str
+    fmt: str
+    options: dict[str, str]
+    gen: GenPlan | None = None
+    files: dict[int, dict[str, Any]] = field(default_factory=dict)
+    next_index: int | None = None
+    admitted_end: int | None = None
+    ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
+    handle: StreamingQuery | None = None
+    observe_only: bool = False
+    dead: bool = False
+    error: str | None = None
+    gate_wait_s: list[float] = field(default_factory=list)
+    metrics_s: list[float] = field(default_factory=list)
+    progress: list[dict[str, Any]] = field(default_factory=list)
+    shed: list[int] = field(default_factory=list)
+    spark_batches: int = 0
+    listed: bool = False
+
+    def dataset(self, index: int) -> Dataset | None:
+        """The dataset at offset ``index``: rebuilt from the traffic plan, or the file the reader told about."""
+        if self.gen is not None:
+            return self.gen.dataset(self.query_id, index)
+        entry = self.files.get(index)
+        if entry is None:
+            return None
+        return Dataset(f"{index}:{entry['name']}", float(entry["arrival"]), int(entry["bytes"]), int(entry["rows"]),
+                       handle=index)
+
+    def drained(self) -> bool:
+        """Whether every dataset of the source was handed to the Controller (generated, or in its folder)."""
+        if self.gen is not None:
+            return self.next_index is not None and self.next_index >= len(self.gen.arrivals())
+        known = max(self.files) + 1 if self.files else (self.next_index or 0)
+        if not self.listed or known == 0 or known < self.files_waiting():
+            return False  # not listed yet, no file yet, or files the reader has not told about
+        return (self.next_index or 0) >= known
+
+    def files_waiting(self) -> int:
+        """Datasets waiting in a ``pacer-files`` folder right now (what its reader will list)."""
+        try:
+            return sum(1 for e in os.scandir(self.options["path"]) if e.is_file() and not ignored_name(e.name))
+        except FileNotFoundError:
+            return 0
+
+    def quarantined(self) -> int:
+        """Rows a ``pacer-files`` source set aside as malformed."""
+        directory = Path(self.options.get("quarantine") or Path(self.options["path"]) / "_pacer_quarantine")
+        if not directory.is_dir():
+            return 0
+        return sum(len(p.read_text().splitlines()) for p in directory.glob("*.bad"))
+
+
+@dataclass(eq=False)
+class AdmissionService:
+    """Admits the batches of a session's ``pacer-gen``/``pacer-files`` queries (module docstring).
+
+    :param controller: the session's Controller.
+    :param cond: the session's condition; its lock guards every Controller call, notified on every admission.
+    :param engine: the session's batch completion (a batch waiting for its progress is completed here first).
+    :param replay: the session's :class:`ReplayGuard`, registered with the Controller's plugin manager.
+    :param rapids: whether the RAPIDS Accelerator is loaded (placements are enacted).
+    :param warn_once: logs a warning once per key.
+    :ivar sources: query id -> its source's state.
+    :ivar rpc_s: seconds each RPC request took to handle; ``rpc_rtt_s``: the readers' round trips.
+    """
+
+    controller: Controller
+    cond: threading.Condition
+    engine: telemetry.BatchCompletion
+    replay: ReplayGuard
+    rapids: bool
+    warn_once: Callable[..., None]
+    sources: dict[str, SourceState] = field(default_factory=dict, init=False)
+    rpc_s: list[float] = field(default_factory=list, init=False)
+    rpc_rtt_s: list[float] = field(default_factory=list, init=False)
+    polls: int = field(default=0, init=False)
+
+    def add(self, query_id: str, fmt: str, options: Mapping[str, str], *, partitions: int,
+            manifest: Path) -> dict[str, str]:
+        """Track a new source of ``query_id``; its options with the defaults filled in.
+
+        :param partitions: a ``pacer-gen`` source's default ``numPartitions``.
+        :param manifest: a ``pacer-files`` source's default ``manifest``.
+        :raises ValueError: for an unknown format or a ``pacer-files`` source without ``path``.
+        """
+        opts = dict(options)
+        if fmt == GEN_FORMAT:
+            opts.setdefault("start", repr(time.time()))
+            opts.setdefault("numPartitions", str(partitions))
+            source = SourceState(query_id, fmt, opts, gen=GenPlan.from_options(opts))
+        elif fmt == FILES_FORMAT:
+            if "path" not in opts:
+                raise ValueError("pacer-files needs path=<directory to watch>")
+            opts.setdefault("manifest", str(manifest))
+            source = SourceState(query_id, fmt, opts)
+        else:
+            raise ValueError(f"unknown pacer source {fmt!r}; use {GEN_FORMAT!r} or {FILES_FORMAT!r}")
+        with self.cond:
+            self.sources[query_id] = source
+        return opts
+
+    def started(self, query_id: str, handle: StreamingQuery) -> None:
+        """The query of ``query_id``'s source started as ``handle``."""
+        with self.cond:
+            source = self.sources[query_id]
+            source.handle = handle
+            source.dead = False
+
+    # ------------------------------------------------------------------ the RPC
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Answer a reader's request (``op: latest``): ``{"end": offset, "shed": [offsets]}``."""
+        t0 = time.perf_counter()
+        try:
+            if request.get("op") != "latest":
+                raise ValueError(f"unknown request {request.get('op')!r}")
+            return self._latest(str(request["query"]), int(request["start"]), request.get("new") or (),
+                                request.get("rtt"))
+        finally:
+            self.rpc_s.append(time.perf_counter() - t0)
+
+    def _latest(self, query_id: str, start: int, new: Sequence[Mapping[str, Any]], rtt: float | None) -> dict[str, Any]:
+        with self.cond:
+            source = self.sources.get(query_id)
+            if source is None or query_id not in self.controller.query_ids():
+                raise KeyError(f"query {query_id!r} is not registered with this pacer session")
+            if rtt is not None:
+                self.rpc_rtt_s.append(float(rtt))
+            source.listed = True
+            for entry in new:
+                source.files[int(entry["index"])] = dict(entry)
+            if source.next_index is None or source.next_index < start:
+                source.next_index = start  # datasets before ``start`` were processed by an earlier run
+            waiting = self.engine.waiting_spark_batch(query_id)  # its trigger ended: Spark holds its progress
+            if waiting is not None and source.handle is not None:
+                progress = telemetry.recent_progress(source.handle._jsq, waiting)
+                if progress is not None:
+                    self.engine.on_progress(progress, event=False)
+            stale = self.engine.expire(query_id, time.time())  # its trigger never reported: completed as at its sink
+            if stale is not None:
+                self.warn_once(f"no-progress-{query_id}", "query %r: no progress event %.0f s after batch %s's "
+                               "sink; completed without its engine time", query_id, self.engine.timeout_s,
+                               stale.batch_id)
+            if source.admitted_end is not None and start < source.admitted_end:
+                # another reader of the same query (a self-join), or a repeated ask: same answer
+                return {"end": source.admitted_end, "shed": source.shed}
+            self._arrive_available(source, time.time())
+            self.polls += 1
+            batch = self.controller.poll(query_id)
+            if batch is None:
+                return {"end": start}
+            self._admitted(source, batch)
+            taken = {int(d.handle) for d in batch.datasets}  # the rest of [start, end) was shed: not to be read
+            source.shed = [i for i in range(start, source.admitted_end or start) if i not in taken]
+            return {"end": source.admitted_end, "shed": source.shed}
+
+    def _arrive_available(self, source: SourceState, now: float) -> None:
+        """Hand the Controller every dataset that has arrived and that it has not seen."""
+        assert source.next_index is not None
+        end = source.gen.available_end(now) if source.gen is not None else max(source.files, default=-1) + 1
+        while source.next_index < end:
+            dataset = source.dataset(source.next_index)
+            if dataset is None:
+                break
+            self.controller.arrive(source.query_id, dataset)
+            source.next_index += 1
+
+    def _admitted(self, source: SourceState, batch: MicroBatch) -> None:
+        indices = [int(d.handle) for d in batch.datasets]
+        begin, end = min(indices), max(indices) + 1
+        source.ranges[batch.id] = (begin, end)
+        source.admitted_end = end
+        enact_placement(self.controller, batch, source.handle, rapids=self.rapids)
+        self.cond.notify_all()
+
+    # ------------------------------------------------------------------ foreachBatch: the batch Spark runs
+
+    def claim(self, query_id: str, spark_batch_id: int) -> str | None:
+        """The pacer batch Spark's batch ``spark_batch_id`` runs: the admitted one, or a replay admitted now.
+
+        :return: None for a no-data batch (a watermark's) or one pacer did not form.
+        """
+        with self.cond:
+            source = self.sources[query_id]
+            source.spark_batches += 1
+            q = self.controller.query(query_id)
+            if q.in_flight is not None and not q.in_flight_started:
+                return q.in_flight
+            if q.in_flight is not None:
+                return None
+        # No admitted batch: a replay after restart, or a no-data batch. The offset log tells which.
+        span = _offset_range(source, spark_batch_id)
+        with self.cond:
+            if span is None or span[1] <= span[0]:
+                return None
+            begin, end = span
+            if source.next_index is None or source.next_index < begin:
+                source.next_index = begin
+            while source.next_index < end:
+                dataset = source.dataset(source.next_index)
+                if dataset is None:
+                    _load_manifest(source)
+                    dataset = source.dataset(source.next_index)
+                if dataset is None:
+                    log.warning("query %r: cannot describe dataset %d of replayed batch %d; not tracked",
+                                query_id, source.next_index, spark_batch_id)
+                    return None
+                self.controller.arrive(query_id, dataset)
+                source.next_index += 1
+            self.replay.forced[query_id] = end - begin
+            try:
+                batch = self.controller.poll(query_id)
+            finally:
+                self.replay.forced.pop(query_id, None)
+            if batch is None:
+                return None
+            self._admitted(source, batch)
+            log.info("query %r: replaying batch %d (datasets %d..%d) from the checkpoint", query_id,
+                     spark_batch_id, begin, end - 1)
+            return batch.id
+
+    def completed(self, query_id: str, batch_id: str) -> None:
+        """The batch completed (lock held): forget its offsets."""
+        source = self.sources.get(query_id)  # None for a format("pacer") query
+        if source is not None:
+            source.ranges.pop(batch_id, None)
+
+    # ------------------------------------------------------------------ reading
+
+    def drained(self) -> bool:
+        """True when every source is done: generated traffic fully processed, no file dataset waiting."""
+        with self.cond:
+            for query_id, source in self.sources.items():
+                if source.dead:
+                    if source.error:
+                        return False
+                    continue
+                q = self.controller.query(query_id)
+                if q.in_flight is not None or q.buffered_count or not source.drained():
+                    return False
+            return True
+
+    def failed(self) -> bool:
+        """Whether a source's query terminated with an error."""
+        return any(s.dead and s.error for s in self.sources.values())
+
+    def stop(self, timeout: float) -> None:
+        """Mark every source dead (no batch waits for them) and stop each query, between batches when it can."""
+        with self.cond:
+            for source in self.sources.values():
+                source.dead = True
+            self.cond.notify_all()
+        for source in self.sources.values():
+            handle = source.handle
+            if handle is None or not handle.isActive:
+                continue
+            limit = time.time() + timeout
+            try:
+                while time.time() < limit and handle.isActive and handle.status.get("isTriggerActive"):
+                    time.sleep(0.05)
+                handle.stop()
+            except Exception:  # already failing or stopped
+                log.debug("stopping %s", source.query_id, exc_info=True)
+
+
+def _load_manifest(source: SourceState) -> None:
+    """Describe a ``pacer-files`` source's datasets from its manifest (a replay after a restart)."""
+    if source.fmt == FILES_FORMAT and "manifest" in source.options:
+        for entry in Manifest(Path(source.options["manifest"])).entries:
+            source.files.setdefault(entry.index, entry.as_json())
+
+
+def _offset_range(source: SourceState, spark_batch_id: int) -> tuple[int, int] | None:
+    """``(start, end)`` dataset offsets of a Spark batch, from the query's offset log."""
+    if source.handle is None:
+        return None
+    try:
+        log_ = source.handle._jsq.streamingQuery().offsetLog()
+
+        def index_at(batch: int) -> int | None:
+            if batch < 0:
+                return 0
+            entry = log_.get(batch)
+            if entry.isEmpty():
+                return None
+            offsets = entry.get().offsets()
+            for i in range(offsets.size()):
+                item = offsets.apply(i)
+                if not item.isEmpty():
+                    return int(json.loads(item.get().json())["index"])
+            return None
+
+        end = index_at(spark_batch_id)
+        begin = index_at(spark_batch_id - 1)
+    except Exception:  # an internal API changed: pacer then just does not track this batch
+        log.debug("cannot read the offset log", exc_info=True)
+        return None
+    if end is None or begin is None:
+        return None
+    return begin, end
+
+
+__all__ = ["AdmissionService", "ReplayGuard", "SourceState"]

@@ -1,0 +1,172 @@
+"""A :class:`~pacer_spark.runtime.PacerSession`'s configuration: one frozen dataclass, and the ``spark.pacer.*`` confs.
+
+Every :func:`~pacer_spark.attach` keyword is a field of :class:`PacerConfig`; :meth:`PacerConfig.from_spark`
+builds one from those keywords, reading each one left out from the session's ``spark.pacer.*`` confs
+(see the field's ``conf`` below), then the field's default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from pacer.plugins import PluginManager
+from pacer_spark import telemetry
+from pacer_spark.options import parse_seconds
+
+#: The prefix of every pacer conf of a SparkSession.
+CONF_PREFIX = "spark.pacer."
+
+
+def _is_set(value: Any) -> bool:
+    """An :func:`~pacer_spark.attach` keyword counts as given when truthy (0, "" and {} read the conf)."""
+    return bool(value)
+
+
+def _not_none(value: Any) -> bool:
+    """A keyword whose falsy values mean something (``fallback=False``, ``gpus=0``) counts as given unless None."""
+    return value is not None
+
+
+def _as_given(value: Any) -> Any:
+    return value
+
+
+@dataclass(frozen=True)
+class _Conf:
+    """Where a :class:`PacerConfig` field comes from when :func:`~pacer_spark.attach` leaves it out.
+
+    :ivar read: the field's value from the session (None: not set there, the field's default applies).
+    :ivar given: whether a keyword's value counts as given (else the conf is read).
+    :ivar parse: applied to a given keyword's value.
+    """
+
+    read: Callable[[SparkSession], Any]
+    given: Callable[[Any], bool] = _is_set
+    parse: Callable[[Any], Any] = _as_given
+
+
+def _conf(key: str, parse: Callable[[str], Any] = str, given: Callable[[Any], bool] = _is_set,
+          parse_given: Callable[[Any], Any] = _as_given) -> dict[str, _Conf]:
+    """Field metadata: the field reads ``spark.pacer.<key>`` (parsed with ``parse``) when left out."""
+
+    def read(spark: SparkSession) -> Any:
+        value = conf(spark, key)
+        return None if value is None else parse(value)
+
+    return {"conf": _Conf(read, given, parse_given)}
+
+
+def _params(decision: str) -> dict[str, _Conf]:
+    """Field metadata: the strategy parameters ``spark.pacer.param.<decision>.<name>``."""
+    return {"conf": _Conf(lambda spark: conf_params(spark, decision))}
+
+
+def conf(spark: SparkSession, key: str, default: str | None = None) -> str | None:
+    """The conf ``spark.pacer.<key>`` of ``spark`` (``default`` when it is not set or empty)."""
+    value = spark.conf.get(CONF_PREFIX + key, None)
+    return default if value in (None, "") else str(value)
+
+
+def conf_params(spark: SparkSession, decision: str) -> dict[str, str]:
+    """The strategy parameters ``spark.pacer.param.<decision>.<name>`` of ``spark``'s context, by name."""
+    prefix = f"{CONF_PREFIX}param.{decision}."
+    try:
+        items = spark.sparkContext.getConf().getAll()
+    except Exception:  # pragma: no cover
+        items = []
+    return {k[len(prefix):]: v for k, v in items if k.startswith(prefix)}
+
+
+def _empty() -> Mapping[str, Any]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class PacerConfig:
+    """Everything a :class:`~pacer_spark.runtime.PacerSession` is built with (:func:`~pacer_spark.attach`'s keywords).
+
+    :ivar admission: the default admission strategy of a registered query (conf ``admission``).
+    :ivar scheduler: the scheduling strategy (conf ``scheduler``).
+    :ivar placement: the default placement strategy of a registered query (conf ``placement``).
+    :ivar deadline: seconds (``"10s"`` given to :meth:`from_spark` is parsed); None: each window's slide
+        (conf ``deadline``).
+    :ivar fallback: a raising strategy falls back to its baseline (conf ``fallback``).
+    :ivar admission_params: default admission parameters (confs ``param.admission.<name>``); likewise
+        ``scheduler_params`` and ``placement_params``.
+    :ivar cores: the cores the Controller plans for; None: Spark's default parallelism (conf ``cores``).
+    :ivar gpus: the GPUs it plans for; None: 1 with RAPIDS loaded, else 0 (conf ``gpus``).
+    :ivar concurrency: batches of an ordered schedule (FIFO/EDF) running at once (conf ``gate.concurrency``).
+    :ivar gate_timeout: seconds a batch waits for its turn at most (conf ``gate.timeout``).
+    :ivar operator_metrics: read per-operator metrics from each batch's executed plan.
+    :ivar plugin_manager: where strategies come from; None: every installed plugin.
+    :ivar checkpoint_root: where queries keep checkpoints and manifests; None: a temporary folder.
+    :ivar overload: ``keep`` or ``shed`` (conf ``overload``).
+    :ivar paced: pace every ``format("pacer")`` query of the session (builds and loads the JVM source).
+    :ivar progress_timeout: seconds after a sink's end when a batch without a progress event is completed.
+    :raises ValueError: for a deadline <= 0 or a concurrency < 1.
+    """
+
+    admission: str = field(default="asap", metadata=_conf("admission"))
+    scheduler: str = field(default="fifo", metadata=_conf("scheduler"))
+    placement: str = field(default="cpu-only", metadata=_conf("placement"))
+    deadline: float | None = field(default=None, metadata=_conf("deadline", parse_seconds, _not_none, parse_seconds))
+    fallback: bool = field(default=True, metadata=_conf("fallback", lambda v: v.lower() == "true", _not_none))
+    admission_params: Mapping[str, Any] = field(default_factory=_empty, metadata=_params("admission"))
+    scheduler_params: Mapping[str, Any] = field(default_factory=_empty, metadata=_params("scheduler"))
+    placement_params: Mapping[str, Any] = field(default_factory=_empty, metadata=_params("placement"))
+    cores: int | None = field(default=None, metadata=_conf("cores", int))
+    gpus: int | None = field(default=None, metadata=_conf("gpus", int, _not_none))
+    concurrency: int = field(default=1, metadata=_conf("gate.concurrency", int))
+    gate_timeout: float = field(default=60.0, metadata=_conf("gate.timeout", float))
+    operator_metrics: bool = True
+    plugin_manager: PluginManager | None = None
+    checkpoint_root: str | None = None
+    overload: str = field(default="keep", metadata=_conf("overload"))
+    paced: bool = True
+    progress_timeout: float = telemetry.DEFAULT_PROGRESS_TIMEOUT_S
+
+    def __post_init__(self) -> None:
+        for name in ("admission_params", "scheduler_params", "placement_params"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+        if self.deadline is not None and not self.deadline > 0:
+            raise ValueError(f"deadline must be > 0 seconds, got {self.deadline}; omit it to use each window's slide")
+        if self.concurrency < 1:
+            raise ValueError(f"gate concurrency must be >= 1, got {self.concurrency}")
+
+    @classmethod
+    def from_spark(cls, spark: SparkSession, **options: Any) -> PacerConfig:
+        """The configuration of ``options`` (:func:`~pacer_spark.attach`'s keywords), each one left out (None)
+        read from ``spark``'s ``spark.pacer.*`` confs, then defaulted.
+
+        :raises TypeError: for a keyword that is not a field.
+        :raises ValueError: for a malformed conf or keyword, a deadline <= 0 or a concurrency < 1.
+        """
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise TypeError(f"unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
+                            f"pacer_spark.attach takes {', '.join(known)}")
+        values: dict[str, Any] = {}
+        for name, f in known.items():
+            source: _Conf | None = f.metadata.get("conf")
+            value = options.get(name)
+            if source is None:
+                if name in options:
+                    values[name] = value
+            elif source.given(value):
+                values[name] = source.parse(value)
+            elif (read := source.read(spark)) is not None:
+                values[name] = read
+        return cls(**values)
+
+    def strategies(self) -> dict[str, str]:
+        """Decision -> the strategy it names: ``admission``, ``scheduling``, ``placement``."""
+        return {"admission": self.admission, "scheduling": self.scheduler, "placement": self.placement}
+
+
+__all__ = ["CONF_PREFIX", "PacerConfig", "conf", "conf_params"]

@@ -1,0 +1,153 @@
+"""A session's telemetry: the listener's events routed to its queries, pacer's overhead, the report's ``spark`` part.
+
+:class:`SessionTelemetry` is what the session's :class:`~pacer_spark.telemetry.ProgressListener` reports to:
+a trigger's progress completes a ``pacer-gen``/``pacer-files`` batch (or goes to the ``format("pacer")``
+queries, :mod:`pacer_spark.paced`); a query's termination marks it dead, with its error.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import SparkSession
+
+from pacer import Controller
+from pacer.metrics import percentile
+from pacer_spark import telemetry
+from pacer_spark.admission import AdmissionService
+from pacer_spark.errors import root_cause
+from pacer_spark.sources import FILES_FORMAT
+
+if TYPE_CHECKING:
+    from pacer_spark.paced import PacedQueries
+
+log = logging.getLogger("pacer_spark")
+
+
+@dataclass(eq=False)
+class SessionTelemetry:
+    """Routes Spark's listener events to a session's queries and reads what the session measured.
+
+    :param spark: the session's SparkSession.
+    :param controller: the session's Controller.
+    :param cond: the session's condition; its lock guards every Controller call, notified on termination.
+    :param admission: the ``pacer-gen``/``pacer-files`` sources.
+    :param engine: the session's batch completion.
+    :param fair: whether the session runs ``spark.scheduler.mode=FAIR``.
+    :param rapids: whether the RAPIDS Accelerator is loaded.
+    :ivar paced: the session's ``format("pacer")`` queries (None: not paced).
+    """
+
+    spark: SparkSession
+    controller: Controller
+    cond: threading.Condition
+    admission: AdmissionService
+    engine: telemetry.BatchCompletion
+    fair: bool
+    rapids: bool
+    paced: PacedQueries | None = field(default=None, init=False)
+    _by_run_id: dict[str, str] = field(default_factory=dict, init=False)
+
+    def map_stream(self, stream_id: str, query_id: str) -> None:
+        """Route listener events of the streaming query ``stream_id`` (its id or run id) to ``query_id``."""
+        self._by_run_id[stream_id] = query_id
+
+    # ------------------------------------------------------------------ listener callbacks (telemetry.ProgressSink)
+
+    def _on_progress(self, progress: telemetry.TriggerProgress) -> None:
+        """A trigger ended: keep Spark's durations and complete the batch it ran (the listener's thread)."""
+        with self.cond:
+            if self.paced is not None and self.paced.owns(progress.query):
+                self.paced.on_progress(progress)
+                return
+            source = self.admission.sources.get(progress.query)
+            if source is None:
+                return
+            source.progress.append(progress.as_json())
+            try:
+                self.engine.on_progress(progress)
+            except Exception as exc:  # a feedback hook raised without fallback: fail the query as foreachBatch did
+                log.error("query %r: completing batch %d failed: %s", progress.query, progress.batch_id, exc)
+                source.error = source.error or f"{type(exc).__name__}: {exc}"
+                source.dead = True
+                if source.handle is not None:
+                    threading.Thread(target=source.handle.stop, name="pacer-stop", daemon=True).start()
+
+    def _on_terminated(self, run_id: str, exception: str | None) -> None:
+        """A streaming query stopped or failed: no batch waits for it any more."""
+        with self.cond:
+            query_id = self._by_run_id.get(run_id)
+            if self.paced is not None and query_id is not None and self.paced.owns(query_id):
+                self.paced.on_terminated(query_id, exception)
+            source = self.admission.sources.get(query_id) if query_id else None
+            if source is not None and query_id is not None:
+                source.dead = True
+                source.error = source.error or exception
+                try:  # a batch still waiting: its trigger failed after the sink, or the query was stopped
+                    self.engine.give_up(query_id)
+                except Exception:
+                    log.exception("query %r: completing its last batch at termination failed", query_id)
+            self.cond.notify_all()
+
+    # ------------------------------------------------------------------ reading
+
+    def error_traces(self) -> dict[str, str]:
+        """Queries that terminated with an error, and Spark's full error text."""
+        failed = {q: s.error for q, s in self.admission.sources.items() if s.error}
+        if self.paced is not None:
+            failed.update({q: p.error for q, p in self.paced.queries.items() if p.error})
+        return failed
+
+    def errors(self) -> dict[str, str]:
+        """Queries that terminated with an error, and its root cause in one line."""
+        return {query_id: root_cause(trace) for query_id, trace in self.error_traces().items()}
+
+    def overhead(self) -> dict[str, Any]:
+        """pacer's own cost on Spark: RPC handling, round trips and operator-metric collection."""
+        def us(values: Sequence[float], q: float) -> float | None:
+            return 1e6 * percentile(values, q) if values else None
+
+        sources = self.admission.sources.values()
+        metrics = [v for s in sources for v in s.metrics_s]
+        waits = [v for s in sources for v in s.gate_wait_s]
+        rpc_s, rpc_rtt_s = self.admission.rpc_s, self.admission.rpc_rtt_s
+        return {
+            "rpc_handle_us_p50": us(rpc_s, 50), "rpc_handle_us_p99": us(rpc_s, 99),
+            "rpc_round_trip_us_p50": us(rpc_rtt_s, 50), "rpc_round_trip_us_p99": us(rpc_rtt_s, 99),
+            "rpc_requests": len(rpc_s),
+            "operator_metrics_ms_avg": 1e3 * sum(metrics) / len(metrics) if metrics else None,
+            "gate_wait_ms_avg": 1e3 * sum(waits) / len(waits) if waits else None,
+            "gate_wait_ms_max": 1e3 * max(waits) if waits else None,
+        }
+
+    def spark_section(self) -> dict[str, Any]:
+        """The report's ``spark`` part: Spark's side of the run, pacer's overhead, enactment, errors (lock held)."""
+        import pyspark
+
+        placements = [r.placement for r in self.controller.reports() if r.placement is not None]
+        sources = self.admission.sources
+        return {
+            "spark_version": pyspark.__version__,
+            "master": self.spark.sparkContext.master,
+            "scheduler_mode": "FAIR" if self.fair else "FIFO",
+            "rapids_loaded": self.rapids,
+            "pacer_spark_overhead": self.overhead(),
+            "placement_enactment": {
+                "batches": len(placements),
+                "enacted": sum(1 for p in placements if p.enacted),
+                "notes": sorted({p.note for p in placements if p.note}),
+            },
+            "spark_batches": {q: s.spark_batches for q, s in sources.items()},
+            "spark_duration_ms_avg": {q: telemetry.average_durations(s.progress) for q, s in sources.items()},
+            "engine": self.engine.summary(),
+            "errors": self.errors(),
+            "quarantined_rows": {q: s.quarantined() for q, s in sources.items() if s.fmt == FILES_FORMAT},
+            "paced": self.paced.summary() if self.paced is not None else {},
+        }
+
+
+__all__ = ["SessionTelemetry"]

@@ -1,0 +1,104 @@
+"""The scheduling gate in a ``pacer-gen``/``pacer-files`` query's ``foreachBatch``.
+
+:meth:`SinkGate.wrap` wraps the user's sink: the Spark batch is matched with the batch pacer admitted
+(or a replay, :meth:`~pacer_spark.admission.AdmissionService.claim`), waits for its turn at the
+:class:`~pacer_spark.gate.Gate` (or learns its fair-scheduler pool), runs the sink, then reads the
+operator metrics of its executed plan and hands the batch to the
+:class:`~pacer_spark.telemetry.BatchCompletion`, which completes it when its trigger reports.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+
+from pacer import Controller
+from pacer_spark import telemetry
+from pacer_spark.admission import AdmissionService
+from pacer_spark.errors import stop_error
+from pacer_spark.gate import Gate
+from pacer_spark.plan import operator_metrics, read_plan
+
+log = logging.getLogger("pacer_spark")
+
+#: A ``foreachBatch`` function: the batch's DataFrame and Spark's batch id.
+Sink = Callable[[DataFrame, int], None]
+
+
+@dataclass(eq=False)
+class SinkGate:
+    """Runs each ``foreachBatch`` of a ``pacer-gen``/``pacer-files`` query through the gate (module docstring).
+
+    :param controller: the session's Controller.
+    :param cond: the session's condition; its lock guards every Controller call.
+    :param gate: the session's :class:`~pacer_spark.gate.Gate`.
+    :param admission: the session's admission service (the queries' sources).
+    :param engine: the session's batch completion.
+    :param excluded: batches the gate's order skips (:meth:`pacer_spark.runtime.PacerSession.excluded`).
+    :param collect_metrics: read per-operator metrics from each batch's executed plan.
+    """
+
+    controller: Controller
+    cond: threading.Condition
+    gate: Gate
+    admission: AdmissionService
+    engine: telemetry.BatchCompletion
+    excluded: Callable[[str], bool]
+    collect_metrics: bool
+
+    def wrap(self, query_id: str, sink: Sink) -> Sink:
+        """Wrap ``sink``: wait for the batch's turn (FIFO/EDF) or pick its pool (FAIR/RDAS), run, report."""
+
+        def gated(df: DataFrame, spark_batch_id: int) -> None:
+            batch_id = self.admission.claim(query_id, spark_batch_id)
+            if batch_id is None:  # a no-data batch (watermark) or one pacer did not form
+                sink(df, spark_batch_id)
+                return
+            self._wait_turn(query_id, batch_id, df)
+            try:
+                sink(df, spark_batch_id)
+            except Exception as exc:
+                stopped = stop_error(exc)
+                if stopped is None:
+                    raise
+                raise stopped from None  # the query is being stopped: a short error Spark recognises
+            self._finish(query_id, batch_id, spark_batch_id)
+
+        return gated
+
+    def _wait_turn(self, query_id: str, batch_id: str, df: DataFrame) -> None:
+        source = self.admission.sources[query_id]
+        if source.observe_only:  # Spark's own trigger: pacer only observes
+            with self.cond:
+                self.controller.start(batch_id)
+            return
+        turn = self.gate.pass_batch(batch_id, excluded=self.excluded)
+        source.gate_wait_s.append(turn.waited_s)
+        df.sparkSession.sparkContext.setLocalProperty("spark.scheduler.pool", turn.pool)  # type: ignore[arg-type]
+
+    def _finish(self, query_id: str, batch_id: str, spark_batch_id: int) -> None:
+        """The sink returned: read the operator metrics (the next trigger replaces the executed plan), free the
+        gate and leave completion to the trigger's progress event, after commitOffsets (see telemetry.py)."""
+        source = self.admission.sources[query_id]
+        metrics = []
+        if self.collect_metrics and source.handle is not None:
+            t0 = time.perf_counter()
+            try:
+                with self.cond:
+                    batch = self.controller.batch(batch_id).batch
+                    dag = self.controller.query(query_id).spec.dag
+                root = read_plan(source.handle._jsq.streamingQuery().lastExecution().executedPlan())
+                metrics = operator_metrics(root, dag, batch.placement,
+                                           batch_bytes=batch.bytes, batch_rows=batch.rows)
+            except Exception:
+                log.debug("no operator metrics for %s", batch_id, exc_info=True)
+            source.metrics_s.append(time.perf_counter() - t0)
+        self.engine.sink_done(query_id, telemetry.SinkDone(batch_id, spark_batch_id, time.time(), metrics))
+
+
+__all__ = ["Sink", "SinkGate"]

@@ -215,3 +215,25 @@ def test_zstream_admission_with_edf(spark: Any, tmp_path: Path) -> None:
     _lossless(report, {"lr2": 5, "cm2": 5})
     assert report["scheduler"] == "edf" and report["queries"]["lr2"]["admission"] == "zstream"
     assert report["queries"]["lr2"]["strategy_fallbacks"] == 0
+
+
+def test_a_plain_write_stream_on_a_pacer_source_does_not_stall(spark: Any, tmp_path: Path) -> None:
+    """What a Spark user writes: ``read_stream`` then their own ``writeStream`` (not ``PacerSession.start``)."""
+    import pacer_spark
+
+    pacer = pacer_spark.attach(spark, checkpoint_root=str(tmp_path))
+    try:
+        pacer.register_query("plain", workload="cm2")
+        frame = pacer.read_stream("plain", "pacer-gen", stream="cluster_monitoring", rate=400, duration=4)
+        query = (frame.writeStream.format("parquet").option("path", str(tmp_path / "out"))
+                 .option("checkpointLocation", str(tmp_path / "ck")).start())
+        try:
+            assert pacer.await_drained(90), pacer.errors()
+            query.processAllAvailable()
+            report = pacer.report()
+        finally:
+            query.stop()
+    finally:
+        pacer.stop()
+    _lossless(report, {"plain": 4})
+    assert spark.read.parquet(str(tmp_path / "out")).count() == report["queries"]["plain"]["rows_in"]

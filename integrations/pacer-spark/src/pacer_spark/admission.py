@@ -209,6 +209,8 @@ class AdmissionService:
             if source.admitted_end is not None and start < source.admitted_end:
                 # another reader of the same query (a self-join), or a repeated ask: same answer
                 return {"end": source.admitted_end, "shed": source.shed}
+            if source.handle is None:
+                self._committed_unwatched(source)
             self._arrive_available(source, time.time())
             self.polls += 1
             batch = self.controller.poll(query_id)
@@ -218,6 +220,25 @@ class AdmissionService:
             taken = {int(d.handle) for d in batch.datasets}  # the rest of [start, end) was shed: not to be read
             source.shed = [i for i in range(start, source.admitted_end or start) if i not in taken]
             return {"end": source.admitted_end, "shed": source.shed}
+
+    def _committed_unwatched(self, source: SourceState) -> None:
+        """Complete the in-flight batch of a query started with a plain ``writeStream`` (lock held).
+
+        Without :meth:`pacer_spark.PacerSession.start` no gate sees its batches run and no progress event
+        is routed to it; but Spark asks its source for the next batch only once the last one committed,
+        so that batch completed by now (its engine time unknown). Without this, the query stalled after
+        its first batch.
+        """
+        q = self.controller.query(source.query_id)
+        if q.in_flight is None:
+            return
+        self.warn_once(f"unwatched-{source.query_id}",
+                       "query %r reads a pacer source but was not started with PacerSession.start: a batch "
+                       "completes when Spark asks for the next one (no scheduling gate, no engine time)",
+                       source.query_id)
+        self.controller.start(q.in_flight)
+        self.controller.complete(q.in_flight, completed_at=time.time())
+        self.completed(source.query_id, q.in_flight)
 
     def _arrive_available(self, source: SourceState, now: float) -> None:
         """Hand the Controller every dataset that has arrived and that it has not seen."""

@@ -120,3 +120,25 @@ def test_malformed_rows(spark: Any, tmp_path: Path, mode: str) -> None:
         assert "malformed row" in error and "bad.csv line 4" in error and "malformed=quarantine" in error
         assert error.startswith("pacer_spark.file_rows.MalformedRowError") and "\n" not in error  # root cause, one line
         assert "Traceback" in pacer.error_traces()["m"]  # the whole text stays available
+
+
+def test_available_now_processes_the_folder_and_stops(spark: Any, tmp_path: Path) -> None:
+    import pacer_spark
+
+    incoming = tmp_path / "in"
+    incoming.mkdir()
+    for n in range(3):
+        _drop(incoming, f"f{n}.csv", range(10 * n, 10 * n + 10))
+    seen: list[int] = []
+    pacer = pacer_spark.attach(spark, checkpoint_root=str(tmp_path / "pacer"))
+    try:
+        pacer.register_query("now")
+        df = pacer.read_stream("now", "pacer-files", schema=SCHEMA, path=str(incoming))
+        query = pacer.start(df, "now", lambda frame, _: seen.extend(r.id for r in frame.collect()),
+                            trigger="availableNow")
+        assert query.awaitTermination(120), "availableNow stops by itself once the folder is read"
+    finally:
+        pacer.stop()  # settles the last trigger's progress event
+    report = pacer.report()
+    assert sorted(seen) == list(range(30))
+    assert report["queries"]["now"]["datasets_processed"] == 3

@@ -195,7 +195,10 @@ class PacerSession:
         """
         if query_id not in self.controller.query_ids():
             raise KeyError(f"query {query_id!r} is not registered; call register_query first")
-        opts = self.admission.add(query_id, fmt, {k: str(v) for k, v in options.items()},
+        given = {k: str(v) for k, v in options.items()}
+        if fmt == FILES_FORMAT and not any(k.lower() == "timezone" for k in given):
+            given["timeZone"] = str(self.spark.conf.get("spark.sql.session.timeZone", "UTC"))
+        opts = self.admission.add(query_id, fmt, given,
                                   partitions=self.controller.query(query_id).spec.partitions,
                                   manifest=self.checkpoint_root / query_id / "pacer-manifest.jsonl")
         reader = self.spark.readStream.format(fmt).options(**opts, **self.source_options(query_id))
@@ -219,21 +222,23 @@ class PacerSession:
     ) -> StreamingQuery:
         """Start ``frame`` with ``sink`` wrapped in the scheduling gate.
 
-        :param trigger: None (pacer decides: ``processingTime="0 seconds"``), or a Spark processing-time
-            interval such as ``"10 seconds"``: Spark's own fixed trigger, pacer only observes.
+        :param trigger: None (pacer decides: ``processingTime="0 seconds"``); ``"availableNow"`` or ``"once"``
+            (pacer decides the batches of what is there when the query starts, then it stops); or a Spark
+            processing-time interval such as ``"10 seconds"``: Spark's own fixed trigger, pacer only observes.
         """
         source = self.sources.get(query_id)
         if source is None:
             raise KeyError(f"query {query_id!r} has no pacer source; create it with read_stream")
-        source.observe_only = trigger is not None
+        ends = {"availablenow": {"availableNow": True}, "once": {"once": True}}.get((trigger or "").lower())
+        source.observe_only = trigger is not None and ends is None
         location = checkpoint or str(self.checkpoint_root / query_id / "checkpoint")
         writer = (
             frame.writeStream.queryName(query_id)
             .foreachBatch(self.gate(query_id, sink))
             .outputMode(output_mode)
             .option("checkpointLocation", location)
-            .trigger(processingTime=trigger or "0 seconds")
         )
+        writer = writer.trigger(**ends) if ends else writer.trigger(processingTime=trigger or "0 seconds")
         handle = writer.start()
         with self.lock:
             self.admission.started(query_id, handle)

@@ -251,6 +251,19 @@ def test_pacer_sources_refuse_options_they_would_ignore(reader: str, options: di
     GenStreamReader({"rate": "5", "traffic": "wave", "Duration": "10", "pacer.query": "q"})  # known options pass
 
 
+def test_pacer_files_never_writes_its_manifest_into_the_watched_folder(tmp_path: Path) -> None:
+    from pacer_spark.sources import FilesStreamReader
+
+    schema = StructType([StructField("v", IntegerType())])
+    with pytest.raises(ValueError, match="needs option manifest=<a file beside your checkpoint>"):
+        FilesStreamReader({"path": str(tmp_path)}, schema)
+    (tmp_path / "a.csv").write_text("1\n")
+    reader = FilesStreamReader({"path": str(tmp_path), "manifest": str(tmp_path.parent / "ck-manifest.jsonl")},
+                               schema)
+    reader.latestOffset({"index": 0}, None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv"]  # nothing of pacer's in the input folder
+
+
 def test_kafka_latency_from_timestamp_quantiles() -> None:
     from pacer_spark.kafka_run import KafkaBatch, batch_of, latency_summary
 

@@ -348,7 +348,12 @@ class FilesStreamReader(DataSourceStreamReader):
             raise ValueError(f"pacer-files: malformed must be one of {MALFORMED_MODES}, got {self.malformed!r}")
         self.quarantine = options.get("quarantine") or str(self.directory / "_pacer_quarantine")
         self.schema = schema
-        self.manifest = Manifest(Path(options.get("manifest") or self.directory / "_pacer_manifest.jsonl"))
+        if not options.get("manifest"):
+            raise ValueError(
+                "pacer-files needs option manifest=<a file beside your checkpoint>: it records which file got which "
+                "offset, so it belongs with the query's state, not in the watched folder "
+                "(PacerSession.read_stream sets it for you)")
+        self.manifest = Manifest(Path(options["manifest"]))
         self.agent = AdmissionAgent(options, FILES_FORMAT)
         self._told = 0  # entries already sent to the driver
 
@@ -404,7 +409,7 @@ class PacerFilesDataSource(DataSource):
     """``spark.readStream.format("pacer-files").schema(ddl)``: one dataset per file of a directory.
 
     Options: ``path`` (directory; move finished files in atomically), ``format`` (csv, json lines,
-    parquet), ``header`` (CSV), ``manifest`` (where offsets and arrival times are recorded; keep it
+    parquet), ``header`` (CSV), ``manifest`` (required: where offsets and arrival times are recorded; keep it
     beside the checkpoint, one per query), ``malformed`` (``fail`` or ``quarantine``) and
     ``quarantine`` (directory for set-aside rows), ``timeZone`` (of timestamps without an offset:
     :meth:`pacer_spark.PacerSession.read_stream` passes ``spark.sql.session.timeZone``; UTC otherwise);

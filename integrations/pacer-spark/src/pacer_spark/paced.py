@@ -67,6 +67,7 @@ class PacedQuery:
     decide_s: list[float] = field(default_factory=list)
     read_rows: int = 0
     read_bytes: int = 0
+    accounted: set[int] = field(default_factory=set)  # Spark batch ids already completed from their progress
     dead: bool = False
     error: str | None = None
 
@@ -209,12 +210,15 @@ class PacedQueries:
             s.engine.on_progress(progress)
             return
         s.engine.on_progress(progress)  # counts the trigger's engine time
+        if progress.batch_id in q.accounted:  # completed from Spark's progress buffer before this event came
+            return
         if progress.rows > 0 and not s.controller.busy(q.query_id):
             self._replayed(q, progress)
 
     def _replayed(self, q: PacedQuery, progress: telemetry.TriggerProgress) -> None:
         """Spark ran a batch from its offset log without asking the source: account it once."""
         s = self.session
+        q.accounted.add(progress.batch_id)
         arrival = progress.started_at or progress.delivered_at
         held = s.controller.withdraw(q.query_id)  # keeps the order: the replay came before them
         dataset = Dataset(f"replay:{q.stream_id}:{progress.batch_id}", arrival, progress.rows * DEFAULT_ROW_BYTES,
@@ -231,6 +235,7 @@ class PacedQueries:
                      q.query_id, progress.batch_id, progress.rows)
 
     def _measured(self, q: PacedQuery, progress: telemetry.TriggerProgress) -> None:
+        q.accounted.add(progress.batch_id)
         done_batch = next((b for b, qid in self._batch_query.items() if qid == q.query_id), None)
         if done_batch is None:
             return

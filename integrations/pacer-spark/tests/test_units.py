@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from pyspark.sql.types import DoubleType, IntegerType, StructField, StructType, TimestampType
+from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, StructType, TimestampType
 
 from pacer import Placement
 from pacer_spark.compat import SparkVersionError, check_spark_version, parse_version
@@ -281,3 +281,26 @@ def test_kafka_latency_from_timestamp_quantiles() -> None:
     assert parsed is not None and parsed.records == 3 and parsed.engine_s == 2.5
     assert parsed.ended_at == pytest.approx(datetime(2026, 1, 1, tzinfo=UTC).timestamp() + 2.5)
     assert batch_of({**progress, "observedMetrics": {}}) is None  # a trigger that read nothing
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_pacer_files_arrow_fast_path_reads_what_the_row_parser_reads(tmp_path: Path, fmt: str) -> None:
+    from pacer_spark.file_rows import arrow_table
+
+    schema = StructType([StructField("ts", TimestampType()), StructField("v", IntegerType()),
+                         StructField("name", StringType())])
+    rows = [("2026-01-01 00:00:00.250000", 1, "a"), ("2026-01-01 00:00:01", 2, "")]
+    path = tmp_path / f"f.{fmt}"
+    if fmt == "csv":
+        path.write_text("".join(f"{ts},{v},{n}\n" for ts, v, n in rows))
+        records = [(i + 1, "", [ts, str(v), n]) for i, (ts, v, n) in enumerate(rows)]
+    else:
+        path.write_text("".join(json.dumps({"ts": ts.replace(" ", "T"), "v": v, "name": n or None}) + "\n"
+                                for ts, v, n in rows))
+        records = [(i + 1, "", [ts.replace(" ", "T"), v, n or None]) for i, (ts, v, n) in enumerate(rows)]
+    table = arrow_table(path, fmt, schema, header=False, time_zone="America/New_York")
+    assert table is not None
+    by_rows = list(RowParser(schema, "fail", None, "America/New_York").parse(path, iter(records)))
+    assert [(r["ts"], r["v"], r["name"]) for r in table.to_pylist()] == by_rows
+    path.write_text(path.read_text() + ("oops,3,c\n" if fmt == "csv" else '{"ts": "soon", "v": 3}\n'))
+    assert arrow_table(path, fmt, schema, header=False, time_zone="UTC") is None  # the row parser names the line

@@ -166,3 +166,74 @@ def json_records(path: Path, names: Sequence[str]) -> Iterator[tuple[int, str, S
             except ValueError:
                 values = None
             yield number, raw.rstrip("\n"), values
+
+
+def arrow_table(path: Path, fmt: str, schema: StructType, *, header: bool, time_zone: str) -> Any | None:
+    """The whole file as an Arrow table of ``schema``, parsed by Arrow; None when Arrow cannot parse it.
+
+    The fast path of ``pacer-files``: Arrow's csv/json readers parse a file ~10× faster than
+    :class:`RowParser`'s row-by-row Python. Any error (a malformed row, a type Arrow does not map, a
+    timestamp with an offset) returns None, and the caller parses the file with :class:`RowParser`,
+    which names the file and line of a bad row or quarantines it.
+    """
+    import pyarrow as pa
+
+    try:
+        target = pa.schema([pa.field(f.name, _arrow_type(f.dataType)) for f in schema.fields])
+    except TypeError:
+        return None
+    try:
+        table = _read_arrow(path, fmt, target, header)
+        columns = []
+        for f in schema.fields:
+            column = table.column(f.name) if f.name in table.column_names else pa.nulls(len(table), target.field(
+                f.name).type)
+            if isinstance(f.dataType, TimestampType):
+                import pyarrow.compute as pc
+
+                column = pc.assume_timezone(column, timezone=time_zone).cast(pa.timestamp("us", tz="UTC"))
+            columns.append(column)
+        out_schema = pa.schema([pa.field(f.name, c.type) for f, c in zip(schema.fields, columns, strict=True)])
+        return pa.Table.from_arrays(columns, schema=out_schema)
+    except (pa.ArrowException, ValueError, KeyError):
+        return None
+
+
+def _read_arrow(path: Path, fmt: str, target: Any, header: bool) -> Any:
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path)
+        return table.select([n for n in target.names if n in table.column_names]).cast(
+            _subset(target, table.column_names))
+    if fmt == "json":
+        import pyarrow.json as pj
+
+        return pj.read_json(path, parse_options=pj.ParseOptions(explicit_schema=target,
+                                                                unexpected_field_behavior="ignore"))
+    import pyarrow.csv as pcsv
+
+    return pcsv.read_csv(
+        path,
+        read_options=pcsv.ReadOptions(column_names=target.names, skip_rows=1 if header else 0),
+        convert_options=pcsv.ConvertOptions(column_types=target, strings_can_be_null=True,
+                                            timestamp_parsers=[pcsv.ISO8601]),
+    )
+
+
+def _subset(target: Any, names: Sequence[str]) -> Any:
+    import pyarrow as pa
+
+    return pa.schema([f for f in target if f.name in names])
+
+
+def _arrow_type(dtype: DataType) -> Any:
+    import pyarrow as pa
+
+    simple = {IntegerType: pa.int32(), LongType: pa.int64(), ShortType: pa.int16(), ByteType: pa.int8(),
+              DoubleType: pa.float64(), FloatType: pa.float32(), BooleanType: pa.bool_(), StringType: pa.string(),
+              DateType: pa.date32(), TimestampType: pa.timestamp("us"), TimestampNTZType: pa.timestamp("us")}
+    for kind, arrow in simple.items():
+        if isinstance(dtype, kind):
+            return arrow
+    raise TypeError(f"no Arrow fast path for {dtype.simpleString()}")

@@ -24,7 +24,14 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from pacer_spark.file_rows import MalformedRowError, RowParser, csv_records, json_records, session_zone
+from pacer_spark.file_rows import (
+    MalformedRowError,
+    RowParser,
+    arrow_table,
+    csv_records,
+    json_records,
+    session_zone,
+)
 from pacer_spark.options import OPT_ADDRESS, OPT_AUTHKEY, OPT_QUERY, OPT_TIMEOUT, GenPlan, parse_address
 from pacer_spark.rpc import ControllerClient, ControllerUnavailable
 
@@ -380,13 +387,18 @@ class FilesStreamReader(DataSourceStreamReader):
         entries = self.manifest.entries[int(start["index"]) : int(end["index"])]
         return [FilesPartition((str(self.directory / e.name),)) for e in entries if e.index not in self.agent.shed]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        """Parse the partition's files; malformed rows are quarantined or fail the batch (option ``malformed``)."""
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """Parse the partition's files (Arrow first, rows by row where Arrow fails); malformed rows are
+        quarantined or fail the batch (option ``malformed``)."""
         assert isinstance(partition, FilesPartition)
         parser = RowParser(self.schema, self.malformed, self.quarantine if self.malformed == "quarantine" else None,
                            self.time_zone)
         for name in partition.paths:
             path = Path(name)
+            table = arrow_table(path, self.format, self.schema, header=self.header, time_zone=self.time_zone)
+            if table is not None:  # the fast path; a file Arrow cannot parse is parsed row by row below
+                yield from table.to_batches()
+                continue
             if self.format == "parquet":
                 import pyarrow.parquet as pq
 

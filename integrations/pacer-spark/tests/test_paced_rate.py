@@ -1,0 +1,119 @@
+"""format("pacer") over a DataSource V2 micro-batch source: Spark's ``rate``, through the JVM side's V2 path.
+
+``rate`` has no V1 streaming source: ``format("pacer")`` hands Spark a V2 table whose scan wraps rate's
+``MicroBatchStream`` (``PacerTable``, ``PacerMicroBatchStream``); a V1 delegate (csv) still goes the V1 way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pacer_spark.wrapper import OffsetSnapshot, PacerBridge
+
+pytestmark = pytest.mark.spark
+
+ROWS_PER_SECOND = 20
+
+
+def pacer_rate(spark: Any) -> Any:
+    """``readStream.format("pacer")`` over Spark's rate source."""
+    return (spark.readStream.format("pacer").option("pacer.source", "rate")
+            .option("rowsPerSecond", ROWS_PER_SECOND).option("numPartitions", 1).load())
+
+
+def batch_rows(query: Any) -> list[int]:
+    """numInputRows of every progress that ran a batch with data."""
+    return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"] > 0]
+
+
+def wait_for(predicate: Any, timeout: float = 25.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail("timed out waiting for the streaming query")
+        time.sleep(0.2)
+
+
+def test_a_paced_rate_query_runs_batches_the_controller_decides(spark: Any, tmp_path: Path) -> None:
+    import pacer_spark
+
+    handle = pacer_spark.attach(spark, admission="asap")
+    query = None
+    try:
+        query = (pacer_rate(spark).writeStream.format("memory").queryName("pacer_rate")
+                 .option("checkpointLocation", str(tmp_path / "ck")).trigger(processingTime="0 seconds").start())
+        wait_for(lambda: len(batch_rows(query)) >= 3)
+        query.stop()
+        paced = handle.report()["spark"]["paced"]["pacer_rate"]
+    finally:
+        if query is not None:
+            query.stop()
+        handle.stop()
+
+    assert query.exception() is None
+    assert paced["decisions"] > 0 and paced["error"] is None  # the Controller decided, not the JVM's fallback
+    values = sorted(r.value for r in spark.table("pacer_rate").collect())
+    assert values == list(range(len(values))) and len(values) == sum(batch_rows(query))  # none lost, none twice
+    source = next(p for p in query.recentProgress if p["numInputRows"] > 0)["sources"][0]
+    assert source["description"].startswith("PacerMicroBatchStream[query=pacer_rate, source=rate")
+    assert source["metrics"]["pacer.fallback"] == "false"
+
+
+def test_each_batch_reads_the_rows_of_the_snapshots_it_admitted(spark: Any, tmp_path: Path) -> None:
+    admitted: list[int | None] = []
+
+    def one_second_at_a_time(query_name: str, snapshots: Sequence[OffsetSnapshot]) -> int | None:
+        admitted.append(snapshots[0].rows)
+        return 0
+
+    bridge = PacerBridge(spark)
+    bridge.register("pacer_rate_rows", one_second_at_a_time)
+    query = (pacer_rate(spark).writeStream.format("noop").queryName("pacer_rate_rows")
+             .option("checkpointLocation", str(tmp_path / "ck")).start())
+    try:
+        wait_for(lambda: len(batch_rows(query)) >= 3)
+    finally:
+        query.stop()
+        bridge.close()
+
+    ran = batch_rows(query)
+    assert ran == admitted[: len(ran)]  # rows per snapshot: rate's own valueAtSecond between the offsets
+    assert all(rows % ROWS_PER_SECOND == 0 for rows in ran)  # whole seconds of rate
+    assert bridge.decisions("pacer_rate_rows") >= 3 and bridge.fallback_warnings("pacer_rate_rows") == 0
+
+
+def test_a_v1_delegate_still_goes_through_the_v1_source(spark: Any, tmp_path: Path) -> None:
+    inbox = tmp_path / "in"
+    inbox.mkdir()
+    for i in range(2):
+        (inbox / f"part-{i}.csv").write_text("".join(f"{i},{r}\n" for r in range(5)))
+    bridge = PacerBridge(spark)
+    bridge.register("pacer_csv_v1")
+    query = (spark.readStream.format("pacer").option("pacer.source", "csv").schema("file INT, row INT")
+             .load(str(inbox)).writeStream.format("memory").queryName("pacer_csv_v1")
+             .option("checkpointLocation", str(tmp_path / "ck")).start())
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+        bridge.close()
+
+    assert spark.table("pacer_csv_v1").count() == 10
+    ran = next(p for p in query.recentProgress if p["numInputRows"] > 0)["sources"][0]
+    assert ran["description"].startswith("PacerSource[query=pacer_csv_v1, source=csv")
+
+
+def test_a_user_schema_on_rate_is_refused_as_spark_refuses_it(spark: Any) -> None:
+    with pytest.raises(Exception, match="(?i)schema"):
+        (spark.readStream.format("pacer").option("pacer.source", "rate").schema("value LONG").load())
+
+
+def test_a_source_with_neither_v1_nor_v2_streaming_is_named_in_the_error(spark: Any) -> None:
+    with pytest.raises(Exception, match='pacer.source "jdbc"'):
+        spark.readStream.format("pacer").option("pacer.source", "jdbc").load()
+

@@ -29,6 +29,22 @@ def _configure(parser: argparse.ArgumentParser) -> None:
                              "so runs compare) or shed (pacer's default for users)")
     parser.add_argument("--gpus", type=int, metavar="N",
                         help="simulated GPUs (default: the scenario's, 1 in device-sweep so the GPU is modelled, else 0)")
+    target = parser.add_argument_group("latency-target")
+    target.add_argument("--source", choices=("gen", "kafka"), default="gen",
+                        help="gen: pacer's generated traffic (default); kafka: every configuration a `pacer run "
+                             "--source kafka` on a fresh topic, its traffic produced while it runs, latency from "
+                             "the Kafka timestamps (runs on Spark)")
+    target.add_argument("--bootstrap-servers", metavar="HOST:PORT",
+                        help="Kafka brokers of --source kafka (default: a scratch broker, started and stopped)")
+    target.add_argument("--deadline", action="append", default=[], metavar="SECONDS",
+                        help="judge against this deadline (10s, 10; repeatable; default 5, 10 and 20 s)")
+    target.add_argument("--traffic", action="append", default=[], metavar="PATTERN",
+                        help="only this traffic pattern (repeatable)")
+    target.add_argument("--workload", action="append", default=[], metavar="QUERY",
+                        help="only this workload (repeatable; lr2, cm2...)")
+    target.add_argument("--config", action="append", default=[], metavar="NAME",
+                        help="only configurations of this name or family (repeatable: asap, static, 'static "
+                             "10s', zstream, 'zstream @10s', pid, min-rows, fixed-point, lmstream)")
     parser.add_argument("--master", default="local[2]", help="Spark master for --runtime spark")
     parser.add_argument("--rapids-jar", action="append", default=[], metavar="JAR",
                         help="RAPIDS Accelerator jar(s): device-sweep then runs on Spark (else it is simulated)")
@@ -47,10 +63,18 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     for jar in args.rapids_jar:
         if not Path(jar).is_file():
             raise UsageError(f"--rapids-jar {jar!r} does not exist; download rapids-4-spark from Maven Central")
+    from pacer.run_cli import parse_seconds
+
+    if args.bootstrap_servers and args.source != "kafka":
+        raise UsageError("--bootstrap-servers applies to --source kafka; add --source kafka")
+    deadlines = [parse_seconds("--deadline", d) for d in args.deadline]
+    target = {"source": args.source if args.source == "kafka" else None, "deadlines": deadlines,
+              "traffics": args.traffic, "workloads": args.workload, "configs": args.config}
     paths = run_scenario(
         args.scenario, runtime=args.runtime, out=out, quick=args.quick, duration=args.duration,
         seed=args.seed, master=args.master, rapids_jars=args.rapids_jar, plugin_manager=pm,
-        repeat=args.repeat, vary_seed=args.vary_seed, gpus=args.gpus, overload=args.overload,
+        repeat=args.repeat, vary_seed=args.vary_seed, gpus=args.gpus, overload=args.overload, target=target,
+        bootstrap_servers=args.bootstrap_servers,
     )
     print(paths["md"].read_text())
     print(f"wrote {len(paths)} files to {args.out} (open {paths['html']})")

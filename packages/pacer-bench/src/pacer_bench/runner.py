@@ -9,6 +9,7 @@ import os
 import platform
 import sys
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,11 @@ from typing import Any
 from pacer import RunConfig, Runtime, UnknownRuntimeError, UnknownStrategyError
 from pacer.cli import UsageError
 from pacer.plugins import PluginManager, get_plugin_manager
+from pacer_bench.kafka_bench import kafka_servers, run_one_kafka, warm_up_kafka
 from pacer_bench.latency_target import write_latency_target
 from pacer_bench.outputs import write_outputs
 from pacer_bench.progress import ProgressBar
-from pacer_bench.scenarios import SCENARIOS, Config, latency_target_plan
+from pacer_bench.scenarios import SCENARIOS, Config, latency_target_configs, latency_target_plan
 from pacer_bench.tables import BenchRun
 
 #: Seconds a Spark configuration may take after its traffic ends to finish its backlog.
@@ -29,7 +31,7 @@ SPARK_DRAIN_TIMEOUT = 120.0
 def resolve_configs(
     scenario: str, *, runtime: str, quick: bool, duration: float | None, seed: int,
     plugin_manager: PluginManager, rapids_jars: Sequence[str] = (), gpus: int | None = None,
-    overload: str = "keep",
+    overload: str = "keep", target: Mapping[str, Any] | None = None,
 ) -> tuple[str, list[Config], list[str]]:
     """Check a scenario before anything runs and return the runtime it will run on, its configurations
     and notes for the reader (e.g. why a Spark request runs simulated).
@@ -38,6 +40,8 @@ def resolve_configs(
     :param overload: the Controller's overload policy in every run: ``keep`` (the default: every dataset is
         processed and counted, so a run that ignores the deadline behaves the same whatever the deadline, and
         placements process the same batches) or ``shed`` (pacer's default for users).
+    :param target: latency-target's choices (:func:`pacer_bench.scenarios.narrow_plan`); ``source`` kafka
+        runs on Spark.
     :raises UsageError: for an unknown scenario or strategy, or a scenario that cannot run on ``runtime``.
     """
     if scenario not in SCENARIOS:
@@ -45,6 +49,10 @@ def resolve_configs(
     if runtime not in ("sim", "spark"):
         raise UsageError(f"unknown runtime {runtime!r}; use sim or spark")
     notes: list[str] = []
+    if target and any(target.values()) and scenario != "latency-target":
+        raise UsageError("--source, --deadline, --traffic, --workload and --config apply to latency-target")
+    if target and target.get("source") == "kafka":
+        runtime = "spark"  # Spark's Kafka source
     if runtime == "spark" and scenario == "device-sweep" and not rapids_jars:
         notes.append("device-sweep ran on the simulator: placement on Spark needs a GPU and the RAPIDS Accelerator "
                      "jar (--rapids-jar), and neither is here; every figure is simulated")
@@ -54,7 +62,17 @@ def resolve_configs(
     except UnknownRuntimeError as exc:
         extra = " (pip install 'pacer-bench[spark]', or the README's development install)" if runtime == "spark" else ""
         raise UsageError(f"--runtime {runtime}: {exc}{extra}") from None
-    configs = SCENARIOS[scenario].build(quick, runtime)
+    if scenario == "latency-target":
+        try:
+            configs = latency_target_configs(latency_target_plan(quick, runtime, target))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if not configs:
+            raise UsageError(f"--config {', '.join((target or {}).get('configs') or ())}: no latency-target "
+                             "configuration has that name or family (asap, static, pid, min-rows, fixed-point, "
+                             "lmstream, zstream, or a name such as 'static 10s', 'zstream @10s')")
+    else:
+        configs = SCENARIOS[scenario].build(quick, runtime)
     if runtime == "spark" and any(c.resource_loss for c in configs):
         raise UsageError(f"{scenario} takes cores away mid-run, which local Spark cannot do; run it with --runtime sim")
     if duration is not None:
@@ -108,7 +126,7 @@ def spark_options(master: str, rapids_jars: Sequence[str]) -> dict[str, Any]:
             "progress_every": 0.0, "keep_session": True}
 
 
-def _on_spark(config: Config, run: RunConfig) -> RunConfig:
+def on_spark(config: Config, run: RunConfig) -> RunConfig:
     """What a configuration means on Spark: static admission is Spark's own processing-time trigger (pacer only
     observes), and a raising strategy falls back to its baseline rather than failing the stream."""
     run = replace(run, fallback=True)
@@ -125,7 +143,7 @@ def _run_one(config: Config, pm: PluginManager, runtime: Runtime,
     or a query failed)."""
     run = config.run_config()
     if runtime.name == "spark":
-        run = _on_spark(config, run)
+        run = on_spark(config, run)
     if options:
         run = run.with_options(runtime.name, **options, label=config.label)
     result = runtime.run(run, plugin_manager=pm)
@@ -149,6 +167,8 @@ def run_scenario(
     vary_seed: bool = False,
     gpus: int | None = None,
     overload: str = "keep",
+    target: Mapping[str, Any] | None = None,
+    bootstrap_servers: str | None = None,
 ) -> dict[str, Path]:
     """Run every configuration of ``scenario`` ``repeat`` times and write its outputs under ``out``.
 
@@ -159,6 +179,10 @@ def run_scenario(
     ``meta.json`` (scenario, runtime, date, machine, quick, repetitions, notes), from which
     ``scripts/gen_readme.py`` builds the README's results section.
 
+    latency-target takes ``target`` (:func:`pacer_bench.scenarios.narrow_plan`: deadlines, traffics,
+    workloads, configs, source); with ``source`` kafka every configuration reads its own fresh topic
+    (:mod:`pacer_bench.kafka_bench`) on ``bootstrap_servers``, or on a scratch broker when None.
+
     :raises UsageError: before anything runs, for a bad scenario, strategy, runtime combination or ``repeat``.
     :return: the paths written, by kind (``meta`` included).
     """
@@ -167,7 +191,7 @@ def run_scenario(
     pm = plugin_manager or get_plugin_manager()
     actual, configs, notes = resolve_configs(scenario, runtime=runtime, quick=quick, duration=duration, seed=seed,
                                              plugin_manager=pm, rapids_jars=rapids_jars, gpus=gpus,
-                                             overload=overload)
+                                             overload=overload, target=target)
     for note in notes:
         print(f"pacer bench: {note}", file=sys.stderr)
     bar = ProgressBar(len(configs) * repeat) if progress else None
@@ -175,14 +199,25 @@ def run_scenario(
     failures: list[str] = []
     runner = pm.find_runtime(actual)
     options = spark_options(master, rapids_jars) if actual == "spark" else {}
-    try:
+    kafka = bool(target and target.get("source") == "kafka")
+    with ExitStack() as stack:
+        servers = stack.enter_context(kafka_servers(bootstrap_servers)) if kafka else ""
+        stack.callback(getattr(runner, "close", lambda: None))  # a runtime that kept a session for every configuration
+        if kafka and configs:
+            if bar is not None:
+                bar.show("warming up Spark's Kafka path (not measured)")
+            warm_up_kafka(configs[0], pm, runner, options, bootstrap_servers=servers)
         for rep in range(repeat):
             for config in configs:
                 run_config = config.with_seed(seed + rep) if vary_seed else config
                 tag = f"{config.label} (rep {rep + 1}/{repeat})" if repeat > 1 else config.label
                 if bar is not None:
                     bar.show(f"running {tag}")
-                report, failed = _run_one(run_config, pm, runner, options)
+                if kafka:
+                    report, failed = run_one_kafka(run_config, pm, runner, options, bootstrap_servers=servers,
+                                                   repetition=rep + 1)
+                else:
+                    report, failed = _run_one(run_config, pm, runner, options)
                 if failed:
                     failures.append(tag)
                 report["config"]["label"] = config.label
@@ -190,26 +225,25 @@ def run_scenario(
                 reports[config.label].append(report)
                 if bar is not None:
                     bar.advance(f"done {tag}")
-    finally:
-        close = getattr(runner, "close", None)  # a runtime that kept a session for every configuration
-        if close is not None:
-            close()
     if failures:
         notes.append(f"did not drain or failed on Spark: {', '.join(failures)}")
     runs = [BenchRun(c.label, reports[c.label][0], baseline=c.baseline, group=c.group, x=c.x, series=c.series,
                      repeats=tuple(reports[c.label][1:]), deadline=c.deadline, tags=c.tags) for c in configs]
     summary = SCENARIOS[scenario].summary + (" — simulated (pacer-sim)" if actual == "sim" else " — real Spark")
+    if kafka:
+        summary += (", reading Kafka (a fresh topic per configuration, its traffic produced while it ran; "
+                    "latency from each record's Kafka timestamp to the end of its batch)")
     if quick:
         summary += ", quick version"
     machine = machine_description(actual, master)
     if scenario == "latency-target":
-        paths = write_latency_target(out, runs, latency_target_plan(quick, actual)["deadlines"], summary=summary,
+        paths = write_latency_target(out, runs, latency_target_plan(quick, actual, target)["deadlines"], summary=summary,
                                      notes=notes, machine=machine)
     else:
         paths = write_outputs(out, scenario, runs, summary=summary, notes=notes, machine=machine)
     meta = {
         "scenario": scenario, "runtime": actual, "requested_runtime": runtime, "quick": quick, "seed": seed,
-        "repeat": repeat, "vary_seed": vary_seed, "overload": overload,
+        "repeat": repeat, "vary_seed": vary_seed, "overload": overload, "source": "kafka" if kafka else "gen",
         "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine, "configs": [c.label for c in configs], "notes": notes,
     }

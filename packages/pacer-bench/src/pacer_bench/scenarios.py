@@ -189,20 +189,52 @@ DEADLINE_AWARE = ("zstream",)
 TARGET_ADAPTIVE = ("pid", "min-rows", "fixed-point", "lmstream", "zstream")
 
 
-def latency_target_plan(quick: bool, runtime: str) -> dict[str, Any]:
+def latency_target_plan(quick: bool, runtime: str, target: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What latency-target runs: workloads and rates, traffic patterns, static intervals, deadlines, duration.
 
     ``--quick`` is LR2 under binary bursts with statics 2/5/10 s (11 configurations), 120 s of traffic on the
     simulator and 30 s on Spark, where 3 repetitions take about 33 x 40 s, some 22 minutes, on 2 cores.
+
+    :param target: choices of the command line (:func:`narrow_plan`): ``deadlines``, ``traffics``,
+        ``workloads`` (names), ``configs`` (names or families) and ``source`` (``kafka``: the static
+        triggers are Spark's trigger at each deadline).
     """
     workloads = (("lr2", 2000.0),) if quick else (("lr2", 2000.0), ("cm2", 1000.0))
-    return {
+    plan: dict[str, Any] = {
         "workloads": workloads,
         "traffics": ("binary",) if quick else ("constant", "wave", "binary", "spike"),
         "statics": (2, 5, 10) if quick else (2, 3, 5, 8, 10, 15, 20),
         "deadlines": LATENCY_DEADLINES,
         "duration": (120.0 if runtime == "sim" else 30.0) if quick else (300.0 if runtime == "sim" else 60.0),
+        "configs": (),
     }
+    return narrow_plan(plan, target or {})
+
+
+def narrow_plan(plan: dict[str, Any], target: Mapping[str, Any]) -> dict[str, Any]:
+    """``plan`` narrowed to the command line's choices (an empty choice keeps the plan's).
+
+    :raises ValueError: a workload the plan does not hold, or a deadline not > 0.
+    """
+    if target.get("deadlines"):
+        if any(not float(d) > 0 for d in target["deadlines"]):
+            raise ValueError(f"deadlines must be > 0 s, got {list(target['deadlines'])}")
+        plan["deadlines"] = tuple(float(d) for d in target["deadlines"])
+    if target.get("traffics"):
+        plan["traffics"] = tuple(target["traffics"])
+    if target.get("workloads"):
+        from pacer_workloads import WORKLOADS
+
+        unknown = [w for w in target["workloads"] if w not in WORKLOADS]
+        if unknown:
+            raise ValueError(f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
+        rates = dict(plan["workloads"])  # the plan's rate, else LR's 2000 and CM's 1000 rows/s
+        plan["workloads"] = tuple((w, rates.get(w, 1000.0 if w.startswith("cm") else 2000.0))
+                                  for w in target["workloads"])
+    if target.get("source") == "kafka":  # Spark's own trigger at each deadline: the baseline a Kafka user runs
+        plan["statics"] = tuple(sorted({d if d != int(d) else int(d) for d in plan["deadlines"]}))
+    plan["configs"] = tuple(target.get("configs") or ())
+    return plan
 
 
 def _target_config(workload: str, rate: float, traffic: str, duration: float, name: str, family: str,
@@ -217,8 +249,9 @@ def _target_config(workload: str, rate: float, traffic: str, duration: float, na
                         "deadline": deadline, **tags})
 
 
-def _latency_target(quick: bool, runtime: str) -> list[Config]:
-    plan = latency_target_plan(quick, runtime)
+def latency_target_configs(plan: Mapping[str, Any]) -> list[Config]:
+    """The configurations of a latency-target plan (:func:`latency_target_plan`); with ``plan["configs"]``
+    only those whose name (``static 5s``, ``zstream @10s``) or family (``static``, ``zstream``) it lists."""
     configs = []
     for workload, rate in plan["workloads"]:
         for traffic in plan["traffics"]:
@@ -232,7 +265,14 @@ def _latency_target(quick: bool, runtime: str) -> list[Config]:
                                 for d in plan["deadlines"]]
                 else:
                     configs.append(_target_config(*common, name, name, name))
+    wanted = set(plan.get("configs") or ())
+    if wanted:
+        configs = [c for c in configs if c.tags["name"] in wanted or c.tags["family"] in wanted]
     return configs
+
+
+def _latency_target(quick: bool, runtime: str) -> list[Config]:
+    return latency_target_configs(latency_target_plan(quick, runtime))
 
 
 SCENARIOS: dict[str, Scenario] = {

@@ -44,6 +44,15 @@ def feed(folders: list[Path], files: int, every_s: float, stop: threading.Event)
             return
 
 
+def drained_report(handle: Any, queries: list[Any]) -> tuple[dict[str, Any], list[Any]]:
+    """Once every query has processed what is there: the session's report and its completed batches."""
+    for query in queries:
+        query.processAllAvailable()
+    report = handle.report()
+    with handle.lock:
+        return report, handle.controller.reports()
+
+
 def paced_reader(spark: Any, folder: Path, deadline: str) -> Any:
     return (spark.readStream.format("pacer").option("pacer.source", "csv").option("pacer.deadline", deadline)
             .option("maxFilesPerTrigger", "2").schema(SCHEMA).load(str(folder)))
@@ -71,11 +80,7 @@ def test_edf_runs_the_earliest_deadline_first_with_parquet_sinks(spark: Any, tmp
                 .option("checkpointLocation", str(tmp_path / "ck" / name)).start())
         feeder.start()
         feeder.join()
-        for query in queries:
-            query.processAllAvailable()
-        report = handle.report()
-        with handle.lock:
-            batches = handle.controller.reports()
+        report, batches = drained_report(handle, queries)
     finally:
         stop.set()
         for query in queries:
@@ -128,11 +133,7 @@ def test_rdas_pools_are_where_spark_runs_a_plain_sinks_tasks(spark: Any, tmp_pat
             queries.append(paced_reader(spark, folders[name], "10s").writeStream.queryName(name)
                            .foreach(record_pool).option("checkpointLocation", str(tmp_path / "ck" / name)).start())
         feed(list(folders.values()), files, 0.5, stop)
-        for query in queries:
-            query.processAllAvailable()
-        report = handle.report()
-        with handle.lock:
-            batches = handle.controller.reports()
+        report, batches = drained_report(handle, queries)
     finally:
         for query in queries:
             query.stop()

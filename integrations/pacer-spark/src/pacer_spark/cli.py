@@ -275,11 +275,15 @@ def run_configuration(spark: Any, config: RunConfig, pm: PluginManager, *, label
         drain_timeout=float(options.get("drain_timeout", 120.0)), progress_every=float(options.get("progress_every", 0)),
         monitor_interval=config.monitor_interval, label=label,
     )
-    notes = [*cost_lines(report), overhead_line(report)]
-    if report.get("interrupted"):
-        notes.insert(0, f"{label}: interrupted; the summary and report cover what ran until then")
-    notes += [f"query {q} failed: {error}" for q, error in session.errors().items()]
+    notes = run_notes(report, label, session.errors(), [*cost_lines(report), overhead_line(report)])
     return RunResult(report=report, controller=session.controller, status=status, notes=notes)
+
+
+def run_notes(report: Mapping[str, Any], label: str, errors: Mapping[str, str], lines: list[str]) -> list[str]:
+    """The lines printed after a run's summary: whether it was interrupted, ``lines``, then each failed query."""
+    head = [f"{label}: interrupted; the summary and report cover what ran until then"] if report.get("interrupted") \
+        else []
+    return [*head, *lines, *(f"query {q} failed: {error}" for q, error in errors.items())]
 
 
 def _run_kafka(session: Any, config: RunConfig, report_config: dict[str, Any], *, trigger: str | None,
@@ -317,10 +321,7 @@ def _run_kafka(session: Any, config: RunConfig, report_config: dict[str, Any], *
         progress_every=float(options.get("progress_every", 0)), monitor_interval=config.monitor_interval,
         label=label,
     )
-    notes = [*kafka_lines(report), *cost_lines(report)]
-    if report.get("interrupted"):
-        notes.insert(0, f"{label}: interrupted; the summary and report cover what ran until then")
-    notes += [f"query {q} failed: {error}" for q, error in run.errors().items()]
+    notes = run_notes(report, label, run.errors(), [*kafka_lines(report), *cost_lines(report)])
     return RunResult(report=report, controller=session.controller, status=status, notes=notes)
 
 

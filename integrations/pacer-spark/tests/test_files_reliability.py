@@ -122,23 +122,33 @@ def test_malformed_rows(spark: Any, tmp_path: Path, mode: str) -> None:
         assert "Traceback" in pacer.error_traces()["m"]  # the whole text stays available
 
 
-def test_available_now_processes_the_folder_and_stops(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("admission", "max_rows", "batches"), [
+    ("asap", 0, [30]),  # Spark's availableNow: everything in one batch
+    ("asap", 10, [10, 10, 10]),  # the read cap makes pacer-sized batches of one file
+    ("min-rows", 0, [30]),  # it would wait for 1000 rows; none come, so what it holds is drained
+])
+def test_available_now_processes_the_folder_in_pacer_batches_and_stops(
+        spark: Any, tmp_path: Path, admission: str, max_rows: int, batches: list[int]) -> None:
     import pacer_spark
 
     incoming = tmp_path / "in"
     incoming.mkdir()
     for n in range(3):
         _drop(incoming, f"f{n}.csv", range(10 * n, 10 * n + 10))
-    seen: list[int] = []
+    seen: list[list[int]] = []
     pacer = pacer_spark.attach(spark, checkpoint_root=str(tmp_path / "pacer"))
     try:
-        pacer.register_query("now")
+        pacer.register_query("now", admission=admission, deadline=60.0, max_rows=max_rows,
+                             admission_params={"min_rows": 1000, "max_delay": 600} if admission == "min-rows" else None)
         df = pacer.read_stream("now", "pacer-files", schema=SCHEMA, path=str(incoming))
-        query = pacer.start(df, "now", lambda frame, _: seen.extend(r.id for r in frame.collect()),
+        query = pacer.start(df, "now", lambda frame, _: seen.append([r.id for r in frame.collect()]),
                             trigger="availableNow")
+        assert _wait(lambda: bool(seen), 120)
+        _drop(incoming, "late.csv", range(100, 110))  # after the run fixed its target: not read by it
         assert query.awaitTermination(120), "availableNow stops by itself once the folder is read"
     finally:
         pacer.stop()  # settles the last trigger's progress event
     report = pacer.report()
-    assert sorted(seen) == list(range(30))
+    assert sorted(i for batch in seen for i in batch) == list(range(30))
+    assert [len(batch) for batch in seen if batch] == batches
     assert report["queries"]["now"]["datasets_processed"] == 3

@@ -237,3 +237,24 @@ def test_a_plain_write_stream_on_a_pacer_source_does_not_stall(spark: Any, tmp_p
         pacer.stop()
     _lossless(report, {"plain": 4})
     assert spark.read.parquet(str(tmp_path / "out")).count() == report["queries"]["plain"]["rows_in"]
+
+
+def test_available_now_on_pacer_gen_reads_what_arrived_in_pacer_batches(spark: Any, tmp_path: Path) -> None:
+    import pacer_spark
+
+    sizes: list[int] = []
+    pacer = pacer_spark.attach(spark, admission="asap", checkpoint_root=str(tmp_path))
+    try:
+        pacer.register_query("g", workload="lr2", max_rows=200)
+        # seven 1 s datasets of 100 rows have arrived by the time the query starts; more arrive while it runs
+        df = pacer.read_stream("g", "pacer-gen", stream="linear_road", traffic="constant", rate=100, duration=600,
+                               start=time.time() - 7, period=1)
+        query = pacer.start(df, "g", lambda frame, _: sizes.append(frame.count()), trigger="availableNow")
+        assert query.awaitTermination(120), "availableNow stops once what had arrived is read"
+    finally:
+        pacer.stop()
+    report = pacer.report()
+    processed = report["queries"]["g"]["datasets_processed"]
+    assert 7 <= processed < 20, processed  # what had arrived at the start, not the stream's 600 s
+    assert sum(sizes) == 100 * processed == report["queries"]["g"]["rows_processed"]
+    assert [s for s in sizes if s] and max(sizes) <= 200 and len([s for s in sizes if s]) >= processed // 2

@@ -13,12 +13,13 @@ from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, 
 
 from pacer import Placement
 from pacer_spark.compat import SparkVersionError, check_spark_version, parse_version
+from pacer_spark.files_source import MalformedRowError, Manifest, RowParser
 from pacer_spark.options import GenPlan
 from pacer_spark.plan import PlanNode, dag_from_plan, kind_of, operator_metrics, rapids_confs
 from pacer_spark.pools import allocation_xml, pool_for_share
 from pacer_spark.rpc import ControllerClient, ControllerServer, ControllerUnavailable
 from pacer_spark.runtime import parse_seconds
-from pacer_spark.sources import AdmissionAgent, MalformedRowError, Manifest, RowParser, split
+from pacer_spark.sources import AdmissionAgent, split
 from pacer_workloads import WORKLOADS
 
 
@@ -242,7 +243,8 @@ def test_pacer_files_reads_timestamps_in_the_session_time_zone() -> None:
 )
 def test_pacer_sources_refuse_options_they_would_ignore(reader: str, options: dict[str, str],
                                                          named: list[str]) -> None:
-    from pacer_spark.sources import FilesStreamReader, GenStreamReader
+    from pacer_spark.files_source import FilesStreamReader
+    from pacer_spark.sources import GenStreamReader
 
     schema = StructType([StructField("v", IntegerType())])
     with pytest.raises(ValueError, match="does not honour") as refused:
@@ -252,7 +254,7 @@ def test_pacer_sources_refuse_options_they_would_ignore(reader: str, options: di
 
 
 def test_pacer_files_never_writes_its_manifest_into_the_watched_folder(tmp_path: Path) -> None:
-    from pacer_spark.sources import FilesStreamReader
+    from pacer_spark.files_source import FilesStreamReader
 
     schema = StructType([StructField("v", IntegerType())])
     with pytest.raises(ValueError, match="needs option manifest=<a file beside your checkpoint>"):

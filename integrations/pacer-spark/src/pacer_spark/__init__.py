@@ -14,9 +14,10 @@ from pacer_spark.compat import SparkVersionError, check_spark_version
 SPARK_VERSION = check_spark_version()
 
 from pacer_spark.config import PacerConfig  # noqa: E402
+from pacer_spark.files_source import PacerFilesDataSource  # noqa: E402
 from pacer_spark.pools import session_builder  # noqa: E402
 from pacer_spark.runtime import PacerSession, attach, parse_seconds  # noqa: E402
-from pacer_spark.sources import PacerFilesDataSource, PacerGenDataSource  # noqa: E402
+from pacer_spark.sources import PacerGenDataSource  # noqa: E402
 
 __all__ = [
     "SPARK_VERSION",

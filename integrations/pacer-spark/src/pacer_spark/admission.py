@@ -26,8 +26,9 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pacer import AdmissionDecision, Controller, Dataset, MicroBatch, hookimpl
 from pacer_spark import telemetry
 from pacer_spark.enact import enact_placement
+from pacer_spark.files_source import FILES_FORMAT, Manifest, ignored_name
 from pacer_spark.options import GenPlan
-from pacer_spark.sources import FILES_FORMAT, GEN_FORMAT, Manifest, ignored_name
+from pacer_spark.sources import GEN_FORMAT
 
 log = logging.getLogger("pacer_spark")
 
@@ -49,6 +50,15 @@ class ReplayGuard:
         if ctx.query is None or ctx.query.id not in self.forced:
             return None
         return AdmissionDecision(self.forced.pop(ctx.query.id), 0, "replay of a batch from the offset log")
+
+    def admit(self, controller: Controller, query_id: str, count: int) -> MicroBatch | None:
+        """Poll ``query_id`` with its next admission forced to the ``count`` oldest buffered datasets (the read
+        caps still apply): a replay, or availableNow draining what its strategy would hold for more data."""
+        self.forced[query_id] = count
+        try:
+            return controller.poll(query_id)
+        finally:
+            self.forced.pop(query_id, None)
 
 
 @dataclass
@@ -179,12 +189,14 @@ class AdmissionService:
         try:
             if request.get("op") != "latest":
                 raise ValueError(f"unknown request {request.get('op')!r}")
+            until = request.get("until")
             return self._latest(str(request["query"]), int(request["start"]), request.get("new") or (),
-                                request.get("rtt"))
+                                request.get("rtt"), None if until is None else int(until))
         finally:
             self.rpc_s.append(time.perf_counter() - t0)
 
-    def _latest(self, query_id: str, start: int, new: Sequence[Mapping[str, Any]], rtt: float | None) -> dict[str, Any]:
+    def _latest(self, query_id: str, start: int, new: Sequence[Mapping[str, Any]], rtt: float | None,
+                until: int | None) -> dict[str, Any]:
         with self.cond:
             source = self.sources.get(query_id)
             if source is None or query_id not in self.controller.query_ids():
@@ -211,9 +223,12 @@ class AdmissionService:
                 return {"end": source.admitted_end, "shed": source.shed}
             if source.handle is None:
                 self._committed_unwatched(source)
-            self._arrive_available(source, time.time())
+            self._arrive_available(source, time.time(), until)
             self.polls += 1
             batch = self.controller.poll(query_id)
+            if batch is None and until is not None and self.controller.has_buffered(query_id):
+                # availableNow: nothing more will come and an empty answer ends the run, so take what is held
+                batch = self.replay.admit(self.controller, query_id, len(self.controller.buffered(query_id)))
             if batch is None:
                 return {"end": start}
             self._admitted(source, batch)
@@ -240,10 +255,13 @@ class AdmissionService:
         self.controller.complete(q.in_flight, completed_at=time.time())
         self.completed(source.query_id, q.in_flight)
 
-    def _arrive_available(self, source: SourceState, now: float) -> None:
-        """Hand the Controller every dataset that has arrived and that it has not seen."""
+    def _arrive_available(self, source: SourceState, now: float, until: int | None = None) -> None:
+        """Hand the Controller every dataset that has arrived and that it has not seen (under availableNow,
+        none at or past ``until``: the reader will not read them in this run)."""
         assert source.next_index is not None
         end = source.gen.available_end(now) if source.gen is not None else max(source.files, default=-1) + 1
+        if until is not None:
+            end = min(end, until)
         while source.next_index < end:
             dataset = source.dataset(source.next_index)
             if dataset is None:
@@ -293,11 +311,7 @@ class AdmissionService:
                     return None
                 self.controller.arrive(query_id, dataset)
                 source.next_index += 1
-            self.replay.forced[query_id] = end - begin
-            try:
-                batch = self.controller.poll(query_id)
-            finally:
-                self.replay.forced.pop(query_id, None)
+            batch = self.replay.admit(self.controller, query_id, end - begin)
             if batch is None:
                 return None
             self._admitted(source, batch)

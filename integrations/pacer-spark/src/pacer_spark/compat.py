@@ -4,6 +4,19 @@ from __future__ import annotations
 
 import re
 
+try:  # the Python data source's availableNow mixin, beside latestOffset(start, limit)'s ReadLimit
+    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+except ImportError:  # pragma: no cover - a PySpark without it: availableNow ends at the source's first answer
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        """Stand-in where PySpark has no availableNow mixin for Python sources."""
+
+        def prepareForTriggerAvailableNow(self) -> None:
+            """Never called by such a PySpark."""
+
+
+__all__ = ["MIN_SPARK", "SparkVersionError", "SupportsTriggerAvailableNow", "check_spark_version", "parse_version"]
+
 MIN_SPARK = (4, 2)
 
 

@@ -173,11 +173,7 @@ class PacedQueries:
 
     def _force(self, q: PacedQuery, count: int, why: str) -> MicroBatch | None:
         s = self.session
-        s.replay.forced[q.query_id] = count
-        try:
-            batch = s.controller.poll(q.query_id)
-        finally:
-            s.replay.forced.pop(q.query_id, None)
+        batch = s.replay.admit(s.controller, q.query_id, count)
         if batch is not None:
             q.forced += 1
             log.debug("query %r: %s (%d datasets)", q.query_id, why, count)

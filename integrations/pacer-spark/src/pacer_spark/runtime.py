@@ -33,6 +33,7 @@ from pacer.report import build_report
 from pacer_spark import telemetry
 from pacer_spark.admission import AdmissionService, ReplayGuard, SourceState
 from pacer_spark.config import PacerConfig
+from pacer_spark.files_source import FILES_FORMAT, PacerFilesDataSource
 from pacer_spark.gate import Gate
 from pacer_spark.options import OPT_ADDRESS, OPT_AUTHKEY, OPT_QUERY, parse_seconds
 from pacer_spark.paced import PacedQueries
@@ -41,7 +42,7 @@ from pacer_spark.pools import DEFAULT_LADDER
 from pacer_spark.rpc import ControllerServer
 from pacer_spark.session_telemetry import SessionTelemetry
 from pacer_spark.sink_gate import Sink, SinkGate
-from pacer_spark.sources import FILES_FORMAT, GEN_FORMAT, PacerFilesDataSource, PacerGenDataSource
+from pacer_spark.sources import GEN_FORMAT, PacerGenDataSource
 
 
 class PacerSession:
@@ -191,7 +192,7 @@ class PacerSession:
         :param query_id: a query registered with :meth:`register_query`.
         :param fmt: ``"pacer-gen"`` or ``"pacer-files"``.
         :param options: the source's options (see :class:`~pacer_spark.sources.PacerGenDataSource`,
-            :class:`~pacer_spark.sources.PacerFilesDataSource`).
+            :class:`~pacer_spark.files_source.PacerFilesDataSource`).
         """
         if query_id not in self.controller.query_ids():
             raise KeyError(f"query {query_id!r} is not registered; call register_query first")

@@ -20,7 +20,7 @@ from pacer.metrics import percentile
 from pacer_spark import telemetry
 from pacer_spark.admission import AdmissionService
 from pacer_spark.errors import root_cause
-from pacer_spark.sources import FILES_FORMAT
+from pacer_spark.files_source import FILES_FORMAT
 
 if TYPE_CHECKING:
     from pacer_spark.paced import PacedQueries

@@ -1,4 +1,5 @@
-"""``pacer-gen`` and ``pacer-files``: thin streaming sources whose end offsets the driver's Controller decides.
+"""``pacer-gen`` and what every pacer source shares: thin streaming sources whose end offsets the driver's
+Controller decides (``pacer-files`` is :mod:`pacer_spark.files_source`).
 
 Offsets are dataset indices (``{"index": n}``: datasets ``0 .. n-1`` are consumed).
 ``latestOffset(start, limit)`` asks the driver over the loopback RPC which end
@@ -12,44 +13,27 @@ read (a replay after a restart reads them: the reader process that knew is gone)
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from pacer_spark.file_rows import (
-    MalformedRowError,
-    RowParser,
-    arrow_table,
-    csv_records,
-    json_records,
-    session_zone,
-)
+from pacer_spark.compat import SupportsTriggerAvailableNow
 from pacer_spark.options import OPT_ADDRESS, OPT_AUTHKEY, OPT_QUERY, OPT_TIMEOUT, GenPlan, parse_address
 from pacer_spark.rpc import ControllerClient, ControllerUnavailable
-
-__all__ = ["MalformedRowError", "RowParser"]  # re-exported: where users of pacer-files look for them
 
 log = logging.getLogger("pacer_spark.sources")
 
 GEN_FORMAT = "pacer-gen"
-FILES_FORMAT = "pacer-files"
-FILE_FORMATS = ("csv", "json", "parquet")
-MALFORMED_MODES = ("quarantine", "fail")
 
 #: Options of every pacer source (the wiring :meth:`pacer_spark.PacerSession.read_stream` fills in).
 _WIRING = frozenset({OPT_QUERY, OPT_ADDRESS, OPT_AUTHKEY, OPT_TIMEOUT})
 GEN_OPTIONS = frozenset({"stream", "traffic", "rate", "duration", "seed", "start", "period", "numpartitions",
                          "partitions"})
-FILES_OPTIONS = frozenset({"path", "format", "header", "manifest", "malformed", "quarantine", "stream", "timezone",
-                           "numpartitions"})
 _HINTS = {
     "rowspersecond": "pacer-gen's mean rate is option rate (rows/s); its shape is option traffic",
     "maxfilespertrigger": "the Controller decides how many files a batch takes; cap it with the query's max_rows/"
@@ -96,16 +80,20 @@ class AdmissionAgent:
                 timeout=float(options.get(OPT_TIMEOUT, "10")),
             )
 
-    def end_offset(self, start: int, available_end: int, new: Sequence[Mapping[str, Any]] = ()) -> int:
+    def end_offset(self, start: int, available_end: int, new: Sequence[Mapping[str, Any]] = (),
+                   until: int | None = None) -> int:
         """The end offset for a batch starting at ``start``.
 
         :param available_end: one past the newest dataset available (the fallback answer).
         :param new: datasets the driver has not been told about yet (``pacer-files``).
+        :param until: under ``trigger(availableNow=True)``, one past the last dataset of the run: the driver
+            admits nothing beyond it and, where its strategy would wait, drains what it holds (no more data comes).
         :raises RuntimeError: when the driver answers with an error (a strategy failed without fallback).
         """
         if self._client is None:
             return available_end
-        request = {"op": "latest", "query": self.query_id, "start": start, "new": list(new), "rtt": self._last_rtt_s}
+        request = {"op": "latest", "query": self.query_id, "start": start, "new": list(new), "rtt": self._last_rtt_s,
+                   "until": until}
         t0 = time.perf_counter()
         try:
             reply = self._client.call(request)
@@ -131,6 +119,11 @@ class AdmissionAgent:
 
 
 # --------------------------------------------------------------------------- pacer-gen
+
+
+def available_until(available_end: int, target: int | None) -> int:
+    """What a reader may offer: everything available, or under availableNow no more than its ``target``."""
+    return available_end if target is None else min(available_end, target)
 
 
 @dataclass
@@ -167,23 +160,28 @@ def _utc(table: Any) -> Any:
     return table.cast(pa.schema(fields))
 
 
-class GenStreamReader(DataSourceStreamReader):
+class GenStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Reader of ``pacer-gen``: datasets arrive on the wall clock per the traffic schedule."""
 
     def __init__(self, options: Mapping[str, str]) -> None:
         check_options(GEN_FORMAT, options.keys(), GEN_OPTIONS, ("traffic.",))
         self.plan = GenPlan.from_options(options)
         self.agent = AdmissionAgent(options, GEN_FORMAT)
+        self.target: int | None = None  # availableNow: one past the last dataset this run reads
 
     def initialOffset(self) -> dict[str, int]:
         """The first dataset."""
         return {"index": 0}
 
+    def prepareForTriggerAvailableNow(self) -> None:
+        """``trigger(availableNow=True)``: read what has arrived by now, in the Controller's batches, then stop."""
+        self.target = self.plan.available_end(time.time())
+
     def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
         """Ask the driver how far the next micro-batch reaches."""
         begin = int(start["index"])
-        available = max(begin, self.plan.available_end(time.time()))
-        return {"index": self.agent.end_offset(begin, available)}
+        available = max(begin, available_until(self.plan.available_end(time.time()), self.target))
+        return {"index": self.agent.end_offset(begin, available, until=self.target)}
 
     def reportLatestOffset(self) -> dict[str, int]:
         """What has arrived so far (``query.lastProgress``'s ``latestOffset``: the backlog is the gap)."""
@@ -247,205 +245,3 @@ class PacerGenDataSource(DataSource):
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """A :class:`GenStreamReader`."""
         return GenStreamReader(self.options)
-
-
-# --------------------------------------------------------------------------- pacer-files
-
-
-@dataclass(frozen=True)
-class ManifestEntry:
-    """One file of a watched directory: its offset, name, arrival (its mtime) and size."""
-
-    index: int
-    name: str
-    arrival: float
-    bytes: int
-    rows: int
-
-    def as_json(self) -> dict[str, Any]:
-        """The manifest line."""
-        return {"index": self.index, "name": self.name, "arrival": self.arrival, "bytes": self.bytes, "rows": self.rows}
-
-
-def count_rows(path: Path, fmt: str, header: bool) -> int:
-    """Rows in a data file (lines for CSV/JSON lines, metadata for Parquet)."""
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        return int(pq.ParquetFile(path).metadata.num_rows)
-    with path.open("rb") as fh:
-        lines = sum(1 for line in fh if line.strip())
-    return max(0, lines - (1 if header and fmt == "csv" else 0))
-
-
-def ignored_name(name: str) -> bool:
-    """Hidden, temporary and bookkeeping files (``_x``, ``.x``, ``*.tmp``, ``*.crc``) are not datasets."""
-    return name.startswith(("_", ".")) or name.endswith((".tmp", ".crc", ".inprogress"))
-
-
-class Manifest:
-    """The durable record of which file got which offset and when it arrived (JSON lines, append-only).
-
-    A restart reads it back, so offsets and arrival times stay stable across restarts.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.entries: list[ManifestEntry] = []
-        self._names: set[str] = set()
-        if path.exists():
-            for line in path.read_text().splitlines():
-                if line.strip():
-                    try:
-                        entry = ManifestEntry(**json.loads(line))
-                    except (ValueError, TypeError):
-                        continue  # a torn last line from a crash: the file is listed again
-                    if entry.index == len(self.entries):
-                        self.entries.append(entry)
-                        self._names.add(entry.name)
-
-    def refresh(self, directory: Path, fmt: str, header: bool, now: float) -> list[ManifestEntry]:
-        """List ``directory``, give new files the next offsets (oldest mtime first) and persist them."""
-        try:
-            names = [e for e in os.scandir(directory) if e.is_file() and not ignored_name(e.name)]
-        except FileNotFoundError:
-            return []
-        fresh = sorted(
-            ((e.stat().st_mtime, e.name, e.stat().st_size) for e in names if e.name not in self._names),
-            key=lambda t: (t[0], t[1]),
-        )
-        added = []
-        for mtime, name, size in fresh:
-            entry = ManifestEntry(len(self.entries), name, min(mtime, now), size, count_rows(directory / name, fmt, header))
-            self.entries.append(entry)
-            self._names.add(name)
-            added.append(entry)
-        if added:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a") as fh:
-                for entry in added:
-                    fh.write(json.dumps(entry.as_json()) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-        return added
-
-
-@dataclass
-class FilesPartition(InputPartition):
-    """Files (absolute paths) to read on an executor."""
-
-    paths: tuple[str, ...]
-
-
-class FilesStreamReader(DataSourceStreamReader):
-    """Reader of ``pacer-files``: one dataset per file of a watched directory."""
-
-    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
-        if "path" not in options:
-            raise ValueError("pacer-files needs option path=<directory to watch>")
-        check_options(FILES_FORMAT, options.keys(), FILES_OPTIONS)
-        self.directory = Path(options["path"]).resolve()
-        self.time_zone = options.get("timeZone", "UTC")
-        self.task_count = max(1, int(options.get("numPartitions", "2")))
-        session_zone(self.time_zone)  # an unknown zone fails when the stream starts, not in a task
-        self.format = options.get("format", "csv").lower()
-        if self.format not in FILE_FORMATS:
-            raise ValueError(f"pacer-files: format must be one of {FILE_FORMATS}, got {self.format!r}")
-        self.header = options.get("header", "false").lower() == "true"
-        self.malformed = options.get("malformed", "fail").lower()
-        if self.malformed not in MALFORMED_MODES:
-            raise ValueError(f"pacer-files: malformed must be one of {MALFORMED_MODES}, got {self.malformed!r}")
-        self.quarantine = options.get("quarantine") or str(self.directory / "_pacer_quarantine")
-        self.schema = schema
-        if not options.get("manifest"):
-            raise ValueError(
-                "pacer-files needs option manifest=<a file beside your checkpoint>: it records which file got which "
-                "offset, so it belongs with the query's state, not in the watched folder "
-                "(PacerSession.read_stream sets it for you)")
-        self.manifest = Manifest(Path(options["manifest"]))
-        self.agent = AdmissionAgent(options, FILES_FORMAT)
-        self._told = 0  # entries already sent to the driver
-
-    def initialOffset(self) -> dict[str, int]:
-        """The first file."""
-        return {"index": 0}
-
-    def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
-        """List new files, tell the driver about them, and ask it how far the next micro-batch reaches."""
-        begin = int(start["index"])
-        self.manifest.refresh(self.directory, self.format, self.header, time.time())
-        self._told = max(self._told, begin)
-        new = [e.as_json() for e in self.manifest.entries[self._told :]]
-        end = self.agent.end_offset(begin, max(begin, len(self.manifest.entries)), new)
-        self._told = len(self.manifest.entries)
-        return {"index": end}
-
-    def reportLatestOffset(self) -> dict[str, int]:
-        """Files listed so far (``query.lastProgress``'s ``latestOffset``: the backlog is the gap)."""
-        return {"index": len(self.manifest.entries)}
-
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
-        """The files of ``[start, end)`` in ``numPartitions`` partitions (default 2; files the Controller shed
-        are skipped): one Python task per file cost a worker round trip each (3.3x Spark's csv source)."""
-        entries = self.manifest.entries[int(start["index"]) : int(end["index"])]
-        paths = [str(self.directory / e.name) for e in entries if e.index not in self.agent.shed]
-        return [FilesPartition(tuple(group)) for group in split(paths, self.task_count)]
-
-    def read(self, partition: InputPartition) -> Iterator[Any]:
-        """Parse the partition's files (Arrow first, rows by row where Arrow fails); malformed rows are
-        quarantined or fail the batch (option ``malformed``)."""
-        assert isinstance(partition, FilesPartition)
-        parser = RowParser(self.schema, self.malformed, self.quarantine if self.malformed == "quarantine" else None,
-                           self.time_zone)
-        for name in partition.paths:
-            path = Path(name)
-            table = arrow_table(path, self.format, self.schema, header=self.header, time_zone=self.time_zone)
-            if table is not None:  # the fast path; a file Arrow cannot parse is parsed row by row below
-                yield from table.to_batches()
-                continue
-            if self.format == "parquet":
-                import pyarrow.parquet as pq
-
-                table = pq.read_table(path)
-                rows = table.select([n for n in parser.names if n in table.column_names]).to_pylist()
-                yield from parser.parse(
-                    path, ((i + 1, json.dumps(r, default=str), [r.get(n) for n in parser.names]) for i, r in enumerate(rows))
-                )
-            elif self.format == "json":
-                yield from parser.parse(path, json_records(path, parser.names))
-            else:
-                yield from parser.parse(path, csv_records(path, self.header))
-
-    def stop(self) -> None:
-        """Close the RPC connection."""
-        self.agent.close()
-
-
-class PacerFilesDataSource(DataSource):
-    """``spark.readStream.format("pacer-files").schema(ddl)``: one dataset per file of a directory.
-
-    Options: ``path`` (directory; move finished files in atomically), ``format`` (csv, json lines,
-    parquet), ``header`` (CSV), ``manifest`` (required: where offsets and arrival times are recorded; keep it
-    beside the checkpoint, one per query), ``malformed`` (``fail`` or ``quarantine``) and
-    ``quarantine`` (directory for set-aside rows), ``timeZone`` (of timestamps without an offset:
-    :meth:`pacer_spark.PacerSession.read_stream` passes ``spark.sql.session.timeZone``; UTC otherwise);
-    the schema comes from ``.schema(...)`` or option ``stream`` (a pacer workload stream). Any other
-    option is refused by name (see :func:`check_options`).
-    """
-
-    @classmethod
-    def name(cls) -> str:
-        """The format name."""
-        return FILES_FORMAT
-
-    def schema(self) -> str:
-        """The schema of option ``stream`` (when ``.schema(...)`` is not given)."""
-        from pacer_workloads import spark_schema_ddl
-
-        if "stream" not in self.options:
-            raise ValueError("pacer-files needs a schema: .schema('a INT, ...') or option stream=linear_road")
-        return spark_schema_ddl(self.options["stream"])
-
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        """A :class:`FilesStreamReader`."""
-        return FilesStreamReader(self.options, schema)

@@ -2,7 +2,8 @@
 
 A ``spark.readStream.format("pacer").option("pacer.source", "csv")`` source (the JVM side, built
 by :mod:`pacer_spark.jvm`) observes its delegate's offsets; each change is an
-:class:`OffsetSnapshot` (one pacer dataset: handle = the offset JSON, arrival = when first seen).
+:class:`OffsetSnapshot` (one pacer dataset: handle = the offset JSON, arrival = the
+previous look at the delegate, the earliest its data can have come).
 On each trigger with snapshots pending it calls the decider registered for its query through
 PySpark's Py4J callback server, as PySpark does for ``foreachBatch`` functions.
 
@@ -45,7 +46,8 @@ class OffsetSnapshot:
 
     :ivar seq: the JVM source's running number of the snapshot (per query run).
     :ivar offset: the wrapped source's offset JSON the batch would end at (the dataset's handle).
-    :ivar arrival: when the snapshot was first seen, epoch seconds (driver clock).
+    :ivar arrival: the earliest its data can have arrived: the JVM's previous look at the
+        delegate, which did not see it yet; epoch seconds (driver clock).
     :ivar rows: rows since the previous snapshot where the offsets tell (Kafka), else None.
     :ivar files: files since the previous snapshot (file sources), else None.
     :ivar bytes: bytes since the previous snapshot: file sizes for file sources, rows times

@@ -20,18 +20,18 @@ final class OffsetSnapshot {
   final long seq;
   final Offset offset;
   final String json;
-  final long firstSeenMs;
+  final long arrivalMs;
   final Long rows;
   final Long files;
   final Long bytes;
   final boolean bytesEstimated;
 
-  OffsetSnapshot(long seq, Offset offset, long firstSeenMs, Long rows, Long files, Long bytes,
+  OffsetSnapshot(long seq, Offset offset, long arrivalMs, Long rows, Long files, Long bytes,
       boolean bytesEstimated) {
     this.seq = seq;
     this.offset = offset;
     this.json = offset.json();
-    this.firstSeenMs = firstSeenMs;
+    this.arrivalMs = arrivalMs;
     this.rows = rows;
     this.files = files;
     this.bytes = bytes;
@@ -43,7 +43,7 @@ final class OffsetSnapshot {
     ObjectNode node = JSON.createObjectNode();
     node.put("seq", seq);
     node.put("offset", json);
-    node.put("arrival", firstSeenMs / 1000.0);
+    node.put("arrival", arrivalMs / 1000.0);
     putNullable(node, "rows", rows);
     putNullable(node, "files", files);
     putNullable(node, "bytes", bytes);

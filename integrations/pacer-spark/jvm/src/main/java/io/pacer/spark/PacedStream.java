@@ -60,6 +60,8 @@ abstract class PacedStream {
   boolean availableNow;
   private boolean availableNowObserved;
   private boolean warned;
+  /** When the delegate was last asked for its latest offset (-1: never). */
+  private long lastLookMs = -1;
   private String queryName;
 
   PacedStream(SparkSession session, SparkDataStream delegate, String sourceName,
@@ -171,22 +173,36 @@ abstract class PacedStream {
    * the delegate advances at most one limit per call, so it is asked again (up to
    * {@link #MAX_OBSERVATIONS_PER_TRIGGER} times) until it stops advancing: pacer sees the whole
    * backlog as limit-sized snapshots, and lastProgress's latestOffset shows it.
+   *
+   * <p>A snapshot's arrival is the earliest moment its data can have arrived: just after the
+   * previous look, which saw none of it. Spark looks only between batches, so data that came
+   * while a batch ran waited since that batch started; stamping it with the moment it was seen
+   * would hide that wait from the deadline. Several snapshots seen in one look are spread evenly
+   * between the previous look and now, oldest first (offsets grow with arrival).
    */
   private void observe(Offset start, ReadLimit limit) {
     if (lastObserved == null) {
       lastObserved = start;
     }
+    long nowMs = System.currentTimeMillis();
+    long sinceMs = lastLookMs < 0 ? nowMs : lastLookMs;
+    lastLookMs = nowMs;
     boolean limited = limit != null && !(limit instanceof ReadAllAvailable);
+    List<Offset[]> deltas = new ArrayList<>();
     for (int i = 0; i < MAX_OBSERVATIONS_PER_TRIGGER; i++) {
       Offset next = observeOnce(limit);
       if (next == null || (lastObserved != null && next.json().equals(lastObserved.json()))) {
-        return;
+        break;
       }
-      pending.addLast(measure(nextSeq++, lastObserved, next, System.currentTimeMillis()));
+      deltas.add(new Offset[] {lastObserved, next});
       lastObserved = next;
       if (!limited) {
-        return;
+        break;
       }
+    }
+    for (int i = 0; i < deltas.size(); i++) {
+      long arrivalMs = sinceMs + (nowMs - sinceMs) * i / deltas.size();
+      pending.addLast(measure(nextSeq++, deltas.get(i)[0], deltas.get(i)[1], arrivalMs));
     }
   }
 

@@ -1,0 +1,240 @@
+"""``pacer-files``: one dataset per file of a watched directory, each batch's end offset decided by the driver.
+
+Offsets are file indices in the order files were first listed (``{"index": n}``: files ``0 .. n-1`` are
+consumed), recorded in a manifest beside the checkpoint so a restart gives every file the same offset.
+The reader tells the driver about new files and asks it how far the next micro-batch reaches
+(:class:`~pacer_spark.sources.AdmissionAgent`); ``read`` parses a partition's files with Arrow, falling
+back to :class:`~pacer_spark.file_rows.RowParser` to name or quarantine a malformed row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.types import StructType
+
+from pacer_spark.compat import SupportsTriggerAvailableNow
+from pacer_spark.file_rows import MalformedRowError, RowParser, arrow_table, csv_records, json_records, session_zone
+from pacer_spark.sources import AdmissionAgent, available_until, check_options, split
+
+__all__ = ["MalformedRowError", "RowParser"]  # re-exported: where users of pacer-files look for them
+
+FILES_FORMAT = "pacer-files"
+FILE_FORMATS = ("csv", "json", "parquet")
+MALFORMED_MODES = ("quarantine", "fail")
+FILES_OPTIONS = frozenset({"path", "format", "header", "manifest", "malformed", "quarantine", "stream", "timezone",
+                           "numpartitions"})
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    """One file of a watched directory: its offset, name, arrival (its mtime) and size."""
+
+    index: int
+    name: str
+    arrival: float
+    bytes: int
+    rows: int
+
+    def as_json(self) -> dict[str, Any]:
+        """The manifest line."""
+        return {"index": self.index, "name": self.name, "arrival": self.arrival, "bytes": self.bytes, "rows": self.rows}
+
+
+def count_rows(path: Path, fmt: str, header: bool) -> int:
+    """Rows in a data file (lines for CSV/JSON lines, metadata for Parquet)."""
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return int(pq.ParquetFile(path).metadata.num_rows)
+    with path.open("rb") as fh:
+        lines = sum(1 for line in fh if line.strip())
+    return max(0, lines - (1 if header and fmt == "csv" else 0))
+
+
+def ignored_name(name: str) -> bool:
+    """Hidden, temporary and bookkeeping files (``_x``, ``.x``, ``*.tmp``, ``*.crc``) are not datasets."""
+    return name.startswith(("_", ".")) or name.endswith((".tmp", ".crc", ".inprogress"))
+
+
+class Manifest:
+    """The durable record of which file got which offset and when it arrived (JSON lines, append-only).
+
+    A restart reads it back, so offsets and arrival times stay stable across restarts.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.entries: list[ManifestEntry] = []
+        self._names: set[str] = set()
+        if path.exists():
+            for line in path.read_text().splitlines():
+                if line.strip():
+                    try:
+                        entry = ManifestEntry(**json.loads(line))
+                    except (ValueError, TypeError):
+                        continue  # a torn last line from a crash: the file is listed again
+                    if entry.index == len(self.entries):
+                        self.entries.append(entry)
+                        self._names.add(entry.name)
+
+    def refresh(self, directory: Path, fmt: str, header: bool, now: float) -> list[ManifestEntry]:
+        """List ``directory``, give new files the next offsets (oldest mtime first) and persist them."""
+        try:
+            names = [e for e in os.scandir(directory) if e.is_file() and not ignored_name(e.name)]
+        except FileNotFoundError:
+            return []
+        fresh = sorted(
+            ((e.stat().st_mtime, e.name, e.stat().st_size) for e in names if e.name not in self._names),
+            key=lambda t: (t[0], t[1]),
+        )
+        added = []
+        for mtime, name, size in fresh:
+            entry = ManifestEntry(len(self.entries), name, min(mtime, now), size, count_rows(directory / name, fmt, header))
+            self.entries.append(entry)
+            self._names.add(name)
+            added.append(entry)
+        if added:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a") as fh:
+                for entry in added:
+                    fh.write(json.dumps(entry.as_json()) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+        return added
+
+
+@dataclass
+class FilesPartition(InputPartition):
+    """Files (absolute paths) to read on an executor."""
+
+    paths: tuple[str, ...]
+
+
+class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Reader of ``pacer-files``: one dataset per file of a watched directory."""
+
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        if "path" not in options:
+            raise ValueError("pacer-files needs option path=<directory to watch>")
+        check_options(FILES_FORMAT, options.keys(), FILES_OPTIONS)
+        self.directory = Path(options["path"]).resolve()
+        self.time_zone = options.get("timeZone", "UTC")
+        self.task_count = max(1, int(options.get("numPartitions", "2")))
+        session_zone(self.time_zone)  # an unknown zone fails when the stream starts, not in a task
+        self.format = options.get("format", "csv").lower()
+        if self.format not in FILE_FORMATS:
+            raise ValueError(f"pacer-files: format must be one of {FILE_FORMATS}, got {self.format!r}")
+        self.header = options.get("header", "false").lower() == "true"
+        self.malformed = options.get("malformed", "fail").lower()
+        if self.malformed not in MALFORMED_MODES:
+            raise ValueError(f"pacer-files: malformed must be one of {MALFORMED_MODES}, got {self.malformed!r}")
+        self.quarantine = options.get("quarantine") or str(self.directory / "_pacer_quarantine")
+        self.schema = schema
+        if not options.get("manifest"):
+            raise ValueError(
+                "pacer-files needs option manifest=<a file beside your checkpoint>: it records which file got which "
+                "offset, so it belongs with the query's state, not in the watched folder "
+                "(PacerSession.read_stream sets it for you)")
+        self.manifest = Manifest(Path(options["manifest"]))
+        self.agent = AdmissionAgent(options, FILES_FORMAT)
+        self._told = 0  # entries already sent to the driver
+        self.target: int | None = None  # availableNow: one past the last file this run reads
+
+    def initialOffset(self) -> dict[str, int]:
+        """The first file."""
+        return {"index": 0}
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """``trigger(availableNow=True)``: read the files there now, in the Controller's batches, then stop."""
+        self.manifest.refresh(self.directory, self.format, self.header, time.time())
+        self.target = len(self.manifest.entries)
+
+    def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
+        """List new files, tell the driver about them, and ask it how far the next micro-batch reaches."""
+        begin = int(start["index"])
+        if self.target is None:  # availableNow lists once, in prepareForTriggerAvailableNow
+            self.manifest.refresh(self.directory, self.format, self.header, time.time())
+        available = max(begin, available_until(len(self.manifest.entries), self.target))
+        self._told = max(self._told, begin)
+        new = [e.as_json() for e in self.manifest.entries[self._told : available]]
+        end = self.agent.end_offset(begin, available, new, until=self.target)
+        self._told = max(self._told, available)
+        return {"index": end}
+
+    def reportLatestOffset(self) -> dict[str, int]:
+        """Files listed so far (``query.lastProgress``'s ``latestOffset``: the backlog is the gap)."""
+        return {"index": len(self.manifest.entries)}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
+        """The files of ``[start, end)`` in ``numPartitions`` partitions (default 2; files the Controller shed
+        are skipped): one Python task per file cost a worker round trip each (3.3x Spark's csv source)."""
+        entries = self.manifest.entries[int(start["index"]) : int(end["index"])]
+        paths = [str(self.directory / e.name) for e in entries if e.index not in self.agent.shed]
+        return [FilesPartition(tuple(group)) for group in split(paths, self.task_count)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """Parse the partition's files (Arrow first, rows by row where Arrow fails); malformed rows are
+        quarantined or fail the batch (option ``malformed``)."""
+        assert isinstance(partition, FilesPartition)
+        parser = RowParser(self.schema, self.malformed, self.quarantine if self.malformed == "quarantine" else None,
+                           self.time_zone)
+        for name in partition.paths:
+            path = Path(name)
+            table = arrow_table(path, self.format, self.schema, header=self.header, time_zone=self.time_zone)
+            if table is not None:  # the fast path; a file Arrow cannot parse is parsed row by row below
+                yield from table.to_batches()
+                continue
+            if self.format == "parquet":
+                import pyarrow.parquet as pq
+
+                table = pq.read_table(path)
+                rows = table.select([n for n in parser.names if n in table.column_names]).to_pylist()
+                yield from parser.parse(
+                    path, ((i + 1, json.dumps(r, default=str), [r.get(n) for n in parser.names]) for i, r in enumerate(rows))
+                )
+            elif self.format == "json":
+                yield from parser.parse(path, json_records(path, parser.names))
+            else:
+                yield from parser.parse(path, csv_records(path, self.header))
+
+    def stop(self) -> None:
+        """Close the RPC connection."""
+        self.agent.close()
+
+
+class PacerFilesDataSource(DataSource):
+    """``spark.readStream.format("pacer-files").schema(ddl)``: one dataset per file of a directory.
+
+    Options: ``path`` (directory; move finished files in atomically), ``format`` (csv, json lines,
+    parquet), ``header`` (CSV), ``manifest`` (required: where offsets and arrival times are recorded; keep it
+    beside the checkpoint, one per query), ``malformed`` (``fail`` or ``quarantine``) and
+    ``quarantine`` (directory for set-aside rows), ``timeZone`` (of timestamps without an offset:
+    :meth:`pacer_spark.PacerSession.read_stream` passes ``spark.sql.session.timeZone``; UTC otherwise);
+    the schema comes from ``.schema(...)`` or option ``stream`` (a pacer workload stream). Any other
+    option is refused by name (see :func:`check_options`).
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name."""
+        return FILES_FORMAT
+
+    def schema(self) -> str:
+        """The schema of option ``stream`` (when ``.schema(...)`` is not given)."""
+        from pacer_workloads import spark_schema_ddl
+
+        if "stream" not in self.options:
+            raise ValueError("pacer-files needs a schema: .schema('a INT, ...') or option stream=linear_road")
+        return spark_schema_ddl(self.options["stream"])
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """A :class:`FilesStreamReader`."""
+        return FilesStreamReader(self.options, schema)

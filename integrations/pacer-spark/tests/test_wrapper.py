@@ -258,3 +258,21 @@ def test_the_decider_answers_a_seq_and_refuses_an_index_out_of_range() -> None:
     assert json.loads(_JvmDecider(lambda r: Decision(None)).decide("q", request)) == {"seq": -1, "pool": None}
     with pytest.raises(ValueError, match="index into the 2 pending snapshots"):
         _JvmDecider(lambda r: Decision(2)).decide("q", request)
+
+
+def test_the_jvm_plan_reader_reads_what_the_py4j_walk_reads(spark: Any, bridge: PacerBridge) -> None:
+    from pacer_spark.plan import _walk_plan, dag_from_plan, read_plan
+
+    adaptive = spark.conf.get("spark.sql.adaptive.enabled")
+    spark.conf.set("spark.sql.adaptive.enabled", "false")  # a whole plan, as a streaming batch has
+    try:
+        df = spark.range(0, 5000, numPartitions=2).selectExpr("id % 7 AS k", "id").groupBy("k").count()
+        assert len(df.collect()) == 7
+        executed = df._jdf.queryExecution().executedPlan()
+    finally:
+        spark.conf.set("spark.sql.adaptive.enabled", adaptive)
+    one_call, walked = read_plan(executed), _walk_plan(executed, True)
+    assert one_call == walked  # names, metric values and types, children: the same tree
+    assert any(node.metrics for node in one_call.walk_post())
+    assert read_plan(executed, metrics=False) == _walk_plan(executed, False)
+    assert {op.kind for op in dag_from_plan(one_call).operators} >= {"aggregate", "shuffle"}

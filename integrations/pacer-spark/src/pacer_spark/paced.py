@@ -9,7 +9,8 @@ The JVM source (``jvm/``) calls :meth:`PacedQueries.decide` on the query's strea
 2. the previous batch of the query is completed from the query's own progress buffer (its trigger
    has ended: the stream thread is asking for the next one), or earlier by the listener's event;
 3. each snapshot not seen before (up to the source's read limit, ``admissible``) arrives as one
-   dataset: arrival = when the JVM first saw it, bytes = file sizes (file sources) or rows x the
+   dataset: arrival = the JVM's previous look at the delegate (the earliest its data can have
+   come; Spark looks only between batches), bytes = file sizes (file sources) or rows x the
    schema's row size (Kafka), rows = the offset delta or bytes / the bytes per row measured so far;
 4. the Controller polls the query's admission strategy; its batch is the oldest snapshots, and
    the batch ends at the last one;

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pacer import Device, Operator, OperatorDAG, OperatorMetric, Placement
+
+log = logging.getLogger("pacer_spark.plan")
 
 #: Plan nodes that only wrap or adapt others: looked through, never operators of their own.
 WRAPPERS = frozenset({
@@ -79,11 +83,37 @@ _METRIC_TYPES: dict[tuple[str, str], str] = {}
 
 
 def read_plan(jplan: Any, *, metrics: bool = True) -> PlanNode:
-    """Copy a JVM ``SparkPlan`` tree (via py4j) into :class:`PlanNode` values.
+    """Copy a JVM ``SparkPlan`` tree into :class:`PlanNode` values.
 
-    Each node's metrics are read in one call (the metric map's string form); a metric's type
-    (``timing``, ``nsTiming``, ``size``, ``sum``) is asked once per node name and key, then cached.
+    In one Py4J call where pacer's JVM classes are loaded (``io.pacer.spark.PlanReader``); else node by
+    node over Py4J (about five round trips a node), each node's metrics in one call (the metric map's
+    string form), a metric's type (``timing``, ``nsTiming``, ``size``, ``sum``) asked once per node name
+    and key, then cached.
     """
+    text = _plan_json(jplan, metrics)
+    if text is not None:
+        return _node_of(json.loads(text))
+    return _walk_plan(jplan, metrics)
+
+
+def _plan_json(jplan: Any, metrics: bool) -> str | None:
+    from pyspark import SparkContext
+
+    try:
+        return str(SparkContext._jvm.io.pacer.spark.PlanReader.json(jplan, metrics))  # type: ignore[union-attr]
+    except Exception:  # the class is not loaded (a session without pacer's jar): py4j's "JavaPackage" error
+        log.debug("io.pacer.spark.PlanReader is not loaded; reading the plan node by node", exc_info=True)
+        return None
+
+
+def _node_of(tree: Mapping[str, Any]) -> PlanNode:
+    node = PlanNode(base_name(str(tree["name"])),
+                    {key: (float(value), str(mtype)) for key, (value, mtype) in tree["metrics"].items()})
+    node.children = [_node_of(child) for child in tree["children"]]
+    return node
+
+
+def _walk_plan(jplan: Any, metrics: bool) -> PlanNode:
     node = PlanNode(base_name(str(jplan.nodeName())))
     if metrics:
         jmetrics = None
@@ -95,7 +125,7 @@ def read_plan(jplan: Any, *, metrics: bool = True) -> PlanNode:
             node.metrics[key] = (float(value), mtype)
     children = jplan.children()
     for i in range(children.size()):
-        node.children.append(read_plan(children.apply(i), metrics=metrics))
+        node.children.append(_walk_plan(children.apply(i), metrics))
     return node
 
 

@@ -117,3 +117,28 @@ def test_a_source_with_neither_v1_nor_v2_streaming_is_named_in_the_error(spark: 
     with pytest.raises(Exception, match='pacer.source "jdbc"'):
         spark.readStream.format("pacer").option("pacer.source", "jdbc").load()
 
+
+
+def test_a_paced_query_gets_its_dag_and_operator_metrics_from_the_executed_plan(spark: Any, tmp_path: Path) -> None:
+    import pacer_spark
+
+    handle = pacer_spark.attach(spark, admission="asap")
+    query = None
+    try:
+        counts = pacer_rate(spark).selectExpr("value % 3 AS k").groupBy("k").count()
+        query = (counts.writeStream.format("memory").queryName("pacer_counts").outputMode("complete")
+                 .option("checkpointLocation", str(tmp_path / "ck")).trigger(processingTime="0 seconds").start())
+        wait_for(lambda: len(batch_rows(query)) >= 3, timeout=60)
+        query.stop()
+        handle.stop()  # settles the last progress events
+        dag = handle.controller.query("pacer_counts").spec.dag
+        reports = handle.controller.reports("pacer_counts")
+    finally:
+        if query is not None:
+            query.stop()
+        handle.stop()
+    # the minimal scan -> project -> sink chain it was registered with became the plan's operators
+    assert {op.kind for op in dag.operators} >= {"scan", "aggregate", "shuffle", "state", "sink"}
+    timed = [m for r in reports for m in r.operator_metrics if m.time_s > 0]
+    assert timed and {m.operator_id for m in timed} <= {op.id for op in dag.operators}
+    assert any(m.rows_in > 0 for r in reports for m in r.operator_metrics if m.operator_id.startswith("aggregate"))

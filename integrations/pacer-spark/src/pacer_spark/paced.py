@@ -31,9 +31,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pacer import Dataset, MicroBatch
+from pacer import Dataset, MicroBatch, OperatorMetric
 from pacer_spark import telemetry
 from pacer_spark.options import parse_seconds
+from pacer_spark.plan import dag_from_plan, operator_metrics, read_plan
 from pacer_spark.wrapper import Decision, DecisionRequest, OffsetSnapshot, PacerBridge
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ class PacedQuery:
     accounted: set[int] = field(default_factory=set)  # Spark batch ids already completed from their progress
     dead: bool = False
     error: str | None = None
+    plan_dag: bool = False  # its DAG was read from Spark's executed plan
 
 
 class PacedQueries:
@@ -242,6 +244,33 @@ class PacedQueries:
             q.read_rows += progress.rows
         except KeyError:
             pass
+
+    def executed_metrics(self, query_id: str, done: telemetry.SinkDone,
+                         progress: telemetry.TriggerProgress) -> list[OperatorMetric]:
+        """The batch's operator metrics from the query's executed plan (lock held; the engine's ``read_metrics``).
+
+        Read while the plan is still the batch's own (Spark replaces ``lastExecution`` when it plans the next
+        batch, so a later batch's plan is never taken for it). The first plan read also replaces the minimal
+        chain the query got when first seen with the DAG it really executes (``dag_from_plan``).
+        """
+        s = self.session
+        q = self.queries.get(query_id)
+        if q is None or q.stream_id is None or not s.config.operator_metrics:
+            return []
+        try:
+            execution = s.spark._jsparkSession.streams().get(q.stream_id).streamingQuery().lastExecution()
+            if execution is None or int(execution.currentBatchId()) != progress.batch_id:
+                return []
+            root = read_plan(execution.executedPlan())
+            if not q.plan_dag:  # registered on first sight with the minimal chain: now the real DAG
+                q.plan_dag = True
+                s.controller.replace_dag(query_id, dag_from_plan(root))
+            batch = s.controller.batch(done.batch_id).batch
+            return operator_metrics(root, s.controller.query(query_id).spec.dag, batch.placement,
+                                    batch_bytes=batch.bytes, batch_rows=batch.rows)
+        except Exception:  # py4j or a plan pacer cannot read: the batch completes without operator metrics
+            log.debug("query %r: no operator metrics for batch %s", query_id, done.batch_id, exc_info=True)
+            return []
 
     def on_terminated(self, query_id: str, error: str | None) -> None:
         """The query stopped or failed (lock held)."""

@@ -98,6 +98,7 @@ class PacerSession:
         self.paced: PacedQueries | None = None
         if config.paced:
             self.paced = PacedQueries(self)
+            self.engine.read_metrics = self.paced.executed_metrics
         self.observer.paced = self.paced
 
     @property

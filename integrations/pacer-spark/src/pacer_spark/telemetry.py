@@ -220,6 +220,9 @@ class BatchCompletion:
         self.without_progress = 0
         self.trigger_s: dict[str, float] = {}
         self.triggers: dict[str, int] = {}
+        #: Reads a ``format("pacer")`` batch's operator metrics from its executed plan (lock held), where no
+        #: ``foreachBatch`` read them: ``(query_id, done, progress) -> metrics``.
+        self.read_metrics: Callable[[str, SinkDone, TriggerProgress], Sequence[OperatorMetric]] | None = None
 
     def sink_done(self, query_id: str, done: SinkDone) -> None:
         """``foreachBatch`` of ``done.batch_id`` returned; its trigger is committing (frees the gate)."""
@@ -272,8 +275,11 @@ class BatchCompletion:
         now = time.time()
         end = progress.ended_at if progress is not None else (now if done.running else done.at)
         at = now if end is None else min(max(end, done.at), now)
+        metrics = done.operator_metrics
+        if not metrics and progress is not None and done.running and self.read_metrics is not None:
+            metrics = self.read_metrics(query_id, done, progress)
         try:
-            self.controller.complete(done.batch_id, operator_metrics=done.operator_metrics,
+            self.controller.complete(done.batch_id, operator_metrics=metrics,
                                      engine_s=progress.engine_s if progress is not None else None, completed_at=at)
         finally:
             self.completed(query_id, done.batch_id)

@@ -33,6 +33,7 @@ from pacer.model import (
     Dataset,
     Devices,
     MicroBatch,
+    OperatorDAG,
     OperatorMetric,
     PendingBatch,
     Placement,
@@ -181,6 +182,12 @@ class Controller(DecisionDispatch):
         return len(taken)
 
     # ------------------------------------------------------------------ decisions
+
+    def replace_dag(self, query_id: str, dag: OperatorDAG) -> None:
+        """Give ``query_id`` the operator DAG it really executes, for its later placements (a query whose plan is
+        known only once it ran: pacer-spark reads it from Spark's executed plan)."""
+        q = self._query(query_id)
+        q.spec = replace(q.spec, dag=dag)
 
     def system_view(self) -> SystemView:
         """The view a decision gets of the whole runtime right now."""

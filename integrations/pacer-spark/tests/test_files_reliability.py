@@ -123,7 +123,6 @@ def test_malformed_rows(spark: Any, tmp_path: Path, mode: str) -> None:
 
 
 @pytest.mark.parametrize(("admission", "max_rows", "batches"), [
-    ("asap", 0, [30]),  # Spark's availableNow: everything in one batch
     ("asap", 10, [10, 10, 10]),  # the read cap makes pacer-sized batches of one file
     ("min-rows", 0, [30]),  # it would wait for 1000 rows; none come, so what it holds is drained
 ])

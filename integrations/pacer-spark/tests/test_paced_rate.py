@@ -118,6 +118,66 @@ def test_a_source_with_neither_v1_nor_v2_streaming_is_named_in_the_error(spark: 
         spark.readStream.format("pacer").option("pacer.source", "jdbc").load()
 
 
+def _admitted_rows(spark: Any, name: str, options: dict[str, Any], tmp_path: Path,
+                   until: Any) -> tuple[list[Any], list[int | None]]:
+    """Run ``format("pacer")`` with ``options`` into a memory sink named ``name``, a decider admitting one
+    snapshot at a time; return the rows and each admitted snapshot's measured rows."""
+    admitted: list[int | None] = []
+
+    def oldest(query_name: str, snapshots: Sequence[OffsetSnapshot]) -> int | None:
+        admitted.append(snapshots[0].rows)
+        return 0
+
+    bridge = PacerBridge(spark)  # loads the JVM side
+    bridge.register(name, oldest)
+    reader = spark.readStream.format("pacer").options(**{k: str(v) for k, v in options.items()}).load()
+    query = (reader.writeStream.format("memory").queryName(name)
+             .option("checkpointLocation", str(tmp_path / name)).start())
+    try:
+        wait_for(lambda: until(query))
+    finally:
+        query.stop()
+        bridge.close()
+    assert query.exception() is None and bridge.fallback_warnings(name) == 0
+    ran = batch_rows(query)
+    assert ran == [rows for rows in admitted if rows][: len(ran)]  # each batch read what its snapshot measured
+    return spark.table(name).collect(), admitted
+
+
+def test_rate_micro_batch_through_the_v2_path(spark: Any, tmp_path: Path) -> None:
+    options = {"pacer.source": "rate-micro-batch", "rowsPerBatch": 7, "numPartitions": 1}
+    rows, admitted = _admitted_rows(spark, "pacer_rmb", options, tmp_path, lambda q: len(batch_rows(q)) >= 3)
+    values = sorted(r.value for r in rows)
+    assert values == list(range(len(values))) and len(values) >= 21  # none lost, none twice
+    assert all(a == 7 for a in admitted if a)
+
+
+def test_socket_through_the_v2_path(spark: Any, tmp_path: Path) -> None:
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    lines = [f"line-{i}" for i in range(30)]
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        with conn:
+            for start in range(0, len(lines), 10):
+                conn.sendall("".join(f"{line}\n" for line in lines[start:start + 10]).encode())
+                time.sleep(1.0)
+            time.sleep(30)  # keep the connection open while the query reads
+
+    threading.Thread(target=serve, daemon=True).start()
+    options = {"pacer.source": "socket", "host": "127.0.0.1", "port": port}
+    try:
+        rows, admitted = _admitted_rows(spark, "pacer_socket", options, tmp_path,
+                                        lambda q: sum(batch_rows(q)) >= len(lines))
+    finally:
+        server.close()
+    assert sorted(r.value for r in rows) == sorted(lines)  # every line once
+    assert sum(a for a in admitted if a) >= len(lines)
+
 
 def test_a_paced_query_gets_its_dag_and_operator_metrics_from_the_executed_plan(spark: Any, tmp_path: Path) -> None:
     import pacer_spark

@@ -246,15 +246,33 @@ def test_available_now_on_pacer_gen_reads_what_arrived_in_pacer_batches(spark: A
     pacer = pacer_spark.attach(spark, admission="asap", checkpoint_root=str(tmp_path))
     try:
         pacer.register_query("g", workload="lr2", max_rows=200)
-        # seven 1 s datasets of 100 rows have arrived by the time the query starts; more arrive while it runs
-        df = pacer.read_stream("g", "pacer-gen", stream="linear_road", traffic="constant", rate=100, duration=600,
-                               start=time.time() - 7, period=1)
+        # the whole 8 s of traffic has arrived when the query starts
+        df = pacer.read_stream("g", "pacer-gen", stream="linear_road", traffic="constant", rate=100, duration=8,
+                               start=time.time() - 9, period=1)
         query = pacer.start(df, "g", lambda frame, _: sizes.append(frame.count()), trigger="availableNow")
         assert query.awaitTermination(120), "availableNow stops once what had arrived is read"
     finally:
         pacer.stop()
     report = pacer.report()
     processed = report["queries"]["g"]["datasets_processed"]
-    assert 7 <= processed < 20, processed  # what had arrived at the start, not the stream's 600 s
+    assert processed == 8, processed
     assert sum(sizes) == 100 * processed == report["queries"]["g"]["rows_processed"]
-    assert [s for s in sizes if s] and max(sizes) <= 200 and len([s for s in sizes if s]) >= processed // 2
+    assert [s for s in sizes if s] == [200, 200, 200, 200]  # pacer-sized batches (max_rows), not one of 800
+
+
+def test_available_now_on_pacer_gen_with_nothing_arrived_fails_saying_so(spark: Any, tmp_path: Path) -> None:
+    import pacer_spark
+
+    pacer = pacer_spark.attach(spark, admission="asap", checkpoint_root=str(tmp_path))
+    try:
+        pacer.register_query("early", workload="lr2")
+        df = pacer.read_stream("early", "pacer-gen", stream="linear_road", traffic="constant", rate=100, duration=60,
+                               start=time.time() + 3600)
+        query = pacer.start(df, "early", lambda frame, _: frame.count(), trigger="availableNow")
+        with pytest.raises(Exception):  # noqa: B017 - Spark's StreamingQueryException
+            query.awaitTermination(60)
+        error = pacer.errors()["early"]
+    finally:
+        pacer.stop()
+    assert error.startswith("ValueError: pacer-gen: trigger(availableNow=True) reads the datasets that have arrived")
+    assert "set start in the past" in error

@@ -174,8 +174,18 @@ class GenStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {"index": 0}
 
     def prepareForTriggerAvailableNow(self) -> None:
-        """``trigger(availableNow=True)``: read what has arrived by now, in the Controller's batches, then stop."""
-        self.target = self.plan.available_end(time.time())
+        """``trigger(availableNow=True)``: read what has arrived by now, in the Controller's batches, then stop.
+
+        :raises ValueError: when no dataset has arrived yet (``start`` is now or later): the run would read
+            nothing and end without a word.
+        """
+        now = time.time()
+        self.target = self.plan.available_end(now)
+        if self.target == 0:
+            raise ValueError(
+                f"pacer-gen: trigger(availableNow=True) reads the datasets that have arrived by the first trigger, "
+                f"and none has (the traffic starts at option start={self.plan.start:.0f}, {self.plan.start - now:+.0f} s "
+                f"from now); set start in the past (e.g. time.time() - 60) to read that stretch of traffic")
 
     def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
         """Ask the driver how far the next micro-batch reaches."""
@@ -227,8 +237,8 @@ class PacerGenDataSource(DataSource):
     that :meth:`pacer_spark.PacerSession.read_stream` fills in. Any other option is refused by name.
 
     Datasets arrive on the wall clock from ``start`` on, so ``trigger(availableNow=True)`` reads what
-    has arrived when the query starts: nothing with the default ``start`` (now). Set ``start`` in the
-    past to replay a stretch of traffic in one go.
+    has arrived when the query starts, in the Controller's batches; with nothing arrived (the default
+    ``start`` is now) the query fails saying so. Set ``start`` in the past to replay a stretch of traffic.
     """
 
     @classmethod

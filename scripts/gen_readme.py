@@ -41,7 +41,7 @@ def results_section() -> str:
         if cut >= 0:
             table = table[:cut]
             more = f"\n\nEvery configuration: [{md_path.relative_to(ROOT)}]({md_path.relative_to(ROOT)})\n"
-        label = " (simulated)" if meta["runtime"] == "sim" else ""
+        label = " (simulated)" if meta["runtime"] == "sim" else " (Kafka)" if meta.get("source") == "kafka" else ""
         reps = f" · {meta['repeat']} repetitions" if meta.get("repeat", 1) > 1 else ""
         parts.append(
             f"### {meta['scenario']}{label}\n\n{meta['date']} · {meta['machine']} · runtime `{meta['runtime']}`"

@@ -27,6 +27,7 @@ from pacer import AdmissionDecision, Controller, Dataset, MicroBatch, hookimpl
 from pacer_spark import telemetry
 from pacer_spark.enact import enact_placement
 from pacer_spark.files_source import FILES_FORMAT, Manifest, ignored_name
+from pacer_spark.gate import Gate
 from pacer_spark.options import GenPlan
 from pacer_spark.sources import GEN_FORMAT
 
@@ -135,8 +136,14 @@ class AdmissionService:
     :param replay: the session's :class:`ReplayGuard`, registered with the Controller's plugin manager.
     :param rapids: whether the RAPIDS Accelerator is loaded (placements are enacted).
     :param warn_once: logs a warning once per key.
+    :param gate: the session's :class:`~pacer_spark.gate.Gate`: an admitted batch waits for its turn here, in
+        the reader's ``latestOffset`` before Spark plans it, as a ``format("pacer")`` batch does (its pool, which
+        only the stream thread can take, is set in ``foreachBatch``).
+    :param excluded: batches the gate's order skips (:meth:`pacer_spark.runtime.PacerSession.excluded`).
     :ivar sources: query id -> its source's state.
-    :ivar rpc_s: seconds each RPC request took to handle; ``rpc_rtt_s``: the readers' round trips.
+    :ivar gated: batches that passed the gate at admission.
+    :ivar rpc_s: seconds each RPC request took to handle (the gate's wait left out); ``rpc_rtt_s``: the
+        readers' round trips.
     """
 
     controller: Controller
@@ -145,6 +152,9 @@ class AdmissionService:
     replay: ReplayGuard
     rapids: bool
     warn_once: Callable[..., None]
+    gate: Gate
+    excluded: Callable[[str], bool]
+    gated: set[str] = field(default_factory=set, init=False)
     sources: dict[str, SourceState] = field(default_factory=dict, init=False)
     rpc_s: list[float] = field(default_factory=list, init=False)
     rpc_rtt_s: list[float] = field(default_factory=list, init=False)
@@ -184,19 +194,28 @@ class AdmissionService:
     # ------------------------------------------------------------------ the RPC
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Answer a reader's request (``op: latest``): ``{"end": offset, "shed": [offsets]}``."""
+        """Answer a reader's request (``op: latest``): ``{"end": offset, "shed": [offsets]}``, once an admitted
+        batch's turn has come."""
         t0 = time.perf_counter()
         try:
             if request.get("op") != "latest":
                 raise ValueError(f"unknown request {request.get('op')!r}")
             until = request.get("until")
-            return self._latest(str(request["query"]), int(request["start"]), request.get("new") or (),
-                                request.get("rtt"), None if until is None else int(until))
+            query_id = str(request["query"])
+            reply, admitted = self._latest(query_id, int(request["start"]), request.get("new") or (),
+                                           request.get("rtt"), None if until is None else int(until))
         finally:
             self.rpc_s.append(time.perf_counter() - t0)
+        if admitted is not None:  # outside the lock: the gate waits on the session's condition
+            turn = self.gate.pass_batch(admitted.id, excluded=self.excluded)
+            with self.cond:
+                self.gated.add(admitted.id)
+                self.sources[query_id].gate_wait_s.append(turn.waited_s)
+        return reply
 
     def _latest(self, query_id: str, start: int, new: Sequence[Mapping[str, Any]], rtt: float | None,
-                until: int | None) -> dict[str, Any]:
+                until: int | None) -> tuple[dict[str, Any], MicroBatch | None]:
+        """The reply, and the batch admitted now that must pass the gate (None: none, or Spark's own trigger)."""
         with self.cond:
             source = self.sources.get(query_id)
             if source is None or query_id not in self.controller.query_ids():
@@ -220,7 +239,7 @@ class AdmissionService:
                                stale.batch_id)
             if source.admitted_end is not None and start < source.admitted_end:
                 # another reader of the same query (a self-join), or a repeated ask: same answer
-                return {"end": source.admitted_end, "shed": source.shed}
+                return {"end": source.admitted_end, "shed": source.shed}, None
             if source.handle is None:
                 self._committed_unwatched(source)
             self._arrive_available(source, time.time(), until)
@@ -230,11 +249,11 @@ class AdmissionService:
                 # availableNow: nothing more will come and an empty answer ends the run, so take what is held
                 batch = self.replay.admit(self.controller, query_id, len(self.controller.buffered(query_id)))
             if batch is None:
-                return {"end": start}
+                return {"end": start}, None
             self._admitted(source, batch)
             taken = {int(d.handle) for d in batch.datasets}  # the rest of [start, end) was shed: not to be read
             source.shed = [i for i in range(start, source.admitted_end or start) if i not in taken]
-            return {"end": source.admitted_end, "shed": source.shed}
+            return {"end": source.admitted_end, "shed": source.shed}, None if source.observe_only else batch
 
     def _committed_unwatched(self, source: SourceState) -> None:
         """Complete the in-flight batch of a query started with a plain ``writeStream`` (lock held).
@@ -288,10 +307,11 @@ class AdmissionService:
             source = self.sources[query_id]
             source.spark_batches += 1
             q = self.controller.query(query_id)
-            if q.in_flight is not None and not q.in_flight_started:
-                return q.in_flight
             if q.in_flight is not None:
-                return None
+                # admitted for this trigger: not started yet, or started by the gate at admission and its sink
+                # not run yet (one that ran waits only for its progress: this is a batch pacer did not form)
+                fresh = not q.in_flight_started or (q.in_flight in self.gated and not self.engine.awaiting(q.in_flight))
+                return q.in_flight if fresh else None
         # No admitted batch: a replay after restart, or a no-data batch. The offset log tells which.
         span = _offset_range(source, spark_batch_id)
         with self.cond:
@@ -321,6 +341,7 @@ class AdmissionService:
 
     def completed(self, query_id: str, batch_id: str) -> None:
         """The batch completed (lock held): forget its offsets."""
+        self.gated.discard(batch_id)
         source = self.sources.get(query_id)  # None for a format("pacer") query
         if source is not None:
             source.ranges.pop(batch_id, None)

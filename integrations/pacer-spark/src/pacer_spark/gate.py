@@ -3,8 +3,10 @@
 The Controller's scheduler answers either an order (FIFO, EDF: batches run one at a time, up to
 ``concurrency`` at once, in that order) or core shares (FAIR, RDAS: every batch runs now, in the
 fair-scheduler pool whose weight is closest to its share, see :mod:`pacer_spark.pools`). A
-``format("pacer")`` query passes the gate in its source's ``latestOffset`` on the stream thread,
-before the batch is planned; a ``pacer-gen``/``pacer-files`` query in its ``foreachBatch`` wrapper.
+batch passes the gate at admission, before Spark plans it: a ``format("pacer")`` query's in its source's
+``latestOffset`` on the stream thread, a ``pacer-gen``/``pacer-files`` query's in the driver's answer to
+its reader's ``latestOffset``; the latter learn their pool in their ``foreachBatch`` wrapper, on the
+stream thread (:mod:`pacer_spark.sink_gate`).
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ class Gate:
                     pool = pool_for_share(decision.shares.get(batch_id, cores), cores)
                     break
                 started = {b for b in decision.order if self.controller.batch(b).started}
+                if batch_id in started:  # it passed already (at admission): its turn has come
+                    break
                 live = [b for b in decision.order if not excluded(b)]
                 waiting = [b for b in live if b not in started]
                 running = [b for b in live if b in started]

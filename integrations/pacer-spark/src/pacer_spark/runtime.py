@@ -35,7 +35,7 @@ from pacer_spark.admission import AdmissionService, ReplayGuard, SourceState
 from pacer_spark.config import PacerConfig
 from pacer_spark.files_source import FILES_FORMAT, PacerFilesDataSource
 from pacer_spark.gate import Gate
-from pacer_spark.options import OPT_ADDRESS, OPT_AUTHKEY, OPT_QUERY, parse_seconds
+from pacer_spark.options import OPT_ADDRESS, OPT_AUTHKEY, OPT_QUERY, OPT_TIMEOUT, parse_seconds
 from pacer_spark.paced import PacedQueries
 from pacer_spark.plan import dag_from_plan, rapids_loaded, read_plan
 from pacer_spark.pools import DEFAULT_LADDER
@@ -82,7 +82,8 @@ class PacerSession:
         self.schedule_gate = Gate(self.controller, self.cond, concurrency=config.concurrency,
                                   timeout_s=config.gate_timeout, fair=self.fair)
         self.admission = AdmissionService(self.controller, self.cond, self.engine, self.replay, rapids=self.rapids,
-                                          warn_once=self.schedule_gate.warn_once)
+                                          warn_once=self.schedule_gate.warn_once, gate=self.schedule_gate,
+                                          excluded=self.excluded)
         self.sinks = SinkGate(self.controller, self.cond, self.schedule_gate, self.admission, self.engine,
                               excluded=self.excluded, collect_metrics=config.operator_metrics)
         self.observer = SessionTelemetry(spark, self.controller, self.cond, self.admission, self.engine,
@@ -182,9 +183,11 @@ class PacerSession:
         return spec
 
     def source_options(self, query_id: str) -> dict[str, str]:
-        """The ``pacer.*`` options that wire a source of ``query_id`` to this session's Controller."""
+        """The ``pacer.*`` options that wire a source of ``query_id`` to this session's Controller (the reply
+        timeout outlasts the gate's, where an admitted batch waits for its turn before the answer)."""
         host, port = self.server.address
-        return {OPT_QUERY: query_id, OPT_ADDRESS: f"{host}:{port}", OPT_AUTHKEY: self.server.authkey_hex}
+        return {OPT_QUERY: query_id, OPT_ADDRESS: f"{host}:{port}", OPT_AUTHKEY: self.server.authkey_hex,
+                OPT_TIMEOUT: f"{self.schedule_gate.timeout_s + 30:g}"}
 
     def read_stream(self, query_id: str, fmt: str = GEN_FORMAT, *, schema: str | None = None,
                     **options: Any) -> DataFrame:

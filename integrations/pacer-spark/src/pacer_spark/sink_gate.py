@@ -1,8 +1,10 @@
-"""The scheduling gate in a ``pacer-gen``/``pacer-files`` query's ``foreachBatch``.
+"""A ``pacer-gen``/``pacer-files`` query's ``foreachBatch``: the batch's pool, its sink, its metrics.
 
 :meth:`SinkGate.wrap` wraps the user's sink: the Spark batch is matched with the batch pacer admitted
-(or a replay, :meth:`~pacer_spark.admission.AdmissionService.claim`), waits for its turn at the
-:class:`~pacer_spark.gate.Gate` (or learns its fair-scheduler pool), runs the sink, then reads the
+(or a replay, :meth:`~pacer_spark.admission.AdmissionService.claim`). An admitted batch waited for its
+turn in its reader's ``latestOffset`` (:class:`~pacer_spark.admission.AdmissionService`); here it learns
+its fair-scheduler pool, which only the stream thread can take (a replay, admitted here, waits for its
+turn here too). Then the sink runs, and the wrapper reads the
 operator metrics of its executed plan and hands the batch to the
 :class:`~pacer_spark.telemetry.BatchCompletion`, which completes it when its trigger reports.
 """
@@ -77,8 +79,10 @@ class SinkGate:
             with self.cond:
                 self.controller.start(batch_id)
             return
-        turn = self.gate.pass_batch(batch_id, excluded=self.excluded)
-        source.gate_wait_s.append(turn.waited_s)
+        turn = self.gate.pass_batch(batch_id, excluded=self.excluded)  # passed at admission: its pool only
+        with self.cond:
+            if batch_id not in self.admission.gated:  # a replayed batch, admitted here: its wait counts here
+                source.gate_wait_s.append(turn.waited_s)
         df.sparkSession.sparkContext.setLocalProperty("spark.scheduler.pool", turn.pool)  # type: ignore[arg-type]
 
     def _finish(self, query_id: str, batch_id: str, spark_batch_id: int) -> None:

@@ -16,8 +16,6 @@ medians, and writes them as JSON. The timing helpers are ``pacer_spark.overhead`
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import sys
 import tempfile
@@ -58,26 +56,31 @@ def kafka_frame(spark: Any, bootstrap_servers: str, topic: str, *, paced: bool, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pacer_kafka.overhead", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    try:
+        import pacer_spark
+        from pacer_spark.overhead import (
+            Run,
+            compare,
+            comparison_parser,
+            comparison_session,
+            drain_query,
+            interleave,
+            summary_line,
+            write_result,
+        )
+    except ImportError as exc:
+        print(f"pacer_kafka.overhead needs pacer-spark: pip install pacer-spark ({exc})", file=sys.stderr)
+        return 2
+    parser = comparison_parser("python -m pacer_kafka.overhead", __doc__, repeat=3, json_default=str(DEFAULT_JSON))
     parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--max-offsets", type=int, default=100_000, help="maxOffsetsPerTrigger, both sides")
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--sink", choices=["noop", "parquet"], default="noop")
     parser.add_argument("--bootstrap-servers", help="a running broker (default: a scratch one for this run)")
-    parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--json", default=str(DEFAULT_JSON), help="write the runs and the ratio here ('' for none)")
     args = parser.parse_args(argv)
     for name in ("records", "repeat", "max_offsets", "partitions"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
-    try:
-        import pacer_spark
-        from pacer_spark.overhead import Run, compare, drain_query, interleave, summary_line
-    except ImportError as exc:
-        print(f"pacer_kafka.overhead needs pacer-spark: pip install pacer-spark ({exc})", file=sys.stderr)
-        return 2
 
     from pacer_kafka.broker import start_broker, stop_broker
 
@@ -95,9 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         produced, fill_s = fill_topic(servers, topic, args.records, args.partitions)
         print(f"topic {topic}: {produced} records in {args.partitions} partitions, written in {fill_s:.1f} s", flush=True)
 
-        spark = (pacer_spark.session_builder(args.master, "pacer-kafka-overhead", kafka=True)
-                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = comparison_session(args.master, "pacer-kafka-overhead", kafka=True)
         handle = pacer_spark.attach(spark, admission="asap")
 
         def run(side: str, i: int) -> Run:
@@ -114,15 +115,11 @@ def main(argv: list[str] | None = None) -> int:
         runs = interleave(SIDES, args.repeat, run)
         summary = compare(runs)
         print(summary_line(summary, {"plain": "plain format('kafka')", "pacer": "format('pacer')"}), flush=True)
-        if args.json:
-            path = Path(args.json)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps({
-                "records": produced, "partitions": args.partitions, "max_offsets_per_trigger": args.max_offsets,
-                "sink": args.sink, "master": args.master, "admission": "asap", "trigger": "availableNow",
-                "spark": spark.version, "fill_s": fill_s, "warm_up_s": warm["seconds"], "runs": runs,
-                "paced": handle.report()["spark"]["paced"], **summary}, indent=2) + "\n")
-            print(f"wrote {path}", flush=True)
+        write_result(args.json, {
+            "records": produced, "partitions": args.partitions, "max_offsets_per_trigger": args.max_offsets,
+            "sink": args.sink, "master": args.master, "admission": "asap", "trigger": "availableNow",
+            "spark": spark.version, "fill_s": fill_s, "warm_up_s": warm["seconds"],
+            "paced": handle.report()["spark"]["paced"]}, runs, summary)
     except KafkaSetupError as exc:
         print(f"pacer_kafka.overhead: {exc}", file=sys.stderr)
         return 2

@@ -12,8 +12,6 @@ left out (the JVM warms up); prints each run, the median [min-max] of each side 
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import statistics
 import sys
@@ -22,7 +20,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pacer_spark.overhead import Run, compare, interleave, summary_line
+from pacer_spark.overhead import (
+    Run,
+    compare,
+    comparison_parser,
+    comparison_session,
+    interleave,
+    summary_line,
+    write_result,
+)
 
 #: Batches with data left out at the start of every run.
 WARM_UP_BATCHES = 2
@@ -63,21 +69,15 @@ def run_gen(handle: Any, query_id: str, *, rate: int, seconds: float) -> Run:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pacer_spark.gen_cost", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = comparison_parser("python -m pacer_spark.gen_cost", __doc__, repeat=2)
     parser.add_argument("--rate", type=int, default=2000, help="rows per second, both sides")
     parser.add_argument("--seconds", type=float, default=30.0, help="seconds each run streams")
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--json", help="write the runs and the ratio here")
     args = parser.parse_args(argv)
 
     import pacer_spark
 
     scratch = Path(tempfile.mkdtemp(prefix="pacer-gen-cost-"))
-    spark = (pacer_spark.session_builder(args.master, "pacer-gen-cost").config("spark.ui.enabled", "false")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = comparison_session(args.master, "pacer-gen-cost")
     handle = pacer_spark.attach(spark, admission="asap", checkpoint_root=str(scratch / "pacer"))
     try:
         def run(side: str, i: int) -> Run:
@@ -88,9 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = interleave(("rate", "pacer-gen"), args.repeat, run)
         summary = compare(runs, base="rate", other="pacer-gen")
         print("median triggerExecution per batch, " + summary_line(summary, {"rate": "rate", "pacer-gen": "pacer-gen"}))
-        if args.json:
-            Path(args.json).write_text(json.dumps({"rate": args.rate, "seconds": args.seconds, "runs": runs,
-                                                   **summary}, indent=2))
+        write_result(args.json, {"rate": args.rate, "seconds": args.seconds}, runs, summary)
     finally:
         handle.stop()
         spark.stop()

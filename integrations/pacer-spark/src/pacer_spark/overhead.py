@@ -100,23 +100,49 @@ def summary_line(summary: dict[str, Any], labels: dict[str, str]) -> str:
     return f"median [min-max]: {', '.join(sides)}: {summary['ratio']:.3f}x"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pacer_spark.overhead", description=__doc__,
+def comparison_parser(prog: str, description: str | None, *, repeat: int, json_default: str | None = None
+                      ) -> argparse.ArgumentParser:
+    """The arguments every interleaved comparison takes: ``--repeat``, ``--master``, ``--json``."""
+    parser = argparse.ArgumentParser(prog=prog, description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=repeat, help="runs per side, interleaved")
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--json", default=json_default, help="write the runs and the ratio here")
+    return parser
+
+
+def comparison_session(master: str, app: str, *, kafka: bool = False) -> Any:
+    """A SparkSession for a comparison: pacer's builder, no UI or console progress, Spark's log at ERROR."""
+    import pacer_spark
+
+    spark = (pacer_spark.session_builder(master, app, kafka=kafka).config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def write_result(path: str | None, settings: dict[str, Any], runs: dict[str, list[Run]],
+                 summary: dict[str, Any]) -> None:
+    """Write a comparison's settings, runs and :func:`compare` summary to ``path`` as JSON (nothing when no path)."""
+    if not path:
+        return
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({**settings, "runs": runs, **summary}, indent=2) + "\n")
+    print(f"wrote {out}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = comparison_parser("python -m pacer_spark.overhead", __doc__, repeat=3)
     parser.add_argument("--files", type=int, default=200)
     parser.add_argument("--rows", type=int, default=10000)
     parser.add_argument("--files-per-batch", type=int, default=10)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--json", help="write the runs and the ratio here")
     args = parser.parse_args(argv)
 
     import pacer_spark
 
     scratch = Path(tempfile.mkdtemp(prefix="pacer-overhead-"))
-    spark = (pacer_spark.session_builder(args.master, "pacer-overhead").config("spark.ui.enabled", "false")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = comparison_session(args.master, "pacer-overhead")
     handle = pacer_spark.attach(spark, admission="asap")
     try:
         write_backlog(scratch / "backlog", args.files, args.rows)
@@ -132,10 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         runs = interleave(("plain", "pacer"), args.repeat, run)
         summary = compare(runs)
         print(summary_line(summary, {"plain": "plain", "pacer": "format('pacer')"}))
-        if args.json:
-            Path(args.json).write_text(json.dumps({"files": args.files, "rows_per_file": args.rows,
-                                                   "files_per_batch": args.files_per_batch, "runs": runs,
-                                                   **summary}, indent=2))
+        write_result(args.json, {"files": args.files, "rows_per_file": args.rows,
+                                 "files_per_batch": args.files_per_batch}, runs, summary)
     finally:
         handle.stop()
         spark.stop()

@@ -3,9 +3,12 @@
 The Java sources live in ``integrations/pacer-spark/jvm/`` (see its README for the design and the
 wire format). :func:`build_jar` compiles them against the jars of the installed Spark (pyspark
 ships them under ``pyspark/jars``; ``$SPARK_HOME/jars`` when set) and caches the jar under
-``~/.cache/pacer/jvm/<spark-version>/pacer-spark-jvm.jar`` (``PACER_JVM_CACHE`` moves the cache).
-A stamp beside the jar holds the hash of the sources, so an edited source rebuilds; nothing binary
-is committed.
+``~/.cache/pacer/jvm/<spark-version>-<classpath-key>/pacer-spark-jvm.jar`` (``PACER_JVM_CACHE``
+moves the cache; the key hashes the names and sizes of the Spark jars compiled against). A stamp
+beside the jar records the hash of the sources, the classpath key and the SHA-256 of the jar itself:
+an edited source or another Spark rebuilds, and a jar whose content is not the one built (or a jar
+or stamp another user owns or could write) is rebuilt, never loaded. A read-only cache holding a
+valid jar is used as is; nothing binary is committed.
 
 To use it, either put the jar on the driver's classpath before the session starts
 (:func:`jar_conf`: ``spark.jars``), or call :func:`ensure_loaded` on a running session: it adds
@@ -15,8 +18,11 @@ the jar to the driver's context class loader, which is where Spark looks up ``fo
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
+import json
+import logging
 import os
 import shutil
 import subprocess
@@ -35,7 +41,9 @@ PROVIDER_CLASS = f"{JAVA_PACKAGE}.PacerSourceProvider"
 REGISTRY_CLASS = f"{JAVA_PACKAGE}.PacerRegistry"
 #: The file name of the built jar inside the cache folder of a Spark version.
 JAR_NAME = "pacer-spark-jvm.jar"
-_STAMP_NAME = "pacer-spark-jvm.sources.sha256"
+_STAMP_NAME = "pacer-spark-jvm.stamp.json"
+
+log = logging.getLogger("pacer_spark.jvm")
 
 
 class JvmBuildError(RuntimeError):
@@ -84,10 +92,18 @@ def spark_version() -> str:
     return str(pyspark.__version__)
 
 
-def cache_dir(version: str | None = None) -> Path:
-    """The cache folder of one Spark version (``PACER_JVM_CACHE`` or ``~/.cache/pacer/jvm``)."""
+def classpath_key(jars: Path | None = None) -> str:
+    """A SHA-256 over the names and sizes of the Spark jars compiled against (:func:`spark_jars_dir`)."""
+    digest = hashlib.sha256()
+    for path in sorted((jars or spark_jars_dir()).glob("*.jar")):
+        digest.update(f"{path.name}\0{path.stat().st_size}\n".encode())
+    return digest.hexdigest()
+
+
+def cache_dir(version: str | None = None, key: str | None = None) -> Path:
+    """The cache folder of one Spark version and classpath (``PACER_JVM_CACHE`` or ``~/.cache/pacer/jvm``)."""
     root = os.environ.get("PACER_JVM_CACHE") or str(Path.home() / ".cache" / "pacer" / "jvm")
-    return Path(root) / (version or spark_version())
+    return Path(root) / f"{version or spark_version()}-{(key or classpath_key())[:16]}"
 
 
 def sources_hash(folder: Path | None = None) -> str:
@@ -117,8 +133,12 @@ def _tool(name: str) -> str:
 
 @contextlib.contextmanager
 def _locked(folder: Path) -> Iterator[None]:
-    """Holds an exclusive lock on ``folder`` so that two processes never build at once."""
+    """Holds an exclusive lock on ``folder`` so that two processes never build at once (a folder this
+    user owns loses group and other write, which :func:`_jar_problem` refuses)."""
     folder.mkdir(parents=True, exist_ok=True)
+    st = folder.stat()
+    if st.st_uid == os.geteuid() and st.st_mode & 0o022:
+        folder.chmod(st.st_mode & 0o755)
     with open(folder / ".lock", "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -127,22 +147,88 @@ def _locked(folder: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _private(path: Path) -> str | None:
+    """Why ``path`` is not trustworthy (None when it is): it must be a plain file or folder (no link)
+    owned by this user or root, writable by its owner alone."""
+    st = path.lstat()
+    if path.is_symlink():
+        return f"{path} is a symbolic link"
+    if st.st_uid not in (os.geteuid(), 0):
+        return f"{path} belongs to another user (uid {st.st_uid})"
+    if st.st_mode & 0o022:
+        return f"{path} is writable by group or others (mode {st.st_mode & 0o777:o})"
+    return None
+
+
+def _jar_problem(folder: Path, wanted: dict[str, str]) -> str | None:
+    """Why the jar in ``folder`` cannot be used (None when it can): missing, built from other sources or
+    against other Spark jars, not the jar its stamp recorded, or open to other users."""
+    jar, stamp = folder / JAR_NAME, folder / _STAMP_NAME
+    if not (jar.is_file() and stamp.is_file()):
+        return "holds no jar built for these sources and this Spark"
+    for path in (folder, stamp, jar):
+        problem = _private(path)
+        if problem:
+            return f"is not trusted: {problem}"
+    try:
+        recorded = json.loads(stamp.read_text())
+    except ValueError:
+        return "has an unreadable stamp"
+    if not isinstance(recorded, dict) or any(recorded.get(k) != v for k, v in wanted.items()):
+        return "holds a jar built from other sources or against other Spark jars"
+    if recorded.get("jar_sha256") != _sha256(jar):
+        return f"holds a jar whose content is not the one built there ({JAR_NAME} was replaced)"
+    return None
+
+
 def build_jar(*, force: bool = False, cache: Path | None = None) -> JarBuild:
     """The jar of the JVM side for the installed Spark, compiled now only when not cached.
 
+    A cached jar is used only when its stamp matches the sources, the classpath and the jar's own
+    SHA-256 (:func:`_jar_problem`); reading a valid cache needs no write access.
+
     :param force: compile even when a jar built from the same sources is cached.
     :param cache: the folder to keep the jar in (default :func:`cache_dir`).
-    :raises JvmBuildError: no JDK, no Spark jars, or the compiler failed (its output included).
+    :raises JvmBuildError: no JDK, no Spark jars, the compiler failed (its output included), or the jar
+        must be built and the cache cannot be written.
     """
     started = time.perf_counter()
     folder = cache or cache_dir()
     jar, stamp = folder / JAR_NAME, folder / _STAMP_NAME
-    wanted = sources_hash()
-    with _locked(folder):
-        if not force and jar.is_file() and stamp.is_file() and stamp.read_text().strip() == wanted:
-            return JarBuild(jar, False, time.perf_counter() - started)
-        _compile(sources_dir(), jar)
-        stamp.write_text(wanted + "\n")
+    wanted = {"sources": sources_hash(), "classpath": classpath_key()}
+    problem = "was asked to rebuild" if force else _jar_problem(folder, wanted)
+    if problem is None:
+        return JarBuild(jar, False, time.perf_counter() - started)
+    try:
+        with _locked(folder):
+            problem = "was asked to rebuild" if force else _jar_problem(folder, wanted)  # built meanwhile?
+            if problem is None:
+                return JarBuild(jar, False, time.perf_counter() - started)
+            unsafe = _private(folder)
+            if unsafe:  # another user could swap whatever is built here
+                raise JvmBuildError(f"refusing to build format('pacer')'s jar into {folder}: {unsafe}; set "
+                                    "PACER_JVM_CACHE to a folder of your own")
+            if jar.exists():
+                log.warning("the jar cache %s %s: rebuilding the jar", folder, problem)
+            _compile(sources_dir(), jar)
+            jar.chmod(0o644)
+            staged = stamp.with_suffix(".tmp")
+            staged.unlink(missing_ok=True)
+            staged.write_text(json.dumps({**wanted, "jar_sha256": _sha256(jar)}, indent=1) + "\n")
+            staged.chmod(0o644)
+            os.replace(staged, stamp)
+    except OSError as exc:
+        if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise
+        raise JvmBuildError(
+            f"the format('pacer') jar cache {folder} {problem}, and it cannot be written ({exc.strerror}): "
+            "build the jar there once as a user who can write it (python -c 'import pacer_spark.jvm as j; "
+            "j.build_jar()'), or set PACER_JVM_CACHE to a folder of your own"
+        ) from exc
     return JarBuild(jar, True, time.perf_counter() - started)
 
 
@@ -191,6 +277,7 @@ def _compile(sources: Path, jar: Path) -> None:
             raise JvmBuildError(f"`jar` failed:\n{packed.stdout}{packed.stderr}")
         jar.parent.mkdir(parents=True, exist_ok=True)
         staged = jar.with_suffix(".jar.tmp")
+        staged.unlink(missing_ok=True)  # never write through whatever was left there
         shutil.copyfile(partial, staged)
         os.replace(staged, jar)
 

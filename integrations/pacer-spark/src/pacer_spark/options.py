@@ -14,8 +14,13 @@ from pacer_workloads import STREAMS, Arrival, bytes_per_row, make_traffic, sched
 #: Options every pacer source understands (set by :meth:`pacer_spark.PacerSession.read_stream`).
 OPT_QUERY = "pacer.query"
 OPT_ADDRESS = "pacer.address"
+#: The authkey as hex: only for a client wired by hand (Spark shows options in plans, logs and its UI).
 OPT_AUTHKEY = "pacer.authkey"
+#: The path of the driver's private authkey file (:attr:`pacer_spark.rpc.ControllerServer.authkey_file`).
+OPT_AUTHKEY_FILE = "pacer.authkey.file"
 OPT_TIMEOUT = "pacer.timeout"
+#: Every wiring option a pacer source accepts besides its own.
+WIRING_OPTIONS = frozenset({OPT_QUERY, OPT_ADDRESS, OPT_AUTHKEY, OPT_AUTHKEY_FILE, OPT_TIMEOUT})
 
 
 def parse_address(value: str) -> tuple[str, int]:

@@ -370,8 +370,7 @@ def drive(
             status = 1
         failures = session.errors()
         if failures:
-            traces = write_traces(session.error_traces(),
-                                  Path(tempfile.gettempdir()) / f"pacer-run-{os.getpid()}-errors.txt")
+            traces = write_error_traces(session.error_traces())
             for query_id, error in failures.items():
                 print(f"{label}: query {query_id} failed: {error}\n  (full trace: {traces})", file=sys.stderr)
             status = 1
@@ -390,6 +389,12 @@ def drive(
     if interrupted:
         report["interrupted"] = True
     return report, status
+
+
+def write_error_traces(traces: dict[str, str]) -> Path:
+    """Failed queries' full traces in ``errors.txt`` of a new folder only this user can enter
+    (``tempfile.mkdtemp``, 0700): no predictable name, nothing written through a planted link."""
+    return write_traces(traces, Path(tempfile.mkdtemp(prefix=f"pacer-run-{os.getpid()}-")) / "errors.txt")
 
 
 #: Exit status of a run stopped by SIGINT or SIGTERM (128 + SIGINT, as shells report it).

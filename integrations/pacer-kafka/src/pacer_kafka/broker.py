@@ -99,8 +99,15 @@ def free_port() -> int:
 
 
 def port_is_free(port: int) -> bool:
-    """True when a listener could bind 127.0.0.1:``port`` now."""
+    """True when a listener could bind 127.0.0.1:``port`` now.
+
+    With ``SO_REUSEADDR``, as the broker's own listener binds (Java sets it on Linux): connections of a
+    broker just stopped linger in TIME_WAIT on its port for a minute and do not keep a new broker from
+    listening there, so ``pacer kafka up --port P`` right after ``down`` must not be refused for them.
+    A socket listening on the port still makes the bind fail.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((HOST, port))
         except OSError:

@@ -1,4 +1,4 @@
-"""``pacer kafka up|down|status`` and ``pacer produce``."""
+"""``pacer kafka up|down|status|create-topic`` and ``pacer produce``."""
 
 from __future__ import annotations
 
@@ -36,10 +36,43 @@ def _configure_kafka(parser: argparse.ArgumentParser) -> None:
                       help=f"seconds between SIGTERM and SIGKILL (default {DEFAULT_STOP_TIMEOUT_S:g})")
     status = actions.add_parser("status", help="print bootstrap.servers of the broker running in --dir")
     status.add_argument("--dir", required=True)
+    create = actions.add_parser("create-topic", help="create a topic without writing records (kept as it is when it "
+                                "exists), e.g. before `pacer run --source kafka` starts reading it")
+    create.add_argument("--bootstrap-servers", required=True, help="host:port[,host:port...] of the Kafka cluster")
+    create.add_argument("--topic", required=True)
+    create.add_argument("--partitions", type=int, help="partitions of a new topic (default 1)")
+
+
+def _create_topic(args: argparse.Namespace) -> int:
+    """``pacer kafka create-topic``: the topic exists afterwards, with its partitions' leaders elected."""
+    from pacer_kafka.produce import check_topic_name, ensure_topic
+
+    if args.verbose == 0:
+        LIBRDKAFKA_LOGGER.setLevel(logging.CRITICAL)
+    try:
+        check_topic_name(args.topic)
+        if args.partitions is not None and args.partitions < 1:
+            raise ValueError(f"--partitions must be >= 1, got {args.partitions}")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        partitions, created = ensure_topic(args.bootstrap_servers, args.topic, args.partitions)
+    except (KafkaConnectionError, RuntimeError) as exc:
+        print(f"pacer kafka create-topic: error: {exc}", file=sys.stderr)
+        return 1
+    if created:
+        print(f"topic {args.topic}: {partitions} partition(s) (created)")
+    else:
+        note = (f"; --partitions {args.partitions} not applied: an existing topic is kept as it is"
+                if args.partitions is not None and args.partitions != partitions else "")
+        print(f"topic {args.topic}: {partitions} partition(s) (exists){note}")
+    return 0
 
 
 def _run_kafka(args: argparse.Namespace, pm: PluginManager) -> int:
     prefix = f"pacer kafka {args.kafka_action}"
+    if args.kafka_action == "create-topic":
+        return _create_topic(args)
     try:
         if args.kafka_action == "up":
             info = start_broker(args.dir, port=args.port, version=args.kafka_version, heap=args.heap or None,
@@ -120,7 +153,8 @@ def _run_produce(args: argparse.Namespace, pm: PluginManager) -> int:
     return 1 if result.failed else 0
 
 
-KAFKA_COMMAND = Command("kafka", "run a single-node Apache Kafka broker on 127.0.0.1 (up, down, status)",
+KAFKA_COMMAND = Command("kafka", "run a single-node Apache Kafka broker on 127.0.0.1 (up, down, status) and "
+                        "create topics (create-topic)",
                         _configure_kafka, _run_kafka)
 PRODUCE_COMMAND = Command("produce", "write a workload into a Kafka topic at a traffic pattern", _configure_produce,
                           _run_produce)

@@ -20,6 +20,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+
+class KafkaSourceError(ValueError):
+    """The topic a run reads is missing, or no broker answered: the message names what and how to fix it.
+
+    A ``ValueError``, so that ``pacer run`` prints it as one line (``pacer run: error: ...``) instead of a
+    trace.
+    """
+
+
+#: Seconds :func:`check_topics` waits for the cluster's metadata.
+CHECK_TIMEOUT_S = 10.0
+
 #: The observation every Kafka query of ``pacer run`` carries.
 OBSERVATION = "pacer_kafka_timestamps"
 QUANTILES = tuple(i / 20 for i in range(21))
@@ -146,6 +158,85 @@ def kafka_stream(spark: Any, *, bootstrap_servers: str, topic: str, stream: str,
     return observed.select("row.*")
 
 
+def topic_names(topic: str) -> list[str]:
+    """The topics of a ``subscribe`` option (comma-separated)."""
+    return [t.strip() for t in topic.split(",") if t.strip()]
+
+
+def create_hint(bootstrap_servers: str, topic: str) -> str:
+    """How to create ``topic``: empty with ``pacer kafka create-topic``, or filled by ``pacer produce``."""
+    return (f"create it with `pacer kafka create-topic --bootstrap-servers {bootstrap_servers} --topic {topic} "
+            f"--partitions N` (no records), or fill it with `pacer produce --bootstrap-servers {bootstrap_servers} "
+            f"--topic {topic} --workload W --rate R --duration S` (creates it), then run again")
+
+
+def missing_topic_message(bootstrap_servers: str, topic: str, existing: Sequence[str] | None = None) -> str:
+    """One line: ``topic`` does not exist at ``bootstrap_servers``, which topics do, and how to create it."""
+    others = sorted(t for t in existing or () if not t.startswith("__"))
+    listed = (f" (it has {len(others)}: {', '.join(others[:10])}{', ...' if len(others) > 10 else ''})"
+              if others else " (it has no topic yet)" if existing is not None else "")
+    return (f"Kafka topic {topic!r} does not exist on the cluster at {bootstrap_servers}{listed}; "
+            f"{create_hint(bootstrap_servers, topic)}")
+
+
+def check_topics(bootstrap_servers: str, topic: str, *, timeout_s: float = CHECK_TIMEOUT_S) -> dict[str, int]:
+    """Each topic of ``topic`` and its partition count, asked of the cluster before a query starts on them.
+
+    Spark's Kafka source on a missing topic fails only once its first offset request times out, with
+    Kafka's ``UnknownTopicOrPartitionException: This server does not host this topic-partition`` inside a
+    trace; this says which topic and how to create it. Without pacer-kafka's client installed it checks
+    nothing (returns ``{}``).
+
+    :raises KafkaSourceError: a topic does not exist, or no broker answered within ``timeout_s``.
+    """
+    try:
+        from pacer_kafka.clients import KafkaConnectionError, cluster_metadata
+    except ImportError:  # pragma: no cover - session_builder(kafka=True) needs pacer-kafka already
+        return {}
+    try:
+        metadata = cluster_metadata(bootstrap_servers, timeout_s=timeout_s)
+    except KafkaConnectionError as exc:
+        raise KafkaSourceError(str(exc)) from None
+    found = {}
+    for name in topic_names(topic):
+        described = metadata.topics.get(name)
+        if described is None or described.error is not None or not described.partitions:
+            raise KafkaSourceError(missing_topic_message(bootstrap_servers, name, list(metadata.topics)))
+        found[name] = len(described.partitions)
+    return found
+
+
+#: Kafka errors, as Spark's text shows them, that mean the broker did not answer in time.
+_UNREACHABLE = ("Timed out waiting for a node assignment", "Timed out waiting to send the call",
+                "Timed out waiting for a connection", "Connection to node", "DisconnectException")
+
+
+def explain_failure(trace: str, *, bootstrap_servers: str, topic: str, checkpoint: str | None = None) -> str | None:
+    """One line saying why a Kafka query failed, when its error text is a Kafka cause pacer knows; else None.
+
+    - ``UnknownTopicOrPartitionException`` (the topic does not exist, or was deleted while the query ran):
+      which topic and how to create it.
+    - Kafka's ``TimeoutException`` waiting for a broker (the broker stopped longer than the source's
+      offset requests wait: ``kafka.default.api.timeout.ms`` x ``fetchOffset.numRetries``): which broker,
+      what to check, and that a restart from the checkpoint reads on after the last committed batch.
+    """
+    from pacer_spark.errors import root_cause
+
+    cause = root_cause(trace)
+    if "UnknownTopicOrPartitionException" in trace:
+        names = topic_names(topic)
+        which = names[0] if len(names) == 1 else ", ".join(names)
+        return (f"Kafka topic {which!r} does not exist on the cluster at {bootstrap_servers} (Kafka: "
+                f"UnknownTopicOrPartitionException); {create_hint(bootstrap_servers, names[0] if names else topic)}")
+    if "org.apache.kafka.common.errors.TimeoutException" in trace and any(s in trace for s in _UNREACHABLE):
+        resume = (f"; its checkpoint {checkpoint} holds every committed batch: a query restarted on it reads "
+                  "on from there, losing and repeating no record" if checkpoint else "")
+        return (f"no Kafka broker answered at {bootstrap_servers} for longer than the Kafka source waits (Kafka: "
+                f"{cause}); check that the broker runs (`pacer kafka status --dir DIR`, `pacer kafka up --dir DIR "
+                f"--port PORT` starts it again on its port), then run again{resume}")
+    return None
+
+
 def await_caught_up(queries: Sequence[KafkaQuery], *, duration: float, drain_timeout: float,
                     poll: float = 1.0) -> bool:
     """Let the queries read for ``duration`` seconds, then until each has read everything the topic
@@ -181,13 +272,22 @@ class KafkaRun:
         self.controller = session.controller
         self.lock = session.lock
         self.drain_timeout = drain_timeout
+        self.checked = False
+        self.checkpoints: dict[str, str] = {}
 
     def start(self, query_id: str, workload: str, *, deadline_s: float, paced_options: Mapping[str, str] | None,
               trigger: str | None, checkpoint: str) -> None:
-        """Start ``workload``'s query on the topic (paced unless ``trigger``), into a noop sink."""
+        """Start ``workload``'s query on the topic (paced unless ``trigger``), into a noop sink.
+
+        :raises KafkaSourceError: before the first query, when the topic does not exist or no broker answers.
+        """
         from pacer_spark.workloads import build_workload, noop_sink
         from pacer_workloads import WORKLOADS
 
+        if not self.checked:
+            check_topics(self.settings["bootstrap_servers"], self.settings["topic"])
+            self.checked = True
+        self.checkpoints[query_id] = checkpoint
         frame = kafka_stream(self.session.spark, stream=WORKLOADS[workload].stream, paced_options=paced_options,
                              **{k: self.settings[k] for k in ("bootstrap_servers", "topic", "value_format",
                                                               "starting_offsets", "max_offsets")})
@@ -212,10 +312,13 @@ class KafkaRun:
         return failed
 
     def errors(self) -> dict[str, str]:
-        """Queries that failed, and the root cause in one line."""
+        """Queries that failed, and why in one line: what to do for a Kafka cause :func:`explain_failure`
+        knows (a missing topic, a broker that stopped answering), else the root cause."""
         from pacer_spark.errors import root_cause
 
-        return {q: root_cause(text) for q, text in self.error_traces().items()}
+        servers, topic = self.settings["bootstrap_servers"], self.settings["topic"]
+        return {q: explain_failure(text, bootstrap_servers=servers, topic=topic, checkpoint=self.checkpoints.get(q))
+                or root_cause(text) for q, text in self.error_traces().items()}
 
     def stop(self, *, timeout: float = 10.0) -> None:
         """Stop the queries (after their running trigger, at most ``timeout`` s each), then the session."""

@@ -33,6 +33,7 @@ from pacer.plugins import PluginManager, UnknownRuntimeError, UnknownStrategyErr
 from pacer.recorder import RunRecorder
 from pacer.run import QueryRun, RunConfig, RunResult, Runtime, arrival_dataset
 from pacer.strategy import Param, StrategyContext, StrategyInfo
+from pacer.summary import StreamingSummary
 from pacer.views import BatchView, OverloadStatus, QueryView
 
 __all__ = [
@@ -70,6 +71,7 @@ __all__ = [
     "StrategyContext",
     "StrategyError",
     "StrategyInfo",
+    "StreamingSummary",
     "SystemView",
     "UnknownRuntimeError",
     "UnknownStrategyError",

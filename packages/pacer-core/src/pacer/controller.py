@@ -19,7 +19,6 @@ Spark's micro-batch execution.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -45,10 +44,9 @@ from pacer.model import (
 from pacer.overload import OverloadMonitor, read_cap_count
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.query_state import FALLBACK, OVERLOAD_POLICIES, Clock, Overhead, QueryState, RunningBatch, StrategyError
-from pacer.recorder import RunRecorder
+from pacer.recorder import RECENT, RunRecorder
 from pacer.service_time import ServiceTimeModel
-
-log = logging.getLogger("pacer.controller")
+from pacer.shedding import shed, shed_if_overloaded
 
 __all__ = ["FALLBACK", "OVERLOAD_POLICIES", "Controller", "Overhead", "StrategyError"]
 
@@ -129,19 +127,23 @@ class Controller(DecisionDispatch):
         placement_params: Mapping[str, Any] | None = None,
         max_rows: int = 0,
         max_bytes: int = 0,
+        overload: str | None = None,
     ) -> None:
         """Register a query with its admission and placement strategies (by name).
 
         :param max_rows: a read cap every admission honours: at most this many rows per batch
             (Spark's ``maxOffsetsPerTrigger``; 0: no cap). A batch keeps at least one dataset.
         :param max_bytes: likewise in bytes (Spark's ``maxBytesPerTrigger``; 0: no cap).
+        :param overload: this query's overload policy, ``"shed"`` or ``"keep"`` (None: the Controller's).
         :raises UnknownStrategyError: for a name no installed plugin provides.
-        :raises ValueError: for a duplicate query id, an unknown parameter or a negative cap.
+        :raises ValueError: for a duplicate query id, an unknown parameter or overload policy, or a negative cap.
         """
         if spec.id in self._queries:
             raise ValueError(f"query {spec.id!r} is already registered")
         if max_rows < 0 or max_bytes < 0:
             raise ValueError(f"query {spec.id!r}: max_rows and max_bytes must be >= 0 (0: no cap)")
+        if overload is not None and overload not in OVERLOAD_POLICIES:
+            raise ValueError(f"query {spec.id!r}: overload policy must be one of {OVERLOAD_POLICIES}, got {overload!r}")
         chosen = {"admission": admission, "placement": placement}
         given = {"admission": dict(admission_params or {}), "placement": dict(placement_params or {})}
         infos = {kind: self.pm.find(name, kind) for kind, name in chosen.items()}
@@ -154,10 +156,11 @@ class Controller(DecisionDispatch):
             if info.name not in states:
                 states[info.name] = self._build_state(info, spec, params[info.name])
         self._queries[spec.id] = QueryState(
-            spec=spec, selected=chosen, params=params, states=states, record=self.recorder.add_query(spec.id),
+            spec=spec, selected=chosen, params=params, states=states, history=QueryHistory(maxlen=RECENT),
+            record=self.recorder.add_query(spec.id, deadline=spec.effective_deadline),
             service=ServiceTimeModel(quantile=self.service_quantile),
             overload=OverloadMonitor(deadline=spec.effective_deadline),
-            max_rows=int(max_rows), max_bytes=int(max_bytes),
+            max_rows=int(max_rows), max_bytes=int(max_bytes), overload_policy=overload or self.overload_policy,
         )
 
     # ------------------------------------------------------------------ data in
@@ -169,7 +172,7 @@ class Controller(DecisionDispatch):
             raise ValueError(f"dataset {dataset.id!r}: bytes and rows must be >= 0")
         self.ledger.arrived(query_id, dataset.id)
         q.buffer.append(dataset)
-        q.record.arrivals.append((dataset.arrival, dataset.rows, dataset.bytes))
+        q.record.arrived(dataset)
         q.overload.arrived(dataset.arrival, dataset.bytes)
 
     def withdraw(self, query_id: str) -> int:
@@ -178,7 +181,7 @@ class Controller(DecisionDispatch):
         q = self._query(query_id)
         taken = q.buffer.take(len(q.buffer))
         self.ledger.withdrawn(query_id, (d.id for d in taken))
-        del q.record.arrivals[len(q.record.arrivals) - len(taken):]
+        q.record.withdrawn(taken)
         return len(taken)
 
     # ------------------------------------------------------------------ decisions
@@ -238,17 +241,9 @@ class Controller(DecisionDispatch):
         t0 = self.timer() if self.timer else 0.0
         now = self.clock()
         chosen = q.selected["admission"]
-        shedding = q.overload.check(now, q.service) and self.overload_policy == "shed"
-        if shedding:
-            late = q.overload.hopeless(q.buffer, now, q.service)
-            if late:
-                first = q.overload.shed_episode != q.overload.episodes
-                q.overload.shed_episode = q.overload.episodes
-                self._shed(q, late, "overload: the offered load exceeds what any batch size serves within the "
-                           "deadline; shedding what cannot meet it (further sheds of this episode are logged at DEBUG)",
-                           quiet=not first)
-            if not len(q.buffer):
-                return None
+        shedding = shed_if_overloaded(self.ledger, q, now)
+        if not len(q.buffer):
+            return None
 
         def check(d: AdmissionDecision) -> None:
             if not isinstance(d, AdmissionDecision):
@@ -267,24 +262,17 @@ class Controller(DecisionDispatch):
             system=self.system_view(),
         )
         if decision.shed:
-            self._shed(q, decision.shed, decision.reason or "overload policy")
+            shed(self.ledger, q, decision.shed, decision.reason or "overload policy")
         count = read_cap_count(q.buffer, decision.count, q.max_rows, q.max_bytes)
         if shedding:
             count = q.overload.feasible_prefix(q.buffer, count, now, q.service)
         batch = self._admit(q, count, now) if count else None
         if self.timer:
             spent = self.timer() - t0
-            self.overhead.poll_s.append(spent)
+            self.overhead.poll.add(spent)
             if batch is not None:
                 self._running[batch.id].overhead_s += spent
         return batch
-
-    def _shed(self, q: QueryState, count: int, reason: str, quiet: bool = False) -> None:
-        dropped = q.buffer.take(count)
-        self.ledger.shed(q.spec.id, (d.id for d in dropped))
-        q.shed += len(dropped)
-        log.log(logging.DEBUG if quiet else logging.WARNING, "query %r: shed %d datasets (%s)",
-                q.spec.id, len(dropped), reason)
 
     def _admit(self, q: QueryState, count: int, now: float) -> MicroBatch:
         datasets = q.buffer.take(count)
@@ -429,26 +417,12 @@ class Controller(DecisionDispatch):
         self._order.remove(batch_id)
         q.in_flight = None
         q.history.add(report)
-        q.record.reports.append(report)
+        q.record.completed(report)
         t0 = self.timer() if self.timer else 0.0
         self._feedback(q, report)
         if self.timer:
-            self.overhead.per_batch_s.append(run.overhead_s + self.timer() - t0)
+            self.overhead.per_batch.add(run.overhead_s + self.timer() - t0)
         return report
-
-    def _feedback(self, q: QueryState, report: BatchReport) -> None:
-        ctx = self._ctx(q, "feedback", "")
-        if self._feedback_callers is None:
-            self._feedback_callers = self.pm.per_plugin_callers("pacer_batch_completed")
-        for plugin_name, _, caller in self._feedback_callers:
-            try:
-                caller(ctx=ctx, report=report)
-            except Exception as exc:
-                error = StrategyError(plugin_name, "feedback", q.spec.id, f"{type(exc).__name__}: {exc}")
-                if not self.fallback:
-                    raise error from exc
-                log.warning("%s; feedback ignored for this batch", error)
-                q.fallbacks += 1
 
     def record_enactment(self, batch_id: str, enacted: bool, note: str = "") -> None:
         """Record whether the runtime enacted the placement of pending batch ``batch_id``, and why (not).

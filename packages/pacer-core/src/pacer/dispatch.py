@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pacer.model import QueryHistory
+from pacer.model import BatchReport, QueryHistory
 from pacer.plugins import PluginManager
 from pacer.query_state import FALLBACK, QueryState, StrategyError
 from pacer.service_time import ServiceTimeModel
@@ -29,6 +29,7 @@ class DecisionDispatch(ControllerReads):
     _scheduler_state: Any
     _scheduler_history: QueryHistory
     _scheduler_service: ServiceTimeModel
+    _feedback_callers: list[tuple[str, Any, Any]] | None
 
     @staticmethod
     def _build_state(info: StrategyInfo, spec: Any, params: Mapping[str, Any]) -> Any:
@@ -116,3 +117,18 @@ class DecisionDispatch(ControllerReads):
             result = hook(ctx=self._fallback_ctx(q, decision), **kwargs)
             validate(result)
             return result
+
+    def _feedback(self, q: QueryState, report: BatchReport) -> None:
+        """Tell every plugin's ``pacer_batch_completed`` about ``report`` (a raising one: see ``fallback``)."""
+        ctx = self._ctx(q, "feedback", "")
+        if self._feedback_callers is None:
+            self._feedback_callers = self.pm.per_plugin_callers("pacer_batch_completed")
+        for plugin_name, _, caller in self._feedback_callers:
+            try:
+                caller(ctx=ctx, report=report)
+            except Exception as exc:
+                error = StrategyError(plugin_name, "feedback", q.spec.id, f"{type(exc).__name__}: {exc}")
+                if not self.fallback:
+                    raise error from exc
+                log.warning("%s; feedback ignored for this batch", error)
+                q.fallbacks += 1

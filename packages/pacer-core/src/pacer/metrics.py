@@ -4,6 +4,9 @@
 - max latency of a batch = completion - arrival of its earliest dataset;
 - throughput = rows (bytes) processed / wall time of the run, and / processing time (LMStream Eq. 4);
 - deadline miss ratio = share of datasets whose latency exceeds the query's deadline.
+
+For a stream too long to keep (per-poll decide times, round trips), :class:`StreamingSummary` (defined in
+:mod:`pacer.summary`) keeps bounded statistics: exact count/sum/mean/min/max, percentiles within 1 %.
 """
 
 from __future__ import annotations
@@ -13,6 +16,18 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pacer.model import BatchReport
+from pacer.summary import StreamingSummary
+
+__all__ = [
+    "StreamingSummary",
+    "dataset_latencies",
+    "deadline_miss_ratio",
+    "gpu_operator_ratio",
+    "latency_summary_ms",
+    "percentile",
+    "quantiles",
+    "series",
+]
 
 
 def quantiles(values: Sequence[float], qs: Sequence[float]) -> list[float]:

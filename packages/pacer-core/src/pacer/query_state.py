@@ -10,6 +10,7 @@ from pacer.model import DatasetBuffer, MicroBatch, QueryHistory, QuerySpec
 from pacer.overload import OverloadMonitor
 from pacer.recorder import QueryRecord
 from pacer.service_time import ServiceTimeModel
+from pacer.summary import StreamingSummary
 
 #: The decision each baseline falls back to when a strategy raises and fallback is on.
 FALLBACK = {"admission": "asap", "scheduling": "fifo", "placement": "cpu-only"}
@@ -33,7 +34,7 @@ class StrategyError(RuntimeError):
 
 @dataclass
 class QueryState:
-    """One registered query: its spec, strategies, buffer, history, service-time model and overload monitor.
+    """One registered query: its spec, strategies, buffer, history, service-time model, overload monitor and policy.
 
     Private to the Controller; others read it through :class:`pacer.views.QueryView`. ``record`` is the
     query's part of the Controller's :class:`~pacer.recorder.RunRecorder`.
@@ -55,6 +56,7 @@ class QueryState:
     overload: OverloadMonitor = field(default_factory=lambda: OverloadMonitor(deadline=10.0))
     max_rows: int = 0
     max_bytes: int = 0
+    overload_policy: str = "keep"
 
 
 @dataclass
@@ -69,8 +71,22 @@ class RunningBatch:
 
 @dataclass
 class Overhead:
-    """pacer's own time, measured with ``timer`` (None when not measured)."""
+    """pacer's own time, measured with ``timer``, in bounded summaries (empty when not measured).
 
-    poll_s: list[float] = field(default_factory=list)
-    per_batch_s: list[float] = field(default_factory=list)
+    :ivar poll: seconds per admission poll.
+    :ivar per_batch: seconds pacer spent on each completed batch (its polls, scheduling and feedback).
+    """
+
+    poll: StreamingSummary = field(default_factory=StreamingSummary)
+    per_batch: StreamingSummary = field(default_factory=StreamingSummary)
+
+    @property
+    def poll_s(self) -> tuple[float, ...]:
+        """The most recent poll times (``poll.last``)."""
+        return self.poll.last
+
+    @property
+    def per_batch_s(self) -> tuple[float, ...]:
+        """The most recent per-batch times (``per_batch.last``)."""
+        return self.per_batch.last
 

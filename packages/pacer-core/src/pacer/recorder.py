@@ -1,51 +1,124 @@
-"""What a run leaves behind for its report: every arrival and every completed batch, per query.
+"""What a run leaves behind for its report, per query, in memory bounded whatever the run's length.
 
 The Controller feeds a :class:`RunRecorder` as data arrives and batches complete; the report
 (:mod:`pacer.report`) is built from it and from the Controller's read-only views, never from the
 Controller's own per-query state.
+
+Per query a :class:`QueryRecord` keeps exact totals (datasets, rows and bytes in and processed, batches,
+processing and engine time, deadline misses), bounded summaries of the dataset latencies and batch
+processing times (:class:`pacer.summary.StreamingSummary`: exact percentiles while the run has at most
+``latency_window`` datasets / ``recent`` batches, within 1 % beyond), the report's series
+(:class:`pacer.series.SeriesAccumulator`) and the most recent ``recent`` arrivals and batch reports.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import math
+from collections import deque
+from collections.abc import Iterable, Sequence
 
 from pacer.model import BatchReport, Dataset
+from pacer.series import SeriesAccumulator
+from pacer.summary import StreamingSummary
+
+#: Arrivals and batch reports a record keeps per query (the most recent), by default.
+RECENT = 1024
+#: Dataset latencies kept per query for exact percentiles (8 bytes each), by default.
+LATENCY_WINDOW = 16384
 
 
-@dataclass
 class QueryRecord:
-    """One query's record: ``(arrival time, rows, bytes)`` per arrived dataset and its completed batches."""
+    """One query's record (module docstring).
 
-    arrivals: list[tuple[float, int, int]] = field(default_factory=list)
-    reports: list[BatchReport] = field(default_factory=list)
+    :param recent: how many of the latest arrivals (``(arrival time, rows, bytes)``) and batch reports
+        :attr:`arrivals` and :attr:`reports` keep.
+    :param deadline: the query's deadline, for :attr:`misses`.
+    :param latency_window: latencies kept for exact percentiles.
+    :param interval: the series' initial bucket width, seconds.
+    """
+
+    def __init__(self, recent: int = RECENT, *, deadline: float = math.inf,
+                 latency_window: int = LATENCY_WINDOW, interval: float = 1.0) -> None:
+        self.arrivals: deque[tuple[float, int, int]] = deque(maxlen=recent)
+        self.reports: deque[BatchReport] = deque(maxlen=recent)
+        self.deadline = deadline
+        self.datasets_in = 0
+        self.rows_in = 0
+        self.bytes_in = 0
+        self.batches = 0
+        self.rows_processed = 0
+        self.bytes_processed = 0
+        self.processing_s = 0.0
+        self.engine_s = 0.0
+        self.misses = 0
+        self.gpu_ratio_sum = 0.0
+        self.placed = 0
+        self.latency = StreamingSummary(keep_last=latency_window)
+        self.processing = StreamingSummary(keep_last=recent)
+        self.series = SeriesAccumulator(width=interval)
+
+    @property
+    def complete(self) -> bool:
+        """True while :attr:`arrivals` and :attr:`reports` still hold every arrival and batch of the run."""
+        return len(self.arrivals) == self.datasets_in and len(self.reports) == self.batches
 
     def arrived(self, dataset: Dataset) -> None:
         """Record an arrival."""
         self.arrivals.append((dataset.arrival, dataset.rows, dataset.bytes))
+        self.datasets_in += 1
+        self.rows_in += dataset.rows
+        self.bytes_in += dataset.bytes
+        self.series.arrived(dataset.arrival, dataset.rows)
+
+    def withdrawn(self, datasets: Sequence[Dataset]) -> None:
+        """Take back the latest arrivals ``datasets`` (their source restarts and offers them again)."""
+        for dataset in reversed(datasets):
+            if self.arrivals and self.arrivals[-1] == (dataset.arrival, dataset.rows, dataset.bytes):
+                self.arrivals.pop()
+            self.datasets_in -= 1
+            self.rows_in -= dataset.rows
+            self.bytes_in -= dataset.bytes
+            self.series.withdrawn(dataset.arrival, dataset.rows)
+
+    def completed(self, report: BatchReport) -> None:
+        """Record a completed batch."""
+        self.reports.append(report)
+        self.batches += 1
+        self.rows_processed += report.rows
+        self.bytes_processed += report.bytes
+        self.processing_s += report.processing_s
+        self.engine_s += report.cost_s
+        self.processing.add(report.processing_s)
+        for _, latency in report.dataset_latencies:
+            self.latency.add(latency)
+            if latency > self.deadline:
+                self.misses += 1
+        if report.placement is not None:
+            self.gpu_ratio_sum += report.placement.ran_gpu_ratio
+            self.placed += 1
+        self.series.completed(report)
 
     @property
-    def rows_in(self) -> int:
-        """Rows that arrived."""
-        return sum(rows for _, rows, _ in self.arrivals)
-
-    @property
-    def bytes_in(self) -> int:
-        """Bytes that arrived."""
-        return sum(nbytes for _, _, nbytes in self.arrivals)
+    def gpu_operator_ratio(self) -> float:
+        """Mean share of operators that ran on the GPU over the batches with a placement (exact)."""
+        return self.gpu_ratio_sum / self.placed if self.placed else 0.0
 
 
 class RunRecorder:
-    """Every query's :class:`QueryRecord`, in registration order."""
+    """Every query's :class:`QueryRecord`, in registration order.
 
-    def __init__(self) -> None:
+    :param recent: arrivals and batch reports each record keeps (the most recent).
+    """
+
+    def __init__(self, recent: int = RECENT) -> None:
+        self.recent = recent
         self._records: dict[str, QueryRecord] = {}
 
-    def add_query(self, query_id: str) -> QueryRecord:
-        """Start recording ``query_id``; returns its record (the Controller appends to it)."""
+    def add_query(self, query_id: str, *, deadline: float = math.inf) -> QueryRecord:
+        """Start recording ``query_id``; returns its record (the Controller feeds it)."""
         if query_id in self._records:
             raise ValueError(f"query {query_id!r} is already recorded")
-        record = self._records[query_id] = QueryRecord()
+        record = self._records[query_id] = QueryRecord(self.recent, deadline=deadline)
         return record
 
     def record(self, query_id: str) -> QueryRecord:
@@ -58,12 +131,17 @@ class RunRecorder:
         except KeyError:
             raise KeyError(f"no record of query {query_id!r}; recorded: {sorted(self._records)}") from None
 
+    def records(self) -> Iterable[QueryRecord]:
+        """Every query's record, in registration order."""
+        return self._records.values()
+
     def arrivals(self, query_id: str) -> Sequence[tuple[float, int, int]]:
-        """``(arrival time, rows, bytes)`` of every dataset of ``query_id``, in arrival order."""
+        """``(arrival time, rows, bytes)`` of the latest ``recent`` datasets of ``query_id``, in arrival order
+        (every one while the run has had at most ``recent``)."""
         return tuple(self.record(query_id).arrivals)
 
     def reports(self, query_id: str | None = None) -> list[BatchReport]:
-        """Completed batches of one query, or of all queries in completion order."""
+        """The latest ``recent`` completed batches of one query, or of each query merged in completion order."""
         if query_id is not None:
             return list(self.record(query_id).reports)
         every = [r for record in self._records.values() for r in record.reports]

@@ -4,6 +4,12 @@ Top level: ``schema``, ``runtime`` (``sim`` or ``spark``), ``config``,
 ``overhead`` (``admission_poll_us_p99``, ``per_batch_ms_avg``, measured or null)
 and ``queries`` (query id -> latency, processing, throughput, counts,
 deadline, miss ratio, GPU operator ratio, and a per-interval ``series``).
+
+Built from bounded state (:mod:`pacer.recorder`), whatever the run's length: counts, sums, means, maxima
+and the miss ratio are exact; percentiles are exact while a query has had at most
+``pacer.recorder.LATENCY_WINDOW`` datasets (``RECENT`` batches for the processing p95), and within 1 %
+beyond; the series has at most ``pacer.series.MAX_POINTS`` rows (longer runs get wider intervals,
+``series_interval_s``).
 """
 
 from __future__ import annotations
@@ -15,15 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from pacer.controller import Controller
-from pacer.metrics import (
-    dataset_latencies,
-    deadline_miss_ratio,
-    gpu_operator_ratio,
-    latency_summary_ms,
-    percentile,
-    quantiles,
-    series,
-)
+from pacer.metrics import series
+from pacer.recorder import QueryRecord
+from pacer.series import MAX_POINTS
+from pacer.summary import StreamingSummary
 
 SCHEMA = "pacer.report/1"
 REQUIRED_QUERY_KEYS = (
@@ -59,22 +60,47 @@ def _clean(value: Any, digits: int = 6) -> Any:
 
 
 def overhead_summary(controller: Controller) -> dict[str, Any]:
-    """pacer's own cost: admission poll p99 (µs), time per batch (ms) and its share of batch time."""
-    polls = controller.overhead.poll_s
-    per_batch = controller.overhead.per_batch_s
-    processing = [r.processing_s for r in controller.reports()]
-    measured = bool(polls)
+    """pacer's own cost: admission poll p99 (µs), time per batch (ms) and its share of batch time.
+
+    Counts, means and the share are exact; the p99 is exact up to the summary's window of recent polls and
+    within 1 % beyond (:class:`pacer.summary.StreamingSummary`).
+    """
+    polls = controller.overhead.poll
+    per_batch = controller.overhead.per_batch
+    processing = sum(record.processing_s for record in controller.recorder.records())
+    batches = sum(record.batches for record in controller.recorder.records())
+    measured = polls.count > 0
     share = None
-    if per_batch and processing and sum(processing) > 0:
-        share = sum(per_batch) / sum(processing)
+    if per_batch.count and batches and processing > 0:
+        share = per_batch.total / processing
     return {
         "measured": measured,
-        "admission_polls": len(polls),
-        "admission_poll_us_p99": 1e6 * percentile(polls, 99) if measured else None,
-        "admission_poll_us_avg": 1e6 * sum(polls) / len(polls) if measured else None,
-        "per_batch_ms_avg": 1e3 * sum(per_batch) / len(per_batch) if per_batch else None,
+        "admission_polls": polls.count,
+        "admission_poll_us_p99": 1e6 * polls.percentile(99) if measured else None,
+        "admission_poll_us_avg": 1e6 * polls.mean if measured else None,
+        "per_batch_ms_avg": 1e3 * per_batch.mean if per_batch.count else None,
         "per_batch_share_of_processing": share,
     }
+
+
+def _latency_ms(lats: StreamingSummary) -> dict[str, float]:
+    """avg/p50/p95/p99/max in milliseconds of a latency summary (as :func:`pacer.metrics.latency_summary_ms`)."""
+    if not lats.count:
+        return {"avg": 0.0, "p50": 0.0, "p95": 0.0, "p99": 0.0, "max": 0.0}
+    p50, p95, p99 = lats.percentiles((50, 95, 99))
+    return {"avg": 1000.0 * lats.mean, "p50": 1000.0 * p50, "p95": 1000.0 * p95, "p99": 1000.0 * p99,
+            "max": 1000.0 * lats.max}
+
+
+def _series(record: QueryRecord, *, start: float, end: float, interval: float) -> list[dict[str, Any]]:
+    """The query's series: computed from every arrival and batch while the record still holds them all and the
+    run spans at most ``MAX_POINTS`` intervals (exact, as always before); else from the record's bounded
+    per-interval sums (:class:`pacer.series.SeriesAccumulator`: at most ``MAX_POINTS`` rows, wider intervals)."""
+    if interval <= 0:
+        raise ValueError("monitoring interval must be > 0")
+    if record.complete and (end - start) / interval <= MAX_POINTS:
+        return series(list(record.reports), list(record.arrivals), start=start, end=end, interval=interval)
+    return record.series.rows(start=start, end=end, interval=interval)
 
 
 def build_report(
@@ -101,43 +127,41 @@ def build_report(
     for query_id in controller.query_ids():
         q = controller.query(query_id)
         record = controller.recorder.record(query_id)
-        reports = record.reports
-        lats = dataset_latencies(reports)
-        processing = [r.processing_s for r in reports]
+        lats = record.latency
         counts = controller.ledger.counts.get(query_id, {"arrived": 0, "processed": 0, "shed": 0})
-        rows_done = sum(r.rows for r in reports)
-        bytes_done = sum(r.bytes for r in reports)
+        rows_done, bytes_done, processing_s = record.rows_processed, record.bytes_processed, record.processing_s
         deadline = q.spec.effective_deadline
-        engine_s = sum(r.cost_s for r in reports)
         overload = q.overload
+        rows = _series(record, start=start, end=end, interval=interval)
+        missed = (record.misses + counts["shed"]) / (lats.count + counts["shed"]) if lats.count + counts["shed"] else 0.0
         queries[query_id] = {
             "workload": q.spec.workload,
             "admission": q.admission,
             "placement": q.placement,
-            "latency_ms": latency_summary_ms(lats),
-            "latency_quantiles_ms": [1000.0 * v for v in quantiles(lats, range(101))] if lats else [],
+            "latency_ms": _latency_ms(lats),
+            "latency_quantiles_ms": [1000.0 * v for v in lats.percentiles(range(101))] if lats.count else [],
             "processing_ms": {
-                "avg": 1000.0 * sum(processing) / len(processing) if processing else 0.0,
-                "p95": 1000.0 * percentile(processing, 95),
+                "avg": 1000.0 * processing_s / record.batches if record.batches else 0.0,
+                "p95": 1000.0 * record.processing.percentile(95),
             },
             "throughput_rows_per_s": rows_done / wall,
             "throughput_bytes_per_s": bytes_done / wall,
-            "processing_throughput_bytes_per_s": bytes_done / sum(processing) if sum(processing) > 0 else 0.0,
-            "batches": len(reports),
+            "processing_throughput_bytes_per_s": bytes_done / processing_s if processing_s > 0 else 0.0,
+            "batches": record.batches,
             "datasets_in": counts["arrived"],
             "datasets_processed": counts["processed"],
             "datasets_shed": counts["shed"],
-            "datasets_pending": len(controller.ledger.outstanding(query_id)),
+            "datasets_pending": controller.ledger.pending(query_id),
             "rows_in": record.rows_in,
             "rows_processed": rows_done,
             "bytes_in": record.bytes_in,
             "bytes_processed": bytes_done,
             "deadline_ms": 1000.0 * deadline,
-            "deadline_miss_ratio": deadline_miss_ratio(lats, deadline, counts["shed"]),
+            "deadline_miss_ratio": missed,
             "cost": {
-                "engine_s": engine_s,
-                "engine_share": engine_s / wall,
-                "batches_per_min": 60.0 * len(reports) / wall,
+                "engine_s": record.engine_s,
+                "engine_share": record.engine_s / wall,
+                "batches_per_min": 60.0 * record.batches / wall,
             },
             "overload": {
                 "overloaded_s": overload.until(end),
@@ -145,9 +169,10 @@ def build_report(
                 "shed": counts["shed"],
             },
             "service_time": q.service_time,
-            "gpu_operator_ratio": gpu_operator_ratio(reports),
+            "gpu_operator_ratio": record.gpu_operator_ratio,
             "strategy_fallbacks": q.fallbacks,
-            "series": series(reports, record.arrivals, start=start, end=end, interval=interval),
+            "series": rows,
+            "series_interval_s": rows[1]["t"] - rows[0]["t"] if len(rows) > 1 else interval,
         }
     doc: dict[str, Any] = {
         "schema": SCHEMA,

@@ -104,9 +104,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--deadline", help="deadline for every query, e.g. 10s, 500ms or 10 (seconds); "
                                       "default: its window slide")
     p.add_argument("--overload", choices=OVERLOAD_CHOICES[::-1],
-                   help="when a query's offered load cannot be served within its deadline by any batch size: shed "
-                        "(default) drops the buffered datasets that can no longer make it (counted, never read); "
-                        "keep drops nothing and only reports the overload")
+                   help="when a query's offered load cannot be served within its deadline by any batch size: keep "
+                        "(default, for pacer run and pacer sim alike: no data is dropped unless asked, as in Spark) "
+                        "drops nothing and only reports the overload; shed drops the buffered datasets that can no "
+                        "longer make it (counted as missed, never read), so latency stays bounded for the rest")
     p.add_argument("--max-rows", type=int, default=0, metavar="N",
                    help="read cap: at most N rows per batch, whatever the admission (Spark's maxOffsetsPerTrigger; "
                         "default 0: none)")
@@ -182,7 +183,7 @@ def config_from_args(args: argparse.Namespace, *, duration_default: float = DEFA
     )
     return RunConfig(queries, scheduler=args.scheduler, scheduler_params=params["scheduler"], duration=duration,
                      seed=args.seed, cores=args.cores, gpus=args.gpus, partitions=args.partitions,
-                     overload=args.overload or "shed", fallback=args.fallback, monitor_interval=args.monitor_interval)
+                     overload=args.overload or "keep", fallback=args.fallback, monitor_interval=args.monitor_interval)
 
 
 def check_strategies(config: RunConfig, pm: PluginManager) -> None:

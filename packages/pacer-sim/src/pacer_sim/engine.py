@@ -67,9 +67,11 @@ class Simulation:
     :param fallback: a raising strategy falls back to the baseline instead of stopping the run.
     :param plugin_manager: where strategies come from (default: every installed plugin).
     :param monitor_interval: seconds per row of the report's ``series``.
-    :param overload: the Controller's overload policy: ``"keep"`` (default here: nothing is dropped,
-        as in Spark, so the papers' diverging baselines diverge) or ``"shed"`` (the Controller's own
-        default: datasets that can no longer meet their deadline are shed and counted).
+    :param overload: the Controller's overload policy: ``"keep"`` (the default, as the Controller's and
+        ``pacer sim``'s: nothing is dropped, as in Spark, so the papers' diverging baselines diverge) or
+        ``"shed"`` (datasets that can no longer meet their deadline are shed and counted).
+    :ivar batches: the admitted batches not yet completed, by id (``works``: their simulated work); completed
+        ones are in ``controller.reports()``, so the simulator's memory stays bounded over a long run.
     :ivar events: events simulated so far (arrivals, polls, phase ends and completions, resource changes).
     :ivar extra_config: more keys for the report's ``config`` (the CLI puts its arguments here).
     """
@@ -114,7 +116,7 @@ class Simulation:
         self._ran = False
         self._duration = 0.0
         self.drained = True
-        self.batches: dict[str, MicroBatch] = {}
+        self.batches: dict[str, MicroBatch] = {}  # pending batches only: a run keeps nothing per completed batch
         self.works: dict[str, BatchWork] = {}
         self._config_queries: list[dict[str, Any]] = []
 
@@ -342,6 +344,8 @@ class Simulation:
 
     def _complete(self, run: RunningBatch, t: float) -> None:
         del self._running[run.batch.id]
+        self.batches.pop(run.batch.id, None)
+        self.works.pop(run.batch.id, None)
         started = run.started_at if run.started_at is not None else t
         cores_used = run.core_s / (t - started) if t > started else run.cores
         report = self.controller.complete(run.batch.id, operator_metrics=run.metrics(), cores_used=cores_used,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pacer_spark import jvm
-from pacer_spark.wrapper import Decision, DecisionRequest, OffsetSnapshot, PacerBridge, admit_oldest
+from pacer_spark.wrapper import Decision, DecisionRequest, FailedOpen, OffsetSnapshot, PacerBridge, admit_oldest
 
 SCHEMA = "file INT, row INT"
 ROWS_PER_FILE = 10
@@ -193,7 +193,7 @@ def test_the_request_json_parses_into_snapshots() -> None:
     request = DecisionRequest.from_json(
         json.dumps(
             {
-                "version": 2,
+                "version": 3,
                 "query": "q",
                 "query_id": None,
                 "run": "r1",
@@ -215,11 +215,21 @@ def test_the_request_json_parses_into_snapshots() -> None:
                         "bytes_estimated": True,
                     }
                 ],
+                "spark_run_id": "sr1",
+                "progress": [{"id": "q1", "runId": "sr1", "batchId": 2, "numInputRows": 5}],
+                "failed_open": [{"batch_id": 1, "reason": "timed out", "snapshots": [
+                    {"seq": 3, "offset": '{"t":{"0":0}}', "arrival": 11.0, "rows": 0, "files": None, "bytes": 0,
+                     "bytes_estimated": True}]}],
+                "failed_open_dropped": 2,
             }
         )
     )
     assert request.snapshots == (OffsetSnapshot(4, '{"t":{"0":7}}', 12.0, 7, None, 56, True),)
     assert (request.run, request.batch_id, request.options) == ("r1", 3, {"pacer.deadline": "5s"})
+    assert request.spark_run_id == "sr1" and request.progress[0]["batchId"] == 2
+    assert request.failed_open == (FailedOpen(1, "timed out", (OffsetSnapshot(3, '{"t":{"0":0}}', 11.0, 0, None, 0,
+                                                                                   True),)),)
+    assert request.failed_open_dropped == 2
     with pytest.raises(ValueError, match="rebuild the jar"):
         DecisionRequest.from_json('{"version": 1}')
 
@@ -229,7 +239,7 @@ def test_the_decider_answers_a_seq_and_refuses_an_index_out_of_range() -> None:
 
     request = json.dumps(
         {
-            "version": 2,
+            "version": 3,
             "query": "q",
             "query_id": "id",
             "run": "r",

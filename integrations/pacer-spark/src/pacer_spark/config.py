@@ -102,6 +102,10 @@ class PacerConfig:
     :ivar gpus: the GPUs it plans for; None: 1 with RAPIDS loaded, else 0 (conf ``gpus``).
     :ivar concurrency: batches of an ordered schedule (FIFO/EDF) running at once (conf ``gate.concurrency``).
     :ivar gate_timeout: seconds a batch waits for its turn at most (conf ``gate.timeout``).
+    :ivar decide_timeout: seconds a ``format("pacer")`` source waits for the driver's answer at most
+        (conf ``decide.timeout``; None: the gate's timeout + 30 s, since an answer waits for its turn).
+        Past it the source admits what is pending without an answer, as plain Spark would, and reports
+        that admission with its next request, so the accounting stays exact.
     :ivar operator_metrics: read per-operator metrics from each batch's executed plan.
     :ivar plugin_manager: where strategies come from; None: every installed plugin.
     :ivar checkpoint_root: where queries keep checkpoints and manifests; None: a temporary folder.
@@ -123,6 +127,7 @@ class PacerConfig:
     gpus: int | None = field(default=None, metadata=_conf("gpus", int, _not_none))
     concurrency: int = field(default=1, metadata=_conf("gate.concurrency", int))
     gate_timeout: float = field(default=60.0, metadata=_conf("gate.timeout", float))
+    decide_timeout: float | None = field(default=None, metadata=_conf("decide.timeout", parse_seconds, _not_none, parse_seconds))
     operator_metrics: bool = True
     plugin_manager: PluginManager | None = None
     checkpoint_root: str | None = None
@@ -137,6 +142,10 @@ class PacerConfig:
             raise ValueError(f"deadline must be > 0 seconds, got {self.deadline}; omit it to use each window's slide")
         if self.concurrency < 1:
             raise ValueError(f"gate concurrency must be >= 1, got {self.concurrency}")
+        if self.decide_timeout is None:
+            object.__setattr__(self, "decide_timeout", self.gate_timeout + 30.0)
+        elif not self.decide_timeout > 0:
+            raise ValueError(f"decide timeout must be > 0 seconds, got {self.decide_timeout}")
 
     @classmethod
     def from_spark(cls, spark: SparkSession, **options: Any) -> PacerConfig:

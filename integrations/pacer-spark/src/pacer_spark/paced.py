@@ -28,14 +28,15 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pacer import Dataset, MicroBatch, OperatorMetric
+from pacer.summary import StreamingSummary
 from pacer_spark import telemetry
 from pacer_spark.options import parse_seconds
+from pacer_spark.paced_state import InFlight, PacedQuery, changed_options, check_options, without_engine_time
 from pacer_spark.plan import dag_from_plan, operator_metrics, read_plan
-from pacer_spark.wrapper import Decision, DecisionRequest, OffsetSnapshot, PacerBridge
+from pacer_spark.wrapper import Decision, DecisionRequest, FailedOpen, OffsetSnapshot, PacerBridge, StopEvent
 
 if TYPE_CHECKING:
     from pacer_spark.runtime import PacerSession
@@ -46,48 +47,21 @@ log = logging.getLogger("pacer_spark.paced")
 DEFAULT_ROW_BYTES = 64
 
 
-@dataclass
-class PacedQuery:
-    """Driver-side state of one ``format("pacer")`` query.
-
-    :ivar query_id: pacer's id: the stream's ``queryName`` (or ``pacer.query``, or its id).
-    :ivar run: the JVM source run whose snapshots the Controller holds.
-    :ivar arrived: snapshot seq (of ``run``) -> dataset id, for every snapshot handed to the Controller.
-    :ivar stream_id: the streaming query's id (UUID).
-    """
-
-    query_id: str
-    run: str | None = None
-    arrived: dict[int, str] = field(default_factory=dict)
-    stream_id: str | None = None
-    source: str = ""
-    decisions: int = 0
-    forced: int = 0
-    withdrawn: int = 0
-    replays: int = 0
-    gate_wait_s: list[float] = field(default_factory=list)
-    decide_s: list[float] = field(default_factory=list)
-    read_rows: int = 0
-    read_bytes: int = 0
-    accounted: set[int] = field(default_factory=set)  # Spark batch ids already completed from their progress
-    dead: bool = False
-    error: str | None = None
-    plan_dag: bool = False  # its DAG was read from Spark's executed plan
-
-
 class PacedQueries:
     """Decides every ``format("pacer")`` query of one :class:`~pacer_spark.runtime.PacerSession`.
 
     Creating it builds and loads the JVM source if needed and registers itself as the decider of
-    every query (``"*"``) with the JVM's registry.
+    every query (``"*"``) with the JVM's registry, for the session's SparkSession first (see
+    :class:`~pacer_spark.wrapper.PacerBridge`).
     """
 
     def __init__(self, session: PacerSession) -> None:
         self.session = session
-        self.bridge = PacerBridge(session.spark)
+        self.bridge = PacerBridge(session.spark, timeout_s=session.config.decide_timeout or session.config.gate_timeout + 30)
         self.queries: dict[str, PacedQuery] = {}
         self._batch_query: dict[str, str] = {}
-        self.bridge.register_handler("*", self.decide)
+        self._by_spark_run: dict[str, str] = {}
+        self.bridge.register_handler("*", self.decide, self.stopped)
 
     # ------------------------------------------------------------------ the decision
 
@@ -101,21 +75,29 @@ class PacedQueries:
             except (ValueError, KeyError, LookupError) as exc:
                 return Decision(None, error=f"query {request.query!r}: {exc}")
             q.decisions += 1
-            self._complete_previous(q)
+            self._take_reports(q, request)
+            if not request.snapshots:
+                q.decide_s.add(time.perf_counter() - t0)
+                s.cond.notify_all()
+                return Decision(None)
             self._arrive(q, request)
             batch = s.controller.poll(q.query_id) if not s.controller.busy(q.query_id) else None
             if batch is None and request.available_now and s.controller.has_buffered(q.query_id):
                 batch = self._force(q, len(s.controller.buffered(q.query_id)), "availableNow drains the backlog")
             if batch is None:
-                q.decide_s.append(time.perf_counter() - t0)
+                q.decide_s.add(time.perf_counter() - t0)
                 return Decision(None)
             index = self._end_index(q, batch, request.snapshots)
+            seqs = frozenset(snap.seq for snap in request.snapshots[: index + 1])
+            for seq in seqs:
+                q.arrived.pop(seq, None)
+            q.inflight = InFlight(batch.id, request.batch_id, seqs)
             s.engine.sink_done(q.query_id, telemetry.SinkDone(batch.id, request.batch_id, time.time(), running=True))
             self._batch_query[batch.id] = q.query_id
             s.cond.notify_all()
-        q.decide_s.append(time.perf_counter() - t0)
+        q.decide_s.add(time.perf_counter() - t0)
         turn = s.schedule_gate.pass_batch(batch.id, excluded=s.excluded)
-        q.gate_wait_s.append(turn.waited_s)
+        q.gate_wait_s.add(turn.waited_s)
         return Decision(index, pool=turn.pool)
 
     def _query(self, request: DecisionRequest) -> PacedQuery:
@@ -123,42 +105,123 @@ class PacedQueries:
         s = self.session
         q = self.queries.get(request.query)
         if q is None:
-            options = request.options
-            params = {kind: {k[len(f"pacer.param.{kind}."):]: v for k, v in options.items()
-                             if k.startswith(f"pacer.param.{kind}.")} for kind in ("admission", "placement")}
-            unknown = sorted(k for k in options if k not in KNOWN_OPTIONS and not k.startswith("pacer.param."))
-            if unknown:
-                raise ValueError(f"unknown option(s) {', '.join(unknown)}; format('pacer') reads "
-                                 f"{', '.join(sorted(KNOWN_OPTIONS))} and pacer.param.<admission|placement>.<name>")
-            deadline = parse_seconds(options["pacer.deadline"]) if "pacer.deadline" in options else None
-            if deadline is not None and not deadline > 0:
-                raise ValueError(f"pacer.deadline must be > 0 seconds, got {options['pacer.deadline']!r}")
-            s.register_query(request.query, deadline=deadline, admission=options.get("pacer.admission"),
-                             placement=options.get("pacer.placement"), admission_params=params["admission"],
-                             placement_params=params["placement"])
-            q = self.queries[request.query] = PacedQuery(request.query, source=request.source)
+            options = check_options(request.options)
+            self._register(request.query, options)
+            q = self.queries[request.query] = PacedQuery(request.query, source=request.source, options=options)
             log.info("query %r: paced by pacer (source %s, admission %s, deadline %s)", request.query,
                      request.source, s.controller.query(request.query).admission,
                      s.controller.query(request.query).spec.deadline)
         if request.query_id and request.query_id != q.stream_id:
             q.stream_id = request.query_id
-            s.map_stream(request.query_id, q.query_id)
-        if q.run != request.run:
+        if q.run != request.run:  # a new run of the query (a restart, in this session or after a crash)
+            options = check_options(request.options)
+            if options != q.options:
+                raise ValueError(f"restarted with other pacer options ({changed_options(q.options, options)}) than its "
+                                 "first run in this session; a query's pacer options are fixed for the life of "
+                                 "the attached session: stop it and call attach() again, or give the new "
+                                 "configuration its own name (pacer.query)")
             if q.run is not None:
                 q.withdrawn += s.controller.withdraw(q.query_id)
-            q.run, q.arrived, q.dead, q.error = request.run, {}, False, None
+                self._close_run(q, "restarted")
+            q.run, q.arrived, q.dead, q.error, q.inflight = request.run, {}, False, None, None
+        if request.spark_run_id and request.spark_run_id != q.spark_run_id:
+            q.spark_run_id = request.spark_run_id
+            self._by_spark_run[request.spark_run_id] = q.query_id
         return q
 
-    def _complete_previous(self, q: PacedQuery) -> None:
-        """The stream thread asks for a new batch: the previous trigger ended, its progress is buffered."""
+    def _register(self, query_id: str, options: dict[str, str]) -> None:
         s = self.session
-        waiting = s.engine.waiting_spark_batch(q.query_id)
-        if waiting is None or q.stream_id is None:
-            return
-        progress = telemetry.recent_progress(s.spark._jsparkSession.streams().get(q.stream_id), waiting)
-        if progress is not None:
-            self._measured(q, progress)
-            s.engine.on_progress(progress, event=False)
+        params = {kind: {k[len(f"pacer.param.{kind}."):]: v for k, v in options.items()
+                         if k.startswith(f"pacer.param.{kind}.")} for kind in ("admission", "placement")}
+        deadline = parse_seconds(options["pacer.deadline"]) if "pacer.deadline" in options else None
+        if s.config.overload == "shed":
+            s.schedule_gate.warn_once(f"no-shed-{query_id}", "query %r: format('pacer') reads every offset Spark "
+                                      "logged, so it is never shed: its overload is reported, not dropped "
+                                      "(overload=shed applies to pacer-gen/pacer-files queries)", query_id)
+        s.register_query(query_id, deadline=deadline, admission=options.get("pacer.admission"),
+                         placement=options.get("pacer.placement"), admission_params=params["admission"],
+                         placement_params=params["placement"], overload="keep")
+
+    def _take_reports(self, q: PacedQuery, request: DecisionRequest) -> None:
+        """What the request reports before its snapshots (lock held): the progress of finished batches, the
+        admissions the source made without an answer, and batches Spark replayed from its offset log."""
+        progress = [telemetry.TriggerProgress.from_json(p) for p in request.progress if "batchId" in p]
+        by_batch = {p.batch_id: p for p in progress if p.run_id in (None, q.spark_run_id)}
+        waiting = self.session.engine.waiting_spark_batch(q.query_id)
+        if waiting is not None and waiting in by_batch:
+            self._complete(q, by_batch[waiting], event=False)
+        q.failed_open_lost += request.failed_open_dropped
+        for record in request.failed_open:
+            self._failed_open(q, record, by_batch.get(record.batch_id))
+        for p in by_batch.values():
+            key = (p.run_id, p.batch_id)
+            if p.rows > 0 and key not in q.accounted and not self.session.controller.busy(q.query_id):
+                self._replayed(q, p)
+
+    def _complete(self, q: PacedQuery, progress: telemetry.TriggerProgress, *, event: bool) -> None:
+        """Complete the query's waiting batch from its trigger's progress (lock held)."""
+        self._measured(q, progress)
+        self.session.engine.on_progress(progress, event=event, query_id=q.query_id)
+
+    def _failed_open(self, q: PacedQuery, record: FailedOpen, progress: telemetry.TriggerProgress | None) -> None:
+        """The source admitted ``record``'s snapshots without an answer: account them as one batch (lock held).
+
+        A decision the driver made too late (the JVM had given up waiting) covers the oldest of them: that batch
+        stands, the rest is admitted after it.
+        """
+        s = self.session
+        q.failed_open += 1
+        late = q.inflight if q.inflight is not None and q.inflight.spark_batch_id == record.batch_id and \
+            q.inflight.seqs <= {snap.seq for snap in record.snapshots} else None
+        rest = [snap for snap in record.snapshots if late is None or snap.seq not in late.seqs]
+        log.warning("query %r: Spark batch %d was admitted without pacer's decision (%s); accounted from the "
+                    "source's report (%d snapshots)", q.query_id, record.batch_id, record.reason, len(record.snapshots))
+        if s.controller.busy(q.query_id):  # a late decision never completed: the source moved on without it
+            s.engine.give_up(q.query_id)
+            self._batch_query = {b: qid for b, qid in self._batch_query.items() if qid != q.query_id}
+        if rest:
+            for snap in rest:
+                if snap.seq not in q.arrived:
+                    dataset = self._dataset(q, snap)
+                    s.controller.arrive(q.query_id, dataset)
+                    q.arrived[snap.seq] = dataset.id
+            ids = [q.arrived.pop(snap.seq) for snap in rest]
+            oldest = [d.id for d in s.controller.buffered(q.query_id)][: len(ids)]
+            if oldest != ids:
+                log.error("query %r: the source's failed-open admission %s is not the oldest buffered %s",
+                          q.query_id, ids, oldest)
+            batch = self._force(q, len(ids), f"Spark batch {record.batch_id} admitted without a decision")
+            if batch is not None:
+                s.controller.start(batch.id)
+                done = telemetry.SinkDone(batch.id, record.batch_id, time.time(), running=True)
+                s.engine.sink_done(q.query_id, done)
+                self._batch_query[batch.id] = q.query_id
+                if progress is not None:
+                    self._complete(q, progress if late is None else without_engine_time(progress), event=False)
+        q.inflight = None
+        q.accounted.add((q.spark_run_id, record.batch_id))
+
+    def stopped(self, event: StopEvent) -> None:
+        """A source run stopped (the JVM's ``stop``): account what it admitted unanswered, release its batch."""
+        with self.session.cond:
+            q = self.queries.get(event.query)
+            if q is None or q.run != event.run:
+                return
+            for record in event.failed_open:
+                self._failed_open(q, record, None)
+            self._close_run(q, "stopped")
+            q.dead = True
+            self.session.cond.notify_all()
+
+    def _close_run(self, q: PacedQuery, why: str) -> None:
+        """The run of ``q`` ended: its batch still running completes now, without its progress (lock held)."""
+        done = self.session.engine.give_up(q.query_id)
+        if done is not None:
+            q.given_up.add((None, done.spark_batch_id))
+            log.debug("query %r: run %s %s; batch %s completed without its progress", q.query_id, q.run, why,
+                      done.batch_id)
+        self._batch_query = {b: qid for b, qid in self._batch_query.items() if qid != q.query_id}
+        q.inflight = None
 
     def _arrive(self, q: PacedQuery, request: DecisionRequest) -> None:
         for snapshot in request.snapshots[: request.admissible]:
@@ -192,32 +255,38 @@ class PacedQueries:
 
     # ------------------------------------------------------------------ listener
 
-    def owns(self, query_id: str) -> bool:
-        """Whether ``query_id`` is a ``format("pacer")`` query of this session."""
-        return query_id in self.queries
+    def owner(self, run_id: str | None) -> str | None:
+        """The pacer id of the ``format("pacer")`` query whose current Spark run is ``run_id`` (else None)."""
+        query_id = self._by_spark_run.get(run_id or "")
+        q = self.queries.get(query_id or "")
+        return query_id if q is not None and q.spark_run_id == run_id else None
+
+    def known_run(self, run_id: str | None) -> bool:
+        """Whether ``run_id`` is a run (current or past) of one of this session's ``format("pacer")`` queries."""
+        return (run_id or "") in self._by_spark_run
 
     def running(self, batch_id: str) -> bool:
         """Whether ``batch_id`` is a ``format("pacer")`` batch whose trigger has not reported yet."""
         return batch_id in self._batch_query
 
-    def on_progress(self, progress: telemetry.TriggerProgress) -> None:
-        """A trigger of a paced query ended: complete its batch, or account a replayed one (lock held)."""
-        s = self.session
-        q = self.queries[progress.query]
-        if s.engine.waiting_spark_batch(q.query_id) == progress.batch_id:
-            self._measured(q, progress)
-            s.engine.on_progress(progress)
+    def on_progress(self, query_id: str, progress: telemetry.TriggerProgress) -> None:
+        """A trigger of the current run of a paced query ended: complete its batch (lock held).
+
+        Batches Spark replays from its offset log, and admissions the source made without an answer, are
+        accounted from the source's next request, which reports both (:meth:`_take_reports`).
+        """
+        q = self.queries[query_id]
+        if self.session.engine.waiting_spark_batch(q.query_id) == progress.batch_id:
+            self._complete(q, progress, event=True)
             return
-        s.engine.on_progress(progress)  # counts the trigger's engine time
-        if progress.batch_id in q.accounted:  # completed from Spark's progress buffer before this event came
-            return
-        if progress.rows > 0 and not s.controller.busy(q.query_id):
-            self._replayed(q, progress)
+        self.session.engine.on_progress(progress, query_id=q.query_id)  # counts the trigger's engine time
 
     def _replayed(self, q: PacedQuery, progress: telemetry.TriggerProgress) -> None:
         """Spark ran a batch from its offset log without asking the source: account it once."""
         s = self.session
-        q.accounted.add(progress.batch_id)
+        q.accounted.add((progress.run_id, progress.batch_id))
+        if (None, progress.batch_id) in q.given_up:  # completed when the run that first ran it stopped
+            return
         arrival = progress.started_at or progress.delivered_at
         held = s.controller.withdraw(q.query_id)  # keeps the order: the replay came before them
         dataset = Dataset(f"replay:{q.stream_id}:{progress.batch_id}", arrival, progress.rows * DEFAULT_ROW_BYTES,
@@ -234,7 +303,8 @@ class PacedQueries:
                      q.query_id, progress.batch_id, progress.rows)
 
     def _measured(self, q: PacedQuery, progress: telemetry.TriggerProgress) -> None:
-        q.accounted.add(progress.batch_id)
+        q.accounted.add((progress.run_id, progress.batch_id))
+        q.inflight = None
         done_batch = next((b for b, qid in self._batch_query.items() if qid == q.query_id), None)
         if done_batch is None:
             return
@@ -273,11 +343,10 @@ class PacedQueries:
             return []
 
     def on_terminated(self, query_id: str, error: str | None) -> None:
-        """The query stopped or failed (lock held)."""
+        """The current run of the query stopped or failed (lock held; the listener, matched by run id)."""
         q = self.queries[query_id]
         q.dead, q.error = True, q.error or error
-        if self.session.engine.give_up(query_id) is not None:
-            self._batch_query = {b: qid for b, qid in self._batch_query.items() if qid != query_id}
+        self._close_run(q, "terminated")
 
     # ------------------------------------------------------------------ reading
 
@@ -288,12 +357,17 @@ class PacedQueries:
 
     def summary(self) -> dict[str, Any]:
         """Per query: decisions, forced admissions, withdrawn and replayed datasets, gate waits, decide times."""
-        def ms(values: list[float]) -> float | None:
-            return 1e3 * sum(values) / len(values) if values else None
+        def ms(values: StreamingSummary, p: float | None = None) -> float | None:
+            if not values.count:
+                return None
+            return 1e3 * (values.mean if p is None else values.percentile(p))
 
         return {q.query_id: {"source": q.source, "decisions": q.decisions, "forced": q.forced,
-                             "withdrawn": q.withdrawn, "replays": q.replays, "gate_wait_ms_avg": ms(q.gate_wait_s),
-                             "decide_ms_avg": ms(q.decide_s), "error": q.error}
+                             "withdrawn": q.withdrawn, "replays": q.replays, "failed_open": q.failed_open,
+                             "failed_open_lost": q.failed_open_lost, "gate_wait_ms_avg": ms(q.gate_wait_s),
+                             "gate_wait_ms_max": 1e3 * q.gate_wait_s.max if q.gate_wait_s.count else None,
+                             "decide_ms_avg": ms(q.decide_s), "decide_ms_p99": ms(q.decide_s, 99),
+                             "error": q.error}
                 for q in self.queries.values()}
 
     def close(self) -> None:
@@ -301,6 +375,3 @@ class PacedQueries:
         self.bridge.close()
 
 
-#: The ``pacer.*`` source options the service reads (besides ``pacer.param.*``); ``pacer.source`` and
-#: ``pacer.query`` are the JVM's.
-KNOWN_OPTIONS = frozenset({"pacer.deadline", "pacer.admission", "pacer.placement", "pacer.query"})

@@ -61,9 +61,13 @@ class SessionTelemetry:
     def _on_progress(self, progress: telemetry.TriggerProgress) -> None:
         """A trigger ended: keep Spark's durations and complete the batch it ran (the listener's thread)."""
         with self.cond:
-            if self.paced is not None and self.paced.owns(progress.query):
-                self.paced.on_progress(progress)
-                return
+            if self.paced is not None:  # a format("pacer") query is matched by its run id, whatever its name
+                owner = self.paced.owner(progress.run_id)
+                if owner is not None:
+                    self.paced.on_progress(owner, progress)
+                    return
+                if self.paced.known_run(progress.run_id):  # a late event of an earlier run
+                    return
             source = self.admission.sources.get(progress.query)
             if source is None:
                 return
@@ -80,9 +84,10 @@ class SessionTelemetry:
     def _on_terminated(self, run_id: str, exception: str | None) -> None:
         """A streaming query stopped or failed: no batch waits for it any more."""
         with self.cond:
+            owner = self.paced.owner(run_id) if self.paced is not None else None
+            if self.paced is not None and owner is not None:  # only its current run: a restart's old run is not it
+                self.paced.on_terminated(owner, exception)
             query_id = self._by_run_id.get(run_id)
-            if self.paced is not None and query_id is not None and self.paced.owns(query_id):
-                self.paced.on_terminated(query_id, exception)
             source = self.admission.sources.get(query_id) if query_id else None
             if source is not None and query_id is not None:
                 source.dead = True

@@ -71,12 +71,15 @@ def parse_progress_timestamp(text: str | None) -> float | None:
 class TriggerProgress:
     """One trigger of a streaming query as Spark reported it after ``commitOffsets``.
 
-    :ivar query: the query's name (pacer's query id).
+    :ivar query: the query's name (pacer's query id); empty for an unnamed query.
     :ivar batch_id: Spark's batch id (the one ``foreachBatch`` was given).
     :ivar started_at: epoch seconds the trigger started (None if unreadable).
     :ivar durations_ms: ``durationMs`` (``triggerExecution``, ``walCommit``, ``addBatch``, ...).
     :ivar rows: ``numInputRows``.
     :ivar delivered_at: epoch seconds the listener received it.
+    :ivar stream_id: the streaming query's id (stable across restarts from one checkpoint).
+    :ivar run_id: the id of this run of the query (new at every start): with ``batch_id``, what
+        identifies a trigger whatever the query's name.
     """
 
     query: str
@@ -85,17 +88,21 @@ class TriggerProgress:
     durations_ms: Mapping[str, float]
     rows: int
     delivered_at: float
+    stream_id: str | None = None
+    run_id: str | None = None
 
     @classmethod
     def from_event(cls, progress: Any, *, now: float | None = None) -> TriggerProgress:
         """Read a ``StreamingQueryProgress`` (the ``event.progress`` of ``onQueryProgress``)."""
         return cls(
-            query=str(progress.name),
+            query=str(progress.name or ""),
             batch_id=int(progress.batchId),
             started_at=parse_progress_timestamp(progress.timestamp),
             durations_ms={str(k): float(v) for k, v in dict(progress.durationMs).items()},
             rows=int(progress.numInputRows),
             delivered_at=time.time() if now is None else now,
+            stream_id=str(progress.id),
+            run_id=str(progress.runId),
         )
 
     @property
@@ -115,12 +122,14 @@ class TriggerProgress:
     def from_json(cls, data: Mapping[str, Any], *, now: float | None = None) -> TriggerProgress:
         """Read a progress's JSON form (``StreamingQueryProgress.json()`` on the JVM)."""
         return cls(
-            query=str(data.get("name")),
+            query=str(data.get("name") or ""),
             batch_id=int(data["batchId"]),
             started_at=parse_progress_timestamp(data.get("timestamp")),
             durations_ms={str(k): float(v) for k, v in (data.get("durationMs") or {}).items()},
             rows=int(data.get("numInputRows") or 0),
             delivered_at=time.time() if now is None else now,
+            stream_id=None if data.get("id") is None else str(data["id"]),
+            run_id=None if data.get("runId") is None else str(data["runId"]),
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -244,18 +253,22 @@ class BatchCompletion:
         with self.cond:
             return len(self._waiting)
 
-    def on_progress(self, progress: TriggerProgress, *, event: bool = True) -> SinkDone | None:
+    def on_progress(self, progress: TriggerProgress, *, event: bool = True,
+                    query_id: str | None = None) -> SinkDone | None:
         """Complete the batch this progress reports, at the trigger's end with its engine time.
 
         Every listener event (``event``) counts towards the query's total trigger time, pacer's batches
         or not (no-data batches that advance a watermark are Spark's own); a progress read from the
         query's buffer (:func:`recent_progress`, ``event=False``) only completes.
 
+        :param query_id: pacer's id of the query (default: the progress's name; a ``format("pacer")``
+            query is matched by its run id instead, whatever its name).
+
         :return: the completed batch; None for a no-data trigger or an event without a waiting batch.
         :raises StrategyError: when a feedback hook raised and fallback is off (the batch is completed).
         """
         with self.cond:
-            query_id = progress.query
+            query_id = progress.query if query_id is None else query_id
             if event and progress.engine_s is not None:
                 self.trigger_s[query_id] = self.trigger_s.get(query_id, 0.0) + progress.engine_s
                 self.triggers[query_id] = self.triggers.get(query_id, 0) + 1
@@ -343,7 +356,8 @@ class ProgressSink(Protocol):
 
     def _on_progress(self, progress: TriggerProgress) -> None: ...
 
-    def _on_terminated(self, run_id: str, exception: str | None) -> None: ...
+    def _on_terminated(self, run_id: str, exception: str | None) -> None:
+        """A run of a streaming query ended (``run_id``: its run id, not the query's id)."""
 
 
 class ProgressListener(StreamingQueryListener):
@@ -364,7 +378,7 @@ class ProgressListener(StreamingQueryListener):
 
     def onQueryTerminated(self, event: Any) -> None:
         """Mark the query dead so no other batch waits for it."""
-        self.session._on_terminated(str(event.id), event.exception)
+        self.session._on_terminated(str(event.runId), event.exception)
 
 
 __all__ = [

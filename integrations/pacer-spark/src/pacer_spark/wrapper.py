@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -36,8 +37,14 @@ DecisionFunction = Callable[[str, Sequence["OffsetSnapshot"]], "int | None"]
 #: ``handle(request) -> Decision``: the whole request in, the batch end and its pool out.
 RequestHandler = Callable[["DecisionRequest"], "Decision"]
 
+#: ``on_stop(event)``: a source run stopped (the query stopped, failed or restarts).
+StopHandler = Callable[["StopEvent"], None]
+
 #: The version of the request JSON this module reads (``version`` in the request).
-WIRE_VERSION = 2
+WIRE_VERSION = 3
+
+#: Seconds the JVM waits for one answer before it admits without one (``PacerBridge(timeout_s=...)``).
+DEFAULT_DECIDE_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,69 @@ class OffsetSnapshot:
     files: int | None
     bytes: int | None
     bytes_estimated: bool
+
+
+    @classmethod
+    def from_json(cls, s: dict[str, Any]) -> OffsetSnapshot:
+        """One element of the request's ``snapshots`` array."""
+        return cls(
+            seq=int(s["seq"]),
+            offset=str(s["offset"]),
+            arrival=float(s["arrival"]),
+            rows=None if s["rows"] is None else int(s["rows"]),
+            files=None if s["files"] is None else int(s["files"]),
+            bytes=None if s["bytes"] is None else int(s["bytes"]),
+            bytes_estimated=bool(s["bytes_estimated"]),
+        )
+
+
+@dataclass(frozen=True)
+class FailedOpen:
+    """An admission the JVM source made without the decider's answer (a failed or late call, a snapshot
+    that was not pending, ``availableNow`` forcing one): what Spark batch ``batch_id`` read.
+
+    :ivar batch_id: Spark's batch id (-1 when the source could not tell).
+    :ivar reason: why there was no answer.
+    :ivar snapshots: the snapshots admitted, oldest first.
+    """
+
+    batch_id: int
+    reason: str
+    snapshots: tuple[OffsetSnapshot, ...]
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> FailedOpen:
+        """One element of a request's (or stop event's) ``failed_open`` array."""
+        return cls(int(raw["batch_id"]), str(raw.get("reason") or ""),
+                   tuple(OffsetSnapshot.from_json(s) for s in raw["snapshots"]))
+
+
+@dataclass(frozen=True)
+class StopEvent:
+    """A source run stopped: the query stopped, failed, or is restarting.
+
+    :ivar query: the query's name, as in :class:`DecisionRequest`.
+    :ivar run: the source run that stopped.
+    :ivar spark_run_id: the streaming query run's id (None when unknown).
+    :ivar query_id: the streaming query's id.
+    :ivar failed_open: admissions of the run no request reported.
+    """
+
+    query: str
+    run: str
+    spark_run_id: str | None
+    query_id: str | None
+    failed_open: tuple[FailedOpen, ...]
+
+    @classmethod
+    def from_json(cls, query: str, text: str) -> StopEvent:
+        """Parses the JVM's stop event; raises ``ValueError`` naming what is wrong."""
+        try:
+            raw = json.loads(text)
+            return cls(query, str(raw["run"]), raw.get("spark_run_id"), raw.get("query_id"),
+                       tuple(FailedOpen.from_json(r) for r in raw.get("failed_open") or ()))
+        except (KeyError, TypeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"malformed format('pacer') stop event ({exc!r}): {text[:200]}") from exc
 
 
 @dataclass(frozen=True)
@@ -93,7 +163,13 @@ class DecisionRequest:
     :ivar available_now: whether the query runs ``trigger(availableNow=True)``.
     :ivar admissible: how many of the oldest snapshots fit the wrapped source's read limit together.
     :ivar now: the JVM's clock when it asked, epoch seconds.
-    :ivar snapshots: the pending snapshots, oldest first.
+    :ivar snapshots: the pending snapshots, oldest first (empty when the request only reports).
+    :ivar spark_run_id: the streaming query run's id (a new one at every start), None when unknown.
+    :ivar progress: the query's progress entries (``StreamingQueryProgress.json()`` as dicts) the source
+        had not sent yet, oldest first: the driver completes batches from them, whatever the query's
+        name or session.
+    :ivar failed_open: admissions the source made without an answer since the last answered request.
+    :ivar failed_open_dropped: older such admissions the source could no longer keep (bounded).
     """
 
     query: str
@@ -108,6 +184,10 @@ class DecisionRequest:
     admissible: int
     now: float
     snapshots: tuple[OffsetSnapshot, ...]
+    spark_run_id: str | None = None
+    progress: tuple[dict[str, Any], ...] = ()
+    failed_open: tuple[FailedOpen, ...] = ()
+    failed_open_dropped: int = 0
 
     @classmethod
     def from_json(cls, text: str) -> DecisionRequest:
@@ -119,18 +199,7 @@ class DecisionRequest:
                     f"request version {raw.get('version')!r}, this pacer_spark reads "
                     f"{WIRE_VERSION}: rebuild the jar (pacer_spark.jvm.build_jar(force=True))"
                 )
-            snapshots = tuple(
-                OffsetSnapshot(
-                    seq=int(s["seq"]),
-                    offset=str(s["offset"]),
-                    arrival=float(s["arrival"]),
-                    rows=None if s["rows"] is None else int(s["rows"]),
-                    files=None if s["files"] is None else int(s["files"]),
-                    bytes=None if s["bytes"] is None else int(s["bytes"]),
-                    bytes_estimated=bool(s["bytes_estimated"]),
-                )
-                for s in raw["snapshots"]
-            )
+            snapshots = tuple(OffsetSnapshot.from_json(s) for s in raw["snapshots"])
             return cls(
                 query=str(raw["query"]),
                 query_id=raw.get("query_id"),
@@ -144,6 +213,10 @@ class DecisionRequest:
                 admissible=int(raw.get("admissible", len(snapshots))),
                 now=float(raw["now"]),
                 snapshots=snapshots,
+                spark_run_id=raw.get("spark_run_id"),
+                progress=tuple(p for p in raw.get("progress") or () if isinstance(p, dict)),
+                failed_open=tuple(FailedOpen.from_json(r) for r in raw.get("failed_open") or ()),
+                failed_open_dropped=int(raw.get("failed_open_dropped") or 0),
             )
         except (KeyError, TypeError, json.JSONDecodeError) as exc:
             raise ValueError(f"malformed format('pacer') decision request ({exc!r}): {text[:200]}") from exc
@@ -162,18 +235,30 @@ def admit_oldest(query_name: str, snapshots: Sequence[OffsetSnapshot]) -> int | 
 class _JvmDecider:
     """The Py4J callback object implementing ``io.pacer.spark.PacerDecider`` for one query."""
 
-    def __init__(self, handle: RequestHandler) -> None:
+    def __init__(self, handle: RequestHandler, on_stop: StopHandler | None = None) -> None:
         self._handle = handle
+        self._on_stop = on_stop
         self.last_request: DecisionRequest | None = None
+
+    def stopped(self, query_name: str, event_json: str) -> None:
+        """The JVM: a source run of ``query_name`` stopped (errors are logged, never raised to Spark)."""
+        if self._on_stop is None:
+            return
+        try:
+            self._on_stop(StopEvent.from_json(query_name, event_json))
+        except Exception:
+            logger.exception("format('pacer'): handling the stop of query %r failed", query_name)
 
     def decide(self, query_name: str, request_json: str) -> str:
         """Answers the JVM: ``{"seq": N, "pool": NAME}``, ``seq`` -1 for no batch now.
 
-        An exception here reaches the JVM, which then admits everything and warns once.
+        An exception here reaches the JVM, which then admits what is pending without a decision and
+        reports that admission with its next request (``failed_open``).
         """
         try:
             request = DecisionRequest.from_json(request_json)
-            self.last_request = request
+            if request.snapshots:  # a request that only reports progress is not a decision
+                self.last_request = request
             decision = self._handle(request)
             index = decision.index
             if decision.error is not None:
@@ -199,16 +284,25 @@ class _JvmDecider:
 class PacerBridge:
     """The driver's registrations of decision functions for ``format("pacer")`` queries.
 
-    One per SparkSession. Creating it builds and loads the JVM side if needed
-    (:func:`pacer_spark.jvm.ensure_loaded`) and starts PySpark's Py4J callback server.
+    Creating it builds and loads the JVM side if needed (:func:`pacer_spark.jvm.ensure_loaded`) and
+    starts PySpark's Py4J callback server. Its registrations are its own (an owner id in the JVM's
+    registry) and prefer the sources of its SparkSession: two bridges, on two sessions or on one,
+    never take each other's queries away, and closing one removes only its own registrations. A
+    query on a session no bridge was made for is decided by the newest bridge of the SparkContext.
 
     :param spark: the driver's SparkSession (classic, not Spark Connect).
+    :param timeout_s: how long the JVM waits for one decision before it admits without one (and
+        reports that admission with its next request).
     """
 
-    def __init__(self, spark: Any) -> None:
+    def __init__(self, spark: Any, *, timeout_s: float = DEFAULT_DECIDE_TIMEOUT_S) -> None:
         from pyspark.java_gateway import ensure_callback_server_started
 
+        if not timeout_s > 0:
+            raise ValueError(f"the decision timeout must be > 0 seconds, got {timeout_s}")
         self._spark = spark
+        self.timeout_s = timeout_s
+        self.owner = f"bridge-{uuid.uuid4().hex}"
         self.jar = jvm.ensure_loaded(spark)
         ensure_callback_server_started(spark.sparkContext._gateway)  # type: ignore[no-untyped-call]
         self._deciders: dict[str, _JvmDecider] = {}
@@ -227,28 +321,31 @@ class PacerBridge:
             raise ValueError(
                 "register() needs the query's name: writeStream.queryName(...) or the source's pacer.query option"
             )
-        self.register_handler(query_name, lambda request: Decision(decide(request.query, request.snapshots)))
+        self.register_handler(query_name, lambda request: Decision(  # a report-only request has nothing to decide
+            decide(request.query, request.snapshots) if request.snapshots else None))
 
-    def register_handler(self, query_name: str, handle: RequestHandler) -> None:
-        """Like :meth:`register`, with a handler that gets the whole request and answers a :class:`Decision`."""
+    def register_handler(self, query_name: str, handle: RequestHandler, on_stop: StopHandler | None = None) -> None:
+        """Like :meth:`register`, with a handler that gets the whole request and answers a :class:`Decision`;
+        ``on_stop`` hears when a source run of the query stops."""
         if not query_name:
             raise ValueError("register_handler() needs the query's name, or '*' for every query")
-        decider = _JvmDecider(handle)
+        decider = _JvmDecider(handle, on_stop)
         self._deciders[query_name] = decider  # keep the object alive while the JVM holds its proxy
-        self._registry.register(query_name, decider)
+        self._registry.register(self.owner, self._spark._jsparkSession, query_name, decider,
+                                int(self.timeout_s * 1000))
 
     def unregister(self, query_name: str) -> bool:
-        """Removes the function of ``query_name``: its source then admits everything, warning once."""
+        """Removes this bridge's function of ``query_name``: its source then admits everything, warning once."""
         self._deciders.pop(query_name, None)
-        return bool(self._registry.unregister(query_name))
+        return bool(self._registry.unregister(self.owner, query_name))
 
     def close(self) -> None:
-        """Unregisters every function this bridge registered."""
-        for name in list(self._deciders):
-            self.unregister(name)
+        """Unregisters every function this bridge registered (and no other bridge's)."""
+        self._deciders.clear()
+        self._registry.unregisterOwner(self.owner)
 
     def last_request(self, query_name: str) -> DecisionRequest | None:
-        """The last request the JVM sent for ``query_name`` (None before the first)."""
+        """The last request with pending snapshots the JVM sent for ``query_name`` (None before the first)."""
         decider = self._deciders.get(query_name)
         return decider.last_request if decider else None
 

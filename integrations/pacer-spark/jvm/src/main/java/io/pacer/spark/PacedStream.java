@@ -1,6 +1,5 @@
 package io.pacer.spark;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.lang.reflect.Method;
@@ -40,6 +39,8 @@ abstract class PacedStream {
 
   private static final Logger LOG = LoggerFactory.getLogger(PacedStream.class);
   static final String QUERY_ID_PROPERTY = "sql.streaming.queryId";
+  /** The version of the request JSON ({@code pacer_spark.wrapper.WIRE_VERSION} reads it). */
+  static final int WIRE_VERSION = 3;
   /** How many limit-sized snapshots one trigger may observe from a delegate with a read limit. */
   static final int MAX_OBSERVATIONS_PER_TRIGGER = 100;
 
@@ -50,6 +51,8 @@ abstract class PacedStream {
   private final Map<String, String> pacerOptions;
   /** This source instance's id: a new one after every (re)start of the query. */
   private final String runId = UUID.randomUUID().toString();
+  /** The line to the Python decider: bounded calls, progress and failed-open records. */
+  private final DeciderChannel channel;
 
   /** Observed snapshots after the last admitted one, oldest first. */
   private final ArrayDeque<OffsetSnapshot> pending = new ArrayDeque<>();
@@ -63,6 +66,9 @@ abstract class PacedStream {
   /** When the delegate was last asked for its latest offset (-1: never). */
   private long lastLookMs = -1;
   private String queryName;
+  /** Why the last consultation gave no answer (null: it answered). */
+  private String lastFailure;
+  private long fallbacks;
 
   PacedStream(SparkSession session, SparkDataStream delegate, String sourceName,
       String queryOption, Map<String, String> pacerOptions) {
@@ -71,6 +77,7 @@ abstract class PacedStream {
     this.sourceName = sourceName;
     this.queryOption = queryOption;
     this.pacerOptions = Map.copyOf(pacerOptions);
+    this.channel = new DeciderChannel(session, runId);
   }
 
   /** The delegate's latest offset where it has no admission control (null: none yet). */
@@ -123,8 +130,16 @@ abstract class PacedStream {
     commitDelegate(end);
   }
 
+  /** Tells the decider this run stopped (bounded; see {@link DeciderChannel}), then stops the delegate. */
   public void stop() {
-    delegate.stop();
+    try {
+      channel.stopped(queryName(), session.sparkContext().getLocalProperty(QUERY_ID_PROPERTY));
+    } catch (RuntimeException failed) {
+      LOG.warn("{}: telling the pacer decider that the query stopped failed: {}", this,
+          failed.toString());
+    } finally {
+      delegate.stop();
+    }
   }
 
   public synchronized Map<String, String> metrics(Optional<Offset> latestConsumedOffset) {
@@ -136,6 +151,8 @@ abstract class PacedStream {
     metrics.put("pacer.pendingSnapshots", Integer.toString(pending.size()));
     metrics.put("pacer.observedSnapshots", Long.toString(nextSeq));
     metrics.put("pacer.fallback", Boolean.toString(warned));
+    metrics.put("pacer.fallbacks", Long.toString(fallbacks));
+    metrics.put("pacer.failedOpen", Long.toString(channel.failedOpenTotal()));
     return metrics;
   }
 
@@ -149,30 +166,45 @@ abstract class PacedStream {
 
   public synchronized Offset latestOffset(Offset start, ReadLimit limit) {
     observe(start, limit);
+    String queryId = session.sparkContext().getLocalProperty(QUERY_ID_PROPERTY);
     if (pending.isEmpty()) {
+      if (channel.hasReport(queryId)) { // a finished batch's progress or failed-open records
+        consult(start, limit, queryId);
+      }
       return start;
     }
-    int end = consult(start, limit);
+    long batchId = currentBatchId();
+    int decided = consult(start, limit, queryId);
+    int end = decided;
+    String unanswered = lastFailure;
     if (end < 0 && availableNow) {
       end = 0; // availableNow stops at the first empty batch: never hold back there
+      unanswered = unanswered != null ? unanswered : "availableNow admits at least one snapshot";
     }
     end = capToLimit(end, limit);
     if (end < 0) {
       return start;
     }
-    OffsetSnapshot last = null;
+    List<OffsetSnapshot> taken = new ArrayList<>();
     for (int i = 0; i <= end; i++) {
-      last = pending.pollFirst();
-      admitted.addLast(last);
+      OffsetSnapshot s = pending.pollFirst();
+      admitted.addLast(s);
+      taken.add(s);
     }
-    return last.offset;
+    if (unanswered != null) { // admitted without the decider's answer: tell it later
+      channel.recordFailedOpen(batchId, taken, unanswered);
+    }
+    return taken.get(taken.size() - 1).offset;
   }
 
   /**
    * Asks the delegate for its latest offset; each change is one new snapshot. Under a read limit
    * the delegate advances at most one limit per call, so it is asked again (up to
    * {@link #MAX_OBSERVATIONS_PER_TRIGGER} times) until it stops advancing: pacer sees the whole
-   * backlog as limit-sized snapshots, and lastProgress's latestOffset shows it.
+   * backlog as limit-sized snapshots, and lastProgress's latestOffset shows it. A delegate that
+   * jumps over several of its own batches at once (a file source restarted with a logged backlog)
+   * has the jump cut at its batch boundaries ({@link #steps}), so no snapshot holds more than one
+   * of the delegate's own limit-sized batches.
    *
    * <p>A snapshot's arrival is the earliest moment its data can have arrived: just after the
    * previous look, which saw none of it. Spark looks only between batches, so data that came
@@ -189,14 +221,16 @@ abstract class PacedStream {
     lastLookMs = nowMs;
     boolean limited = limit != null && !(limit instanceof ReadAllAvailable);
     List<Offset[]> deltas = new ArrayList<>();
-    for (int i = 0; i < MAX_OBSERVATIONS_PER_TRIGGER; i++) {
+    for (int i = 0; i < MAX_OBSERVATIONS_PER_TRIGGER && deltas.size() < MAX_OBSERVATIONS_PER_TRIGGER; i++) {
       Offset next = observeOnce(limit);
       if (next == null || (lastObserved != null && next.json().equals(lastObserved.json()))) {
         break;
       }
-      deltas.add(new Offset[] {lastObserved, next});
-      lastObserved = next;
-      if (!limited) {
+      for (Offset step : steps(lastObserved, next, MAX_OBSERVATIONS_PER_TRIGGER - deltas.size())) {
+        deltas.add(new Offset[] {lastObserved, step});
+        lastObserved = step;
+      }
+      if (!limited || !lastObserved.json().equals(next.json())) {
         break;
       }
     }
@@ -204,6 +238,15 @@ abstract class PacedStream {
       long arrivalMs = sinceMs + (nowMs - sinceMs) * i / deltas.size();
       pending.addLast(measure(nextSeq++, deltas.get(i)[0], deltas.get(i)[1], arrivalMs));
     }
+  }
+
+  /**
+   * The offsets from {@code prev} (exclusive) to {@code next} (inclusive) a batch may end at, at
+   * most {@code room} of them, oldest first; a delegate whose offsets cannot be cut answers
+   * {@code [next]}. Where fewer than the whole way are returned, the rest is observed later.
+   */
+  List<Offset> steps(Offset prev, Offset next, int room) {
+    return List.of(next);
   }
 
   private Offset observeOnce(ReadLimit limit) {
@@ -218,63 +261,59 @@ abstract class PacedStream {
     return got;
   }
 
-  /** The index into {@code pending} of the last snapshot to admit; -1 for none now. */
-  private int consult(Offset start, ReadLimit limit) {
+  /**
+   * The index into {@code pending} of the last snapshot to admit; -1 for none now. Without an
+   * answer (no decider, a failure, a timeout, a snapshot that is not pending) every pending
+   * snapshot is admitted, as plain Spark would, and {@link #lastFailure} says why.
+   */
+  private int consult(Offset start, ReadLimit limit, String queryId) {
     String name = queryName();
-    PacerDecider decider = PacerRegistry.lookup(name);
-    if (decider == null) {
-      return fallback("no pacer decider is registered for query \"" + name + "\"", null);
+    lastFailure = null;
+    DeciderChannel.Answer answer = channel.ask(name, queryId, request(name, queryId, start, limit));
+    if (answer.failure != null) {
+      return fallback(answer.failure, answer.cause);
     }
-    long seq;
-    String refusal = null;
-    try {
-      JsonNode answer =
-          OffsetSnapshot.JSON.readTree(decider.decide(name, request(name, start, limit)));
-      if (answer.hasNonNull("error")) {
-        refusal = answer.get("error").asText();
-      }
-      seq = answer.path("seq").asLong(-1);
-      JsonNode pool = answer.get("pool");
-      if (pool != null && !pool.isNull()) {
-        // the stream thread submits the batch's jobs: its local property picks their pool
-        session.sparkContext().setLocalProperty("spark.scheduler.pool", pool.asText());
-      }
-    } catch (Throwable failed) {
-      return fallback("the pacer decider of query \"" + name + "\" failed", failed);
+    if (answer.pool != null) { // the stream thread submits the batch's jobs: its pool picks theirs
+      session.sparkContext().setLocalProperty("spark.scheduler.pool", answer.pool);
     }
-    if (refusal != null) { // the query's pacer options are wrong: fail it, naming the problem
-      throw new IllegalArgumentException("pacer: " + refusal);
+    if (answer.error != null) { // the query's pacer options are wrong: fail it, naming the problem
+      throw new IllegalArgumentException("pacer: " + answer.error);
     }
     PacerRegistry.recordDecision(name);
-    if (seq < 0) {
+    if (answer.seq < 0) {
       return -1;
     }
     int index = 0;
     for (OffsetSnapshot s : pending) {
-      if (s.seq == seq) {
+      if (s.seq == answer.seq) {
         return index;
       }
       index++;
     }
-    return fallback("the pacer decider of query \"" + name + "\" answered seq " + seq
+    return fallback("the pacer decider of query \"" + name + "\" answered seq " + answer.seq
         + ", which is not pending", null);
   }
 
   private int fallback(String why, Throwable cause) {
+    lastFailure = why + (cause == null ? "" : " (" + cause + ")");
+    fallbacks++;
     if (!warned) {
       warned = true;
       PacerRegistry.recordFallbackWarning(queryName());
-      LOG.warn("{}: {}admitting every observed offset from now on, as plain Spark would (never"
-          + " stalls, never drops)", this, why + (cause == null ? "; " : " (" + cause + "); "));
+      LOG.warn("{}: {}; admitting what is pending without a decision, as plain Spark would (never"
+          + " stalls, never drops; the driver is told later). Further fallbacks are logged at"
+          + " DEBUG and counted in the source metric pacer.fallbacks", this, lastFailure);
+    } else {
+      LOG.debug("{}: {}", this, lastFailure);
     }
     return pending.size() - 1;
   }
 
-  private String request(String name, Offset start, ReadLimit limit) {
+  private ObjectNode request(String name, String queryId, Offset start, ReadLimit limit) {
     ObjectNode req = OffsetSnapshot.JSON.createObjectNode();
-    req.put("version", 2);
+    req.put("version", WIRE_VERSION);
     req.put("query", name);
-    req.put("query_id", session.sparkContext().getLocalProperty(QUERY_ID_PROPERTY));
+    req.put("query_id", queryId);
     req.put("run", runId);
     req.put("batch_id", currentBatchId());
     req.put("source", sourceName);
@@ -293,7 +332,7 @@ abstract class PacedStream {
     for (OffsetSnapshot s : pending) {
       snaps.add(s.toJson());
     }
-    return req.toString();
+    return req;
   }
 
   /** Lowers {@code end} so the admitted snapshots stay within the delegate's read limit. */

@@ -22,4 +22,16 @@ public interface PacerDecider {
    *     jobs (null or absent: leave the thread's pool as it is)
    */
   String decide(String queryName, String requestJson);
+
+  /**
+   * The source run {@code run} of query {@code queryName} stopped (the query stopped, failed or is
+   * restarting): no batch of that run waits for its turn any more. Called on the stream thread
+   * while Spark stops the source, bounded by the registration's timeout; failures are logged.
+   *
+   * @param queryName as in {@link #decide}
+   * @param eventJson {@code {"version": 3, "run": ID, "spark_run_id": UUID|null, "query_id":
+   *     UUID|null, "failed_open": [...]}}: the admissions made without an answer that no
+   *     later request reported
+   */
+  void stopped(String queryName, String eventJson);
 }

@@ -2,6 +2,8 @@ package io.pacer.spark;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
@@ -101,6 +103,40 @@ public final class PacerSource extends PacedStream implements Source,
   Offset plainLatestOffset() {
     Option<org.apache.spark.sql.execution.streaming.Offset> got = source.getOffset();
     return got.isDefined() ? got.get() : null;
+  }
+
+  /**
+   * A file source's offset is the last batch of its own metadata log ({@code {"logOffset": N}}),
+   * and every log batch holds at most the source's {@code maxFilesPerTrigger} files: a jump of
+   * several log batches (after a restart, the backlog an earlier run logged but never read) is cut
+   * at each of them, so a batch after a restart still honours the read limit.
+   */
+  @Override
+  List<Offset> steps(Offset prev, Offset next, int room) {
+    if (!fileSource) {
+      return List.of(next);
+    }
+    long from = prev == null ? -1L : logOffset(prev.json());
+    long to = logOffset(next.json());
+    if (from == Long.MIN_VALUE || to == Long.MIN_VALUE || to - from <= 1) {
+      return List.of(next);
+    }
+    List<Offset> steps = new ArrayList<>();
+    for (long n = from + 1; n <= to && steps.size() < room; n++) {
+      steps.add(n == to ? next : SerializedOffset.apply("{\"logOffset\":" + n + "}"));
+    }
+    return steps;
+  }
+
+  /** N of a file source offset {@code {"logOffset": N}}; {@link Long#MIN_VALUE} for another form. */
+  private static long logOffset(String json) {
+    try {
+      com.fasterxml.jackson.databind.JsonNode node = OffsetSnapshot.JSON.readTree(json);
+      return node.isObject() && node.size() == 1 && node.path("logOffset").canConvertToLong()
+          ? node.get("logOffset").asLong() : Long.MIN_VALUE;
+    } catch (Exception notJson) {
+      return Long.MIN_VALUE;
+    }
   }
 
   // ---------------------------------------------------------------- measuring

@@ -185,8 +185,11 @@ class PacerSession:
     def source_options(self, query_id: str) -> dict[str, str]:
         """The ``pacer.*`` options that wire a source of ``query_id`` to this session's Controller (the reply
         timeout outlasts the gate's, where an admitted batch waits for its turn before the answer)."""
+        from pacer_spark.options import OPT_AUTHKEY_FILE
+
         host, port = self.server.address
-        return {OPT_QUERY: query_id, OPT_ADDRESS: f"{host}:{port}", OPT_AUTHKEY: self.server.authkey_hex,
+        # the authkey stays out of the options (Spark shows them): only its private file's path goes in
+        return {OPT_QUERY: query_id, OPT_ADDRESS: f"{host}:{port}", OPT_AUTHKEY_FILE: str(self.server.authkey_file),
                 OPT_TIMEOUT: f"{self.schedule_gate.timeout_s + 30:g}"}
 
     def read_stream(self, query_id: str, fmt: str = GEN_FORMAT, *, schema: str | None = None,

@@ -44,7 +44,7 @@ from pacer.model import (
 from pacer.overload import OverloadMonitor, read_cap_count
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.query_state import FALLBACK, OVERLOAD_POLICIES, Clock, Overhead, QueryState, RunningBatch, StrategyError
-from pacer.recorder import RECENT, RunRecorder
+from pacer.recorder import RECENT, RECENT_DATASETS, RunRecorder
 from pacer.service_time import ServiceTimeModel
 from pacer.shedding import shed, shed_if_overloaded
 
@@ -156,7 +156,7 @@ class Controller(DecisionDispatch):
             if info.name not in states:
                 states[info.name] = self._build_state(info, spec, params[info.name])
         self._queries[spec.id] = QueryState(
-            spec=spec, selected=chosen, params=params, states=states, history=QueryHistory(maxlen=RECENT),
+            spec=spec, selected=chosen, params=params, states=states, history=QueryHistory(maxlen=RECENT, max_datasets=RECENT_DATASETS),
             record=self.recorder.add_query(spec.id, deadline=spec.effective_deadline),
             service=ServiceTimeModel(quantile=self.service_quantile),
             overload=OverloadMonitor(deadline=spec.effective_deadline),

@@ -328,16 +328,29 @@ class BatchReport:
 
 
 class QueryHistory:
-    """Completed batch reports of one query, newest last, bounded in length."""
+    """Completed batch reports of one query, newest last, bounded in length.
 
-    def __init__(self, maxlen: int = 4096) -> None:
+    :param maxlen: at most this many reports.
+    :param max_datasets: and (when > 0) only the latest reports holding at most this many datasets together
+        (always the last one), so big batches do not make the window big; the totals cover every report.
+    """
+
+    def __init__(self, maxlen: int = 4096, max_datasets: int = 0) -> None:
         self._reports: deque[BatchReport] = deque(maxlen=maxlen)
+        self.max_datasets = max_datasets
+        self._datasets = 0
         self.total_bytes = 0
         self.total_processing_s = 0.0
 
     def add(self, report: BatchReport) -> None:
         """Record a completed batch."""
+        if len(self._reports) == self._reports.maxlen:
+            self._datasets -= len(self._reports[0].dataset_latencies)
         self._reports.append(report)
+        self._datasets += len(report.dataset_latencies)
+        if self.max_datasets > 0:
+            while self._datasets > self.max_datasets and len(self._reports) > 1:
+                self._datasets -= len(self._reports.popleft().dataset_latencies)
         self.total_bytes += report.bytes
         self.total_processing_s += report.processing_s
 

@@ -17,12 +17,14 @@ import math
 from collections import deque
 from collections.abc import Iterable, Sequence
 
-from pacer.model import BatchReport, Dataset
+from pacer.model import BatchReport, Dataset, QueryHistory
 from pacer.series import SeriesAccumulator
 from pacer.summary import StreamingSummary
 
 #: Arrivals and batch reports a record keeps per query (the most recent), by default.
 RECENT = 1024
+#: Datasets the recent batch reports of a query hold together at most (the window shrinks for big batches).
+RECENT_DATASETS = 16384
 #: Dataset latencies kept per query for exact percentiles (8 bytes each), by default.
 LATENCY_WINDOW = 16384
 
@@ -31,7 +33,8 @@ class QueryRecord:
     """One query's record (module docstring).
 
     :param recent: how many of the latest arrivals (``(arrival time, rows, bytes)``) and batch reports
-        :attr:`arrivals` and :attr:`reports` keep.
+        :attr:`arrivals` and :attr:`reports` keep (reports: fewer when they hold more than
+        ``RECENT_DATASETS`` datasets together).
     :param deadline: the query's deadline, for :attr:`misses`.
     :param latency_window: latencies kept for exact percentiles.
     :param interval: the series' initial bucket width, seconds.
@@ -40,7 +43,7 @@ class QueryRecord:
     def __init__(self, recent: int = RECENT, *, deadline: float = math.inf,
                  latency_window: int = LATENCY_WINDOW, interval: float = 1.0) -> None:
         self.arrivals: deque[tuple[float, int, int]] = deque(maxlen=recent)
-        self.reports: deque[BatchReport] = deque(maxlen=recent)
+        self.reports = QueryHistory(maxlen=recent, max_datasets=RECENT_DATASETS)
         self.deadline = deadline
         self.datasets_in = 0
         self.rows_in = 0
@@ -82,7 +85,7 @@ class QueryRecord:
 
     def completed(self, report: BatchReport) -> None:
         """Record a completed batch."""
-        self.reports.append(report)
+        self.reports.add(report)
         self.batches += 1
         self.rows_processed += report.rows
         self.bytes_processed += report.bytes

@@ -17,7 +17,8 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,19 @@ def produce(bootstrap_servers: str, topic: str, first: int, count: int) -> None:
 
 
 @pytest.fixture(scope="module")
+def own_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Future[BrokerInfo]]:
+    """A broker of this module's own, to stop and start again: started in the background while the Spark
+    session starts (a test lists it before ``spark``), stopped at the end wherever the test left it."""
+    require_kafka()
+    directory = tmp_path_factory.mktemp("fault-broker")
+    with ThreadPoolExecutor(1, thread_name_prefix="fault-broker") as pool:
+        try:
+            yield pool.submit(start_broker, directory)
+        finally:
+            stop_broker(directory)
+
+
+@pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
     """A local session with Spark's Kafka connector in ``spark.jars``."""
     pytest.importorskip("pyspark")
@@ -85,13 +99,14 @@ def paced(spark: Any) -> Iterator[Any]:
 
 
 def start(spark: Any, fmt: str, servers: str, topic: str, out: Path, name: str, *, available_now: bool = False,
-          **options: str) -> Any:
-    """``topic`` through ``fmt`` ("pacer" over kafka, or plain "kafka") into a parquet sink at ``out``."""
+          options: Mapping[str, str] | None = None) -> Any:
+    """``topic`` through ``fmt`` ("pacer" over kafka, or plain "kafka") into a parquet sink at ``out``, with the
+    reader's extra ``options``."""
     reader = spark.readStream.format(fmt)
     if fmt == "pacer":
         reader = reader.option("pacer.source", "kafka")
     reader = (reader.option("kafka.bootstrap.servers", servers).option("subscribe", topic)
-              .option("startingOffsets", "earliest").options(**options))
+              .option("startingOffsets", "earliest").options(**(options or {})))
     writer = (reader.load().selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value", "partition",
                                        "offset")
               .writeStream.queryName(name).format("parquet").option("path", str(out / "data"))
@@ -138,21 +153,19 @@ def assert_each_record_once(spark: Any, out: Path, total: int) -> None:
 
 
 def test_a_broker_stopped_and_started_again_mid_stream_loses_and_repeats_nothing(
-    spark: Any, paced: Any, run_pacer: Any, tmp_path: Path
+    own_broker: Future[BrokerInfo], spark: Any, paced: Any, run_pacer: Any, tmp_path: Path
 ) -> None:
     from pacer_spark.errors import root_cause
     from pacer_spark.kafka_run import explain_failure
 
-    require_kafka()
-    directory = tmp_path / "broker"
-    broker = start_broker(directory)
-    servers = broker.bootstrap_servers
+    broker = own_broker.result(timeout=300)
+    directory, servers = Path(broker.directory), broker.bootstrap_servers
     patient, impatient = tmp_path / "patient", tmp_path / "impatient"
     try:
         topic = new_topic(servers, "fault-broker")
         produce(servers, topic, 0, 100)
         waits = start(spark, "pacer", servers, topic, patient, "broker_waits")
-        fails = start(spark, "pacer", servers, topic, impatient, "broker_fails", **IMPATIENT)
+        fails = start(spark, "pacer", servers, topic, impatient, "broker_fails", options=IMPATIENT)
         read_up_to(waits, 100, 120)
         read_up_to(fails, 100, 120)
 
@@ -184,7 +197,6 @@ def test_a_broker_stopped_and_started_again_mid_stream_loses_and_repeats_nothing
     finally:
         for query in spark.streams.active:
             query.stop()
-        stop_broker(directory)
 
 
 def uncommit_last_batch(out: Path) -> int:
@@ -206,7 +218,7 @@ def test_a_checkpoint_moved_from_kafka_to_pacer_and_back_reads_every_record_once
     uncommitted: dict[str, Any] | None = None
     for i, fmt in enumerate(("kafka", "pacer", "kafka")):
         produce(servers, topic, 100 * i, 100)
-        batches = drained(start(spark, fmt, servers, topic, out, f"switch_{i}_{fmt}", available_now=True, **cap))
+        batches = drained(start(spark, fmt, servers, topic, out, f"switch_{i}_{fmt}", available_now=True, options=cap))
         if uncommitted is not None:  # the batch the other source logged and did not commit comes first, its
             # offsets as logged (the file sink, which holds its output already, skips it: 0 rows in progress)
             assert {**batches[0], "rows": None} == {**uncommitted, "rows": None}, (uncommitted, batches)
@@ -224,7 +236,7 @@ def test_a_query_on_a_missing_topic_fails_naming_it(spark: Any, paced: Any, kafk
     from pacer_spark.kafka_run import explain_failure
 
     servers, topic = kafka_broker.bootstrap_servers, f"never-{uuid.uuid4().hex[:8]}"
-    query = start(spark, "pacer", servers, topic, tmp_path / "missing", "missing_topic", **IMPATIENT)
+    query = start(spark, "pacer", servers, topic, tmp_path / "missing", "missing_topic", options=IMPATIENT)
     limit = time.monotonic() + 120
     while query.isActive and time.monotonic() < limit:
         time.sleep(0.2)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -382,3 +383,21 @@ def test_bad_arguments_are_rejected(clock: ManualClock, spec: QuerySpec) -> None
         c.poll("zz")
     with pytest.raises(ValueError, match="static trigger interval must be > 0"):
         c.add_query(QuerySpec("q2", spec.dag), admission="static", admission_params={"interval": 0})
+
+
+def test_reconfigure_gives_a_restarted_query_new_strategies_and_deadline_and_keeps_its_data(
+    clock: ManualClock, spec: QuerySpec
+) -> None:
+    c = Controller(clock=clock, cores=2)
+    c.add_query(spec, admission="min-rows", admission_params={"min_rows": 1000, "max_delay": 600})
+    _feed(c, "q1", clock, 3)
+    assert c.poll("q1") is None  # min-rows holds 30 rows for its 1000
+    c.reconfigure(replace(spec, deadline=2.0), admission="asap", placement="cpu-only")
+    assert c.query("q1").admission == "asap" and c.query("q1").spec.deadline == 2.0
+    batch = c.poll("q1")  # the buffered datasets stayed, the new strategy admits them
+    assert batch is not None and [d.id for d in batch.datasets] == ["q1-0", "q1-1", "q1-2"]
+    clock.advance(3.0)
+    report = run_batch(c, clock, batch.id, 0.5)
+    assert report.rows == 30 and c.recorder.record("q1").misses == 3  # judged by the new 2 s deadline
+    with pytest.raises(KeyError):
+        c.reconfigure(replace(spec, id="nope"), admission="asap", placement="cpu-only")

@@ -145,16 +145,7 @@ class Controller(DecisionDispatch):
         if overload is not None and overload not in OVERLOAD_POLICIES:
             raise ValueError(f"query {spec.id!r}: overload policy must be one of {OVERLOAD_POLICIES}, got {overload!r}")
         chosen = {"admission": admission, "placement": placement}
-        given = {"admission": dict(admission_params or {}), "placement": dict(placement_params or {})}
-        infos = {kind: self.pm.find(name, kind) for kind, name in chosen.items()}
-        params: dict[str, dict[str, Any]] = {}
-        states: dict[str, Any] = {}
-        for kind, info in infos.items():
-            merged = {**params.get(info.name, {}), **given[kind]}
-            params[info.name] = info.resolve_params(merged)
-        for info in infos.values():
-            if info.name not in states:
-                states[info.name] = self._build_state(info, spec, params[info.name])
+        params, states = self._strategies(spec, chosen, admission_params, placement_params)
         self._queries[spec.id] = QueryState(
             spec=spec, selected=chosen, params=params, states=states, history=QueryHistory(maxlen=RECENT, max_datasets=RECENT_DATASETS),
             record=self.recorder.add_query(spec.id, deadline=spec.effective_deadline),
@@ -162,6 +153,21 @@ class Controller(DecisionDispatch):
             overload=OverloadMonitor(deadline=spec.effective_deadline),
             max_rows=int(max_rows), max_bytes=int(max_bytes), overload_policy=overload or self.overload_policy,
         )
+
+    def reconfigure(self, spec: QuerySpec, *, admission: str, placement: str,
+                    admission_params: Mapping[str, Any] | None = None,
+                    placement_params: Mapping[str, Any] | None = None) -> None:
+        """Give a registered query a new spec (its deadline) and strategies, as when it restarts with other options.
+
+        Its strategies start from fresh state; its buffer, history, service-time model, record and ledger stay.
+        :raises KeyError: for an unknown query; as :meth:`add_query` for strategies and parameters.
+        """
+        q = self._query(spec.id)
+        chosen = {"admission": admission, "placement": placement}
+        q.params, q.states = self._strategies(spec, chosen, admission_params, placement_params)
+        q.spec, q.selected = spec, chosen
+        q.overload = OverloadMonitor(deadline=spec.effective_deadline)
+        q.record.deadline = spec.effective_deadline
 
     # ------------------------------------------------------------------ data in
 

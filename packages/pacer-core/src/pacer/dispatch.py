@@ -35,6 +35,20 @@ class DecisionDispatch(ControllerReads):
     def _build_state(info: StrategyInfo, spec: Any, params: Mapping[str, Any]) -> Any:
         return info.state(spec, params) if info.state is not None else {}
 
+    def _strategies(self, spec: Any, chosen: Mapping[str, str], admission_params: Mapping[str, Any] | None,
+                    placement_params: Mapping[str, Any] | None) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+        """The resolved parameters and fresh state of the strategies ``chosen`` (decision -> name) for ``spec``."""
+        given = {"admission": dict(admission_params or {}), "placement": dict(placement_params or {})}
+        infos = {kind: self.pm.find(name, kind) for kind, name in chosen.items()}
+        params: dict[str, dict[str, Any]] = {}
+        states: dict[str, Any] = {}
+        for kind, info in infos.items():
+            params[info.name] = info.resolve_params({**params.get(info.name, {}), **given[kind]})
+        for info in infos.values():
+            if info.name not in states:
+                states[info.name] = self._build_state(info, spec, params[info.name])
+        return params, states
+
     def _ctx(self, q: QueryState | None, decision: str, chosen: str) -> StrategyContext:
         if q is None:
             return StrategyContext(

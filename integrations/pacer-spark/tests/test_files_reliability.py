@@ -14,10 +14,13 @@ pytestmark = pytest.mark.spark
 SCHEMA = "id INT, file STRING, value DOUBLE"
 
 
-def _drop(directory: Path, name: str, ids: range, *, bad: str = "") -> None:
-    """Write a CSV file atomically (write aside, then rename into the watched folder)."""
+def _drop(directory: Path, name: str, ids: range, *, bad: str = "", mtime: float | None = None) -> None:
+    """Write a CSV file atomically (write aside, then rename into the watched folder), optionally with an older
+    ``mtime`` (a late file)."""
     tmp = directory.parent / f".{name}"
     tmp.write_text("".join(f"{i},{name},{i * 0.5}\n" for i in ids) + bad)
+    if mtime is not None:
+        os.utime(tmp, (mtime, mtime))
     os.replace(tmp, directory / name)
 
 

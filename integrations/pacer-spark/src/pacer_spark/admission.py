@@ -6,7 +6,9 @@ traffic up to now, or the files the reader listed) is handed to the Controller, 
 admission strategy polls, and the answer is the admitted batch's end and the offsets it shed. A batch
 Spark replays from its offset log after a restart never asks: its ``foreachBatch`` finds no admitted
 batch, and :meth:`AdmissionService.claim` admits exactly the replayed datasets (:class:`ReplayGuard`),
-described from the source's plan or its manifest.
+described from the source's plan or its manifest, less those its end offset records as shed.
+A ``pacer-files`` manifest lives in the checkpoint :meth:`AdmissionService.checkpointed` learns from
+``start`` before Spark starts the query; the reader asks where (``op: manifest``) before it first reads it.
 """
 
 from __future__ import annotations
@@ -26,10 +28,10 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pacer import AdmissionDecision, Controller, Dataset, MicroBatch, hookimpl
 from pacer_spark import telemetry
 from pacer_spark.enact import enact_placement
-from pacer_spark.files_source import FILES_FORMAT, Manifest, ignored_name
+from pacer_spark.files_source import FILES_FORMAT, Manifest, ignored_name, manifest_in_checkpoint
 from pacer_spark.gate import Gate
 from pacer_spark.options import GenPlan
-from pacer_spark.sources import GEN_FORMAT
+from pacer_spark.sources import GEN_FORMAT, shed_in
 
 log = logging.getLogger("pacer_spark")
 
@@ -71,6 +73,8 @@ class SourceState:
     :ivar handle: the streaming query, once started.
     :ivar observe_only: Spark's own trigger decides its batches; pacer only observes.
     :ivar listed: a ``pacer-files`` reader has listed its folder at least once.
+    :ivar manifest: a ``pacer-files`` manifest: option ``manifest``, or in the checkpoint once
+        :meth:`AdmissionService.checkpointed` knows it (None: ``default_manifest``, for a plain ``writeStream``).
     """
 
     query_id: str
@@ -91,6 +95,14 @@ class SourceState:
     shed: list[int] = field(default_factory=list)
     spark_batches: int = 0
     listed: bool = False
+    manifest: Path | None = None
+    default_manifest: Path | None = None
+
+    def manifest_path(self) -> Path:
+        """Where this ``pacer-files`` source records its files' offsets (see :attr:`manifest`)."""
+        path = self.manifest or self.default_manifest
+        assert path is not None, "a pacer-files source always has a default manifest"
+        return path
 
     def dataset(self, index: int) -> Dataset | None:
         """The dataset at offset ``index``: rebuilt from the traffic plan, or the file the reader told about."""
@@ -165,7 +177,7 @@ class AdmissionService:
         """Track a new source of ``query_id``; its options with the defaults filled in.
 
         :param partitions: a ``pacer-gen`` source's default ``numPartitions``.
-        :param manifest: a ``pacer-files`` source's default ``manifest``.
+        :param manifest: a ``pacer-files`` manifest's place while its checkpoint is unknown (see :meth:`checkpointed`).
         :raises ValueError: for an unknown format or a ``pacer-files`` source without ``path``.
         """
         opts = dict(options)
@@ -176,13 +188,30 @@ class AdmissionService:
         elif fmt == FILES_FORMAT:
             if "path" not in opts:
                 raise ValueError("pacer-files needs path=<directory to watch>")
-            opts.setdefault("manifest", str(manifest))
-            source = SourceState(query_id, fmt, opts)
+            source = SourceState(query_id, fmt, opts, default_manifest=manifest)
+            if opts.get("manifest"):
+                source.manifest = Path(opts["manifest"])
         else:
             raise ValueError(f"unknown pacer source {fmt!r}; use {GEN_FORMAT!r} or {FILES_FORMAT!r}")
         with self.cond:
+            if query_id in self.sources and query_id in self.controller.query_ids():
+                # the query restarts in this session: its new reader offers again, from the committed offset, what
+                # the Controller still holds from the last run (observed, never admitted), so it is taken back
+                self.controller.withdraw(query_id)
             self.sources[query_id] = source
         return opts
+
+    def checkpointed(self, query_id: str, checkpoint: str) -> None:
+        """The query of ``query_id`` starts on ``checkpoint`` (before Spark starts it): a ``pacer-files`` source
+        without option ``manifest`` keeps its manifest in it, so the manifest moves with the checkpoint."""
+        with self.cond:
+            source = self.sources[query_id]
+            if source.fmt == FILES_FORMAT and not source.options.get("manifest"):
+                source.manifest = manifest_in_checkpoint(checkpoint, legacy=source.default_manifest)
+                if source.manifest is None:
+                    self.warn_once(f"manifest-{query_id}", "query %r: checkpoint %s is not a local path; pacer-files "
+                                   "keeps its manifest at %s (option manifest= keeps it elsewhere)", query_id,
+                                   checkpoint, source.default_manifest)
 
     def started(self, query_id: str, handle: StreamingQuery) -> None:
         """The query of ``query_id``'s source started as ``handle``."""
@@ -198,6 +227,9 @@ class AdmissionService:
         batch's turn has come."""
         t0 = time.perf_counter()
         try:
+            if request.get("op") == "manifest":
+                with self.cond:
+                    return {"manifest": str(self._source(str(request["query"])).manifest_path())}
             if request.get("op") != "latest":
                 raise ValueError(f"unknown request {request.get('op')!r}")
             until = request.get("until")
@@ -217,9 +249,7 @@ class AdmissionService:
                 until: int | None) -> tuple[dict[str, Any], MicroBatch | None]:
         """The reply, and the batch admitted now that must pass the gate (None: none, or Spark's own trigger)."""
         with self.cond:
-            source = self.sources.get(query_id)
-            if source is None or query_id not in self.controller.query_ids():
-                raise KeyError(f"query {query_id!r} is not registered with this pacer session")
+            source = self._source(query_id)
             if rtt is not None:
                 self.rpc_rtt_s.append(float(rtt))
             source.listed = True
@@ -254,6 +284,13 @@ class AdmissionService:
             taken = {int(d.handle) for d in batch.datasets}  # the rest of [start, end) was shed: not to be read
             source.shed = [i for i in range(start, source.admitted_end or start) if i not in taken]
             return {"end": source.admitted_end, "shed": source.shed}, None if source.observe_only else batch
+
+    def _source(self, query_id: str) -> SourceState:
+        """The source of ``query_id`` (lock held); KeyError for a query this session does not know."""
+        source = self.sources.get(query_id)
+        if source is None or query_id not in self.controller.query_ids():
+            raise KeyError(f"query {query_id!r} is not registered with this pacer session")
+        return source
 
     def _committed_unwatched(self, source: SourceState) -> None:
         """Complete the in-flight batch of a query started with a plain ``writeStream`` (lock held).
@@ -317,10 +354,14 @@ class AdmissionService:
         with self.cond:
             if span is None or span[1] <= span[0]:
                 return None
-            begin, end = span
+            begin, end, shed = span
             if source.next_index is None or source.next_index < begin:
                 source.next_index = begin
+            arrived = 0
             while source.next_index < end:
+                if source.next_index in shed:  # shed by the first attempt: the replay does not read it either
+                    source.next_index += 1
+                    continue
                 dataset = source.dataset(source.next_index)
                 if dataset is None:
                     _load_manifest(source)
@@ -330,8 +371,9 @@ class AdmissionService:
                                 query_id, source.next_index, spark_batch_id)
                     return None
                 self.controller.arrive(query_id, dataset)
+                arrived += 1
                 source.next_index += 1
-            batch = self.replay.admit(self.controller, query_id, end - begin)
+            batch = self.replay.admit(self.controller, query_id, arrived) if arrived else None
             if batch is None:
                 return None
             self._admitted(source, batch)
@@ -386,21 +428,22 @@ class AdmissionService:
 
 def _load_manifest(source: SourceState) -> None:
     """Describe a ``pacer-files`` source's datasets from its manifest (a replay after a restart)."""
-    if source.fmt == FILES_FORMAT and "manifest" in source.options:
-        for entry in Manifest(Path(source.options["manifest"])).entries:
+    if source.fmt == FILES_FORMAT:
+        for entry in Manifest(source.manifest_path()).entries:
             source.files.setdefault(entry.index, entry.as_json())
 
 
-def _offset_range(source: SourceState, spark_batch_id: int) -> tuple[int, int] | None:
-    """``(start, end)`` dataset offsets of a Spark batch, from the query's offset log."""
+def _offset_range(source: SourceState, spark_batch_id: int) -> tuple[int, int, frozenset[int]] | None:
+    """``(start, end, shed)``: the dataset offsets of a Spark batch, from the query's offset log, and the datasets
+    its end offset records as shed."""
     if source.handle is None:
         return None
     try:
         log_ = source.handle._jsq.streamingQuery().offsetLog()
 
-        def index_at(batch: int) -> int | None:
+        def offset_at(batch: int) -> dict[str, Any] | None:
             if batch < 0:
-                return 0
+                return {"index": 0}
             entry = log_.get(batch)
             if entry.isEmpty():
                 return None
@@ -408,17 +451,17 @@ def _offset_range(source: SourceState, spark_batch_id: int) -> tuple[int, int] |
             for i in range(offsets.size()):
                 item = offsets.apply(i)
                 if not item.isEmpty():
-                    return int(json.loads(item.get().json())["index"])
+                    return dict(json.loads(item.get().json()))
             return None
 
-        end = index_at(spark_batch_id)
-        begin = index_at(spark_batch_id - 1)
+        end = offset_at(spark_batch_id)
+        begin = offset_at(spark_batch_id - 1)
     except Exception:  # an internal API changed: pacer then just does not track this batch
         log.debug("cannot read the offset log", exc_info=True)
         return None
     if end is None or begin is None:
         return None
-    return begin, end
+    return int(begin["index"]), int(end["index"]), shed_in(end)
 
 
 __all__ = ["AdmissionService", "ReplayGuard", "SourceState"]

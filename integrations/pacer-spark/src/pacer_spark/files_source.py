@@ -1,7 +1,11 @@
 """``pacer-files``: one dataset per file of a watched directory, each batch's end offset decided by the driver.
 
 Offsets are file indices in the order files were first listed (``{"index": n}``: files ``0 .. n-1`` are
-consumed), recorded in a manifest beside the checkpoint so a restart gives every file the same offset.
+consumed), recorded in a manifest that lives inside the query's checkpoint (:func:`manifest_in_checkpoint`),
+so a restart on the same checkpoint, from any driver, gives every file the same offset: a file moved away
+or a late file with an older mtime shifts nothing. With a pacer session the reader asks the driver where
+its manifest is (the checkpoint is known once :meth:`~pacer_spark.PacerSession.start` has it, before
+Spark's first ``latestOffset``); without one, option ``manifest`` names it.
 The reader tells the driver about new files and asks it how far the next micro-batch reaches
 (:class:`~pacer_spark.sources.AdmissionAgent`); ``read`` parses a partition's files with Arrow, falling
 back to :class:`~pacer_spark.file_rows.RowParser` to name or quarantine a malformed row.
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,13 +27,16 @@ from pyspark.sql.types import StructType
 
 from pacer_spark.compat import SupportsTriggerAvailableNow
 from pacer_spark.file_rows import MalformedRowError, RowParser, arrow_table, csv_records, json_records, session_zone
-from pacer_spark.sources import AdmissionAgent, available_until, check_options, split
+from pacer_spark.rpc import ControllerUnavailable
+from pacer_spark.sources import AdmissionAgent, available_until, check_options, shed_in, split
 
 __all__ = ["MalformedRowError", "RowParser"]  # re-exported: where users of pacer-files look for them
 
 FILES_FORMAT = "pacer-files"
 FILE_FORMATS = ("csv", "json", "parquet")
 MALFORMED_MODES = ("quarantine", "fail")
+#: Where a query's manifest lives inside its checkpoint directory (Spark ignores what it does not know there).
+MANIFEST_IN_CHECKPOINT = ("pacer-files", "manifest.jsonl")
 FILES_OPTIONS = frozenset({"path", "format", "header", "manifest", "malformed", "quarantine", "stream", "timezone",
                            "numpartitions"})
 
@@ -57,6 +65,38 @@ def count_rows(path: Path, fmt: str, header: bool) -> int:
     with path.open("rb") as fh:
         lines = sum(1 for line in fh if line.strip())
     return max(0, lines - (1 if header and fmt == "csv" else 0))
+
+
+def manifest_in_checkpoint(checkpoint: str, legacy: Path | None = None) -> Path | None:
+    """The manifest of a query checkpointed at ``checkpoint``: ``<checkpoint>/pacer-files/manifest.jsonl``, so it
+    moves with the checkpoint. None for a checkpoint that is not a local path (``hdfs://``, ``s3a://``...).
+
+    :param legacy: where an older pacer kept it (``<checkpoint_root>/<query>/pacer-manifest.jsonl``): copied into
+        the checkpoint when the checkpoint has none yet, so such a query keeps its offsets.
+    """
+    if checkpoint.startswith("file:"):
+        checkpoint = checkpoint[len("file:"):]
+        if checkpoint.startswith("//"):
+            checkpoint = checkpoint[2:]
+    elif "://" in checkpoint:
+        return None
+    manifest = Path(checkpoint).expanduser().resolve().joinpath(*MANIFEST_IN_CHECKPOINT)
+    if legacy is not None and legacy.is_file() and not manifest.exists():
+        manifest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = manifest.with_name(f".{manifest.name}.tmp")
+        shutil.copyfile(legacy, tmp)
+        os.replace(tmp, manifest)
+    return manifest
+
+
+def check_outside(manifest: Path, directory: Path) -> None:
+    """Refuse a manifest inside the watched folder: pacer never writes there (it would be read as data).
+
+    :raises ValueError: naming both.
+    """
+    if manifest.resolve().is_relative_to(directory.resolve()):
+        raise ValueError(f"pacer-files: its manifest {manifest} would be inside the watched folder {directory}; "
+                         "keep the query's checkpoint (or option manifest) outside the folder it watches")
 
 
 def ignored_name(name: str) -> bool:
@@ -138,15 +178,38 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise ValueError(f"pacer-files: malformed must be one of {MALFORMED_MODES}, got {self.malformed!r}")
         self.quarantine = options.get("quarantine") or str(self.directory / "_pacer_quarantine")
         self.schema = schema
-        if not options.get("manifest"):
+        self.agent = AdmissionAgent(options, FILES_FORMAT)
+        if not options.get("manifest") and not self.agent.wired:
             raise ValueError(
                 "pacer-files needs option manifest=<a file beside your checkpoint>: it records which file got which "
                 "offset, so it belongs with the query's state, not in the watched folder "
-                "(PacerSession.read_stream sets it for you)")
-        self.manifest = Manifest(Path(options["manifest"]))
-        self.agent = AdmissionAgent(options, FILES_FORMAT)
+                "(with a pacer session it lives in the query's checkpoint, PacerSession.start tells the reader)")
+        self._manifest_option = options.get("manifest")
+        self._manifest: Manifest | None = None
         self._told = 0  # entries already sent to the driver
         self.target: int | None = None  # availableNow: one past the last file this run reads
+
+    @property
+    def manifest(self) -> Manifest:
+        """The query's manifest, read on first use: option ``manifest``, or where the driver keeps it (in the
+        query's checkpoint), asked once (a replayed batch's ``partitions`` may come before any ``latestOffset``).
+
+        :raises RuntimeError: when the driver cannot be reached to say where it is.
+        :raises ValueError: for a manifest inside the watched folder.
+        """
+        if self._manifest is None:
+            location = self._manifest_option
+            if not location:
+                try:
+                    location = str(self.agent.ask({"op": "manifest"})["manifest"])
+                except ControllerUnavailable as exc:
+                    raise RuntimeError(
+                        f"pacer-files: cannot learn where query {self.agent.query_id!r} records its files' offsets "
+                        f"({exc}); guessing could skip or re-read files, so the query stops. Restart it with its "
+                        "pacer session running, or pass option manifest=") from exc
+            check_outside(Path(location), self.directory)
+            self._manifest = Manifest(Path(location))
+        return self._manifest
 
     def initialOffset(self) -> dict[str, int]:
         """The first file."""
@@ -157,27 +220,39 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.manifest.refresh(self.directory, self.format, self.header, time.time())
         self.target = len(self.manifest.entries)
 
-    def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
-        """List new files, tell the driver about them, and ask it how far the next micro-batch reaches."""
+    def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
+        """List new files, tell the driver about them, and ask it how far the next micro-batch reaches (the
+        files it shed in that range are recorded in the offset: :func:`pacer_spark.sources.offset_with_shed`)."""
         begin = int(start["index"])
         if self.target is None:  # availableNow lists once, in prepareForTriggerAvailableNow
             self.manifest.refresh(self.directory, self.format, self.header, time.time())
         available = max(begin, available_until(len(self.manifest.entries), self.target))
         self._told = max(self._told, begin)
         new = [e.as_json() for e in self.manifest.entries[self._told : available]]
-        end = self.agent.end_offset(begin, available, new, until=self.target)
+        offset = self.agent.next_offset(start, available, new, until=self.target)
         self._told = max(self._told, available)
-        return {"index": end}
+        return offset
 
     def reportLatestOffset(self) -> dict[str, int]:
         """Files listed so far (``query.lastProgress``'s ``latestOffset``: the backlog is the gap)."""
         return {"index": len(self.manifest.entries)}
 
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
-        """The files of ``[start, end)`` in ``numPartitions`` partitions (default 2; files the Controller shed
-        are skipped): one Python task per file cost a worker round trip each (3.3x Spark's csv source)."""
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        """The files of ``[start, end)`` in ``numPartitions`` partitions (default 2; files the Controller shed,
+        recorded in ``end``, are skipped, in a replay too): one Python task per file cost a worker round trip each
+        (3.3x Spark's csv source).
+
+        :raises RuntimeError: when the manifest does not name every file of the range (it was lost or replaced):
+            reading fewer files would lose rows without a word.
+        """
         entries = self.manifest.entries[int(start["index"]) : int(end["index"])]
-        paths = [str(self.directory / e.name) for e in entries if e.index not in self.agent.shed]
+        if len(entries) < int(end["index"]) - int(start["index"]):
+            raise RuntimeError(
+                f"pacer-files: the manifest {self.manifest.path} names {len(self.manifest.entries)} files but the "
+                f"checkpoint's batch reads files {int(start['index'])}..{int(end['index']) - 1}: the manifest was lost "
+                "or is not the one of this checkpoint (it lives in <checkpoint>/pacer-files/)")
+        shed = shed_in(end)
+        paths = [str(self.directory / e.name) for e in entries if e.index not in shed]
         return [FilesPartition(tuple(group)) for group in split(paths, self.task_count)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
@@ -214,8 +289,9 @@ class PacerFilesDataSource(DataSource):
     """``spark.readStream.format("pacer-files").schema(ddl)``: one dataset per file of a directory.
 
     Options: ``path`` (directory; move finished files in atomically), ``format`` (csv, json lines,
-    parquet), ``header`` (CSV), ``manifest`` (required: where offsets and arrival times are recorded; keep it
-    beside the checkpoint, one per query), ``malformed`` (``fail`` or ``quarantine``) and
+    parquet), ``header`` (CSV), ``manifest`` (where offsets and arrival times are recorded, one per query;
+    required without a pacer session, whose driver keeps it in the query's checkpoint:
+    :func:`manifest_in_checkpoint`), ``malformed`` (``fail`` or ``quarantine``) and
     ``quarantine`` (directory for set-aside rows), ``timeZone`` (of timestamps without an offset:
     :meth:`pacer_spark.PacerSession.read_stream` passes ``spark.sql.session.timeZone``; UTC otherwise);
     the schema comes from ``.schema(...)`` or option ``stream`` (a pacer workload stream). Any other

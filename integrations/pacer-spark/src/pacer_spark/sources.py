@@ -7,8 +7,10 @@ offset to return (``start`` means "no batch now"); when the driver cannot be
 reached, the reader admits everything available and warns once, so a stream never
 stalls and never drops data. ``read(partition)`` rebuilds rows from the seed and
 offsets (``pacer-gen``) or from the files named in the partition (``pacer-files``).
-Datasets the Controller shed inside an admitted offset range are named in its reply and never
-read (a replay after a restart reads them: the reader process that knew is gone).
+Datasets the Controller shed inside an admitted offset range are named in its reply and recorded in
+the batch's end offset (``{"index": n, "shed": [[lo, hi], ...]}``, half-open ranges), which Spark writes
+to its offset log before the batch runs: ``partitions(start, end)`` skips exactly those, so a batch
+Spark replays from its offset log after a crash skips the same rows its first attempt skipped.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.types import StructType
 
 from pacer_spark.compat import SupportsTriggerAvailableNow
-from pacer_spark.options import OPT_ADDRESS, OPT_AUTHKEY, OPT_QUERY, OPT_TIMEOUT, GenPlan, parse_address
+from pacer_spark.options import OPT_QUERY, WIRING_OPTIONS, GenPlan
 from pacer_spark.rpc import ControllerClient, ControllerUnavailable
 
 log = logging.getLogger("pacer_spark.sources")
@@ -31,7 +33,7 @@ log = logging.getLogger("pacer_spark.sources")
 GEN_FORMAT = "pacer-gen"
 
 #: Options of every pacer source (the wiring :meth:`pacer_spark.PacerSession.read_stream` fills in).
-_WIRING = frozenset({OPT_QUERY, OPT_ADDRESS, OPT_AUTHKEY, OPT_TIMEOUT})
+_WIRING = WIRING_OPTIONS
 GEN_OPTIONS = frozenset({"stream", "traffic", "rate", "duration", "seed", "start", "period", "numpartitions",
                          "partitions"})
 _HINTS = {
@@ -69,20 +71,41 @@ class AdmissionAgent:
     def __init__(self, options: Mapping[str, str], source: str) -> None:
         self.source = source
         self.query_id = options.get(OPT_QUERY, "")
-        self._client: ControllerClient | None = None
         self._warned = False
         self._last_rtt_s: float | None = None
-        self.shed: set[int] = set()  # datasets the Controller shed: in an admitted offset range, never read
-        if OPT_ADDRESS in options and OPT_AUTHKEY in options:
-            self._client = ControllerClient(
-                parse_address(options[OPT_ADDRESS]),
-                bytes.fromhex(options[OPT_AUTHKEY]),
-                timeout=float(options.get(OPT_TIMEOUT, "10")),
-            )
+        self._client = ControllerClient.from_options(options)  # the authkey file's path, or a key set by hand
+
+    @property
+    def wired(self) -> bool:
+        """Whether the reader was given a driver to ask (the ``pacer.*`` options of ``read_stream``)."""
+        return self._client is not None
+
+    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        """One request to the driver (``query`` filled in).
+
+        :raises ControllerUnavailable: when the driver cannot be reached (or the reader is not wired to one).
+        :raises RuntimeError: when the driver answers with an error.
+        """
+        if self._client is None:
+            raise ControllerUnavailable("the reader has no pacer session to ask (no pacer.* options)")
+        reply = self._client.call({**request, "query": self.query_id})
+        if "error" in reply:
+            raise RuntimeError(f"pacer admission for query {self.query_id!r} failed: {reply['error']}")
+        return reply
+
+    def next_offset(self, start: Mapping[str, Any], available_end: int, new: Sequence[Mapping[str, Any]] = (),
+                    until: int | None = None) -> dict[str, Any]:
+        """The end offset of the batch starting at offset ``start`` (``start`` itself: no batch now), with the
+        datasets the Controller shed inside it recorded (:func:`offset_with_shed`), so a replay skips them too."""
+        begin = int(start["index"])
+        end, shed = self._end_and_shed(begin, available_end, new, until)
+        if end == begin:
+            return dict(start)  # the very same offset: Spark sees no new data (a changed key would make a batch)
+        return offset_with_shed(end, (i for i in shed if begin <= i < end))
 
     def end_offset(self, start: int, available_end: int, new: Sequence[Mapping[str, Any]] = (),
                    until: int | None = None) -> int:
-        """The end offset for a batch starting at ``start``.
+        """The end offset for a batch starting at ``start`` (what it shed: :meth:`next_offset`).
 
         :param available_end: one past the newest dataset available (the fallback answer).
         :param new: datasets the driver has not been told about yet (``pacer-files``).
@@ -90,8 +113,12 @@ class AdmissionAgent:
             admits nothing beyond it and, where its strategy would wait, drains what it holds (no more data comes).
         :raises RuntimeError: when the driver answers with an error (a strategy failed without fallback).
         """
+        return self._end_and_shed(start, available_end, new, until)[0]
+
+    def _end_and_shed(self, start: int, available_end: int, new: Sequence[Mapping[str, Any]],
+                      until: int | None) -> tuple[int, list[int]]:
         if self._client is None:
-            return available_end
+            return available_end, []
         request = {"op": "latest", "query": self.query_id, "start": start, "new": list(new), "rtt": self._last_rtt_s,
                    "until": until}
         t0 = time.perf_counter()
@@ -104,18 +131,34 @@ class AdmissionAgent:
                     "%s source of query %r: %s; admitting every available dataset until it answers again",
                     self.source, self.query_id, exc,
                 )
-            return available_end
+            return available_end, []
         self._last_rtt_s = time.perf_counter() - t0
         if "error" in reply:
             raise RuntimeError(f"pacer admission for query {self.query_id!r} failed: {reply['error']}")
         end = int(reply["end"])
-        self.shed.update(int(i) for i in reply.get("shed", ()))
-        return max(start, min(end, available_end)) if reply.get("bounded", True) else max(start, end)
+        end = max(start, min(end, available_end)) if reply.get("bounded", True) else max(start, end)
+        return end, [int(i) for i in reply.get("shed", ())]
 
     def close(self) -> None:
         """Drop the connection."""
         if self._client is not None:
             self._client.close()
+
+
+def offset_with_shed(end: int, shed: Iterable[int]) -> dict[str, Any]:
+    """The offset ``{"index": end}``, with ``"shed": [[lo, hi], ...]`` (half-open ranges) when datasets were shed."""
+    ranges: list[list[int]] = []
+    for i in sorted(set(shed)):
+        if ranges and ranges[-1][1] == i:
+            ranges[-1][1] = i + 1
+        else:
+            ranges.append([i, i + 1])
+    return {"index": end, "shed": ranges} if ranges else {"index": end}
+
+
+def shed_in(offset: Mapping[str, Any]) -> frozenset[int]:
+    """The datasets a batch ending at ``offset`` shed (recorded by :func:`offset_with_shed`): never read."""
+    return frozenset(i for lo, hi in offset.get("shed", ()) for i in range(int(lo), int(hi)))
 
 
 # --------------------------------------------------------------------------- pacer-gen
@@ -191,19 +234,21 @@ class GenStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Ask the driver how far the next micro-batch reaches."""
         begin = int(start["index"])
         available = max(begin, available_until(self.plan.available_end(time.time()), self.target))
-        return {"index": self.agent.end_offset(begin, available, until=self.target)}
+        return self.agent.next_offset(start, available, until=self.target)
 
     def reportLatestOffset(self) -> dict[str, int]:
         """What has arrived so far (``query.lastProgress``'s ``latestOffset``: the backlog is the gap)."""
         return {"index": self.plan.available_end(time.time())}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
-        """Split datasets ``[start, end)`` over the configured number of partitions."""
+        """Split datasets ``[start, end)`` over the configured number of partitions (those the Controller shed,
+        recorded in ``end``, left out: a replay of the batch leaves out the same)."""
         arrivals = self.plan.arrivals()
+        shed = shed_in(end)
         items = [
             (i, arrivals[i].rows, self.plan.start + arrivals[i].time - self.plan.period)
             for i in range(int(start["index"]), int(end["index"]))
-            if i not in self.agent.shed
+            if i not in shed
         ]
         return [GenPartition(self.plan.stream, self.plan.seed, self.plan.period, tuple(p))
                 for p in split(items, self.plan.partitions)]

@@ -1,0 +1,186 @@
+"""pacer's own sources keep Spark's checkpoint contract across a driver restart (a new PacerSession, a new
+``checkpoint_root``, the same checkpoint): the pacer-files manifest moves with the checkpoint, the first batch
+after a restart honours the read cap, and what a batch shed is shed again when Spark replays it."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pacer import AdmissionDecision, StrategyInfo, hookimpl
+from pacer.plugins import get_plugin_manager
+
+pytestmark = pytest.mark.spark
+
+# The folder's helpers (_drop, _wait, _processed), shared with test_files_reliability.py: pytest imports tests with
+# --import-mode=importlib, so a sibling test module is loaded by its path.
+_spec = importlib.util.spec_from_file_location("_files_helpers", Path(__file__).with_name("test_files_reliability.py"))
+assert _spec is not None and _spec.loader is not None
+_helpers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_helpers)
+_drop, _processed, _wait = _helpers._drop, _helpers._processed, _helpers._wait
+
+SCHEMA = "id INT, file STRING, value DOUBLE"
+
+
+class Batches:
+    """A ``foreachBatch`` sink keeping each non-empty batch's ids; it raises on a batch holding ``crash_on``."""
+
+    def __init__(self, crash_on: int | None = None) -> None:
+        self.seen: list[list[int]] = []
+        self.crash_on = crash_on
+        self.lock = threading.Lock()
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        ids = sorted(r.id for r in df.select("id").collect())
+        if not ids:
+            return
+        with self.lock:
+            self.seen.append(ids)
+        if self.crash_on is not None and self.crash_on in ids:
+            raise RuntimeError(f"sink crashed on batch {batch_id}")
+
+    def ids(self) -> list[int]:
+        with self.lock:
+            return sorted(i for batch in self.seen for i in batch)
+
+
+def _files_query(spark: Any, root: Path, incoming: Path, checkpoint: Path, sink: Batches, **register: Any) -> Any:
+    """A new PacerSession (its own ``checkpoint_root``) running a pacer-files query on ``checkpoint``."""
+    import pacer_spark
+
+    pm = register.pop("plugin_manager", None)
+    pacer = pacer_spark.attach(spark, checkpoint_root=str(root), paced=False, deadline=30.0,
+                               **({"plugin_manager": pm} if pm is not None else {}))
+    pacer.register_query("files", **register)
+    df = pacer.read_stream("files", "pacer-files", schema=SCHEMA, path=str(incoming))
+    pacer.start(df, "files", sink, checkpoint=str(checkpoint))
+    return pacer
+
+
+def test_restart_from_a_new_session_reads_every_file_once(spark: Any, tmp_path: Path) -> None:
+    """Files moved away and a late file with an older mtime shift no offset: the manifest is the checkpoint's."""
+    incoming, archive, checkpoint = tmp_path / "in", tmp_path / "archive", tmp_path / "ck"
+    incoming.mkdir()
+    archive.mkdir()
+    for n in range(3):
+        _drop(incoming, f"f{n}.csv", range(10 * n, 10 * n + 10))
+    sink = Batches()
+    first = _files_query(spark, tmp_path / "root1", incoming, checkpoint, sink)
+    try:
+        assert _wait(lambda: len(sink.ids()) == 30, 30), first.errors()
+    finally:
+        first.stop()
+    shutil.move(incoming / "f0.csv", archive / "f0.csv")  # processed files are archived
+    _drop(incoming, "late.csv", range(30, 40), mtime=time.time() - 3600)  # older than every file seen
+    _drop(incoming, "g.csv", range(40, 50))
+    second = _files_query(spark, tmp_path / "root2", incoming, checkpoint, sink)
+    try:
+        _wait(lambda: len(sink.ids()) >= 50, 15)
+        second.await_drained(5)
+    finally:
+        second.stop()
+    assert sink.ids() == list(range(50)), "every file's rows once: none skipped, none read again"
+    assert (checkpoint / "pacer-files" / "manifest.jsonl").is_file(), "the manifest lives in the checkpoint"
+    assert not (tmp_path / "root2" / "files").exists(), "not under the new session's checkpoint_root"
+
+
+class HoldAll:
+    """An admission strategy that holds everything (a backlog builds up while it runs)."""
+
+    @hookimpl
+    def pacer_strategies(self) -> Sequence[StrategyInfo]:
+        return [StrategyInfo(name="test-hold", provides=frozenset({"admission"}), summary="never admits")]
+
+    @hookimpl
+    def pacer_admit(self, ctx: Any) -> AdmissionDecision | None:
+        return AdmissionDecision(0, 0, "holding") if ctx.chosen == "test-hold" else None
+
+
+def test_first_batch_after_a_restart_honours_the_read_cap(spark: Any, tmp_path: Path) -> None:
+    """A backlog held when the driver stopped comes back in batches within ``max_rows``, the first one too."""
+    incoming, checkpoint = tmp_path / "in", tmp_path / "ck"
+    incoming.mkdir()
+    pm = get_plugin_manager()
+    pm.register(HoldAll())
+    sink = Batches()
+    first = _files_query(spark, tmp_path / "root1", incoming, checkpoint, sink, admission="test-hold", max_rows=20,
+                         plugin_manager=pm)
+    try:
+        for n in range(8):
+            _drop(incoming, f"f{n}.csv", range(10 * n, 10 * n + 10))
+        assert _wait(lambda: first.controller.query("files").buffered_count == 8, 20), first.errors()
+    finally:
+        first.stop()
+    assert sink.seen == [], "the backlog was held"
+    second = _files_query(spark, tmp_path / "root2", incoming, checkpoint, sink, admission="asap", max_rows=20)
+    try:
+        assert _wait(lambda: len(sink.ids()) == 80, 30), second.errors()
+    finally:
+        second.stop()
+    assert [len(batch) for batch in sink.seen] == [20, 20, 20, 20], "each batch within max_rows, the first too"
+    assert sink.ids() == list(range(80))
+
+
+class ShedFirst:
+    """An admission strategy that, once three datasets wait, sheds the oldest and admits the other two."""
+
+    @hookimpl
+    def pacer_strategies(self) -> Sequence[StrategyInfo]:
+        return [StrategyInfo(name="test-shed-first", provides=frozenset({"admission"}), summary="sheds the oldest")]
+
+    @hookimpl
+    def pacer_admit(self, ctx: Any, buffer: Any) -> AdmissionDecision | None:
+        if ctx.chosen != "test-shed-first":
+            return None
+        return AdmissionDecision(len(buffer) - 1, 1, "test: shed the oldest") if len(buffer) >= 3 else None
+
+
+def test_a_replayed_batch_sheds_what_its_first_attempt_shed(spark: Any, tmp_path: Path) -> None:
+    """The shed files are recorded in the batch's end offset: Spark's replay after a crash skips them too."""
+    incoming, checkpoint = tmp_path / "in", tmp_path / "ck"
+    incoming.mkdir()
+    for n in range(3):
+        _drop(incoming, f"f{n}.csv", range(10 * n, 10 * n + 10), mtime=time.time() - 30 + n)
+    pm = get_plugin_manager()
+    pm.register(ShedFirst())
+    crashing = Batches(crash_on=15)
+    first = _files_query(spark, tmp_path / "root1", incoming, checkpoint, crashing, admission="test-shed-first",
+                         plugin_manager=pm)
+    try:
+        assert _wait(lambda: "files" in first.errors(), 30), "the sink crash stops the query"
+    finally:
+        first.stop()
+    assert crashing.ids() == list(range(10, 30)), "f0 was shed"
+    replayed = Batches()
+    second = _files_query(spark, tmp_path / "root2", incoming, checkpoint, replayed)
+    try:
+        assert _wait(lambda: bool(replayed.seen), 30), second.errors()
+        _wait(lambda: _processed(second, "files") >= 2, 10)
+        report = second.report()
+    finally:
+        second.stop()
+    assert replayed.seen == [list(range(10, 30))], "the replay reads what the first attempt read, not f0"
+    assert report["queries"]["files"]["datasets_processed"] == 2
+
+
+def test_pacer_gen_partitions_leave_out_what_the_end_offset_records_as_shed() -> None:
+    """pacer-gen's replay is stateless too: the shed datasets come from the offset, not the reader's memory."""
+    from pacer_spark.sources import GenStreamReader
+
+    end = {"index": 6, "shed": [[1, 3], [4, 5]]}  # as a first attempt's latestOffset recorded it in the offset log
+    reader = GenStreamReader({"rate": "10", "duration": "10", "start": "0", "numPartitions": "1"})  # a new reader
+    (partition,) = reader.partitions({"index": 0}, end)
+    assert [item[0] for item in partition.items] == [0, 3, 5]
+
+    from pacer_spark.sources import offset_with_shed, shed_in
+
+    assert offset_with_shed(6, [4, 1, 2]) == end and shed_in(end) == {1, 2, 4}
+    assert offset_with_shed(6, []) == {"index": 6}

@@ -199,7 +199,10 @@ class PacerSession:
         :param query_id: a query registered with :meth:`register_query`.
         :param fmt: ``"pacer-gen"`` or ``"pacer-files"``.
         :param options: the source's options (see :class:`~pacer_spark.sources.PacerGenDataSource`,
-            :class:`~pacer_spark.files_source.PacerFilesDataSource`).
+            :class:`~pacer_spark.files_source.PacerFilesDataSource`). A ``pacer-files`` source without option
+            ``manifest`` keeps its manifest in the checkpoint :meth:`start` gets
+            (``<checkpoint>/pacer-files/manifest.jsonl``), so a restart on that checkpoint, from a new session too,
+            reads every file once; a query started with a plain ``writeStream`` keeps it under ``checkpoint_root``.
         """
         if query_id not in self.controller.query_ids():
             raise KeyError(f"query {query_id!r} is not registered; call register_query first")
@@ -240,6 +243,7 @@ class PacerSession:
         ends = {"availablenow": {"availableNow": True}, "once": {"once": True}}.get((trigger or "").lower())
         source.observe_only = trigger is not None and ends is None
         location = checkpoint or str(self.checkpoint_root / query_id / "checkpoint")
+        self.admission.checkpointed(query_id, location)  # a pacer-files manifest lives in it: before Spark asks
         writer = (
             frame.writeStream.queryName(query_id)
             .foreachBatch(self.gate(query_id, sink))

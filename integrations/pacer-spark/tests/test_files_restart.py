@@ -129,6 +129,83 @@ def test_first_batch_after_a_restart_honours_the_read_cap(spark: Any, tmp_path: 
     assert sink.ids() == list(range(80))
 
 
+class HoldWhile:
+    """An admission strategy that holds everything while ``holding``, then leaves the decision to ``asap``."""
+
+    holding = True
+
+    @hookimpl
+    def pacer_strategies(self) -> Sequence[StrategyInfo]:
+        return [StrategyInfo(name="test-hold-while", provides=frozenset({"admission"}), summary="holds, then asap")]
+
+    @hookimpl
+    def pacer_admit(self, ctx: Any, buffer: Any) -> AdmissionDecision | None:
+        if ctx.chosen != "test-hold-while":
+            return None
+        return AdmissionDecision(0 if self.holding else len(buffer), 0, "test")
+
+
+def test_a_query_restarted_in_its_session_gets_its_held_backlog_once_within_the_cap(spark: Any,
+                                                                                   tmp_path: Path) -> None:
+    """Stopped with a backlog the Controller held, restarted in the same session: the new reader offers the files
+    again from the committed offset, and the Controller takes them once (what it held is given back), capped."""
+    import pacer_spark
+
+    incoming, checkpoint = tmp_path / "in", str(tmp_path / "ck")
+    incoming.mkdir()
+    hold = HoldWhile()
+    pm = get_plugin_manager()
+    pm.register(hold)
+    sink = Batches()
+    pacer = pacer_spark.attach(spark, checkpoint_root=str(tmp_path / "root"), paced=False, plugin_manager=pm)
+    try:
+        pacer.register_query("files", admission="test-hold-while", max_rows=20)
+        query = pacer.start(pacer.read_stream("files", "pacer-files", schema=SCHEMA, path=str(incoming)), "files",
+                            sink, checkpoint=checkpoint)
+        for n in range(6):
+            _drop(incoming, f"f{n}.csv", range(10 * n, 10 * n + 10))
+        assert _wait(lambda: pacer.controller.query("files").buffered_count == 6, 20), pacer.errors()
+        query.stop()
+        assert _wait(lambda: pacer.sources["files"].dead, 10), "the old run's termination is seen first"
+        hold.holding = False
+        pacer.start(pacer.read_stream("files", "pacer-files", schema=SCHEMA, path=str(incoming)), "files", sink,
+                    checkpoint=checkpoint)
+        assert _wait(lambda: len(sink.ids()) == 60, 30), pacer.errors()
+    finally:
+        pacer.stop()
+    assert [len(batch) for batch in sink.seen] == [20, 20, 20], "each batch within max_rows, the first too"
+    assert sink.ids() == list(range(60))
+
+
+def test_first_pacer_gen_batch_after_a_restart_honours_the_read_cap(spark: Any, tmp_path: Path) -> None:
+    """pacer-gen's held backlog (8 datasets of 10 rows, all arrived) comes back in batches within ``max_rows``."""
+    import pacer_spark
+
+    pm = get_plugin_manager()
+    pm.register(HoldAll())
+    sizes: list[int] = []
+    start = repr(time.time() - 10)  # the whole 8 s schedule has arrived; the restart keeps it (option start)
+
+    def run(root: Path, admission: str, **extra: Any) -> Any:
+        pacer = pacer_spark.attach(spark, checkpoint_root=str(root), paced=False, **extra)
+        pacer.register_query("gen", admission=admission, max_rows=20)
+        df = pacer.read_stream("gen", "pacer-gen", stream="cluster_monitoring", rate=10, duration=8, start=start)
+        pacer.start(df, "gen", lambda frame, _: sizes.append(frame.count()), checkpoint=str(tmp_path / "ck"))
+        return pacer
+
+    first = run(tmp_path / "root1", "test-hold", plugin_manager=pm)
+    try:
+        assert _wait(lambda: first.controller.query("gen").buffered_count == 8, 20), first.errors()
+    finally:
+        first.stop()
+    second = run(tmp_path / "root2", "asap")
+    try:
+        assert second.await_drained(30), second.errors()
+    finally:
+        second.stop()
+    assert [n for n in sizes if n] == [20, 20, 20, 20], "each batch within max_rows, the first too"
+
+
 class ShedFirst:
     """An admission strategy that, once three datasets wait, sheds the oldest and admits the other two."""
 

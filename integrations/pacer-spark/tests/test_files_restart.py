@@ -262,3 +262,27 @@ def test_pacer_gen_partitions_leave_out_what_the_end_offset_records_as_shed() ->
 
     assert offset_with_shed(6, [4, 1, 2]) == end and shed_in(end) == {1, 2, 4}
     assert offset_with_shed(6, []) == {"index": 6}
+
+
+def test_the_manifest_lives_in_a_local_checkpoint_and_never_in_the_watched_folder(tmp_path: Path) -> None:
+    """Where the driver puts a pacer-files manifest (no Spark): inside a local checkpoint, an older pacer's manifest
+    copied in once; none for a remote checkpoint; never inside the folder the source watches."""
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    from pacer_spark.files_source import FilesStreamReader, check_outside, manifest_in_checkpoint
+
+    inside = tmp_path / "ck" / "pacer-files" / "manifest.jsonl"
+    assert manifest_in_checkpoint(str(tmp_path / "ck")) == inside
+    assert manifest_in_checkpoint(f"file://{tmp_path}/ck") == manifest_in_checkpoint(f"file:{tmp_path}/ck") == inside
+    assert manifest_in_checkpoint("hdfs://nn/ck") is None
+    legacy = tmp_path / "root" / "q" / "pacer-manifest.jsonl"
+    legacy.parent.mkdir(parents=True)
+    legacy.write_text('{"index": 0, "name": "a.csv", "arrival": 1.0, "bytes": 2, "rows": 1}\n')
+    assert manifest_in_checkpoint(str(tmp_path / "ck"), legacy=legacy) == inside
+    assert inside.read_text() == legacy.read_text()
+    with pytest.raises(ValueError, match="inside the watched folder"):
+        check_outside(tmp_path / "in" / "_state" / "manifest.jsonl", tmp_path / "in")
+    schema = StructType([StructField("v", IntegerType())])
+    reader = FilesStreamReader({"path": str(tmp_path / "in"), "manifest": str(tmp_path / "in" / "m.jsonl")}, schema)
+    with pytest.raises(ValueError, match="inside the watched folder"):
+        reader.latestOffset({"index": 0}, None)

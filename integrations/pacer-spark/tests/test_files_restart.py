@@ -278,6 +278,8 @@ def test_the_manifest_lives_in_a_local_checkpoint_and_never_in_the_watched_folde
     legacy = tmp_path / "root" / "q" / "pacer-manifest.jsonl"
     legacy.parent.mkdir(parents=True)
     legacy.write_text('{"index": 0, "name": "a.csv", "arrival": 1.0, "bytes": 2, "rows": 1}\n')
+    assert manifest_in_checkpoint(str(tmp_path / "ck"), legacy=legacy) == inside and not inside.exists()  # a new query
+    (tmp_path / "ck" / "offsets").mkdir(parents=True)  # a checkpoint an older pacer wrote
     assert manifest_in_checkpoint(str(tmp_path / "ck"), legacy=legacy) == inside
     assert inside.read_text() == legacy.read_text()
     with pytest.raises(ValueError, match="inside the watched folder"):

@@ -72,7 +72,8 @@ def manifest_in_checkpoint(checkpoint: str, legacy: Path | None = None) -> Path 
     moves with the checkpoint. None for a checkpoint that is not a local path (``hdfs://``, ``s3a://``...).
 
     :param legacy: where an older pacer kept it (``<checkpoint_root>/<query>/pacer-manifest.jsonl``): copied into
-        the checkpoint when the checkpoint has none yet, so such a query keeps its offsets.
+        a checkpoint Spark has written offsets to but that has no manifest yet, so such a query keeps its offsets
+        (a new checkpoint starts a new manifest).
     """
     if checkpoint.startswith("file:"):
         checkpoint = checkpoint[len("file:"):]
@@ -80,8 +81,9 @@ def manifest_in_checkpoint(checkpoint: str, legacy: Path | None = None) -> Path 
             checkpoint = checkpoint[2:]
     elif "://" in checkpoint:
         return None
-    manifest = Path(checkpoint).expanduser().resolve().joinpath(*MANIFEST_IN_CHECKPOINT)
-    if legacy is not None and legacy.is_file() and not manifest.exists():
+    root = Path(checkpoint).expanduser().resolve()
+    manifest = root.joinpath(*MANIFEST_IN_CHECKPOINT)
+    if legacy is not None and legacy.is_file() and (root / "offsets").is_dir() and not manifest.exists():
         manifest.parent.mkdir(parents=True, exist_ok=True)
         tmp = manifest.with_name(f".{manifest.name}.tmp")
         shutil.copyfile(legacy, tmp)

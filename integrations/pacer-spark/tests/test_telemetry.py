@@ -137,8 +137,8 @@ def test_gen_reader_never_reads_datasets_the_controller_shed() -> None:
         reader = GenStreamReader({"stream": "linear_road", "rate": "100", "duration": "10", "start": "0",
                                   "numPartitions": "2", "pacer.query": "q", "pacer.address": f"{host}:{port}",
                                   "pacer.authkey": server.authkey_hex})
-        assert reader.latestOffset({"index": 0}, None) == {"index": 5}
-        parts = reader.partitions({"index": 0}, {"index": 5})
+        assert reader.latestOffset({"index": 0}, None) == {"index": 5, "shed": [[1, 3]]}  # in the offset: a replay skips them too
+        parts = reader.partitions({"index": 0}, {"index": 5, "shed": [[1, 3]]})
         assert sorted(i for p in parts for i, _, _ in p.items) == [0, 3, 4]  # type: ignore[attr-defined]
         reader.stop()
     finally:

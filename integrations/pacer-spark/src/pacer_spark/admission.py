@@ -25,43 +25,17 @@ from typing import Any
 
 from pyspark.sql.streaming.query import StreamingQuery
 
-from pacer import AdmissionDecision, Controller, Dataset, MicroBatch, hookimpl
+from pacer import Controller, Dataset, MicroBatch
+from pacer.summary import StreamingSummary
 from pacer_spark import telemetry
 from pacer_spark.enact import enact_placement
 from pacer_spark.files_source import FILES_FORMAT, Manifest, ignored_name, manifest_in_checkpoint
 from pacer_spark.gate import Gate
 from pacer_spark.options import GenPlan
+from pacer_spark.replay import ReplayGuard
 from pacer_spark.sources import GEN_FORMAT, shed_in
 
 log = logging.getLogger("pacer_spark")
-
-
-class ReplayGuard:
-    """A guard plugin: admits exactly the datasets of a batch Spark replays from its offset log after a restart.
-
-    Registered in front of every strategy (``tryfirst``); answers only for a query with a pending replay.
-
-    :ivar forced: query id -> how many buffered datasets its next admission takes.
-    """
-
-    def __init__(self) -> None:
-        self.forced: dict[str, int] = {}
-
-    @hookimpl(tryfirst=True)
-    def pacer_admit(self, ctx: Any) -> AdmissionDecision | None:
-        """Admit the replayed batch's datasets, nothing else."""
-        if ctx.query is None or ctx.query.id not in self.forced:
-            return None
-        return AdmissionDecision(self.forced.pop(ctx.query.id), 0, "replay of a batch from the offset log")
-
-    def admit(self, controller: Controller, query_id: str, count: int) -> MicroBatch | None:
-        """Poll ``query_id`` with its next admission forced to the ``count`` oldest buffered datasets (the read
-        caps still apply): a replay, or availableNow draining what its strategy would hold for more data."""
-        self.forced[query_id] = count
-        try:
-            return controller.poll(query_id)
-        finally:
-            self.forced.pop(query_id, None)
 
 
 @dataclass
@@ -89,9 +63,9 @@ class SourceState:
     observe_only: bool = False
     dead: bool = False
     error: str | None = None
-    gate_wait_s: list[float] = field(default_factory=list)
-    metrics_s: list[float] = field(default_factory=list)
-    progress: list[dict[str, Any]] = field(default_factory=list)
+    gate_wait_s: StreamingSummary = field(default_factory=StreamingSummary)
+    metrics_s: StreamingSummary = field(default_factory=StreamingSummary)
+    durations: telemetry.DurationAverages = field(default_factory=telemetry.DurationAverages)
     shed: list[int] = field(default_factory=list)
     spark_batches: int = 0
     listed: bool = False
@@ -168,8 +142,8 @@ class AdmissionService:
     excluded: Callable[[str], bool]
     gated: set[str] = field(default_factory=set, init=False)
     sources: dict[str, SourceState] = field(default_factory=dict, init=False)
-    rpc_s: list[float] = field(default_factory=list, init=False)
-    rpc_rtt_s: list[float] = field(default_factory=list, init=False)
+    rpc_s: StreamingSummary = field(default_factory=StreamingSummary, init=False)
+    rpc_rtt_s: StreamingSummary = field(default_factory=StreamingSummary, init=False)
     polls: int = field(default=0, init=False)
 
     def add(self, query_id: str, fmt: str, options: Mapping[str, str], *, partitions: int,
@@ -237,12 +211,12 @@ class AdmissionService:
             reply, admitted = self._latest(query_id, int(request["start"]), request.get("new") or (),
                                            request.get("rtt"), None if until is None else int(until))
         finally:
-            self.rpc_s.append(time.perf_counter() - t0)
+            self.rpc_s.add(time.perf_counter() - t0)
         if admitted is not None:  # outside the lock: the gate waits on the session's condition
             turn = self.gate.pass_batch(admitted.id, excluded=self.excluded)
             with self.cond:
                 self.gated.add(admitted.id)
-                self.sources[query_id].gate_wait_s.append(turn.waited_s)
+                self.sources[query_id].gate_wait_s.add(turn.waited_s)
         return reply
 
     def _latest(self, query_id: str, start: int, new: Sequence[Mapping[str, Any]], rtt: float | None,
@@ -251,7 +225,7 @@ class AdmissionService:
         with self.cond:
             source = self._source(query_id)
             if rtt is not None:
-                self.rpc_rtt_s.append(float(rtt))
+                self.rpc_rtt_s.add(float(rtt))
             source.listed = True
             for entry in new:
                 source.files[int(entry["index"])] = dict(entry)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pacer import Dataset, MicroBatch, OperatorMetric
@@ -115,11 +116,11 @@ class PacedQueries:
             q.stream_id = request.query_id
         if q.run != request.run:  # a new run of the query (a restart, in this session or after a crash)
             options = check_options(request.options)
-            if options != q.options:
-                raise ValueError(f"restarted with other pacer options ({changed_options(q.options, options)}) than its "
-                                 "first run in this session; a query's pacer options are fixed for the life of "
-                                 "the attached session: stop it and call attach() again, or give the new "
-                                 "configuration its own name (pacer.query)")
+            if options != q.options:  # restarted with other options: they hold from this run on
+                log.info("query %r: restarted with other pacer options (%s)", q.query_id,
+                         changed_options(q.options, options))
+                self._register(q.query_id, options, again=True)
+                q.options = options
             if q.run is not None:
                 q.withdrawn += s.controller.withdraw(q.query_id)
                 self._close_run(q, "restarted")
@@ -129,11 +130,20 @@ class PacedQueries:
             self._by_spark_run[request.spark_run_id] = q.query_id
         return q
 
-    def _register(self, query_id: str, options: dict[str, str]) -> None:
+    def _register(self, query_id: str, options: dict[str, str], *, again: bool = False) -> None:
+        """Register the query with the Controller under its options (``again``: give a known one new options)."""
         s = self.session
         params = {kind: {k[len(f"pacer.param.{kind}."):]: v for k, v in options.items()
                          if k.startswith(f"pacer.param.{kind}.")} for kind in ("admission", "placement")}
         deadline = parse_seconds(options["pacer.deadline"]) if "pacer.deadline" in options else None
+        if again:
+            c = s.config
+            spec = replace(s.controller.query(query_id).spec, deadline=deadline or c.deadline)
+            s.controller.reconfigure(spec, admission=options.get("pacer.admission") or c.admission,
+                                     placement=options.get("pacer.placement") or c.placement,
+                                     admission_params={**c.admission_params, **params["admission"]},
+                                     placement_params={**c.placement_params, **params["placement"]})
+            return
         if s.config.overload == "shed":
             s.schedule_gate.warn_once(f"no-shed-{query_id}", "query %r: format('pacer') reads every offset Spark "
                                       "logged, so it is never shed: its overload is reported, not dropped "
@@ -167,9 +177,13 @@ class PacedQueries:
         """The source admitted ``record``'s snapshots without an answer: account them as one batch (lock held).
 
         A decision the driver made too late (the JVM had given up waiting) covers the oldest of them: that batch
-        stands, the rest is admitted after it.
+        stands, the rest is admitted after it. Idempotent: the source reports a record until an answer reaches it,
+        and an answer can be lost after the driver acted on it (a broken connection, a timeout).
         """
         s = self.session
+        if (q.run, record.batch_id) in q.reconciled:  # reported again: an answer the source never got
+            return
+        q.reconciled.add((q.run, record.batch_id))
         q.failed_open += 1
         late = q.inflight if q.inflight is not None and q.inflight.spark_batch_id == record.batch_id and \
             q.inflight.seqs <= {snap.seq for snap in record.snapshots} else None

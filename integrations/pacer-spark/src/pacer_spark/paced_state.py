@@ -97,6 +97,7 @@ class PacedQuery:
     :ivar inflight: the batch the driver admitted last, until it completes.
     :ivar stream_id: the streaming query's id (UUID, stable across restarts from one checkpoint).
     :ivar accounted: (spark run id, Spark batch id) of batches already completed or accounted (bounded).
+    :ivar reconciled: (source run, Spark batch id) of the failed-open admissions already accounted.
     :ivar given_up: Spark batch ids (of the stream) completed without their progress when a run stopped:
         if the next run replays one from its offset log, it was accounted already.
     """
@@ -121,6 +122,7 @@ class PacedQuery:
     read_bytes: int = 0
     accounted: RecentIds = field(default_factory=RecentIds)
     given_up: RecentIds = field(default_factory=RecentIds)
+    reconciled: RecentIds = field(default_factory=RecentIds)
     dead: bool = False
     error: str | None = None
     plan_dag: bool = False  # its DAG was read from Spark's executed plan

@@ -35,7 +35,7 @@ from pacer_spark.admission import AdmissionService, ReplayGuard, SourceState
 from pacer_spark.config import PacerConfig
 from pacer_spark.files_source import FILES_FORMAT, PacerFilesDataSource
 from pacer_spark.gate import Gate
-from pacer_spark.options import OPT_ADDRESS, OPT_AUTHKEY, OPT_QUERY, OPT_TIMEOUT, parse_seconds
+from pacer_spark.options import OPT_ADDRESS, OPT_QUERY, OPT_TIMEOUT, parse_seconds
 from pacer_spark.paced import PacedQueries
 from pacer_spark.plan import dag_from_plan, rapids_loaded, read_plan
 from pacer_spark.pools import DEFAULT_LADDER
@@ -145,8 +145,12 @@ class PacerSession:
         partitions: int | None = None,
         max_rows: int = 0,
         max_bytes: int = 0,
+        overload: str | None = None,
     ) -> QuerySpec:
         """Add a query to the Controller with its admission and placement strategies.
+
+        ``overload``: this query's overload policy (None: the session's); ``format("pacer")`` queries are
+        ``keep`` (Spark reads every offset their source logged).
 
         ``max_rows``/``max_bytes`` cap every admission (Spark's ``maxOffsetsPerTrigger`` /
         ``maxBytesPerTrigger``; 0: no cap): the Controller trims a batch to the largest prefix within them.
@@ -179,6 +183,7 @@ class PacerSession:
                 admission_params={**self.config.admission_params, **(admission_params or {})},
                 placement_params={**self.config.placement_params, **(placement_params or {})},
                 max_rows=max_rows, max_bytes=max_bytes,
+                overload=overload,
             )
         return spec
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
 
 from pacer import Controller
-from pacer.metrics import percentile
+from pacer.summary import StreamingSummary
 from pacer_spark import telemetry
 from pacer_spark.admission import AdmissionService
 from pacer_spark.errors import root_cause
@@ -71,7 +70,7 @@ class SessionTelemetry:
             source = self.admission.sources.get(progress.query)
             if source is None:
                 return
-            source.progress.append(progress.as_json())
+            source.durations.add(progress.durations_ms)
             try:
                 self.engine.on_progress(progress)
             except Exception as exc:  # a feedback hook raised without fallback: fail the query as foreachBatch did
@@ -89,6 +88,8 @@ class SessionTelemetry:
                 self.paced.on_terminated(owner, exception)
             query_id = self._by_run_id.get(run_id)
             source = self.admission.sources.get(query_id) if query_id else None
+            if source is not None and source.handle is not None and str(source.handle.runId) != run_id:
+                source = None  # an earlier run of a query restarted since: its end is not this run's
             if source is not None and query_id is not None:
                 source.dead = True
                 source.error = source.error or exception
@@ -113,20 +114,21 @@ class SessionTelemetry:
 
     def overhead(self) -> dict[str, Any]:
         """pacer's own cost on Spark: RPC handling, round trips and operator-metric collection."""
-        def us(values: Sequence[float], q: float) -> float | None:
-            return 1e6 * percentile(values, q) if values else None
+        def us(values: StreamingSummary, q: float) -> float | None:
+            return 1e6 * values.percentile(q) if values.count else None
 
-        sources = self.admission.sources.values()
-        metrics = [v for s in sources for v in s.metrics_s]
-        waits = [v for s in sources for v in s.gate_wait_s]
+        metrics, waits = StreamingSummary(), StreamingSummary()
+        for source in self.admission.sources.values():
+            metrics.merge(source.metrics_s)
+            waits.merge(source.gate_wait_s)
         rpc_s, rpc_rtt_s = self.admission.rpc_s, self.admission.rpc_rtt_s
         return {
             "rpc_handle_us_p50": us(rpc_s, 50), "rpc_handle_us_p99": us(rpc_s, 99),
             "rpc_round_trip_us_p50": us(rpc_rtt_s, 50), "rpc_round_trip_us_p99": us(rpc_rtt_s, 99),
-            "rpc_requests": len(rpc_s),
-            "operator_metrics_ms_avg": 1e3 * sum(metrics) / len(metrics) if metrics else None,
-            "gate_wait_ms_avg": 1e3 * sum(waits) / len(waits) if waits else None,
-            "gate_wait_ms_max": 1e3 * max(waits) if waits else None,
+            "rpc_requests": rpc_s.count,
+            "operator_metrics_ms_avg": 1e3 * metrics.mean if metrics.count else None,
+            "gate_wait_ms_avg": 1e3 * waits.mean if waits.count else None,
+            "gate_wait_ms_max": 1e3 * waits.max if waits.count else None,
         }
 
     def spark_section(self) -> dict[str, Any]:
@@ -147,7 +149,7 @@ class SessionTelemetry:
                 "notes": sorted({p.note for p in placements if p.note}),
             },
             "spark_batches": {q: s.spark_batches for q, s in sources.items()},
-            "spark_duration_ms_avg": {q: telemetry.average_durations(s.progress) for q, s in sources.items()},
+            "spark_duration_ms_avg": {q: s.durations.averages() for q, s in sources.items()},
             "engine": self.engine.summary(),
             "errors": self.errors(),
             "quarantined_rows": {q: s.quarantined() for q, s in sources.items() if s.fmt == FILES_FORMAT},

@@ -82,7 +82,7 @@ class SinkGate:
         turn = self.gate.pass_batch(batch_id, excluded=self.excluded)  # passed at admission: its pool only
         with self.cond:
             if batch_id not in self.admission.gated:  # a replayed batch, admitted here: its wait counts here
-                source.gate_wait_s.append(turn.waited_s)
+                source.gate_wait_s.add(turn.waited_s)
         df.sparkSession.sparkContext.setLocalProperty("spark.scheduler.pool", turn.pool)  # type: ignore[arg-type]
 
     def _finish(self, query_id: str, batch_id: str, spark_batch_id: int) -> None:
@@ -101,7 +101,7 @@ class SinkGate:
                                            batch_bytes=batch.bytes, batch_rows=batch.rows)
             except Exception:
                 log.debug("no operator metrics for %s", batch_id, exc_info=True)
-            source.metrics_s.append(time.perf_counter() - t0)
+            source.metrics_s.add(time.perf_counter() - t0)
         self.engine.sink_done(query_id, telemetry.SinkDone(batch_id, spark_batch_id, time.time(), metrics))
 
 

@@ -49,6 +49,7 @@ from typing import Any, Protocol
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from pacer import Controller, OperatorMetric
+from pacer.summary import StreamingSummary
 
 #: Seconds a sink-done batch waits for its progress event before it is completed without one.
 DEFAULT_PROGRESS_TIMEOUT_S = 10.0
@@ -223,7 +224,7 @@ class BatchCompletion:
         self.completed = completed
         self.timeout_s = timeout_s
         self._waiting: dict[str, SinkDone] = {}
-        self.lags_s: list[float] = []
+        self.lags_s = StreamingSummary()  # bounded, however long the run
         self.from_progress = 0
         self.from_buffer = 0
         self.without_progress = 0
@@ -273,7 +274,7 @@ class BatchCompletion:
                 self.trigger_s[query_id] = self.trigger_s.get(query_id, 0.0) + progress.engine_s
                 self.triggers[query_id] = self.triggers.get(query_id, 0) + 1
             if event and progress.ended_at is not None:
-                self.lags_s.append(max(0.0, progress.delivered_at - progress.ended_at))
+                self.lags_s.add(max(0.0, progress.delivered_at - progress.ended_at))
             done = self._waiting.get(query_id)
             if done is None or done.spark_batch_id != progress.batch_id:
                 return None
@@ -330,25 +331,34 @@ class BatchCompletion:
         long after a trigger's end its listener event arrived.
         """
         with self.cond:
-            lags = list(self.lags_s)
+            lags = self.lags_s
             return {
                 "batches_completed_on_progress": self.from_progress,
                 "batches_completed_without_progress": self.without_progress,
                 "progress_read_at_next_poll": self.from_buffer,
-                "progress_delivery_ms_avg": 1e3 * sum(lags) / len(lags) if lags else None,
-                "progress_delivery_ms_max": 1e3 * max(lags) if lags else None,
+                "progress_delivery_ms_avg": 1e3 * lags.mean if lags.count else None,
+                "progress_delivery_ms_max": 1e3 * lags.max if lags.count else None,
                 "trigger_execution_s_total": dict(sorted(self.trigger_s.items())),
                 "triggers_reported": dict(sorted(self.triggers.items())),
             }
 
 
-def average_durations(progress: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """Spark's ``durationMs`` averaged over a query's progress events (ms per key)."""
-    totals: dict[str, float] = {}
-    for p in progress:
-        for key, value in p.get("durationMs", {}).items():
-            totals[key] = totals.get(key, 0.0) + float(value)
-    return {k: v / len(progress) for k, v in sorted(totals.items())} if progress else {}
+class DurationAverages:
+    """Spark's ``durationMs`` of a query's triggers, averaged per key: running sums, so bounded however long it runs."""
+
+    def __init__(self) -> None:
+        self._sums: dict[str, float] = {}
+        self.count = 0
+
+    def add(self, durations_ms: Mapping[str, float]) -> None:
+        """One trigger's ``durationMs``."""
+        self.count += 1
+        for key, value in durations_ms.items():
+            self._sums[key] = self._sums.get(key, 0.0) + float(value)
+
+    def averages(self) -> dict[str, float]:
+        """ms per key, over every trigger added (empty before the first)."""
+        return {k: v / self.count for k, v in sorted(self._sums.items())} if self.count else {}
 
 
 class ProgressSink(Protocol):
@@ -384,10 +394,10 @@ class ProgressListener(StreamingQueryListener):
 __all__ = [
     "DEFAULT_PROGRESS_TIMEOUT_S",
     "BatchCompletion",
+    "DurationAverages",
     "PinnedClock",
     "ProgressListener",
     "SinkDone",
     "TriggerProgress",
-    "average_durations",
     "parse_progress_timestamp",
 ]

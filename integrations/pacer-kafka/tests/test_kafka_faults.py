@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from pacer_kafka.broker import BrokerInfo, start_broker, stop_broker
-from pacer_kafka.testing import read_topic, require_kafka
+from pacer_kafka.testing import kafka_spark_session, read_topic, require_kafka
 
 pytestmark = pytest.mark.spark
 
@@ -76,16 +76,7 @@ def own_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Future[Brok
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
     """A local session with Spark's Kafka connector in ``spark.jars``."""
-    pytest.importorskip("pyspark")
-    pacer_spark = pytest.importorskip("pacer_spark")
-    session = (pacer_spark.session_builder("local[2]", "pacer-kafka-faults", kafka=True, conf=FAST_START)
-               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    if "spark-sql-kafka-0-10" not in session.sparkContext.getConf().get("spark.jars", ""):
-        session.stop()
-        pytest.skip("another SparkSession without Spark's Kafka connector is active in this process")
-    yield session
-    session.stop()
+    yield from kafka_spark_session("pacer-kafka-faults", FAST_START)
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from pacer_kafka.broker import BrokerInfo
+from pacer_kafka.testing import kafka_spark_session
 
 pytestmark = pytest.mark.spark
 
@@ -84,17 +85,7 @@ def test_session_builder_kafka_without_pacer_kafka_says_what_to_install(monkeypa
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
     """A local session from ``pacer_spark.session_builder(kafka=True)``: the connector's jars in ``spark.jars``."""
-    pytest.importorskip("pyspark")
-    pacer_spark = pytest.importorskip("pacer_spark")
-    session = (pacer_spark.session_builder("local[2]", "pacer-kafka-paced", kafka=True)
-               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    jars = session.sparkContext.getConf().get("spark.jars", "")
-    if "spark-sql-kafka-0-10" not in jars:
-        session.stop()
-        pytest.skip("another SparkSession without Spark's Kafka connector is active in this process")
-    yield session
-    session.stop()
+    yield from kafka_spark_session("pacer-kafka-paced")
 
 
 @pytest.fixture(scope="module")

@@ -38,6 +38,8 @@ from pacer.cli import main
         (["--workload", "lr2", "--param", "admission.nope=1"], "has no parameter 'nope'"),
         (["--workload", "lr2", "--rapids-jar", "/no/rapids.jar"], "Maven"),
         (["--workload", "lr2", "--source", "kafka", "--topic", "t"], "--source kafka needs --bootstrap-servers"),
+        (["--workload", "lr2", "--source", "kafka", "--topic", "t", "--bootstrap-servers", "h:1", "--overload", "shed"],
+         "--overload shed cannot apply to --source kafka"),
         (["--workload", "lr2", "--topic", "t"], "add --source kafka"),
         (["--workload", "lr2", "--malformed", "quarantine"], "--malformed applies to --input files"),
     ],

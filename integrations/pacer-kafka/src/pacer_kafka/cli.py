@@ -43,9 +43,9 @@ def _configure_kafka(parser: argparse.ArgumentParser) -> None:
     create.add_argument("--partitions", type=int, help="partitions of a new topic (default 1)")
 
 
-def _create_topic(args: argparse.Namespace) -> int:
-    """``pacer kafka create-topic``: the topic exists afterwards, with its partitions' leaders elected."""
-    from pacer_kafka.produce import check_topic_name, ensure_topic
+def _check_topic_arguments(args: argparse.Namespace) -> None:
+    """Quiet librdkafka unless ``-v``; a bad ``--topic`` or ``--partitions`` is a usage error."""
+    from pacer_kafka.produce import check_topic_name
 
     if args.verbose == 0:
         LIBRDKAFKA_LOGGER.setLevel(logging.CRITICAL)
@@ -55,6 +55,13 @@ def _create_topic(args: argparse.Namespace) -> int:
             raise ValueError(f"--partitions must be >= 1, got {args.partitions}")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _create_topic(args: argparse.Namespace) -> int:
+    """``pacer kafka create-topic``: the topic exists afterwards, with its partitions' leaders elected."""
+    from pacer_kafka.produce import ensure_topic
+
+    _check_topic_arguments(args)
     try:
         partitions, created = ensure_topic(args.bootstrap_servers, args.topic, args.partitions)
     except (KafkaConnectionError, RuntimeError) as exc:
@@ -127,14 +134,10 @@ def _configure_produce(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_produce(args: argparse.Namespace, pm: PluginManager) -> int:
-    from pacer_kafka.produce import PRINT_PROGRESS, check_topic_name, plan_workload, produce, summary_lines
+    from pacer_kafka.produce import PRINT_PROGRESS, plan_workload, produce, summary_lines
 
-    if args.verbose == 0:
-        LIBRDKAFKA_LOGGER.setLevel(logging.CRITICAL)
+    _check_topic_arguments(args)
     try:
-        check_topic_name(args.topic)
-        if args.partitions is not None and args.partitions < 1:
-            raise ValueError(f"--partitions must be >= 1, got {args.partitions}")
         plan = plan_workload(args.workload, traffic=args.traffic, rate=args.rate, duration=args.duration,
                              seed=args.seed, period=args.period, value_format=args.value_format,
                              traffic_params=dict(args.traffic_param))

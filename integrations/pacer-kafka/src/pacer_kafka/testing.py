@@ -77,3 +77,19 @@ def _checked(messages: list[Any]) -> list[Any]:
         elif error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
             raise AssertionError(f"the consumer got an error: {error}")
     return records
+
+
+def kafka_spark_session(app_name: str, conf: dict[str, str] | None = None) -> Iterator[Any]:
+    """A local SparkSession with Spark's Kafka connector in ``spark.jars`` (``pacer_spark.session_builder(kafka=True)``),
+    for a module-scoped ``spark`` fixture to ``yield from``; skips when pyspark or pacer-spark is missing, or when
+    another session without the connector is already active in this process."""
+    pytest.importorskip("pyspark")
+    pacer_spark = pytest.importorskip("pacer_spark")
+    session = (pacer_spark.session_builder("local[2]", app_name, kafka=True, **({"conf": conf} if conf else {}))
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    if "spark-sql-kafka-0-10" not in session.sparkContext.getConf().get("spark.jars", ""):
+        session.stop()
+        pytest.skip("another SparkSession without Spark's Kafka connector is active in this process")
+    yield session
+    session.stop()

@@ -112,6 +112,11 @@ def validate(args: argparse.Namespace, pm: PluginManager) -> dict[str, Any]:
             raise UsageError("--source kafka and --input are alternatives: read a topic or a folder, not both")
         if args.max_offsets < 0:
             raise UsageError(f"--max-offsets must be >= 0, got {args.max_offsets}")
+        if args.overload == "shed":
+            raise UsageError("--overload shed cannot apply to --source kafka: the topic is read through "
+                             "format('pacer'), and Spark reads every offset it logged, so pacer cannot drop records "
+                             "(they would be written and still counted as dropped). Leave --overload at keep; "
+                             "--max-offsets caps a batch")
     elif args.bootstrap_servers or args.topic:
         raise UsageError("--bootstrap-servers/--topic apply to --source kafka; add --source kafka")
     if source == "files" and args.input is None:

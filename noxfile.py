@@ -109,6 +109,19 @@ def cluster(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "integrations/pacer-spark/tests", "-m", "cluster", *session.posargs)
 
 
+@nox.session(python=PYTHON, tags=["spark"])
+def soak(session: nox.Session) -> None:
+    """Bounded driver memory: the simulator's soak (2 million datasets) and a paced Spark query for 3000 batches.
+
+    Each prints memory and the p99 decision time at every checkpoint and the slope, and fails when pacer's
+    traced Python heap grows (``python -m pacer_sim.soak``, ``python -m pacer_spark.soak``).
+    """
+    _install(session)
+    session.env["PACER_PLUGINS"] = ""
+    session.run("python", "-m", "pacer_sim.soak", "--datasets", "2000000")
+    session.run("python", "-m", "pacer_spark.soak", "--batches", "3000")
+
+
 def _gpu_visible() -> bool:
     if shutil.which("nvidia-smi") is None:
         return False

@@ -43,6 +43,12 @@ abstract class PacedStream {
   static final int WIRE_VERSION = 3;
   /** How many limit-sized snapshots one trigger may observe from a delegate with a read limit. */
   static final int MAX_OBSERVATIONS_PER_TRIGGER = 100;
+  /**
+   * How many snapshots wait at most: a delegate with a read limit is not asked further while this
+   * many are pending (a source whose offsets never run out, such as rate-micro-batch, would
+   * otherwise grow the pending list, and each request, by a limit's worth per call, forever).
+   */
+  static final int MAX_PENDING = 100;
 
   final SparkSession session;
   final SparkDataStream delegate;
@@ -200,8 +206,9 @@ abstract class PacedStream {
   /**
    * Asks the delegate for its latest offset; each change is one new snapshot. Under a read limit
    * the delegate advances at most one limit per call, so it is asked again (up to
-   * {@link #MAX_OBSERVATIONS_PER_TRIGGER} times) until it stops advancing: pacer sees the whole
-   * backlog as limit-sized snapshots, and lastProgress's latestOffset shows it. A delegate that
+   * {@link #MAX_OBSERVATIONS_PER_TRIGGER} times) until it stops advancing or {@link #MAX_PENDING}
+   * snapshots wait: pacer sees the backlog as limit-sized snapshots, and lastProgress's
+   * latestOffset shows how far it looked. A delegate that
    * jumps over several of its own batches at once (a file source restarted with a logged backlog)
    * has the jump cut at its batch boundaries ({@link #steps}), so no snapshot holds more than one
    * of the delegate's own limit-sized batches.
@@ -221,12 +228,12 @@ abstract class PacedStream {
     lastLookMs = nowMs;
     boolean limited = limit != null && !(limit instanceof ReadAllAvailable);
     List<Offset[]> deltas = new ArrayList<>();
-    for (int i = 0; i < MAX_OBSERVATIONS_PER_TRIGGER && deltas.size() < MAX_OBSERVATIONS_PER_TRIGGER; i++) {
+    for (int i = 0; i < MAX_OBSERVATIONS_PER_TRIGGER && pending.size() + deltas.size() < MAX_PENDING; i++) {
       Offset next = observeOnce(limit);
       if (next == null || (lastObserved != null && next.json().equals(lastObserved.json()))) {
         break;
       }
-      for (Offset step : steps(lastObserved, next, MAX_OBSERVATIONS_PER_TRIGGER - deltas.size())) {
+      for (Offset step : steps(lastObserved, next, MAX_PENDING - pending.size() - deltas.size())) {
         deltas.add(new Offset[] {lastObserved, step});
         lastObserved = step;
       }

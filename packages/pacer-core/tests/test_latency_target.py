@@ -152,7 +152,14 @@ def test_overload_is_detected_and_shed_datasets_are_counted_with_bounded_latency
     assert q["datasets_in"] == q["datasets_processed"] + q["datasets_shed"] + q["datasets_pending"]
     late = [r.max_latency_s for r in c.reports("q")][-10:]
     assert max(late) <= 10.0 + 2.1, "latency of what is admitted stays bounded (deadline + one dataset's service)"
-    assert q["deadline_miss_ratio"] >= q["datasets_shed"] / (q["datasets_processed"] + q["datasets_shed"])
+    assert q["deadline_miss_ratio_datasets"] >= q["datasets_shed"] / (q["datasets_processed"] + q["datasets_shed"])
+    record = c.recorder.record("q")
+    assert record.shed_datasets == q["datasets_shed"] and record.shed_rows > 0  # shed rows count as missed
+    assert q["miss_datasets"] == record.miss_datasets + q["datasets_shed"]
+    assert q["miss_rows"] == record.miss_rows + record.shed_rows
+    assert q["deadline_miss_ratio"] == q["deadline_miss_ratio_rows"] == round(
+        q["miss_rows"] / (q["rows_processed"] + record.shed_rows), 6)
+    assert q["deadline_miss_ratio_rows"] >= record.shed_rows / (q["rows_processed"] + record.shed_rows)
 
 
 def test_overload_keep_drops_nothing_and_reports_it() -> None:

@@ -415,6 +415,7 @@ class Controller(DecisionDispatch):
             operator_metrics=tuple(operator_metrics),
             cores_used=cores_used,
             engine_s=engine_s,
+            dataset_rows=tuple(d.rows for d in batch.datasets),
         )
         q.service.observe(report.bytes, report.cost_s)
         q.overload.check(now, q.service)

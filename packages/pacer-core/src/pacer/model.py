@@ -272,6 +272,8 @@ class BatchReport:
     """A completed micro-batch, as given to every strategy's feedback hook.
 
     Latency of a dataset = ``completed_at`` - its arrival (buffering + queueing + processing).
+    ``dataset_rows``: the rows of each dataset, in the order of ``dataset_latencies`` (the Controller always
+    fills it; empty in a report built without it).
     """
 
     batch_id: str
@@ -289,6 +291,7 @@ class BatchReport:
     operator_metrics: tuple[OperatorMetric, ...] = ()
     cores_used: float | None = None
     engine_s: float | None = None
+    dataset_rows: tuple[int, ...] = ()
 
     @property
     def cost_s(self) -> float:

@@ -5,7 +5,8 @@ The Controller feeds a :class:`RunRecorder` as data arrives and batches complete
 Controller's own per-query state.
 
 Per query a :class:`QueryRecord` keeps exact totals (datasets, rows and bytes in and processed, batches,
-processing and engine time, deadline misses), bounded summaries of the dataset latencies and batch
+processing and engine time, deadline misses counted in datasets and in their rows, datasets and rows shed),
+as running counters, never per-dataset lists; bounded summaries of the dataset latencies and batch
 processing times (:class:`pacer.summary.StreamingSummary`: exact percentiles while the run has at most
 ``latency_window`` datasets / ``recent`` batches, within 1 % beyond), the report's series
 (:class:`pacer.series.SeriesAccumulator`) and the most recent ``recent`` arrivals and batch reports.
@@ -35,7 +36,7 @@ class QueryRecord:
     :param recent: how many of the latest arrivals (``(arrival time, rows, bytes)``) and batch reports
         :attr:`arrivals` and :attr:`reports` keep (reports: fewer when they hold more than
         ``RECENT_DATASETS`` datasets together).
-    :param deadline: the query's deadline, for :attr:`misses`.
+    :param deadline: the query's deadline, for :attr:`miss_datasets` and :attr:`miss_rows`.
     :param latency_window: latencies kept for exact percentiles.
     :param interval: the series' initial bucket width, seconds.
     """
@@ -53,7 +54,12 @@ class QueryRecord:
         self.bytes_processed = 0
         self.processing_s = 0.0
         self.engine_s = 0.0
-        self.misses = 0
+        #: Completed datasets whose latency exceeded the deadline, and their rows (shed ones not included).
+        self.miss_datasets = 0
+        self.miss_rows = 0
+        #: Datasets shed (never completed) and their rows.
+        self.shed_datasets = 0
+        self.shed_rows = 0
         self.gpu_ratio_sum = 0.0
         self.placed = 0
         self.latency = StreamingSummary(keep_last=latency_window)
@@ -92,14 +98,35 @@ class QueryRecord:
         self.processing_s += report.processing_s
         self.engine_s += report.cost_s
         self.processing.add(report.processing_s)
-        for _, latency in report.dataset_latencies:
+        rows = report.dataset_rows
+        exact = len(rows) == len(report.dataset_latencies)
+        late = 0
+        for i, (_, latency) in enumerate(report.dataset_latencies):
             self.latency.add(latency)
             if latency > self.deadline:
-                self.misses += 1
+                late += 1
+                if exact:
+                    self.miss_rows += rows[i]
+        self.miss_datasets += late
+        if late and not exact:
+            # A report built without per-dataset rows: the late datasets' even share of the batch's rows
+            # (exact for a one-dataset batch or a batch entirely late).
+            n = len(report.dataset_latencies)
+            self.miss_rows += report.rows if late == n else round(report.rows * late / n)
         if report.placement is not None:
             self.gpu_ratio_sum += report.placement.ran_gpu_ratio
             self.placed += 1
         self.series.completed(report)
+
+    def shed(self, datasets: Sequence[Dataset]) -> None:
+        """Record datasets shed (dropped unprocessed): they count as missed in the report."""
+        self.shed_datasets += len(datasets)
+        self.shed_rows += sum(d.rows for d in datasets)
+
+    @property
+    def misses(self) -> int:
+        """Completed datasets over the deadline (:attr:`miss_datasets`; the former name)."""
+        return self.miss_datasets
 
     @property
     def gpu_operator_ratio(self) -> float:

@@ -3,10 +3,17 @@
 Top level: ``schema``, ``runtime`` (``sim`` or ``spark``), ``config``,
 ``overhead`` (``admission_poll_us_p99``, ``per_batch_ms_avg``, measured or null)
 and ``queries`` (query id -> latency, processing, throughput, counts,
-deadline, miss ratio, GPU operator ratio, and a per-interval ``series``).
+deadline, misses, GPU operator ratio, and a per-interval ``series``).
+
+Misses, as the rows see them: a dataset is missed when its latency exceeds the deadline or when it was shed
+(dropped unprocessed under overload). Per query, ``miss_datasets`` and ``miss_rows`` count the missed
+datasets and their rows; ``deadline_miss_ratio_datasets`` = missed datasets / (datasets processed + shed) and
+``deadline_miss_ratio_rows`` = missed rows / (rows processed + shed); the headline ``deadline_miss_ratio`` is
+the rows-weighted one (the share of the data that came late), the dataset ratio where no rows were processed or
+shed at all (zero-row datasets only), 0 when nothing was.
 
 Built from bounded state (:mod:`pacer.recorder`), whatever the run's length: counts, sums, means, maxima
-and the miss ratio are exact; percentiles are exact while a query has had at most
+and the misses and their ratios are exact; percentiles are exact while a query has had at most
 ``pacer.recorder.LATENCY_WINDOW`` datasets (``RECENT`` batches for the processing p95), and within 1 %
 beyond; the series has at most ``pacer.series.MAX_POINTS`` rows (longer runs get wider intervals,
 ``series_interval_s``).
@@ -39,6 +46,10 @@ REQUIRED_QUERY_KEYS = (
     "rows_processed",
     "deadline_ms",
     "deadline_miss_ratio",
+    "deadline_miss_ratio_rows",
+    "deadline_miss_ratio_datasets",
+    "miss_rows",
+    "miss_datasets",
     "gpu_operator_ratio",
     "cost",
     "overload",
@@ -133,7 +144,13 @@ def build_report(
         deadline = q.spec.effective_deadline
         overload = q.overload
         rows = _series(record, start=start, end=end, interval=interval)
-        missed = (record.misses + counts["shed"]) / (lats.count + counts["shed"]) if lats.count + counts["shed"] else 0.0
+        miss_datasets = record.miss_datasets + counts["shed"]
+        miss_rows = record.miss_rows + record.shed_rows
+        all_datasets = lats.count + counts["shed"]
+        all_rows = rows_done + record.shed_rows
+        ratio_datasets = miss_datasets / all_datasets if all_datasets else 0.0
+        ratio_rows = miss_rows / all_rows if all_rows else 0.0
+        missed = ratio_rows if all_rows else ratio_datasets
         queries[query_id] = {
             "workload": q.spec.workload,
             "admission": q.admission,
@@ -158,6 +175,10 @@ def build_report(
             "bytes_processed": bytes_done,
             "deadline_ms": 1000.0 * deadline,
             "deadline_miss_ratio": missed,
+            "deadline_miss_ratio_rows": ratio_rows,
+            "deadline_miss_ratio_datasets": ratio_datasets,
+            "miss_rows": miss_rows,
+            "miss_datasets": miss_datasets,
             "cost": {
                 "engine_s": record.engine_s,
                 "engine_share": record.engine_s / wall,
@@ -258,6 +279,6 @@ def summary_table(report: Mapping[str, Any]) -> str:
                 f"{'':<10} overloaded {overload['overloaded_s']:.1f} s in {overload['episodes']} episode(s), "
                 f"{overload['shed']} datasets shed (offered load above what any batch size serves within the deadline)"
             )
-    lines.append("engine s: time the engine spent on the query's batches; miss: share of datasets over the deadline "
-                 "(shed ones count as missed); in/done: datasets arrived / processed")
+    lines.append("engine s: time the engine spent on the query's batches; miss: share of rows in datasets over the "
+                 "deadline (shed ones count as missed); in/done: datasets arrived / processed")
     return "\n".join(lines)

@@ -18,10 +18,12 @@ _OVERLOAD_REASON = ("overload: the offered load exceeds what any batch size serv
 
 
 def shed(ledger: ExactlyOnceLedger, q: QueryState, count: int, reason: str, quiet: bool = False) -> None:
-    """Drop the ``count`` oldest buffered datasets of ``q``: counted in the ledger and on the query, logged."""
+    """Drop the ``count`` oldest buffered datasets of ``q``: counted in the ledger, on the query and in its
+    record (as missed), logged."""
     dropped = q.buffer.take(count)
     ledger.shed(q.spec.id, (d.id for d in dropped))
     q.shed += len(dropped)
+    q.record.shed(dropped)
     log.log(logging.DEBUG if quiet else logging.WARNING, "query %r: shed %d datasets (%s)",
             q.spec.id, len(dropped), reason)
 

@@ -102,8 +102,8 @@ def miss_ratio(report: Mapping[str, Any], query_id: str, deadline_s: float) -> f
     q = report["queries"][query_id]
     if exact is not None:
         return deadline_miss_ratio(exact, deadline_s, shed_count(report, query_id))
-    if abs(q["deadline_ms"] - 1000.0 * deadline_s) < 1e-6:
-        return float(q["deadline_miss_ratio"])
+    if abs(q["deadline_ms"] - 1000.0 * deadline_s) < 1e-6:  # the report's dataset-weighted ratio, as above
+        return float(q.get("deadline_miss_ratio_datasets", q["deadline_miss_ratio"]))
     points = q.get("latency_quantiles_ms") or []
     if not points:
         return 0.0

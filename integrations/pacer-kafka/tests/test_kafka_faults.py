@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from pacer_kafka import testing
 from pacer_kafka.broker import BrokerInfo, start_broker, stop_broker
 from pacer_kafka.testing import kafka_spark_session, read_topic, require_kafka
 
@@ -41,23 +42,12 @@ FAST_SUBMIT = "--conf spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 pysp
 
 def new_topic(bootstrap_servers: str, prefix: str) -> str:
     """A fresh topic of PARTITIONS partitions."""
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-
-    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
-    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
-        future.result(timeout=30)
-    return topic
+    return testing.new_topic(bootstrap_servers, prefix, PARTITIONS)
 
 
 def produce(bootstrap_servers: str, topic: str, first: int, count: int) -> None:
-    """Records ``first`` .. ``first + count - 1``: key the number, value ``record-N``, round robin over partitions."""
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap_servers, "linger.ms": 5})
-    for i in range(first, first + count):
-        producer.produce(topic, key=str(i).encode(), value=f"record-{i}".encode(), partition=i % PARTITIONS)
-    assert producer.flush(30) == 0, "the producer could not deliver every record"
+    """Records ``first`` .. ``first + count - 1`` (key the number, value ``record-N``), round robin over PARTITIONS."""
+    testing.produce_numbered(bootstrap_servers, topic, first, count, PARTITIONS)
 
 
 @pytest.fixture(scope="module")

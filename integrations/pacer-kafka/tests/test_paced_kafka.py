@@ -14,13 +14,13 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pacer_kafka import testing
 from pacer_kafka.broker import BrokerInfo
 from pacer_kafka.testing import kafka_spark_session
 
@@ -34,23 +34,12 @@ TOTAL, CAP = 2000, 500
 
 def new_topic(bootstrap_servers: str, prefix: str) -> str:
     """A fresh topic of PARTITIONS partitions."""
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-
-    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers})  # alive until the futures are done
-    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
-        future.result(timeout=30)
-    return topic
+    return testing.new_topic(bootstrap_servers, prefix, PARTITIONS)
 
 
 def produce(bootstrap_servers: str, topic: str, first: int, count: int) -> None:
-    """Records ``first`` .. ``first + count - 1``: key and value the number, round robin over the partitions."""
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap_servers, "linger.ms": 5})
-    for i in range(first, first + count):
-        producer.produce(topic, key=str(i).encode(), value=f"record-{i}".encode(), partition=i % PARTITIONS)
-    assert producer.flush(30) == 0, "the producer could not deliver every record"
+    """Records ``first`` .. ``first + count - 1`` (key the number, value ``record-N``), round robin over PARTITIONS."""
+    testing.produce_numbered(bootstrap_servers, topic, first, count, PARTITIONS)
 
 
 def offsets_rows(start: str | dict[str, Any] | None, end: str | dict[str, Any]) -> int:

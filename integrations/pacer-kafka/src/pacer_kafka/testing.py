@@ -93,3 +93,25 @@ def kafka_spark_session(app_name: str, conf: dict[str, str] | None = None) -> It
         pytest.skip("another SparkSession without Spark's Kafka connector is active in this process")
     yield session
     session.stop()
+
+
+def new_topic(bootstrap_servers: str, prefix: str, partitions: int = 2) -> str:
+    """A fresh topic ``<prefix>-<random>`` of ``partitions`` partitions, created and ready."""
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})  # alive until the futures are done
+    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+        future.result(timeout=30)
+    return topic
+
+
+def produce_numbered(bootstrap_servers: str, topic: str, first: int, count: int, partitions: int = 2) -> None:
+    """Records ``first`` .. ``first + count - 1``: key the number, value ``record-N``, round robin over the
+    ``partitions`` partitions; every one delivered."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap_servers, "linger.ms": 5})
+    for i in range(first, first + count):
+        producer.produce(topic, key=str(i).encode(), value=f"record-{i}".encode(), partition=i % partitions)
+    assert producer.flush(30) == 0, "the producer could not deliver every record"

@@ -142,10 +142,13 @@ class PacerConfig:
             raise ValueError(f"deadline must be > 0 seconds, got {self.deadline}; omit it to use each window's slide")
         if self.concurrency < 1:
             raise ValueError(f"gate concurrency must be >= 1, got {self.concurrency}")
-        if self.decide_timeout is None:
-            object.__setattr__(self, "decide_timeout", self.gate_timeout + 30.0)
-        elif not self.decide_timeout > 0:
+        if self.decide_timeout is not None and not self.decide_timeout > 0:
             raise ValueError(f"decide timeout must be > 0 seconds, got {self.decide_timeout}")
+
+    @property
+    def decide_timeout_s(self) -> float:
+        """:attr:`decide_timeout`, or the gate's timeout + 30 s when unset (an answer waits for its turn)."""
+        return self.decide_timeout if self.decide_timeout is not None else self.gate_timeout + 30.0
 
     @classmethod
     def from_spark(cls, spark: SparkSession, **options: Any) -> PacerConfig:

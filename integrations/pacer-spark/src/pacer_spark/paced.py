@@ -58,7 +58,7 @@ class PacedQueries:
 
     def __init__(self, session: PacerSession) -> None:
         self.session = session
-        self.bridge = PacerBridge(session.spark, timeout_s=session.config.decide_timeout or session.config.gate_timeout + 30)
+        self.bridge = PacerBridge(session.spark, timeout_s=session.config.decide_timeout_s)
         self.queries: dict[str, PacedQuery] = {}
         self._batch_query: dict[str, str] = {}
         self._by_spark_run: dict[str, str] = {}
@@ -192,7 +192,7 @@ class PacedQueries:
                     "source's report (%d snapshots)", q.query_id, record.batch_id, record.reason, len(record.snapshots))
         if s.controller.busy(q.query_id):  # a late decision never completed: the source moved on without it
             s.engine.give_up(q.query_id)
-            self._batch_query = {b: qid for b, qid in self._batch_query.items() if qid != q.query_id}
+            self._forget_batches(q.query_id)
         if rest:
             for snap in rest:
                 if snap.seq not in q.arrived:
@@ -234,8 +234,12 @@ class PacedQueries:
             q.given_up.add((None, done.spark_batch_id))
             log.debug("query %r: run %s %s; batch %s completed without its progress", q.query_id, q.run, why,
                       done.batch_id)
-        self._batch_query = {b: qid for b, qid in self._batch_query.items() if qid != q.query_id}
+        self._forget_batches(q.query_id)
         q.inflight = None
+
+    def _forget_batches(self, query_id: str) -> None:
+        """No batch of ``query_id`` is running any more (lock held)."""
+        self._batch_query = {b: qid for b, qid in self._batch_query.items() if qid != query_id}
 
     def _arrive(self, q: PacedQuery, request: DecisionRequest) -> None:
         for snapshot in request.snapshots[: request.admissible]:

@@ -92,7 +92,12 @@ final class DeciderChannel {
 
   /** Whether the driver has something to hear even without pending snapshots. */
   boolean hasReport(String queryId) {
-    return !failedOpen.isEmpty() || !newProgress(queryId).isEmpty();
+    if (!failedOpen.isEmpty()) {
+      return true;
+    }
+    StreamingQuery q = query(queryId); // asked on every idle trigger: the newest entry only, no copy
+    StreamingQueryProgress last = q == null ? null : q.lastProgress();
+    return last != null && last != lastProgressSent;
   }
 
   /**

@@ -175,12 +175,12 @@ abstract class PacedStream {
     String queryId = session.sparkContext().getLocalProperty(QUERY_ID_PROPERTY);
     if (pending.isEmpty()) {
       if (channel.hasReport(queryId)) { // a finished batch's progress or failed-open records
-        consult(start, limit, queryId);
+        consult(start, limit, queryId, currentBatchId());
       }
       return start;
     }
     long batchId = currentBatchId();
-    int decided = consult(start, limit, queryId);
+    int decided = consult(start, limit, queryId, batchId);
     int end = decided;
     String unanswered = lastFailure;
     if (end < 0 && availableNow) {
@@ -273,10 +273,10 @@ abstract class PacedStream {
    * answer (no decider, a failure, a timeout, a snapshot that is not pending) every pending
    * snapshot is admitted, as plain Spark would, and {@link #lastFailure} says why.
    */
-  private int consult(Offset start, ReadLimit limit, String queryId) {
+  private int consult(Offset start, ReadLimit limit, String queryId, long batchId) {
     String name = queryName();
     lastFailure = null;
-    DeciderChannel.Answer answer = channel.ask(name, queryId, request(name, queryId, start, limit));
+    DeciderChannel.Answer answer = channel.ask(name, queryId, request(name, queryId, batchId, start, limit));
     if (answer.failure != null) {
       return fallback(answer.failure, answer.cause);
     }
@@ -316,13 +316,13 @@ abstract class PacedStream {
     return pending.size() - 1;
   }
 
-  private ObjectNode request(String name, String queryId, Offset start, ReadLimit limit) {
+  private ObjectNode request(String name, String queryId, long batchId, Offset start, ReadLimit limit) {
     ObjectNode req = OffsetSnapshot.JSON.createObjectNode();
     req.put("version", WIRE_VERSION);
     req.put("query", name);
     req.put("query_id", queryId);
     req.put("run", runId);
-    req.put("batch_id", currentBatchId());
+    req.put("batch_id", batchId);
     req.put("source", sourceName);
     ObjectNode opts = req.putObject("options");
     pacerOptions.forEach(opts::put);

@@ -211,6 +211,7 @@ class Controller(DecisionDispatch):
                     deadline_at=run.batch.earliest_arrival + spec.effective_deadline,
                     estimated_run_s=run.batch.estimated_run_s or 0.0,
                     running=run.started_at is not None,
+                    started_at=run.started_at,
                 )
             )
         return SystemView(

@@ -164,12 +164,15 @@ class PendingBatch:
     :param deadline_at: absolute time by which its oldest dataset should be done.
     :param estimated_run_s: the Controller's estimate of its processing time at full cores.
     :param running: True once it started (it still counts for T_sched).
+    :param started_at: when it started (None while queued): what is left of a running batch is
+        ``estimated_run_s`` less the time since.
     """
 
     batch: MicroBatch
     deadline_at: float
     estimated_run_s: float
     running: bool = False
+    started_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

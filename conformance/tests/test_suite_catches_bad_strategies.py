@@ -47,7 +47,7 @@ def _controller(plugin: object, name: str) -> tuple[Controller, ManualClock]:
     pm = get_plugin_manager(entry_points=False)
     pm.register(plugin)
     clock = ManualClock()
-    c = Controller(clock=clock, cores=2, plugin_manager=pm, timer=None)
+    c = Controller(clock=clock, cores=2, plugin_manager=pm, timer=None, catch_up=False)  # judge the strategy alone
     c.add_query(make_query("lr2", query_id="q"), admission=name)
     return c, clock
 

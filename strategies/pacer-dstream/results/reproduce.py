@@ -61,7 +61,8 @@ class OneDatasetPerBatch:
 
     @hookimpl
     def pacer_strategies(self) -> Sequence[StrategyInfo]:
-        return [StrategyInfo("one-dataset", frozenset({"admission"}), "one dataset per micro-batch")]
+        # a measuring device (maxFilesPerTrigger=1), not a pacer admission: it never hands over to catch-up
+        return [StrategyInfo("one-dataset", frozenset({"admission"}), "one dataset per micro-batch", catch_up=False)]
 
     @hookimpl
     def pacer_admit(self, ctx: StrategyContext) -> AdmissionDecision | None:

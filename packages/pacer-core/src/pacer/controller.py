@@ -24,10 +24,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from pacer.catch_up import CatchUp
 from pacer.dispatch import DecisionDispatch
 from pacer.ledger import ExactlyOnceLedger
 from pacer.model import (
-    AdmissionDecision,
     BatchReport,
     Dataset,
     Devices,
@@ -71,6 +71,8 @@ class Controller(DecisionDispatch):
         admitted; ``"keep"`` (the default: a library never drops data unless asked) drops nothing and
         only reports the overload. ``pacer run`` and ``pacer sim`` default to ``"shed"``.
     :param service_quantile: the safety margin of every query's service-time model (0-1).
+    :param catch_up: drain data that is already past its deadline in deadline-sized batches formed by the
+        Controller (:mod:`pacer.catch_up`), for every admission strategy that allows it; False: never.
     """
 
     def __init__(
@@ -86,6 +88,7 @@ class Controller(DecisionDispatch):
         timer: Clock | None = time.perf_counter,
         overload: str = "keep",
         service_quantile: float = 0.99,
+        catch_up: bool = True,
     ) -> None:
         if cores < 1:
             raise ValueError(f"cores must be >= 1, got {cores}")
@@ -94,6 +97,7 @@ class Controller(DecisionDispatch):
         ServiceTimeModel(quantile=service_quantile)  # validates the quantile before any query exists
         self.overload_policy = overload
         self.service_quantile = service_quantile
+        self.catch_up = catch_up
         self.clock = clock
         self.cores = cores
         self.devices = devices or Devices(cpu_cores=cores)
@@ -152,6 +156,7 @@ class Controller(DecisionDispatch):
             service=ServiceTimeModel(quantile=self.service_quantile),
             overload=OverloadMonitor(deadline=spec.effective_deadline),
             max_rows=int(max_rows), max_bytes=int(max_bytes), overload_policy=overload or self.overload_policy,
+            catch_up=CatchUp(deadline=spec.effective_deadline, enabled=self._catches_up(admission)),
         )
 
     def reconfigure(self, spec: QuerySpec, *, admission: str, placement: str,
@@ -168,6 +173,7 @@ class Controller(DecisionDispatch):
         q.spec, q.selected = spec, chosen
         q.overload = OverloadMonitor(deadline=spec.effective_deadline)
         q.record.deadline = spec.effective_deadline
+        q.catch_up.deadline, q.catch_up.enabled = spec.effective_deadline, self._catches_up(admission)
 
     # ------------------------------------------------------------------ data in
 
@@ -247,33 +253,23 @@ class Controller(DecisionDispatch):
             return None
         t0 = self.timer() if self.timer else 0.0
         now = self.clock()
-        chosen = q.selected["admission"]
         shedding = shed_if_overloaded(self.ledger, q, now)
         if not len(q.buffer):
             return None
-
-        def check(d: AdmissionDecision) -> None:
-            if not isinstance(d, AdmissionDecision):
-                raise TypeError(f"expected AdmissionDecision, got {type(d).__name__}")
-            if d.count < 0 or d.shed < 0 or d.count + d.shed > len(q.buffer):
-                raise ValueError(f"admits {d.count} and sheds {d.shed} of a buffer of {len(q.buffer)} datasets")
-
-        decision: AdmissionDecision = self._decide(
-            self.pm.hook.pacer_admit,
-            q,
-            "admission",
-            chosen,
-            check,
-            buffer=q.buffer,
-            now=now,
-            system=self.system_view(),
-        )
-        if decision.shed:
-            shed(self.ledger, q, decision.shed, decision.reason or "overload policy")
-        count = read_cap_count(q.buffer, decision.count, q.max_rows, q.max_bytes)
-        if shedding:
+        catching_up = q.catch_up.wanted(q.buffer, now)
+        if catching_up:  # the oldest data is already late: drain it in deadline-sized batches (pacer.catch_up)
+            count = q.catch_up.count(q.buffer, q.service)
+        else:
+            decision = self._admission(q, now)
+            if decision.shed:
+                shed(self.ledger, q, decision.shed, decision.reason or "overload policy")
+            count = decision.count
+        count = read_cap_count(q.buffer, count, q.max_rows, q.max_bytes)
+        if shedding and not catching_up:
             count = q.overload.feasible_prefix(q.buffer, count, now, q.service)
         batch = self._admit(q, count, now) if count else None
+        if batch is not None and catching_up:
+            q.catch_up.admitted(batch, now)
         if self.timer:
             spent = self.timer() - t0
             self.overhead.poll.add(spent)
@@ -424,6 +420,7 @@ class Controller(DecisionDispatch):
         del self._running[batch_id]
         self._order.remove(batch_id)
         q.in_flight = None
+        q.catch_up.completed(batch_id, now, q.buffer)
         q.history.add(report)
         q.record.completed(report)
         t0 = self.timer() if self.timer else 0.0

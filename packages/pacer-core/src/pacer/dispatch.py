@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pacer.model import BatchReport, QueryHistory
+from pacer.model import AdmissionDecision, BatchReport, QueryHistory, SystemView
 from pacer.plugins import PluginManager
 from pacer.query_state import FALLBACK, QueryState, StrategyError
 from pacer.service_time import ServiceTimeModel
@@ -30,6 +30,11 @@ class DecisionDispatch(ControllerReads):
     _scheduler_history: QueryHistory
     _scheduler_service: ServiceTimeModel
     _feedback_callers: list[tuple[str, Any, Any]] | None
+    catch_up: bool
+
+    def system_view(self) -> SystemView:
+        """The view a decision gets of the whole runtime (the Controller's)."""
+        raise NotImplementedError
 
     @staticmethod
     def _build_state(info: StrategyInfo, spec: Any, params: Mapping[str, Any]) -> Any:
@@ -131,6 +136,25 @@ class DecisionDispatch(ControllerReads):
             result = hook(ctx=self._fallback_ctx(q, decision), **kwargs)
             validate(result)
             return result
+
+    def _admission(self, q: QueryState, now: float) -> AdmissionDecision:
+        """Ask ``q``'s admission strategy for its decision at ``now``, validated against its buffer."""
+
+        def check(d: AdmissionDecision) -> None:
+            if not isinstance(d, AdmissionDecision):
+                raise TypeError(f"expected AdmissionDecision, got {type(d).__name__}")
+            if d.count < 0 or d.shed < 0 or d.count + d.shed > len(q.buffer):
+                raise ValueError(f"admits {d.count} and sheds {d.shed} of a buffer of {len(q.buffer)} datasets")
+
+        decision: AdmissionDecision = self._decide(
+            self.pm.hook.pacer_admit, q, "admission", q.selected["admission"], check,
+            buffer=q.buffer, now=now, system=self.system_view(),
+        )
+        return decision
+
+    def _catches_up(self, admission: str) -> bool:
+        """Whether the Controller catches up for queries admitted by ``admission`` (:mod:`pacer.catch_up`)."""
+        return self.catch_up and self.pm.find(admission, "admission").catch_up
 
     def _feedback(self, q: QueryState, report: BatchReport) -> None:
         """Tell every plugin's ``pacer_batch_completed`` about ``report`` (a raising one: see ``fallback``)."""

@@ -29,6 +29,8 @@ from pacer.service_time import ServiceTimeModel
 MIN_RATE_SPAN_S = 1.0
 #: Completed batches the service-time model needs before overload is judged.
 MIN_OBSERVATIONS = 3
+#: Overload periods a monitor remembers (the most recent; totals stay exact).
+RECENT_PERIODS = 64
 
 
 @dataclass
@@ -46,6 +48,8 @@ class OverloadMonitor:
     overloaded_s: float = 0.0
     episodes: int = 0
     shed_episode: int = 0
+    #: The most recent periods overloaded, ``[start, end]`` (end None while still on).
+    periods: deque[list[float | None]] = field(default_factory=lambda: deque(maxlen=RECENT_PERIODS))
     _window: deque[tuple[float, int]] = field(default_factory=deque)
     _window_bytes: int = 0
     _first_arrival: float | None = None
@@ -96,6 +100,9 @@ class OverloadMonitor:
             self.overloaded_s += max(0.0, now - self._last_check)
         if self.overloaded and not was:
             self.episodes += 1
+            self.periods.append([now, None])
+        elif was and not self.overloaded and self.periods:
+            self.periods[-1][1] = now
         self._last_check = now
         return self.overloaded
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pacer.catch_up import CatchUp
 from pacer.model import DatasetBuffer, MicroBatch, QueryHistory, QuerySpec
 from pacer.overload import OverloadMonitor
 from pacer.recorder import QueryRecord
@@ -57,6 +58,7 @@ class QueryState:
     max_rows: int = 0
     max_bytes: int = 0
     overload_policy: str = "keep"
+    catch_up: CatchUp = field(default_factory=lambda: CatchUp(deadline=10.0))
 
 
 @dataclass

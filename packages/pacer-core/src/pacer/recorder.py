@@ -26,6 +26,8 @@ from pacer.summary import StreamingSummary
 RECENT = 1024
 #: Datasets the recent batch reports of a query hold together at most (the window shrinks for big batches).
 RECENT_DATASETS = 16384
+#: How a runtime may date arrivals (:meth:`QueryRecord.dated_by`).
+ARRIVAL_CLOCKS = ("source-time", "first-seen")
 #: Dataset latencies kept per query for exact percentiles (8 bytes each), by default.
 LATENCY_WINDOW = 16384
 
@@ -65,6 +67,16 @@ class QueryRecord:
         self.latency = StreamingSummary(keep_last=latency_window)
         self.processing = StreamingSummary(keep_last=recent)
         self.series = SeriesAccumulator(width=interval)
+        #: How arrivals are dated: ``"source-time"`` (the data's own time) or ``"first-seen"``.
+        self.arrival = "source-time"
+
+    def dated_by(self, clock: str) -> None:
+        """Say how the runtime dates this query's arrivals: ``"source-time"`` where the data carries its own
+        time (a Kafka record's timestamp, a file's modification time, a generator's schedule), ``"first-seen"``
+        where it is the moment the runtime first saw the data."""
+        if clock not in ARRIVAL_CLOCKS:
+            raise ValueError(f"arrival clock must be one of {ARRIVAL_CLOCKS}, got {clock!r}")
+        self.arrival = clock
 
     @property
     def complete(self) -> bool:

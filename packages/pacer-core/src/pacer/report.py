@@ -12,6 +12,12 @@ datasets and their rows; ``deadline_miss_ratio_datasets`` = missed datasets / (d
 the rows-weighted one (the share of the data that came late), the dataset ratio where no rows were processed or
 shed at all (zero-row datasets only), 0 when nothing was.
 
+Latency runs from a dataset's arrival; ``arrival`` says how the runtime dated it: ``"source-time"`` (the data's
+own time: a Kafka record's timestamp, a file's modification time, a generator's schedule) or ``"first-seen"``
+(the moment the runtime first saw it, where the source has no time of its own). ``catch_up_s``,
+``catch_up_rows`` and ``catch_up_episodes``: data already past its deadline when seen, drained by the Controller
+(:mod:`pacer.catch_up`). ``overload.periods``: the most recent periods overloaded, from the run's start.
+
 Built from bounded state (:mod:`pacer.recorder`), whatever the run's length: counts, sums, means, maxima
 and the misses and their ratios are exact; percentiles are exact while a query has had at most
 ``pacer.recorder.LATENCY_WINDOW`` datasets (``RECENT`` batches for the processing p95), and within 1 %
@@ -143,6 +149,7 @@ def build_report(
         rows_done, bytes_done, processing_s = record.rows_processed, record.bytes_processed, record.processing_s
         deadline = q.spec.effective_deadline
         overload = q.overload
+        catch_up = q.catch_up
         rows = _series(record, start=start, end=end, interval=interval)
         miss_datasets = record.miss_datasets + counts["shed"]
         miss_rows = record.miss_rows + record.shed_rows
@@ -188,7 +195,13 @@ def build_report(
                 "overloaded_s": overload.until(end),
                 "episodes": overload.episodes,
                 "shed": counts["shed"],
+                "periods": [{"from_s": a - start, "seconds": (end if b is None else b) - a}
+                            for a, b in overload.periods],
             },
+            "arrival": record.arrival,
+            "catch_up_s": catch_up.until(end),
+            "catch_up_rows": catch_up.rows,
+            "catch_up_episodes": catch_up.episodes,
             "service_time": q.service_time,
             "gpu_operator_ratio": record.gpu_operator_ratio,
             "strategy_fallbacks": q.fallbacks,

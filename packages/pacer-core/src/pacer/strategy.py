@@ -52,6 +52,9 @@ class StrategyInfo:
     :param params: its parameters with defaults and docs.
     :param state: builds the per-query state object handed back as ``ctx.state``;
         None for stateless strategies (``ctx.state`` is then an empty dict).
+    :param catch_up: for an admission strategy: whether the Controller forms the batches itself while the
+        query's oldest data is already past its deadline (:mod:`pacer.catch_up`); False for strategies that
+        stand for a fixed Spark trigger and must batch by their own rule.
     :param package: the distribution that provides it (filled in by the plugin manager).
     :param version: that distribution's version (filled in by the plugin manager).
     """
@@ -61,6 +64,7 @@ class StrategyInfo:
     summary: str = ""
     params: tuple[Param, ...] = ()
     state: StateFactory | None = None
+    catch_up: bool = True
     package: str = ""
     version: str = ""
 

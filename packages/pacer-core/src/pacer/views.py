@@ -26,18 +26,44 @@ class OverloadStatus:
     :ivar overloaded_s: seconds overloaded up to that check.
     :ivar episodes: how many times it became overloaded.
     :ivar checked_at: the clock at the last check (None before any).
+    :ivar periods: the most recent periods overloaded, ``(start, end)`` (end None while still on).
     """
 
     overloaded: bool
     overloaded_s: float
     episodes: int
     checked_at: float | None
+    periods: tuple[tuple[float, float | None], ...] = ()
 
     def until(self, end: float) -> float:
         """Seconds overloaded up to ``end`` (an overload still on at ``end`` counts until then)."""
         if self.overloaded and self.checked_at is not None and end > self.checked_at:
             return self.overloaded_s + end - self.checked_at
         return self.overloaded_s
+
+
+@dataclass(frozen=True)
+class CatchUpStatus:
+    """A query's catch-up so far (:mod:`pacer.catch_up`).
+
+    :ivar enabled: whether its admission strategy lets the Controller catch up.
+    :ivar active: whether an episode is on.
+    :ivar seconds: seconds in finished episodes; ``rows``/``datasets``: what the catch-up batches took.
+    :ivar episodes: how many episodes began.
+    :ivar since: when the episode on began (None when none is).
+    """
+
+    enabled: bool
+    active: bool
+    seconds: float
+    episodes: int
+    rows: int
+    datasets: int
+    since: float | None
+
+    def until(self, end: float) -> float:
+        """Seconds in catch-up up to ``end`` (an episode still on counts until then)."""
+        return self.seconds + (max(0.0, end - self.since) if self.since is not None else 0.0)
 
 
 class QueryView:
@@ -134,7 +160,14 @@ class QueryView:
     def overload(self) -> OverloadStatus:
         """Its overload so far."""
         o = self._q.overload
-        return OverloadStatus(o.overloaded, o.overloaded_s, o.episodes, o.checked_at)
+        periods = tuple((float(start or 0.0), end) for start, end in o.periods)
+        return OverloadStatus(o.overloaded, o.overloaded_s, o.episodes, o.checked_at, periods)
+
+    @property
+    def catch_up(self) -> CatchUpStatus:
+        """Its catch-up so far (:mod:`pacer.catch_up`)."""
+        c = self._q.catch_up
+        return CatchUpStatus(c.enabled, c.active, c.seconds, c.episodes, c.rows, c.datasets, c.active_since)
 
     @property
     def service_time(self) -> dict[str, float | int]:

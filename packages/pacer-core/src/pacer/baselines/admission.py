@@ -102,6 +102,7 @@ def pacer_strategies() -> Sequence[StrategyInfo]:
             summary="Fixed trigger interval: Spark's processingTime trigger",
             params=(Param("interval", 10.0, "trigger interval in seconds"),),
             state=_static_state,
+            catch_up=False,  # a fixed Spark trigger: batches by its own rule
         ),
         StrategyInfo(
             name="asap",
@@ -112,6 +113,7 @@ def pacer_strategies() -> Sequence[StrategyInfo]:
                                          "Spark's maxFilesPerTrigger)"),
             ),
             state=_asap_state,
+            catch_up=False,  # a fixed Spark trigger: batches by its own rule
         ),
         StrategyInfo(
             name="min-rows",
@@ -122,6 +124,7 @@ def pacer_strategies() -> Sequence[StrategyInfo]:
                 Param("max_delay", 15.0, "or once the oldest has waited this long, seconds (Spark: maxTriggerDelay)"),
             ),
             state=_min_rows_state,
+            catch_up=False,  # a fixed Spark trigger: batches by its own rule
         ),
         StrategyInfo(
             name="pid",
@@ -129,6 +132,7 @@ def pacer_strategies() -> Sequence[StrategyInfo]:
             summary="Spark Streaming backpressure: fixed batch interval, ingestion rate cap from a PID controller",
             params=PID_PARAMS,
             state=pid_state,
+            catch_up=False,  # a fixed Spark trigger: batches by its own rule
         ),
     ]
 

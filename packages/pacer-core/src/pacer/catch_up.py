@@ -1,0 +1,108 @@
+"""Catch-up: data that is already late when pacer sees it is drained as fast as the engine can.
+
+A backlog older than the deadline (a query started or restarted on a live source, an outage, a stall)
+cannot meet it any more; holding it back to form a cheap batch only makes it later. While the oldest
+buffered dataset is older than the query's deadline, the Controller forms the batch itself instead of
+asking the admission strategy: the largest prefix of the buffer, oldest first, whose predicted
+processing time (the query's service-time model, margin included) stays within one deadline, at least
+one dataset, within the read caps. So the backlog goes in as few batches as the engine can complete
+in a deadline each, never one giant batch whose own processing would push everything behind it past
+the deadline. Once the oldest buffered data is no longer late, the strategy decides again.
+
+Before the service-time model is fitted (cold start) there is nothing to bound a batch by: the whole
+buffer is taken, as Spark's default trigger would.
+
+An episode runs from the admission of its first catch-up batch to the completion of its last; the
+report has, per query, ``catch_up_s`` (seconds in catch-up), ``catch_up_rows`` (rows of the catch-up
+batches) and ``catch_up_episodes``.
+
+Strategies that stand for a fixed Spark trigger (core's baselines) declare ``catch_up=False`` in their
+:class:`pacer.strategy.StrategyInfo`: they keep batching by their own rule, as Spark would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pacer.model import DatasetBuffer, MicroBatch
+from pacer.service_time import ServiceTimeModel
+
+
+@dataclass
+class CatchUp:
+    """One query's catch-up state and totals (module docstring).
+
+    :param deadline: the query's latency target, seconds.
+    :param enabled: whether the query's admission strategy lets the Controller catch up for it.
+    """
+
+    deadline: float
+    enabled: bool = True
+    active_since: float | None = None
+    in_flight: str | None = None
+    last_end: float | None = None
+    seconds: float = 0.0
+    episodes: int = 0
+    rows: int = 0
+    datasets: int = 0
+
+    def late(self, buffer: DatasetBuffer, now: float) -> bool:
+        """Whether the oldest buffered dataset is already older than the deadline."""
+        earliest = buffer.earliest_arrival
+        return earliest is not None and now - earliest > self.deadline
+
+    def wanted(self, buffer: DatasetBuffer, now: float) -> bool:
+        """Whether the Controller forms the next batch itself; closes a finished episode otherwise."""
+        if self.enabled and self.late(buffer, now):
+            return True
+        self._close()
+        return False
+
+    def count(self, buffer: DatasetBuffer, service: ServiceTimeModel) -> int:
+        """How many of the oldest datasets the catch-up batch takes: the largest prefix predicted to complete
+        within one deadline, at least one; the whole buffer before the model is fitted."""
+        if not service.ready:
+            return len(buffer)
+        nbytes = 0
+        for taken, dataset in enumerate(buffer):
+            nbytes += dataset.bytes
+            if taken and service.predict(nbytes) > self.deadline:
+                return taken
+        return len(buffer)
+
+    def admitted(self, batch: MicroBatch, now: float) -> None:
+        """A catch-up batch was admitted at ``now``."""
+        if self.active_since is None:
+            self.active_since = now
+            self.episodes += 1
+        self.in_flight = batch.id
+        self.rows += batch.rows
+        self.datasets += len(batch.datasets)
+
+    def completed(self, batch_id: str, at: float, buffer: DatasetBuffer) -> None:
+        """A batch of the query completed at ``at``; the episode ends there when it was the last catch-up batch
+        and what is buffered is no longer late."""
+        if batch_id != self.in_flight:
+            return
+        self.in_flight = None
+        self.last_end = at
+        if not self.late(buffer, at):
+            self._close()
+
+    def seconds_until(self, end: float) -> float:
+        """Seconds in catch-up up to ``end`` (an episode still on counts until then)."""
+        if self.active_since is None:
+            return self.seconds
+        return self.seconds + max(0.0, end - self.active_since)
+
+    @property
+    def active(self) -> bool:
+        """Whether an episode is on."""
+        return self.active_since is not None
+
+    def _close(self) -> None:
+        if self.active_since is None or self.in_flight is not None:
+            return
+        end = self.last_end if self.last_end is not None else self.active_since
+        self.seconds += max(0.0, end - self.active_since)
+        self.active_since = None

@@ -1,0 +1,130 @@
+"""Catch-up: a backlog already past its deadline is drained in deadline-sized batches the Controller forms
+itself, then the admission strategy decides again; baselines that stand for a fixed trigger keep their rule."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pacer import AdmissionDecision, Controller, Dataset, DatasetBuffer, Operator, OperatorDAG, QuerySpec, hookimpl
+from pacer.clock import ManualClock
+from pacer.plugins import get_plugin_manager
+from pacer.report import build_report, validate_report
+from pacer.strategy import StrategyContext, StrategyInfo
+
+DEADLINE = 10.0
+#: Each dataset costs 1 s on the engine (1000 bytes at 1 ms per byte), plus 0.5 s per batch.
+FIXED_S, PER_BYTE_S, DATASET_BYTES = 0.5, 0.001, 1000
+
+
+class Patient:
+    """Admits only a full buffer of ``n`` datasets: without catch-up a late backlog would wait for more."""
+
+    @hookimpl
+    def pacer_strategies(self) -> Sequence[StrategyInfo]:
+        return [StrategyInfo("patient", frozenset({"admission"}), "test")]
+
+    @hookimpl
+    def pacer_admit(self, ctx: StrategyContext, buffer: DatasetBuffer) -> AdmissionDecision | None:
+        if ctx.chosen != "patient":
+            return None
+        return AdmissionDecision(len(buffer) if len(buffer) >= 100 else 0)
+
+
+def _controller(admission: str, *, catch_up: bool = True) -> tuple[Controller, ManualClock]:
+    clock = ManualClock()
+    pm = get_plugin_manager(entry_points=False)
+    pm.register(Patient())
+    c = Controller(clock=clock, cores=2, timer=None, plugin_manager=pm, catch_up=catch_up)
+    dag = OperatorDAG.chain(Operator("scan#0", "scan"), Operator("sink#1", "sink"))
+    c.add_query(QuerySpec(id="q", dag=dag, deadline=DEADLINE), admission=admission)
+    return c, clock
+
+
+def _teach(c: Controller, clock: ManualClock) -> None:
+    """Batches of 1, 3 and 2 datasets under ``asap`` fit the service model exactly (0.5 s + 1 s per dataset; the
+    first is its warm-up); then the query is patient again."""
+    spec = c.query("q").spec
+    c.reconfigure(spec, admission="asap", placement="cpu-only")
+    for size in (1, 3, 2):
+        for i in range(size):
+            c.arrive("q", Dataset(f"warm-{size}-{i}", clock.now, DATASET_BYTES, 10))
+        batch = c.poll("q")
+        assert batch is not None
+        c.start(batch.id)
+        clock.now += FIXED_S + PER_BYTE_S * batch.bytes
+        c.complete(batch.id)
+    c.reconfigure(spec, admission="patient", placement="cpu-only")
+
+
+def _backlog(c: Controller, clock: ManualClock, n: int, age: float) -> None:
+    for i in range(n):
+        c.arrive("q", Dataset(f"old-{i}", clock.now - age + i * 0.01, DATASET_BYTES, 100))
+
+
+def test_a_late_backlog_is_drained_in_batches_that_each_fit_the_deadline() -> None:
+    c, clock = _controller("patient")
+    _teach(c, clock)
+    service = c.query("q").service_time
+    assert service["observations"] >= 2
+    _backlog(c, clock, 30, age=40.0)  # 30 s of engine work, all of it 40 s old: far past the 10 s deadline
+    sizes = []
+    while c.query("q").buffered_count:
+        batch = c.poll("q")
+        assert batch is not None, "a late backlog must not wait for the strategy's full buffer"
+        sizes.append(len(batch.datasets))
+        c.start(batch.id)
+        clock.now += FIXED_S + PER_BYTE_S * batch.bytes
+        c.complete(batch.id)
+    # the largest batch predicted (0.5 s + 1 s per dataset, times the 1.5 prior margin) within 10 s: 6 datasets
+    assert sizes == [6, 6, 6, 6, 6]
+    status = c.query("q").catch_up
+    assert status.episodes == 1 and status.rows == 30 * 100 and not status.active
+    assert status.seconds > 30.0
+    # the strategy decides again: fresh data waits for its full buffer
+    c.arrive("q", Dataset("fresh", clock.now, DATASET_BYTES, 100))
+    assert c.poll("q") is None
+    report = build_report(runtime="sim", config={}, controller=c, start=0.0, end=clock.now)
+    validate_report(report)
+    q = report["queries"]["q"]
+    assert q["catch_up_rows"] == 3000 and q["catch_up_episodes"] == 1
+    assert q["catch_up_s"] == round(status.seconds, 6)
+    assert q["arrival"] == "source-time"
+
+
+def test_a_fixed_trigger_baseline_never_catches_up() -> None:
+    c, clock = _controller("static")
+    _teach(c, clock)
+    c.reconfigure(c.query("q").spec, admission="static", placement="cpu-only")
+    _backlog(c, clock, 30, age=40.0)
+    batch = c.poll("q")  # static takes what is there when its interval comes, as a processingTime trigger would
+    assert batch is not None and len(batch.datasets) == 30
+    assert not c.query("q").catch_up.enabled and c.query("q").catch_up.episodes == 0
+
+
+def test_catch_up_can_be_switched_off() -> None:
+    c, clock = _controller("patient", catch_up=False)
+    _backlog(c, clock, 5, age=40.0)
+    assert c.poll("q") is None
+    assert c.query("q").catch_up.episodes == 0
+
+
+def test_before_the_model_is_fitted_the_whole_late_backlog_goes_at_once() -> None:
+    c, clock = _controller("patient")
+    _backlog(c, clock, 7, age=40.0)
+    batch = c.poll("q")
+    assert batch is not None and len(batch.datasets) == 7  # nothing to size a batch by: as Spark would
+    assert c.query("q").catch_up.active
+
+
+def test_data_within_its_deadline_is_left_to_the_strategy() -> None:
+    c, clock = _controller("patient")
+    _backlog(c, clock, 5, age=DEADLINE - 1.0)
+    assert c.poll("q") is None
+    assert c.query("q").catch_up.episodes == 0
+
+
+def test_the_report_says_how_arrivals_are_dated() -> None:
+    c, _ = _controller("patient")
+    c.recorder.record("q").dated_by("first-seen")
+    report = build_report(runtime="spark", config={}, controller=c, start=0.0, end=1.0)
+    assert report["queries"]["q"]["arrival"] == "first-seen"

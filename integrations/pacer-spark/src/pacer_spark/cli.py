@@ -155,12 +155,14 @@ PROGRESS_LEGEND = (
     "progress, every query together: t = seconds since the start; batches = micro-batches completed; "
     "last = datasets/rows of the newest batch; p95 = 95th-percentile dataset latency (arrival to the end of its "
     "batch's trigger); misses = datasets over the deadline / datasets done; overloaded = seconds the offered load "
-    "could not be served within the deadline by any batch size; shed = datasets dropped for it (--overload shed)"
+    "could not be served within the deadline by any batch size; shed = datasets dropped for it (--overload shed); "
+    "catch-up = seconds spent draining data already past its deadline when seen, and its rows"
 )
 
 
 def progress_line(controller: Any, lock: Any, elapsed: float) -> str:
-    """``t=12s batches=5 last=3 datasets/1500 rows p95=1234ms misses=0/12 overloaded=0s shed=0`` over every query.
+    """``t=12s batches=5 last=3 datasets/1500 rows p95=1234ms misses=0/12 overloaded=0s shed=0 catch-up=0s/0 rows``
+    over every query.
 
     :data:`PROGRESS_LEGEND` explains the fields.
     """
@@ -170,13 +172,16 @@ def progress_line(controller: Any, lock: Any, elapsed: float) -> str:
         deadlines = {q.id: q.spec.effective_deadline for q in views}
         overloaded_s = sum(q.overload.overloaded_s for q in views)
         shed = sum(controller.ledger.counts.get(q.id, {}).get("shed", 0) for q in views)
+        now = controller.clock()
+        catch_up_s = sum(q.catch_up.until(now) for q in views)
+        catch_up_rows = sum(q.catch_up.rows for q in views)
     lats = dataset_latencies(reports)
     misses = sum(1 for r in reports for _, lat in r.dataset_latencies if lat > deadlines[r.query_id])
     last = reports[-1] if reports else None
     last_text = f"{len(last.dataset_latencies)} datasets/{last.rows} rows" if last else "-"
     return (f"t={elapsed:5.0f}s batches={len(reports)} last={last_text} "
             f"p95={1000 * percentile(lats, 95):.0f}ms misses={misses}/{len(lats)} "
-            f"overloaded={overloaded_s:.0f}s shed={shed}")
+            f"overloaded={overloaded_s:.0f}s shed={shed} catch-up={catch_up_s:.0f}s/{catch_up_rows} rows")
 
 
 def cost_lines(report: Mapping[str, Any]) -> list[str]:

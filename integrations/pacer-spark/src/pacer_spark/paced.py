@@ -9,8 +9,10 @@ The JVM source (``jvm/``) calls :meth:`PacedQueries.decide` on the query's strea
 2. the previous batch of the query is completed from the query's own progress buffer (its trigger
    has ended: the stream thread is asking for the next one), or earlier by the listener's event;
 3. each snapshot not seen before (up to the source's read limit, ``admissible``) arrives as one
-   dataset: arrival = the JVM's previous look at the delegate (the earliest its data can have
-   come; Spark looks only between batches), bytes = file sizes (file sources) or rows x the
+   dataset: arrival = the data's own time where the source has one (the Kafka timestamp of its
+   oldest record, its oldest file's modification time, rate's ``timestamp``; the report's
+   ``arrival`` is then ``"source-time"``), else the JVM's previous look at the delegate (the
+   earliest its data can have come; Spark looks only between batches; ``"first-seen"``), bytes = file sizes (file sources) or rows x the
    schema's row size (Kafka), rows = the offset delta or bytes / the bytes per row measured so far;
 4. the Controller polls the query's admission strategy; its batch is the oldest snapshots, and
    the batch ends at the last one;
@@ -151,6 +153,7 @@ class PacedQueries:
         s.register_query(query_id, deadline=deadline, admission=options.get("pacer.admission"),
                          placement=options.get("pacer.placement"), admission_params=params["admission"],
                          placement_params=params["placement"], overload="keep")
+        s.controller.recorder.record(query_id).dated_by("first-seen")  # until a snapshot brings its own time
 
     def _take_reports(self, q: PacedQuery, request: DecisionRequest) -> None:
         """What the request reports before its snapshots (lock held): the progress of finished batches, the
@@ -247,12 +250,15 @@ class PacedQueries:
                 dataset = self._dataset(q, snapshot)
                 self.session.controller.arrive(q.query_id, dataset)
                 q.arrived[snapshot.seq] = dataset.id
+                if snapshot.source_time is not None and not q.source_timed:
+                    q.source_timed = True  # the source dates its data: the report says so from now on
+                    self.session.controller.recorder.record(q.query_id).dated_by("source-time")
 
     def _dataset(self, q: PacedQuery, snapshot: OffsetSnapshot) -> Dataset:
         row_bytes = q.read_bytes / q.read_rows if q.read_rows and q.read_bytes else DEFAULT_ROW_BYTES
         nbytes = snapshot.bytes if snapshot.bytes is not None else int((snapshot.rows or 0) * row_bytes)
         rows = snapshot.rows if snapshot.rows is not None else round(nbytes / max(row_bytes, 1.0))
-        return Dataset(f"{q.run}:{snapshot.seq}", snapshot.arrival, max(0, nbytes), max(0, rows),
+        return Dataset(f"{q.run}:{snapshot.seq}", snapshot.data_arrival, max(0, nbytes), max(0, rows),
                        handle=snapshot.offset)
 
     def _force(self, q: PacedQuery, count: int, why: str) -> MicroBatch | None:

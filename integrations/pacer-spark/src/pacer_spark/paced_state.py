@@ -116,6 +116,8 @@ class PacedQuery:
     replays: int = 0
     failed_open: int = 0
     failed_open_lost: int = 0
+    #: Whether a snapshot of this query came with the data's own time (its arrivals are then source-time).
+    source_timed: bool = False
     gate_wait_s: StreamingSummary = field(default_factory=StreamingSummary)
     decide_s: StreamingSummary = field(default_factory=StreamingSummary)
     read_rows: int = 0

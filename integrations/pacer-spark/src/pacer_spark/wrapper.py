@@ -41,7 +41,7 @@ RequestHandler = Callable[["DecisionRequest"], "Decision"]
 StopHandler = Callable[["StopEvent"], None]
 
 #: The version of the request JSON this module reads (``version`` in the request).
-WIRE_VERSION = 3
+WIRE_VERSION = 4
 
 #: Seconds the JVM waits for one answer before it admits without one (``PacerBridge(timeout_s=...)``).
 DEFAULT_DECIDE_TIMEOUT_S = 120.0
@@ -60,6 +60,9 @@ class OffsetSnapshot:
     :ivar bytes: bytes since the previous snapshot: file sizes for file sources, rows times
         the schema's default row size where ``bytes_estimated``; None when unknown.
     :ivar bytes_estimated: whether ``bytes`` is an estimate from rows rather than sizes.
+    :ivar source_time: the oldest data's own time where the source has one (epoch seconds): the Kafka
+        timestamp of the record at the snapshot's start offset (the least over its partitions), the
+        oldest file's modification time, the rate source's ``timestamp`` of its first row; else None.
     """
 
     seq: int
@@ -69,6 +72,13 @@ class OffsetSnapshot:
     files: int | None
     bytes: int | None
     bytes_estimated: bool
+    source_time: float | None = None
+
+    @property
+    def data_arrival(self) -> float:
+        """When the data arrived as the data sees it: its own time where known (never later than when it could
+        first be seen), else :attr:`arrival`."""
+        return self.arrival if self.source_time is None else min(self.source_time, self.arrival)
 
 
     @classmethod
@@ -82,6 +92,7 @@ class OffsetSnapshot:
             files=None if s["files"] is None else int(s["files"]),
             bytes=None if s["bytes"] is None else int(s["bytes"]),
             bytes_estimated=bool(s["bytes_estimated"]),
+            source_time=None if s.get("source_time") is None else float(s["source_time"]),
         )
 
 

@@ -12,8 +12,9 @@ the deadline. Once the oldest buffered data is no longer late, the strategy deci
 Before the service-time model is fitted (cold start) there is nothing to bound a batch by: the whole
 buffer is taken, as Spark's default trigger would.
 
-An episode runs from the admission of its first catch-up batch to the completion of its last; the
-report has, per query, ``catch_up_s`` (seconds in catch-up), ``catch_up_rows`` (rows of the catch-up
+An episode runs from the admission of its first catch-up batch to the completion of its last (a catch-up
+batch admitted within one deadline of the previous one's completion continues the episode: a source seen
+only between batches, as Spark's are, may show its backlog a piece per look); the report has, per query, ``catch_up_s`` (seconds in catch-up), ``catch_up_rows`` (rows of the catch-up
 batches) and ``catch_up_episodes``.
 
 Strategies that stand for a fixed Spark trigger (core's baselines) declare ``catch_up=False`` in their
@@ -45,6 +46,7 @@ class CatchUp:
     episodes: int = 0
     rows: int = 0
     datasets: int = 0
+    _closed: float | None = None
 
     def late(self, buffer: DatasetBuffer, now: float) -> bool:
         """Whether the oldest buffered dataset is already older than the deadline."""
@@ -72,6 +74,10 @@ class CatchUp:
 
     def admitted(self, batch: MicroBatch, now: float) -> None:
         """A catch-up batch was admitted at ``now``."""
+        if self.active_since is None and self._closed is not None and self.last_end is not None \
+                and now - self.last_end <= self.deadline:  # the same episode, seen a piece at a time
+            self.seconds -= self.last_end - self._closed
+            self.active_since = self._closed
         if self.active_since is None:
             self.active_since = now
             self.episodes += 1
@@ -105,4 +111,4 @@ class CatchUp:
             return
         end = self.last_end if self.last_end is not None else self.active_since
         self.seconds += max(0.0, end - self.active_since)
-        self.active_since = None
+        self._closed, self.active_since = self.active_since, None

@@ -12,6 +12,9 @@ import org.apache.spark.sql.connector.read.streaming.Offset;
  *
  * <p>{@code offset} is the delegate's own offset object (a batch may end at it); rows, files and
  * bytes are what could be measured from the delta to the previous snapshot (null when unknown).
+ * {@code sourceTimeMs} is the oldest data's own time where the delegate has one (a Kafka record's
+ * timestamp, a file's modification time, the rate source's {@code timestamp} column), else null:
+ * the decider then dates the snapshot at {@code arrivalMs}, the moment it could first be seen.
  */
 final class OffsetSnapshot {
 
@@ -25,9 +28,10 @@ final class OffsetSnapshot {
   final Long files;
   final Long bytes;
   final boolean bytesEstimated;
+  final Long sourceTimeMs;
 
   OffsetSnapshot(long seq, Offset offset, long arrivalMs, Long rows, Long files, Long bytes,
-      boolean bytesEstimated) {
+      boolean bytesEstimated, Long sourceTimeMs) {
     this.seq = seq;
     this.offset = offset;
     this.json = offset.json();
@@ -36,6 +40,7 @@ final class OffsetSnapshot {
     this.files = files;
     this.bytes = bytes;
     this.bytesEstimated = bytesEstimated;
+    this.sourceTimeMs = sourceTimeMs;
   }
 
   /** This snapshot as one element of the request's {@code snapshots} array. */
@@ -48,6 +53,11 @@ final class OffsetSnapshot {
     putNullable(node, "files", files);
     putNullable(node, "bytes", bytes);
     node.put("bytes_estimated", bytesEstimated);
+    if (sourceTimeMs == null) {
+      node.putNull("source_time");
+    } else {
+      node.put("source_time", sourceTimeMs / 1000.0);
+    }
     return node;
   }
 

@@ -40,7 +40,7 @@ abstract class PacedStream {
   private static final Logger LOG = LoggerFactory.getLogger(PacedStream.class);
   static final String QUERY_ID_PROPERTY = "sql.streaming.queryId";
   /** The version of the request JSON ({@code pacer_spark.wrapper.WIRE_VERSION} reads it). */
-  static final int WIRE_VERSION = 3;
+  static final int WIRE_VERSION = 4;
   /** How many limit-sized snapshots one trigger may observe from a delegate with a read limit. */
   static final int MAX_OBSERVATIONS_PER_TRIGGER = 100;
   /**
@@ -94,6 +94,10 @@ abstract class PacedStream {
 
   /** Forwards one commit to the delegate. */
   abstract void commitDelegate(Offset end);
+
+  /** Adds what reading the data's own times cost to the source metrics (nothing by default). */
+  void sourceTimeMetrics(Map<String, String> metrics) {
+  }
 
   // ---------------------------------------------------------------- forwarded
 
@@ -159,6 +163,7 @@ abstract class PacedStream {
     metrics.put("pacer.fallback", Boolean.toString(warned));
     metrics.put("pacer.fallbacks", Long.toString(fallbacks));
     metrics.put("pacer.failedOpen", Long.toString(channel.failedOpenTotal()));
+    sourceTimeMetrics(metrics);
     return metrics;
   }
 

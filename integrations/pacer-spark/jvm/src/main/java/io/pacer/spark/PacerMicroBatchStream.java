@@ -30,6 +30,8 @@ public final class PacerMicroBatchStream extends PacedStream implements MicroBat
   private final long rowBytes;
   private final String kind;
   private final CaseInsensitiveStringMap options;
+  /** The rate source's creation time (ms), once read. */
+  private Long rateCreatedMs;
 
   PacerMicroBatchStream(SparkSession session, MicroBatchStream delegate, StructType schema,
       CaseInsensitiveStringMap options, String sourceName, String queryOption,
@@ -95,7 +97,29 @@ public final class PacerMicroBatchStream extends PacedStream implements MicroBat
   OffsetSnapshot measure(long seq, Offset prev, Offset next, long now) {
     Long rows = prev == null ? null : rows(prev.json(), next.json());
     Long bytes = rows == null || rowBytes <= 0 ? null : rows * rowBytes;
-    return new OffsetSnapshot(seq, next, now, rows, null, bytes, bytes != null);
+    return new OffsetSnapshot(seq, next, now, rows, null, bytes, bytes != null,
+        prev == null ? null : rateTimeMs(prev.json()));
+  }
+
+  /**
+   * The {@code timestamp} of the first row after rate's offset {@code prevJson} (seconds since its
+   * start): its creation time (kept in its metadata log, a member Spark does not publish: read
+   * by reflection) plus those seconds; null for any other delegate or where unreadable.
+   */
+  private Long rateTimeMs(String prevJson) {
+    if (!kind.equals("RateStreamMicroBatchStream")) {
+      return null;
+    }
+    try {
+      if (rateCreatedMs == null) {
+        Method created = stream.getClass().getDeclaredMethod("creationTimeMs");
+        created.setAccessible(true);
+        rateCreatedMs = ((Number) created.invoke(stream)).longValue();
+      }
+      return rateCreatedMs + Long.parseLong(prevJson.trim()) * 1000L;
+    } catch (ReflectiveOperationException | RuntimeException unreadable) {
+      return null;
+    }
   }
 
   private Long rows(String prevJson, String nextJson) {

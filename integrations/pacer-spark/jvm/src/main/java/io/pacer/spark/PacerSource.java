@@ -12,8 +12,11 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.connector.read.streaming.Offset;
 import org.apache.spark.sql.connector.read.streaming.ReportsSourceMetrics;
 import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex;
 import org.apache.spark.sql.execution.streaming.SerializedOffset;
 import org.apache.spark.sql.execution.streaming.Source;
 import org.apache.spark.sql.types.StructType;
@@ -42,12 +45,16 @@ public final class PacerSource extends PacedStream implements Source,
   /** The delegate's starting offsets as JSON (see {@link #startingOffsetsJson}); read once. */
   private String startingJson;
   private boolean startingJsonRead;
+  /** Reads the Kafka timestamps of a Kafka delegate's snapshots (null for any other delegate). */
+  private final KafkaRecordTimes kafkaTimes;
 
   PacerSource(SparkSession session, Source delegate, String sourceName, String queryOption,
-      Map<String, String> pacerOptions) {
+      Map<String, String> pacerOptions, Map<String, String> sourceOptions) {
     super(session, delegate, sourceName, queryOption, pacerOptions);
     this.source = delegate;
     this.fileSource = delegate.getClass().getName().endsWith(".FileStreamSource");
+    this.kafkaTimes = !fileSource && KafkaRecordTimes.applies(sourceOptions)
+        ? new KafkaRecordTimes(sourceOptions) : null;
   }
 
   // ---------------------------------------------------------------- forwarded
@@ -91,7 +98,21 @@ public final class PacerSource extends PacedStream implements Source,
 
   @Override
   public void stop() {
-    super.stop();
+    try {
+      super.stop();
+    } finally {
+      if (kafkaTimes != null) {
+        kafkaTimes.close();
+      }
+    }
+  }
+
+  @Override
+  void sourceTimeMetrics(Map<String, String> metrics) {
+    if (kafkaTimes != null) {
+      metrics.put("pacer.sourceTimeMs", Long.toString(kafkaTimes.spentMs()));
+      metrics.put("pacer.sourceTimeFetches", Long.toString(kafkaTimes.fetches()));
+    }
   }
 
   @Override
@@ -152,24 +173,44 @@ public final class PacerSource extends PacedStream implements Source,
             ((org.apache.spark.sql.classic.Dataset<Row>) batch).queryExecution().analyzed();
         long files = 0;
         long bytes = 0;
+        Long oldest = null;
         for (LogicalPlan leaf : CollectionConverters.asJava(plan.collectLeaves())) {
           if (leaf instanceof LogicalRelation
               && ((LogicalRelation) leaf).relation() instanceof HadoopFsRelation) {
-            HadoopFsRelation relation = (HadoopFsRelation) ((LogicalRelation) leaf).relation();
-            files += relation.location().inputFiles().length;
-            bytes += relation.location().sizeInBytes();
+            FileIndex location = ((HadoopFsRelation) ((LogicalRelation) leaf).relation()).location();
+            files += location.inputFiles().length;
+            bytes += location.sizeInBytes();
+            oldest = min(oldest, oldestModified(location));
           }
         }
-        return new OffsetSnapshot(seq, next, now, null, files, bytes, false);
+        return new OffsetSnapshot(seq, next, now, null, files, bytes, false, oldest);
       } catch (Exception unmeasured) { // AnalysisException is a checked exception in Java's eyes
         LOG.warn("cannot measure snapshot {} of {}: {}", seq, sourceName, unmeasured.toString());
-        return new OffsetSnapshot(seq, next, now, null, null, null, false);
+        return new OffsetSnapshot(seq, next, now, null, null, null, false, null);
       }
     }
-    Long rows = OffsetSnapshot.partitionOffsetRows(
-        prev == null ? startingOffsetsJson() : prev.json(), next.json());
+    String prevJson = prev == null ? startingOffsetsJson() : prev.json();
+    Long rows = OffsetSnapshot.partitionOffsetRows(prevJson, next.json());
     Long bytes = rows == null ? null : rows * (long) source.schema().defaultSize();
-    return new OffsetSnapshot(seq, next, now, rows, null, bytes, true);
+    Long recordTime = kafkaTimes == null ? null : kafkaTimes.oldestMs(prevJson, next.json());
+    return new OffsetSnapshot(seq, next, now, rows, null, bytes, true, recordTime);
+  }
+
+  /** The oldest modification time among a batch's files (listed already: no further I/O), else null. */
+  private static Long oldestModified(FileIndex location) {
+    if (!(location instanceof PartitioningAwareFileIndex)) {
+      return null;
+    }
+    Long oldest = null;
+    for (FileStatus status
+        : CollectionConverters.asJava(((PartitioningAwareFileIndex) location).allFiles())) {
+      oldest = min(oldest, status.getModificationTime());
+    }
+    return oldest;
+  }
+
+  private static Long min(Long a, Long b) {
+    return a == null ? b : b == null ? a : Long.valueOf(Math.min(a, b));
   }
 
   /**

@@ -80,7 +80,7 @@ public final class PacerSourceProvider implements StreamSourceProvider, TablePro
           + " from spark.sql.streaming.disabledV2MicroBatchReaders");
     }
     return new PacerSource(session, delegate.createSource(metadataPath), sourceName(options),
-        options.get(QUERY_OPTION), pacerOptions(options));
+        options.get(QUERY_OPTION), pacerOptions(options), forwarded(options));
   }
 
   // ---------------------------------------------------------------- V2: TableProvider

@@ -1,0 +1,98 @@
+"""The deadline as the data sees it, on a user's own ``format("pacer")`` query (real Spark, Spark's own sources).
+
+A snapshot is dated by the data's own time where the source has one (a file's modification time, the rate
+source's ``timestamp`` column; Kafka record timestamps are checked in pacer-kafka's tests), so data that waited
+before pacer saw it counts as late; data already past its deadline is caught up by the Controller whatever the
+admission strategy would hold; and the report says how the arrivals were dated.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pacer import AdmissionDecision, StrategyInfo, hookimpl
+from pacer.plugins import get_plugin_manager
+
+pytestmark = pytest.mark.spark
+
+# put_csv, paced_csv, to_parquet, written_ids, wait_for: shared with test_paced_faults.py (loaded by its path, as
+# pytest imports test modules with --import-mode=importlib)
+_spec = importlib.util.spec_from_file_location("_faults_helpers", Path(__file__).with_name("test_paced_faults.py"))
+assert _spec is not None and _spec.loader is not None
+_helpers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_helpers)
+put_csv, paced_csv, to_parquet = _helpers.put_csv, _helpers.paced_csv, _helpers.to_parquet
+written_ids, wait_for, ROWS = _helpers.written_ids, _helpers.wait_for, _helpers.ROWS
+
+
+class Hold:
+    """An admission strategy that never admits: only the Controller's catch-up moves late data."""
+
+    @hookimpl
+    def pacer_strategies(self) -> Sequence[StrategyInfo]:
+        return [StrategyInfo(name="test-hold", provides=frozenset({"admission"}), summary="never admits")]
+
+    @hookimpl
+    def pacer_admit(self, ctx: Any) -> AdmissionDecision | None:
+        return AdmissionDecision(0, 0, "holding") if ctx.chosen == "test-hold" else None
+
+
+def _attach(spark: Any, tmp_path: Path, admission: str) -> Any:
+    import pacer_spark
+
+    pm = get_plugin_manager(entry_points=False)
+    pm.register(Hold())
+    return pacer_spark.attach(spark, plugin_manager=pm, checkpoint_root=str(tmp_path / "pacer"), admission=admission)
+
+
+def test_files_older_than_the_deadline_are_late_by_their_mtime_and_caught_up(spark: Any, tmp_path: Path) -> None:
+    handle = _attach(spark, tmp_path, "test-hold")
+    inbox, out = tmp_path / "in", tmp_path / "out"
+    inbox.mkdir()
+    old = time.time() - 120.0
+    for index in range(6):  # two minutes old when the query starts: far past the 10 s deadline
+        put_csv(inbox, index)
+        os.utime(inbox / f"part-{index:05d}.csv", (old, old))
+    try:
+        query = to_parquet(paced_csv(spark, inbox, "10s"), out, "old")
+        wait_for(lambda: written_ids(spark, out) == list(range(6 * ROWS)), 120)
+        put_csv(inbox, 6)  # fresh: the holding strategy decides for it again, and holds it
+        time.sleep(4.0)
+        assert len(written_ids(spark, out)) == 6 * ROWS
+        assert query.isActive
+        report = handle.report()
+    finally:
+        for active in spark.streams.active:
+            active.stop()
+        handle.stop()
+    q = report["queries"]["old"]
+    assert q["arrival"] == "source-time"
+    # (a csv snapshot's rows are estimated from its bytes until batches measured them: compare with the report's own)
+    assert q["datasets_processed"] == 3 and q["rows_processed"] > 0  # 6 files, maxFilesPerTrigger 2
+    assert q["catch_up_rows"] == q["rows_processed"] and q["catch_up_episodes"] == 1 and q["catch_up_s"] > 0
+    assert q["miss_rows"] == q["rows_processed"]  # late by the files' own time, not fresh when Spark listed them
+    assert q["latency_ms"]["p50"] >= 120_000
+
+
+def test_rate_rows_are_dated_by_their_timestamp_column(spark: Any, tmp_path: Path) -> None:
+    handle = _attach(spark, tmp_path, "asap")
+    frame = (spark.readStream.format("pacer").option("pacer.source", "rate").option("rowsPerSecond", "50")
+             .option("pacer.deadline", "10s").load())
+    try:
+        query = frame.writeStream.format("noop").queryName("ticks").start()
+        wait_for(lambda: sum(p["numInputRows"] for p in query.recentProgress) >= 100, 60)
+        report = handle.report()
+    finally:
+        for active in spark.streams.active:
+            active.stop()
+        handle.stop()
+    q = report["queries"]["ticks"]
+    assert q["arrival"] == "source-time"
+    assert 0 < q["latency_ms"]["p50"] and q["rows_processed"] >= 100

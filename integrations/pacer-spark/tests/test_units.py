@@ -285,6 +285,25 @@ def test_kafka_latency_from_timestamp_quantiles() -> None:
     assert batch_of({**progress, "observedMetrics": {}}) is None  # a trigger that read nothing
 
 
+def test_kafka_recovery_from_a_backlog_by_the_records_timestamps() -> None:
+    from pacer_spark.kafka_run import KafkaBatch, recovery_summary
+
+    def spread(first_s: float, last_s: float) -> tuple[float, ...]:
+        return tuple(1000 * (first_s + (last_s - first_s) * i / 20) for i in range(21))
+
+    backlog = KafkaBatch(0, 6000, spread(0.0, 60.0), ended_at=70.0, engine_s=8.0)  # started at 62 s
+    behind = KafkaBatch(1, 1000, spread(60.0, 70.0), ended_at=73.0, engine_s=3.0)  # oldest 13 s old: missed
+    steady = KafkaBatch(2, 500, spread(70.0, 75.0), ended_at=78.0, engine_s=1.0)   # oldest 8 s old: caught up
+    later = KafkaBatch(3, 400, spread(75.0, 79.0), ended_at=84.5, engine_s=1.0)    # 9.5 to 5.5 s old
+    summary = recovery_summary([later, backlog, behind, steady], deadline_s=10.0)
+    assert summary["catch_up_s"] == pytest.approx(78.0 - 62.0)
+    # produced after 78 s: the last quarter of `later` (78-79 s), 100 records, none over 10 s
+    assert summary["records_after"] == 100 and summary["miss_share_after"] == 0.0
+    on_time = recovery_summary([steady, later], deadline_s=10.0)
+    assert on_time["catch_up_s"] == 0.0 and on_time["records_after"] == 900 and on_time["miss_share_after"] == 0.0
+    assert recovery_summary([], 10.0)["catch_up_s"] is None
+
+
 @pytest.mark.parametrize("fmt", ["csv", "json"])
 def test_pacer_files_arrow_fast_path_reads_what_the_row_parser_reads(tmp_path: Path, fmt: str) -> None:
     from pacer_spark.file_rows import arrow_table

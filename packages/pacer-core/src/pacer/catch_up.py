@@ -7,10 +7,18 @@ asking the admission strategy: the largest prefix of the buffer, oldest first, w
 processing time (the query's service-time model, margin included) stays within one deadline, at least
 one dataset, within the read caps. So the backlog goes in as few batches as the engine can complete
 in a deadline each, never one giant batch whose own processing would push everything behind it past
-the deadline. Once the oldest buffered data is no longer late, the strategy decides again.
+the deadline. The strategy decides again once the query is comfortably on time: what waits, processed at
+once, would finish within half the deadline (handing back to a strategy that waits any earlier, with the
+engine still busy with the backlog, would make the next data late again).
 
 Before the service-time model is fitted (cold start) there is nothing to bound a batch by: the whole
 buffer is taken, as Spark's default trigger would.
+
+While the query is overloaded (:mod:`pacer.overload`: no batch size serves the offered load within the
+deadline) under the ``keep`` policy, waiting only adds latency and small batches only add per-batch costs:
+the Controller admits everything buffered whenever the query is idle, as Spark's default trigger does, so
+pacer does no worse than it on the data that cannot make the deadline (the report's ``overload`` says when
+and for how long). Under ``shed`` the overload policy bounds the batch instead.
 
 An episode runs from the admission of its first catch-up batch to the completion of its last (a catch-up
 batch admitted within one deadline of the previous one's completion continues the episode: a source seen
@@ -53,17 +61,23 @@ class CatchUp:
         earliest = buffer.earliest_arrival
         return earliest is not None and now - earliest > self.deadline
 
-    def wanted(self, buffer: DatasetBuffer, now: float) -> bool:
-        """Whether the Controller forms the next batch itself; closes a finished episode otherwise."""
-        if self.enabled and self.late(buffer, now):
+    def wanted(self, buffer: DatasetBuffer, now: float, service: ServiceTimeModel, overloaded: bool = False) -> bool:
+        """Whether the Controller forms the next batch itself: late data, an overload it keeps, or an episode on
+        that is not comfortably on time yet (what waits, processed now, would finish within half the deadline);
+        closes a finished episode otherwise."""
+        if self.enabled and (overloaded or self.late(buffer, now)):
             return True
+        earliest = buffer.earliest_arrival
+        if self.enabled and self.active and earliest is not None \
+                and now - earliest + service.predict_raw(buffer.bytes) > self.deadline / 2:
+            return True  # still catching up: handing back to a waiting strategy now would make it late again
         self._close()
         return False
 
-    def count(self, buffer: DatasetBuffer, service: ServiceTimeModel) -> int:
+    def count(self, buffer: DatasetBuffer, service: ServiceTimeModel, overloaded: bool = False) -> int:
         """How many of the oldest datasets the catch-up batch takes: the largest prefix predicted to complete
-        within one deadline, at least one; the whole buffer before the model is fitted."""
-        if not service.ready:
+        within one deadline, at least one; the whole buffer before the model is fitted or while overloaded."""
+        if overloaded or not service.ready:
             return len(buffer)
         nbytes = 0
         for taken, dataset in enumerate(buffer):
@@ -86,13 +100,13 @@ class CatchUp:
         self.datasets += len(batch.datasets)
 
     def completed(self, batch_id: str, at: float, buffer: DatasetBuffer) -> None:
-        """A batch of the query completed at ``at``; the episode ends there when it was the last catch-up batch
-        and what is buffered is no longer late."""
+        """A batch of the query completed at ``at``; the episode ends there when it was a catch-up batch and
+        nothing waits (else the next poll judges, :meth:`wanted`)."""
         if batch_id != self.in_flight:
             return
         self.in_flight = None
         self.last_end = at
-        if not self.late(buffer, at):
+        if not len(buffer):
             self._close()
 
     def seconds_until(self, end: float) -> float:

@@ -256,9 +256,10 @@ class Controller(DecisionDispatch):
         shedding = shed_if_overloaded(self.ledger, q, now)
         if not len(q.buffer):
             return None
-        catching_up = q.catch_up.wanted(q.buffer, now)
-        if catching_up:  # the oldest data is already late: drain it in deadline-sized batches (pacer.catch_up)
-            count = q.catch_up.count(q.buffer, q.service)
+        kept = q.overload.overloaded and not shedding  # overloaded under keep: serve as the default trigger would
+        catching_up = q.catch_up.wanted(q.buffer, now, q.service, kept)
+        if catching_up:  # late data: drained in deadline-sized batches (pacer.catch_up)
+            count = q.catch_up.count(q.buffer, q.service, kept)
         else:
             decision = self._admission(q, now)
             if decision.shed:

@@ -119,6 +119,16 @@ def test_latency_target_runs_deadline_free_configurations_once(tmp_path: Path) -
         assert paths[f"pareto_{deadline}s"].read_bytes().startswith(b"\x89PNG")
     md = paths["md"].read_text()
     assert "## Winners" in md and "<!-- readme:end -->" in md and "## Deadline 20 s" in md
+    assert md.index("<!-- readme:end -->") < md.index("## Bounds")
+    bounds = {b["deadline_s"]: b for b in json.loads(paths["json"].read_text())["bounds"]}
+    # the fewer batches a longer deadline allows: the bound falls with the deadline
+    assert 0 < bounds[20.0]["bound_s"] < bounds[10.0]["bound_s"] < bounds[5.0]["bound_s"]
+    assert bounds[20.0]["min_batches"] < bounds[10.0]["min_batches"] < bounds[5.0]["min_batches"]
+    assert all(b["datasets"] == 30 for b in bounds.values())
+    for w in winners:
+        assert float(w["bound_s"]) == bounds[float(w["deadline_s"])]["bound_s"]
+    for r in rows:
+        assert float(r["cost_vs_bound"]) == pytest.approx(float(r["engine_s"]) / float(r["bound_s"]), rel=2e-3)
 
 
 def test_device_sweep_refuses_no_gpu_and_repeat_must_be_positive(tmp_path: Path) -> None:

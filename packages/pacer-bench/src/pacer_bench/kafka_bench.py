@@ -129,9 +129,11 @@ def kafka_figures(report: dict[str, Any], duration: float) -> None:
     percentiles (p50 stands for the average, which Kafka's quantiles do not give), the share of records
     over the query's deadline, latency quantiles at every percentile (to judge other deadlines),
     batches, rows per second and ``cost.engine_s``. What the Controller recorded stays under
-    ``bench.controller_queries``; ``bench.latencies_s`` is left out so no table reads the Controller's."""
+    ``bench.controller_queries``; ``bench.latencies_s``, ``latency_rows`` and ``shed_rows`` are left out so no
+    table reads the Controller's (a record is a row: the share of records over the deadline is rows-weighted)."""
     bench = report.setdefault("bench", {})
-    bench.pop("latencies_s", None)
+    for key in ("latencies_s", "latency_rows", "shed_rows"):
+        bench.pop(key, None)
     queries = report.setdefault("queries", {})
     bench["controller_queries"] = {q: dict(v) for q, v in queries.items()}
     for query_id, k in (report.get("kafka") or {}).items():
@@ -139,13 +141,15 @@ def kafka_figures(report: dict[str, Any], duration: float) -> None:
         batches = int(k.get("batches") or 0)
         engine_s = float(k.get("engine_s") or 0.0)
         q = dict(queries.get(query_id) or {})
+        q.pop("deadline_miss_ratio_datasets", None)  # the Controller's: a Kafka record is a row, not a dataset
+        share = 1.0 if k.get("miss_share") is None else float(k["miss_share"])
         q.update({
             "latency_ms": {"avg": _number(lat.get("p50")), "p50": _number(lat.get("p50")),
                            "p95": _number(lat.get("p95")), "p99": _number(lat.get("p99")),
                            "max": _number(lat.get("max"))},
             "latency_quantiles_ms": list(k.get("quantiles_ms") or []),
             "deadline_ms": 1000.0 * float(k["deadline_s"]),
-            "deadline_miss_ratio": 1.0 if k.get("miss_share") is None else float(k["miss_share"]),
+            "deadline_miss_ratio": share, "deadline_miss_ratio_rows": share,
             "batches": batches, "rows_processed": int(k.get("records") or 0),
             "throughput_rows_per_s": int(k.get("records") or 0) / max(duration, 1e-9),
             "processing_ms": {"avg": 1000.0 * engine_s / batches if batches else 0.0},

@@ -9,7 +9,10 @@ every deadline. ``zstream`` ran once per deadline. For each (workload, traffic, 
   have to find by hand for this workload, traffic and deadline;
 - ``cost_vs_default`` and ``cost_vs_oracle`` are its engine time (``cost.engine_s``) over the default
   trigger's and over the oracle's; ``cost_vs_trigger`` over Spark's trigger at the deadline (the static
-  trigger whose interval is the deadline, where one ran: the baseline of ``--source kafka``).
+  trigger whose interval is the deadline, where one ran: the baseline of ``--source kafka``);
+- the *bound* is the least engine time any batching of the run's arrivals could have spent and met the deadline,
+  under the service model fitted to every batch of the workload and traffic (:mod:`pacer_bench.bound`);
+  ``cost_vs_bound`` = engine time / the bound (on the same repetition's arrivals). Kafka runs have none.
 """
 
 from __future__ import annotations
@@ -26,8 +29,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from pacer_bench.bound import EngineBound, ServiceFit, pooled_fit, report_bound
 from pacer_bench.outputs import (
+    Section,
     html_table,
+    markdown_rows,
     page,
     png_bytes,
     run_settings,
@@ -36,35 +42,49 @@ from pacer_bench.outputs import (
     write_csv,
 )
 from pacer_bench.plots import finish
-from pacer_bench.tables import BenchRun, Spread, spreads, table_rows
-
-#: A configuration meets a deadline when at most this share of its datasets miss it (median over repetitions).
-MISS_LIMIT = 0.01
+from pacer_bench.tables import MISS_LIMIT, BenchRun, Spread, spread_cell, spreads, table_rows
 
 ROW_COLUMNS = ("deadline_s", "workload", "traffic", "config", "met", "mark", "deadline_miss", "p99_ms", "engine_s",
-               "cost_vs_default", "cost_vs_oracle", "cost_vs_trigger", "reps")
+               "cost_vs_default", "cost_vs_oracle", "cost_vs_trigger", "cost_vs_bound", "reps")
 ROW_HEADERS: dict[str, tuple[str, int]] = {
     "deadline_s": ("deadline s", 0), "workload": ("query", 0), "traffic": ("traffic", 0), "config": ("config", 0),
     "met": ("met", 0), "mark": ("", 0), "deadline_miss": ("miss", 3), "p99_ms": ("p99 ms", 0),
     "engine_s": ("engine s", 1), "cost_vs_default": ("cost×default", 3), "cost_vs_oracle": ("cost×oracle", 3),
-    "cost_vs_trigger": ("cost×trigger", 3), "reps": ("reps", 0),
+    "cost_vs_trigger": ("cost×trigger", 3), "cost_vs_bound": ("cost×bound", 3), "reps": ("reps", 0),
 }
 WINNER_COLUMNS = ("deadline_s", "workload", "traffic", "winner", "winner_engine_s", "winner_vs_default",
-                  "winner_vs_oracle", "oracle", "default_met", "best_adaptive", "adaptive_vs_default",
-                  "adaptive_vs_oracle")
+                  "winner_vs_oracle", "winner_vs_bound", "oracle", "default_met", "best_adaptive",
+                  "adaptive_vs_default", "adaptive_vs_oracle", "adaptive_vs_bound", "bound_s")
 WINNER_HEADERS: dict[str, tuple[str, int]] = {
     "deadline_s": ("deadline s", 0), "workload": ("query", 0), "traffic": ("traffic", 0),
     "winner": ("cheapest that met it", 0), "winner_engine_s": ("engine s", 1),
     "winner_vs_default": ("×default", 3), "winner_vs_oracle": ("×oracle", 3), "oracle": ("oracle static", 0),
     "default_met": ("default met", 0), "best_adaptive": ("cheapest adaptive that met it", 0),
-    "adaptive_vs_default": ("×default", 3), "adaptive_vs_oracle": ("×oracle", 3),
+    "adaptive_vs_default": ("×default", 3), "adaptive_vs_oracle": ("×oracle", 3), "winner_vs_bound": ("×bound", 3),
+    "adaptive_vs_bound": ("×bound", 3), "bound_s": ("bound s", 1),
 }
+BOUND_COLUMNS = ("deadline_s", "workload", "traffic", "fixed_ms", "ms_per_mb", "fit_batches", "datasets",
+                 "min_batches", "bound_s")
+BOUND_HEADERS: dict[str, tuple[str, int]] = {
+    "deadline_s": ("deadline s", 0), "workload": ("query", 0), "traffic": ("traffic", 0), "fixed_ms": ("fixed ms", 1),
+    "ms_per_mb": ("ms/MB", 1), "fit_batches": ("batches fitted", 0), "datasets": ("datasets", 0),
+    "min_batches": ("min batches", 0), "bound_s": ("bound s", 1),
+}
+BOUND_LEGEND = (
+    "the least engine time any batching of the run's arrivals could have spent with every dataset within the "
+    "deadline: fixed × min batches + per byte × every byte, under the service model fitted by least squares to "
+    "the batches of the workload and traffic in this bench run (bytes → engine time, each run's first batch left "
+    "out); min batches: the fewest batches, one engine, batches in arrival order (exact, by dynamic programming); "
+    "empty where no batching meets the deadline or batch sizes were too uniform to fit"
+)
 LEGEND = (
     f"met: median deadline-miss ratio ≤ {MISS_LIMIT:.0%}; oracle: the static trigger with the least engine time "
-    "that met the deadline (found by hand otherwise); default: Spark's default trigger (asap); engine s: "
-    "cost.engine_s, the engine time the query's batches took; cost×default, cost×oracle: engine time over the "
-    "default's and the oracle's; cost×trigger: over Spark's trigger at the deadline (static trigger at the "
-    "deadline's interval); cells: median [min–max] over repetitions where they differ"
+    "that met the deadline (found by hand otherwise); default: Spark's default trigger (asap); miss: share of rows "
+    "in datasets over the deadline; engine s: cost.engine_s, the engine time the query's batches took; "
+    "cost×default, cost×oracle: engine time over the default's and the oracle's; cost×trigger: over Spark's "
+    "trigger at the deadline (static trigger at the deadline's interval); bound, ×bound: the least engine time "
+    "any batching could have spent and met the deadline (see Bounds), and engine time over it; cells: median "
+    "[min–max] over repetitions where they differ"
 )
 
 
@@ -77,6 +97,7 @@ class Judged:
     miss: Spread
     p99_ms: Spread
     engine_s: Spread
+    bounds: tuple[EngineBound | None, ...] = ()  # one per repetition
 
     @property
     def name(self) -> str:
@@ -93,10 +114,38 @@ class Judged:
         """Whether its median miss ratio is within :data:`MISS_LIMIT`."""
         return self.miss.median <= MISS_LIMIT + 1e-12
 
+    @property
+    def bound_s(self) -> Spread | None:
+        """The bound over repetitions, or None where a repetition has none."""
+        values = [b.engine_s for b in self.bounds if b is not None and b.engine_s is not None]
+        return Spread.of(values) if values and len(values) == len(self.bounds) else None
+
+    @property
+    def vs_bound(self) -> Spread | None:
+        """Engine time over the bound, per repetition, or None where a repetition has no bound."""
+        engines = [float(r["queries"][self.query_id]["cost"]["engine_s"]) for r in self.run.reports]
+        bounds = [b.engine_s if b is not None else None for b in self.bounds]
+        ratios = [e / b for e, b in zip(engines, bounds, strict=True) if b]
+        return Spread.of(ratios) if ratios and len(ratios) == len(engines) else None
+
+    @property
+    def query_id(self) -> str:
+        """The run's one query."""
+        return str(next(iter(self.run.report["queries"])))
+
+
+def group_fits(runs: Sequence[BenchRun]) -> dict[tuple[str, str], ServiceFit | None]:
+    """The service model of every (workload, traffic): fitted to the batches of all its configurations."""
+    reports: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for run in runs:
+        reports.setdefault((str(run.tags["workload"]), str(run.tags["traffic"])), []).extend(run.reports)
+    return {key: pooled_fit(group, next(iter(group[0]["queries"]))) for key, group in reports.items()}
+
 
 def judge(runs: Sequence[BenchRun], deadlines: Sequence[float]) -> dict[tuple[str, str, float], list[Judged]]:
     """Every (workload, traffic, deadline) with the configurations judged against it: those that do not read
-    the deadline, and those that ran with exactly it."""
+    the deadline, and those that ran with exactly it (each with its bound, per repetition)."""
+    fits = group_fits(runs)
     out: dict[tuple[str, str, float], list[Judged]] = {}
     for deadline in deadlines:
         for run in runs:
@@ -106,12 +155,42 @@ def judge(runs: Sequence[BenchRun], deadlines: Sequence[float]) -> dict[tuple[st
             query_id = next(iter(run.report["queries"]))
             s = spreads(run, query_id, deadline)
             key = (str(run.tags["workload"]), str(run.tags["traffic"]), deadline)
-            out.setdefault(key, []).append(Judged(run, deadline, s["deadline_miss"], s["p99_ms"], s["engine_s"]))
+            bounds = tuple(report_bound(r, query_id, deadline, fits[key[:2]]) for r in run.reports)
+            out.setdefault(key, []).append(Judged(run, deadline, s["deadline_miss"], s["p99_ms"], s["engine_s"],
+                                                  bounds))
     return out
+
+
+def bound_rows(judged: dict[tuple[str, str, float], list[Judged]],
+               fits: dict[tuple[str, str], ServiceFit | None]) -> list[dict[str, Any]]:
+    """One row per (workload, traffic, deadline): the fitted model, the fewest batches and the bound (of the
+    first configuration's repetitions: every configuration of a repetition saw the same arrivals)."""
+    rows = []
+    for (workload, traffic, deadline), items in judged.items():
+        fit = fits.get((workload, traffic))
+        first = items[0]
+        row: dict[str, Any] = {"deadline_s": deadline, "workload": workload, "traffic": traffic,
+                               **({"fixed_ms": round(1000.0 * fit.fixed_s, 1),
+                                   "ms_per_mb": round(1000.0 * fit.per_byte_s * 1e6, 1),
+                                   "fit_batches": fit.batches} if fit else {})}
+        known = [b for b in first.bounds if b is not None and b.batches is not None]
+        if known and len(known) == len(first.bounds):
+            row["datasets"] = known[0].datasets
+            for key, values in (("min_batches", [float(b.batches or 0) for b in known]),
+                                ("bound_s", [float(b.engine_s or 0.0) for b in known])):
+                spread = Spread.of(values)
+                row[key], row[f"{key}_min"], row[f"{key}_max"] = (round(spread.median, 3), round(spread.low, 3),
+                                                                  round(spread.high, 3))
+        rows.append(row)
+    return rows
 
 
 def _ratio(value: float, ref: Judged | None) -> float | None:
     return round(value / ref.engine_s.median, 3) if ref is not None and ref.engine_s.median > 0 else None
+
+
+def _median(spread: Spread | None) -> float | None:
+    return round(spread.median, 3) if spread is not None else None
 
 
 def oracle_of(judged: Sequence[Judged]) -> Judged | None:
@@ -143,6 +222,11 @@ def analyse(runs: Sequence[BenchRun], deadlines: Sequence[float]) -> tuple[list[
                                    "cost_vs_default": _ratio(j.engine_s.median, default),
                                    "cost_vs_oracle": _ratio(j.engine_s.median, oracle),
                                    "cost_vs_trigger": _ratio(j.engine_s.median, trigger)}
+            vs_bound = j.vs_bound
+            if vs_bound is not None:
+                row["cost_vs_bound"], row["cost_vs_bound_min"], row["cost_vs_bound_max"] = (
+                    round(vs_bound.median, 3), round(vs_bound.low, 3), round(vs_bound.high, 3))
+            row["bound_s"] = _median(j.bound_s)
             for key, spread in (("deadline_miss", j.miss), ("p99_ms", j.p99_ms), ("engine_s", j.engine_s)):
                 row[key], row[f"{key}_min"], row[f"{key}_max"] = (round(spread.median, 4), round(spread.low, 4),
                                                                   round(spread.high, 4))
@@ -162,25 +246,11 @@ def analyse(runs: Sequence[BenchRun], deadlines: Sequence[float]) -> tuple[list[
             "best_adaptive": best.name if best else "none met it",
             "adaptive_vs_default": _ratio(best.engine_s.median, default) if best else None,
             "adaptive_vs_oracle": _ratio(best.engine_s.median, oracle) if best else None,
+            "winner_vs_bound": _median(winner.vs_bound) if winner else None,
+            "adaptive_vs_bound": _median(best.vs_bound) if best else None,
+            "bound_s": _median(judged[0].bound_s) if judged else None,
         })
     return rows, winners
-
-
-def _cell(row: dict[str, Any], column: str, digits: int) -> str:
-    value = row.get(column)
-    if value is None:
-        return ""
-    if f"{column}_min" in row:
-        return Spread(value, row[f"{column}_min"], row[f"{column}_max"]).text(digits)
-    if isinstance(value, float) and column == "deadline_s":
-        return f"{value:g}"
-    return str(value)
-
-
-def _markdown(rows: Sequence[dict[str, Any]], columns: Sequence[str], headers: dict[str, tuple[str, int]]) -> str:
-    lines = ["| " + " | ".join(headers[c][0] for c in columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(_cell(r, c, headers[c][1]) for c in columns) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
 
 
 _STYLE = {"asap": ("s", "tab:red"), "static": ("o", "tab:gray")}
@@ -256,21 +326,24 @@ def write_latency_target(out: str | Path, runs: Sequence[BenchRun], deadlines: S
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     rows, winners = analyse(runs, deadlines)
+    bounds = Section("Bounds", bound_rows(judge(runs, deadlines), group_fits(runs)), BOUND_COLUMNS, BOUND_HEADERS,
+                     legend=BOUND_LEGEND)
     settings = run_settings(runs, table_rows(runs), machine=machine)
     settings[0] = ("deadline", f"{', '.join(f'{d:g}' for d in deadlines)} s: every configuration judged against "
-                               f"each; met = miss ≤ {MISS_LIMIT:.0%} of datasets")
+                               f"each; met = miss ≤ {MISS_LIMIT:.0%} of rows")
     paths: dict[str, Path] = {"json": folder / f"{name}.json"}
     paths["json"].write_text(json.dumps({"experiment": name, "summary": summary, "notes": list(notes),
                                          "settings": dict(settings), "deadlines": list(deadlines), "rows": rows,
-                                         "winners": winners, "runs": runs_json(runs)}, indent=2, sort_keys=True))
+                                         "winners": winners, "bounds": list(bounds.rows), "runs": runs_json(runs)},
+                                        indent=2, sort_keys=True))
     paths["csv"] = write_csv(folder / f"{name}.csv", rows, [c for c in rows[0] if c != "mark"] + ["mark"])
     paths["winners"] = write_csv(folder / f"{name}-winners.csv", winners, WINNER_COLUMNS)
     note_md = "".join(f"_{n}_\n\n" for n in notes)
-    sections_md = [f"## Winners\n\n{_markdown(winners, WINNER_COLUMNS, WINNER_HEADERS)}\n_{LEGEND}._\n\n"
-                   "<!-- readme:end -->\n"]
+    sections_md = [f"## Winners\n\n{markdown_rows(winners, WINNER_COLUMNS, WINNER_HEADERS)}\n_{LEGEND}._\n\n"
+                   f"<!-- readme:end -->\n\n{bounds.markdown()}"]
     for deadline in deadlines:
         part = [r for r in rows if r["deadline_s"] == deadline]
-        sections_md.append(f"\n## Deadline {deadline:g} s\n\n{_markdown(part, ROW_COLUMNS[1:], ROW_HEADERS)}")
+        sections_md.append(f"\n## Deadline {deadline:g} s\n\n{markdown_rows(part, ROW_COLUMNS[1:], ROW_HEADERS)}")
     paths["md"] = folder / f"{name}.md"
     paths["md"].write_text(f"# {name}\n\n{summary}\n\n{settings_markdown(settings)}{note_md}{''.join(sections_md)}")
     images = []
@@ -281,10 +354,10 @@ def write_latency_target(out: str | Path, runs: Sequence[BenchRun], deadlines: S
         paths[key].write_bytes(png)
         images.append((f"Deadline {deadline:g} s: p99 latency against engine time, one point per configuration",
                        png))
-    sections = [f"<h2>Winners</h2>{html_table(winners, WINNER_COLUMNS, WINNER_HEADERS, _cell)}"
-                f"<p class='legend'>{html.escape(LEGEND)}.</p>"]
+    sections = [f"<h2>Winners</h2>{html_table(winners, WINNER_COLUMNS, WINNER_HEADERS, spread_cell)}"
+                f"<p class='legend'>{html.escape(LEGEND)}.</p>", bounds.html()]
     sections += [f"<h2>Deadline {d:g} s</h2>"
-                 + html_table([r for r in rows if r["deadline_s"] == d], ROW_COLUMNS[1:], ROW_HEADERS, _cell)
+                 + html_table([r for r in rows if r["deadline_s"] == d], ROW_COLUMNS[1:], ROW_HEADERS, spread_cell)
                  for d in deadlines]
     paths["html"] = folder / f"{name}.html"
     paths["html"].write_text(page(name, summary, settings, notes, sections, images))

@@ -14,6 +14,7 @@ import json
 import os
 import platform
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,48 @@ from pacer_bench.tables import (
     markdown_table,
     repetition_statement,
     shown_columns,
+    spread_cell,
     table_rows,
 )
 
-__all__ = ["BenchRun", "markdown_table", "run_settings", "table_rows", "write_outputs"]
+__all__ = ["BenchRun", "Section", "markdown_rows", "markdown_table", "run_settings", "table_rows", "write_outputs"]
+
+
+@dataclass(frozen=True)
+class Section:
+    """A scenario's own table, written before the table of every configuration and query.
+
+    :param headers: column -> (header text, digits); cells are rendered by :func:`pacer_bench.tables.spread_cell`.
+    :param text: a paragraph before the table (e.g. the winner); ``legend`` one after it.
+    """
+
+    title: str
+    rows: Sequence[dict[str, Any]]
+    columns: Sequence[str]
+    headers: Mapping[str, tuple[str, int]]
+    text: str = ""
+    legend: str = ""
+
+    def markdown(self) -> str:
+        """The section as Markdown: heading, text, table, legend."""
+        text = f"{self.text}\n\n" if self.text else ""
+        legend = f"\n_{self.legend}._\n" if self.legend else ""
+        return f"## {self.title}\n\n{text}{markdown_rows(self.rows, self.columns, self.headers)}{legend}\n"
+
+    def html(self) -> str:
+        """The section as HTML: heading, text, scrolling table, legend."""
+        text = f"<p>{html.escape(self.text)}</p>" if self.text else ""
+        legend = f"<p class='legend'>{html.escape(self.legend)}.</p>" if self.legend else ""
+        return (f"<h2>{html.escape(self.title)}</h2>{text}"
+                f"{html_table(self.rows, self.columns, self.headers, spread_cell)}{legend}")
+
+
+def markdown_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str], headers: Mapping[str, tuple[str, int]],
+                  render: Callable[[dict[str, Any], str, int], str] = spread_cell) -> str:
+    """A GitHub-flavoured Markdown table: ``headers`` maps a column to (header text, digits)."""
+    lines = ["| " + " | ".join(headers[c][0] for c in columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(render(r, c, headers[c][1]) for c in columns) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
 
 
 def _distinct(values: Sequence[str]) -> str:
@@ -179,7 +218,8 @@ def runs_json(runs: Sequence[BenchRun]) -> list[dict[str, Any]]:
 
 
 def write_outputs(out: str | Path, name: str, runs: Sequence[BenchRun], *, summary: str = "",
-                  notes: Sequence[str] = (), machine: str | None = None) -> dict[str, Path]:
+                  notes: Sequence[str] = (), machine: str | None = None, sections: Sequence[Section] = (),
+                  extra: Mapping[str, Any] | None = None) -> dict[str, Path]:
     """Write ``name``.json / .csv / .md, one PNG per plot and ``name``.html under ``out``.
 
     Ratios in the tables compare each run with the baseline of its group, measured in the same bench run and
@@ -187,6 +227,9 @@ def write_outputs(out: str | Path, name: str, runs: Sequence[BenchRun], *, summa
     GPU) are skipped, and the notes say why.
 
     :param machine: the machine the runs ran on, for the run settings (default: this machine).
+    :param sections: a scenario's own tables, written before the table of every configuration and query (the
+        README's results section ends after them, ``<!-- readme:end -->``).
+    :param extra: more top-level keys of the JSON (a scenario's analysis).
     :return: the paths written, by kind (one per plot key, e.g. ``latency_cdf``).
     """
     folder = Path(out)
@@ -197,12 +240,15 @@ def write_outputs(out: str | Path, name: str, runs: Sequence[BenchRun], *, summa
     notes = [*notes, *skipped]
     paths: dict[str, Path] = {"json": folder / f"{name}.json"}
     paths["json"].write_text(json.dumps({"experiment": name, "summary": summary, "notes": notes,
-                                         "settings": dict(settings), "runs": runs_json(runs)},
+                                         "settings": dict(settings), **dict(extra or {}), "runs": runs_json(runs)},
                                         indent=2, sort_keys=True))
     paths["csv"] = write_csv(folder / f"{name}.csv", rows, csv_columns(rows))
     paths["md"] = folder / f"{name}.md"
     note_md = "".join(f"_{n}_\n\n" for n in notes)
-    paths["md"].write_text(f"# {name}\n\n{summary}\n\n{settings_markdown(settings)}{note_md}"
+    own = "".join(s.markdown() for s in sections)
+    if sections:
+        own += "<!-- readme:end -->\n\n## Every configuration and query\n\n"
+    paths["md"].write_text(f"# {name}\n\n{summary}\n\n{settings_markdown(settings)}{note_md}{own}"
                            f"{markdown_table(rows)}\n_{LEGEND}._\n")
     images: list[tuple[str, bytes]] = []
     for plot, fig in plots.items():
@@ -211,7 +257,9 @@ def write_outputs(out: str | Path, name: str, runs: Sequence[BenchRun], *, summa
         paths[plot] = folder / f"{name}-{plot}.png"
         paths[plot].write_bytes(png)
     table = html_table(rows, shown_columns(rows), SHORT_COLUMNS)
-    sections = [f"<h2>Results</h2>{table}<p class='legend'>{html.escape(LEGEND)}.</p>"]
+    title = "Every configuration and query" if sections else "Results"
+    html_sections = [*(s.html() for s in sections),
+                     f"<h2>{title}</h2>{table}<p class='legend'>{html.escape(LEGEND)}.</p>"]
     paths["html"] = folder / f"{name}.html"
-    paths["html"].write_text(page(name, summary, settings, notes, sections, images))
+    paths["html"].write_text(page(name, summary, settings, notes, html_sections, images))
     return paths

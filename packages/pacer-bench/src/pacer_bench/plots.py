@@ -16,7 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from pacer_bench.tables import BenchRun, Spread
+from pacer_bench.tables import BenchRun, Spread, judged_deadline
 
 #: Plot key -> the caption shown under it in the HTML page.
 CAPTIONS = {
@@ -33,8 +33,29 @@ CAPTIONS = {
 }
 
 
-def _label(run: BenchRun, query_id: str) -> str:
-    return run.label if len(run.report["queries"]) == 1 else f"{run.label} / {query_id}"
+#: Line colours and, past ten series, line styles: every configuration of a plot gets its own pair.
+_COLORS = tuple(f"C{i}" for i in range(10))  # matplotlib's default cycle, tab10
+_LINESTYLES = ("-", "--", ":", "-.")
+
+
+def line_style(index: int) -> dict[str, Any]:
+    """The colour and line style of the ``index``-th series: tab10's colours, then again dashed, dotted..., so no
+    two of up to 40 series look alike."""
+    return {"color": _COLORS[index % len(_COLORS)], "linestyle": _LINESTYLES[(index // len(_COLORS)) % len(_LINESTYLES)]}
+
+
+def query_ids(runs: Sequence[BenchRun]) -> list[str]:
+    """Every query of the runs, in the order they first appear."""
+    seen: list[str] = []
+    for run in runs:
+        seen += [q for q in run.report["queries"] if q not in seen]
+    return seen
+
+
+def query_deadline(runs: Sequence[BenchRun], query_id: str) -> float:
+    """The deadline (s) the tables judge ``query_id`` against (:func:`pacer_bench.tables.judged_deadline`)."""
+    ref = next(r for r in runs if query_id in r.report["queries"])
+    return judged_deadline(ref, query_id, runs)
 
 
 def _series(report: Mapping[str, Any], query_id: str, key: str) -> tuple[list[float], list[float]]:
@@ -56,16 +77,59 @@ def finish(fig: Any, ax: Any, xlabel: str, ylabel: str, title: str, *, legend: b
     return fig
 
 
-def _figure_over_time(runs: Sequence[BenchRun], key: str, ylabel: str, title: str, scale: float = 1.0) -> Any:
-    fig, ax = plt.subplots(figsize=(8, 4))
-    for run in runs:
-        for query_id in run.report["queries"]:
-            t, y = _series(run.report, query_id, key)
-            ax.plot(t, [v * scale for v in y], label=_label(run, query_id), linewidth=1.2, marker=".", markersize=3)
-    return finish(fig, ax, "time (s)", ylabel, title)
+def _panels(runs: Sequence[BenchRun]) -> tuple[Any, list[tuple[str, Any]]]:
+    """A figure with one panel per query (up to three across), each configuration a line in every panel."""
+    queries = query_ids(runs)
+    cols = min(3, len(queries))
+    nrows = math.ceil(len(queries) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols + 2.8, 3.6 * nrows + 0.4), squeeze=False)
+    for k in range(len(queries), nrows * cols):
+        axes[k // cols][k % cols].axis("off")
+    return fig, [(q, axes[i // cols][i % cols]) for i, q in enumerate(queries)]
 
 
-def _cdf_on(ax: Any, run: BenchRun, query_id: str, label: str) -> None:
+def _by_query(runs: Sequence[BenchRun], draw: Callable[[Any, BenchRun, str, dict[str, Any]], None], xlabel: str,
+              ylabel: str, title: str, *, deadline: str = "") -> Any:
+    """One panel per query, ``draw(ax, run, query_id, style)`` for every configuration, the query's deadline as a
+    line (``deadline``: ``"h"`` horizontal, ``"v"`` vertical, ``""`` none), one legend for the figure."""
+    if len(query_ids(runs)) == 1:
+        fig, ax = plt.subplots(figsize=(8, 4))
+        panels = [(query_ids(runs)[0], ax)]
+    else:
+        fig, panels = _panels(runs)
+    for query_id, ax in panels:
+        for i, run in enumerate(runs):
+            if query_id in run.report["queries"]:
+                draw(ax, run, query_id, {"label": run.label, **line_style(i)})
+        if deadline:
+            d = query_deadline(runs, query_id)
+            label = f"deadline {d:g} s" if len(panels) == 1 else "_deadline"  # in the panel titles otherwise
+            (ax.axhline if deadline == "h" else ax.axvline)(d, color="black", linestyle="--", linewidth=1.4, label=label)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        ax.set_title(title if len(panels) == 1 else f"{query_id} (deadline {query_deadline(runs, query_id):g} s)",
+                     fontsize="medium")
+    if len(panels) == 1:
+        return finish(fig, panels[0][1], xlabel, ylabel, title)
+    handles, labels = panels[0][1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center right", fontsize="small")
+    fig.suptitle(title, fontsize="medium")
+    width = fig.get_size_inches()[0]
+    fig.tight_layout(rect=(0.0, 0.0, 1.0 - 2.8 / width, 1.0))
+    return fig
+
+
+def _figure_over_time(runs: Sequence[BenchRun], key: str, ylabel: str, title: str, scale: float = 1.0,
+                      deadline: str = "") -> Any:
+    def draw(ax: Any, run: BenchRun, query_id: str, style: dict[str, Any]) -> None:
+        t, y = _series(run.report, query_id, key)
+        ax.plot(t, [v * scale for v in y], linewidth=1.2, marker=".", markersize=3, **style)
+
+    return _by_query(runs, draw, "time (s)", ylabel, title, deadline=deadline)
+
+
+def _cdf_on(ax: Any, run: BenchRun, query_id: str, label: str, **style: Any) -> None:
     """A run's latency CDF: the median of each percentile over repetitions, shaded between min and max."""
     curves = [r["queries"][query_id].get("latency_quantiles_ms") or [] for r in run.reports
               if query_id in r["queries"]]
@@ -75,7 +139,7 @@ def _cdf_on(ax: Any, run: BenchRun, query_id: str, label: str) -> None:
     n = min(len(c) for c in curves)
     fractions = [i / (n - 1) for i in range(n)] if n > 1 else [1.0]
     mid = [statistics.median(c[i] for c in curves) / 1000.0 for i in range(n)]
-    (line,) = ax.plot(mid, fractions, label=label)
+    (line,) = ax.plot(mid, fractions, label=label, **style)
     if len(curves) > 1:
         low = [min(c[i] for c in curves) / 1000.0 for i in range(n)]
         high = [max(c[i] for c in curves) / 1000.0 for i in range(n)]
@@ -83,11 +147,10 @@ def _cdf_on(ax: Any, run: BenchRun, query_id: str, label: str) -> None:
 
 
 def _latency_cdf(runs: Sequence[BenchRun]) -> Any:
-    fig, ax = plt.subplots(figsize=(8, 4))
-    for run in runs:
-        for query_id in run.report["queries"]:
-            _cdf_on(ax, run, query_id, _label(run, query_id))
-    return finish(fig, ax, "dataset latency (s)", "fraction of datasets", "Latency CDF")
+    def draw(ax: Any, run: BenchRun, query_id: str, style: dict[str, Any]) -> None:
+        _cdf_on(ax, run, query_id, **style)
+
+    return _by_query(runs, draw, "dataset latency (s)", "fraction of datasets", "Latency CDF", deadline="v")
 
 
 def _sweep_points(runs: Sequence[BenchRun], value: Callable[[Mapping[str, Any]], float]
@@ -161,7 +224,8 @@ def figures(runs: Sequence[BenchRun]) -> tuple[dict[str, Any], list[str]]:
     """The standard plots and the reasons for those skipped.
 
     Single configurations get the latency CDF and max latency, batch size, batch interval and GPU share over
-    time (the GPU plot only when some operator ran on a GPU). A sweep (runs with ``x``) gets, instead of the
+    time (the GPU plot only when some operator ran on a GPU): one panel per query where runs have several, every
+    configuration its own colour and line style in each, the query's deadline drawn on the latency plots. A sweep (runs with ``x``) gets, instead of the
     over-time plots (one line per run would be unreadable), latency, throughput, processing time and GPU
     share against the swept rate and a latency CDF per rate.
     """
@@ -181,7 +245,8 @@ def figures(runs: Sequence[BenchRun]) -> tuple[dict[str, Any], list[str]]:
         }, skipped
     out = {
         "latency_cdf": _latency_cdf(runs),
-        "max_latency": _figure_over_time(runs, "max_latency_ms", "max latency (s)", "Max latency per interval", 1e-3),
+        "max_latency": _figure_over_time(runs, "max_latency_ms", "max latency (s)", "Max latency per interval", 1e-3,
+                                         deadline="h"),
         "batch_size": _figure_over_time(runs, "batch_bytes", "batch size (KB)", "Micro-batch size", 1e-3),
         "batch_interval": _figure_over_time(runs, "batch_interval_s", "interval (s)", "Batch interval"),
     }

@@ -19,6 +19,7 @@ from pacer.cli import UsageError
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer_bench.kafka_bench import kafka_servers, run_one_kafka, warm_up_kafka
 from pacer_bench.latency_target import write_latency_target
+from pacer_bench.multi_query import write_multi_query
 from pacer_bench.outputs import write_outputs
 from pacer_bench.progress import ProgressBar
 from pacer_bench.scenarios import SCENARIOS, Config, latency_target_configs, latency_target_plan
@@ -100,13 +101,31 @@ def resolve_configs(
 
 
 def record_latencies(report: dict[str, Any], controller: Any) -> None:
-    """Keep every dataset latency (s) of every query under ``report["bench"]["latencies_s"]``, so the tables can
-    judge a run against any deadline exactly (a static trigger ran once is judged against 5, 10 and 20 s)."""
-    latencies = {
-        query_id: sorted(round(lat, 4) for r in controller.reports(query_id) for _, lat in r.dataset_latencies)
-        for query_id in report["queries"]
-    }
-    report.setdefault("bench", {})["latencies_s"] = latencies
+    """Keep what the tables judge a run by under ``report["bench"]``, per query: every dataset latency (s)
+    (``latencies_s``, sorted), each with its rows (``latency_rows``: ``[latency, rows]``, so a run is judged exactly,
+    rows-weighted, against any deadline: a static trigger ran once is judged against 5, 10 and 20 s), the rows
+    shed (``shed_rows``), and every batch's ``[bytes, engine_s, started_at, completed_at]`` in completion order
+    (``batches``: the service model the engine-time bound is fitted to, :mod:`pacer_bench.bound`)."""
+    bench = report.setdefault("bench", {})
+    latencies: dict[str, list[float]] = {}
+    pairs: dict[str, list[list[float]]] = {}
+    batches: dict[str, list[list[float]]] = {}
+    shed: dict[str, int] = {}
+    for query_id in report["queries"]:
+        done = controller.reports(query_id)
+        rows_of: list[list[float]] = []
+        for r in done:
+            exact = len(r.dataset_rows) == len(r.dataset_latencies)
+            even = r.rows / len(r.dataset_latencies) if r.dataset_latencies else 0.0
+            rows_of += [[round(lat, 4), r.dataset_rows[i] if exact else round(even)]
+                        for i, (_, lat) in enumerate(r.dataset_latencies)]
+        pairs[query_id] = sorted(rows_of)
+        latencies[query_id] = [lat for lat, _ in pairs[query_id]]
+        batches[query_id] = [[r.bytes, round(r.cost_s, 6), round(r.started_at, 4), round(r.completed_at, 4)]
+                             for r in done]
+        record = getattr(getattr(controller, "recorder", None), "record", None)
+        shed[query_id] = int(getattr(record(query_id), "shed_rows", 0)) if record else 0
+    bench.update(latencies_s=latencies, latency_rows=pairs, shed_rows=shed, batches=batches)
 
 
 def machine_description(runtime: str, master: str) -> str:
@@ -239,6 +258,8 @@ def run_scenario(
     if scenario == "latency-target":
         paths = write_latency_target(out, runs, latency_target_plan(quick, actual, target)["deadlines"], summary=summary,
                                      notes=notes, machine=machine)
+    elif scenario == "multi-query":
+        paths = write_multi_query(out, runs, summary=summary, notes=notes, machine=machine)
     else:
         paths = write_outputs(out, scenario, runs, summary=summary, notes=notes, machine=machine)
     meta = {

@@ -96,23 +96,48 @@ def _trigger_sweep(quick: bool, runtime: str) -> list[Config]:
     return configs
 
 
+#: multi-query's queries: (workload, deadline s), under binary bursts of :data:`MULTI_QUERY_TRAFFIC`.
+MULTI_QUERY_QUERIES = (("lr2", 5.0), ("lr3", 10.0), ("cm2", 20.0))
+MULTI_QUERY_TRAFFIC = {"min": 200.0, "max": 3000.0, "period": 30.0}
+#: Static trigger intervals (s) multi-query sweeps under FIFO and under FAIR (one interval for every query, as
+#: Spark's trigger of a run is): full, and ``--quick`` (two, so that a quick Spark run stays within minutes).
+MULTI_QUERY_STATICS = (1, 2, 3, 4, 5, 10)
+MULTI_QUERY_STATICS_QUICK = (2, 10)
+#: The adaptive configurations of multi-query: (scheduler, admission).
+MULTI_QUERY_ADAPTIVE = (("edf", "asap"), ("edf", "zstream"), ("rdas", "zstream"), ("edf", "lmstream"))
+
+
+def multi_query_duration(quick: bool, runtime: str) -> float:
+    """Seconds of traffic of every multi-query configuration: 300 simulated (120 quick); on Spark 90 (30 quick:
+    8 configurations of about 40 s each, some 5 minutes a repetition on 2 cores)."""
+    if runtime == "sim":
+        return 120.0 if quick else 300.0
+    return 30.0 if quick else 90.0
+
+
 def _multi_query(quick: bool, runtime: str) -> list[Config]:
-    duration = 120.0 if quick else 300.0
-    traffic = {"min": 200.0, "max": 3000.0, "period": 30.0}
+    duration = multi_query_duration(quick, runtime)
 
     def queries(admission: str, params: Mapping[str, Any]) -> tuple[QueryRun, ...]:
         return tuple(
-            QueryRun(w, traffic="binary", rate=1600.0, traffic_params=traffic, admission=admission, admission_params=params, deadline=d)
-            for w, d in (("lr2", 5.0), ("lr3", 10.0), ("cm2", 20.0))
+            QueryRun(w, traffic="binary", rate=1600.0, traffic_params=MULTI_QUERY_TRAFFIC, admission=admission,
+                     admission_params=params, deadline=d)
+            for w, d in MULTI_QUERY_QUERIES
         )
 
-    static = {"interval": 10.0}
-    return [
-        Config("fifo + static 10s", queries("static", static), scheduler="fifo", duration=duration, baseline=True),
-        Config("fair + static 10s", queries("static", static), scheduler="fair", duration=duration),
-        Config("edf + zstream", queries("zstream", {}), scheduler="edf", duration=duration),
-        Config("rdas + zstream", queries("zstream", {}), scheduler="rdas", duration=duration),
+    configs = [
+        Config(f"{scheduler} + static {s}s", queries("static", {"interval": float(s)}), scheduler=scheduler,
+               duration=duration, baseline=scheduler == "fifo" and s == 10,
+               tags={"scheduler": scheduler, "admission": "static", "family": "static", "interval": float(s)})
+        for scheduler in ("fifo", "fair")
+        for s in (MULTI_QUERY_STATICS_QUICK if quick else MULTI_QUERY_STATICS)
     ]
+    configs += [
+        Config(f"{scheduler} + {admission}", queries(admission, {}), scheduler=scheduler, duration=duration,
+               tags={"scheduler": scheduler, "admission": admission, "family": admission})
+        for scheduler, admission in MULTI_QUERY_ADAPTIVE
+    ]
+    return configs
 
 
 DEVICE_RATES_KB = (64, 256, 1024, 4096, 16384)
@@ -279,7 +304,9 @@ SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
         Scenario("trigger-sweep", "Static triggers 2/5/8/10 s and ASAP vs each admission strategy (LMStream Figs. 6-9, zStream Figs. 13-14)", _trigger_sweep),
-        Scenario("multi-query", "Three queries with deadlines under binary bursts: FIFO/FAIR vs EDF/RDAS (zStream Figs. 7-12)", _multi_query),
+        Scenario("multi-query", "Three queries with deadlines 5/10/20 s under binary bursts sharing the cores: FIFO and "
+                 "FAIR with static triggers (the cheapest that meets every deadline marked) vs asap, zStream and "
+                 "LMStream admission under EDF and RDAS, by total engine time (zStream Figs. 7-12)", _multi_query),
         Scenario("device-sweep", "Rates 64 KB/s-16 MB/s, every placement strategy (dStream Figs. 6-11)", _device_sweep),
         Scenario("sinusoidal", "Fixed-point vs static intervals under sinusoidal load (Das Fig. 15)", _sinusoidal),
         Scenario("resource-loss", "25 % of the cores taken away mid-run (Das §5.5, Figs. 19-20)", _resource_loss),

@@ -1,0 +1,138 @@
+"""multi-query's analysis (rows-weighted misses per query, summed engine time, the winner, the cheapest
+statics), its outputs end to end on the simulator, and its plots (a panel per query, deadlines drawn)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pacer import Controller, Dataset, Operator, OperatorDAG, QuerySpec
+from pacer.clock import ManualClock
+from pacer.report import build_report
+from pacer_bench.multi_query import analyse, busy_seconds
+from pacer_bench.plots import figures
+from pacer_bench.runner import record_latencies, run_scenario
+from pacer_bench.tables import BenchRun, miss_ratio, miss_ratio_datasets, table_rows
+
+DEADLINES = {"q1": 5.0, "q2": 10.0}
+
+
+def _report(engine: dict[str, float], latency_rows: dict[str, list[list[float]]]) -> dict[str, Any]:
+    """A minimal report: each query's engine time and deadline, and the bench's (latency, rows) per dataset."""
+    return {"queries": {q: {"cost": {"engine_s": e}, "deadline_ms": 1000.0 * DEADLINES[q]} for q, e in engine.items()},
+            "bench": {"latency_rows": latency_rows}}
+
+
+OK = {"q1": [[1.0, 100], [4.0, 900]], "q2": [[2.0, 500]]}
+
+
+def _run(label: str, family: str, scheduler: str, engine: tuple[float, float],
+         rows: dict[str, list[list[float]]] | None = None) -> BenchRun:
+    return BenchRun(label, _report({"q1": engine[0], "q2": engine[1]}, rows or OK),
+                    baseline=label == "fifo + static 2s",
+                    tags={"scheduler": scheduler, "admission": family, "family": family})
+
+
+RUNS = [
+    # q1: 900 of 1000 rows late, but only one of two datasets: missed as the rows see it
+    _run("fifo + static 2s", "static", "fifo", (10.0, 10.0), {"q1": [[1.0, 100], [6.0, 900]], "q2": [[2.0, 500]]}),
+    _run("fifo + static 1s", "static", "fifo", (15.0, 15.0)),
+    _run("fair + static 1s", "static", "fair", (20.0, 20.0)),
+    _run("edf + zstream", "zstream", "edf", (12.0, 12.0)),
+    # q2: 2 % of its rows late: over the 1 % limit
+    _run("edf + asap", "asap", "edf", (9.0, 9.0), {"q1": OK["q1"], "q2": [[2.0, 490], [11.0, 10]]}),
+]
+
+
+def test_the_winner_meets_every_deadline_at_the_least_summed_engine_time() -> None:
+    analysis = analyse(RUNS)
+    rows = {r["config"]: r for r in analysis["rows"]}
+    first = rows["fifo + static 2s"]
+    assert (first["miss_q1"], first["miss_q2"], first["met"]) == (0.9, 0.0, "✗")
+    assert rows["edf + asap"]["miss_q2"] == 0.02 and rows["edf + asap"]["met"] == "✗"
+    assert analysis["winner"] == "edf + zstream" and analysis["cheapest_static"] == "fifo + static 1s"
+    assert rows["edf + zstream"]["engine_s"] == 24.0 and rows["edf + zstream"]["cost_vs_static"] == 0.8
+    assert rows["edf + zstream"]["mark"] == "winner"
+    assert rows["fifo + static 1s"]["mark"] == "cheapest fifo static"
+    assert rows["fair + static 1s"]["mark"] == "cheapest fair static"
+    assert first["mark"] == "" and first["cost_vs_static"] == pytest.approx(20.0 / 30.0, abs=1e-3)
+    assert rows["edf + zstream"]["bound_s"] is None  # no batches recorded: no fit, no bound
+
+
+def test_busy_time_counts_overlapping_batches_once() -> None:
+    report = {"bench": {"batches": {"a": [[1, 1.0, 0.0, 1.0], [1, 1.0, 3.0, 4.0]], "b": [[1, 1.5, 0.5, 2.0]]}}}
+    assert busy_seconds(report) == 3.0
+    assert busy_seconds({"bench": {}}) is None
+
+
+def _sized_report() -> dict[str, Any]:
+    """Two datasets of 100 and 900 rows, latencies 1 s and 6 s, deadline 5 s."""
+    clock = ManualClock()
+    dag = OperatorDAG.chain(Operator("scan", "scan"), Operator("agg", "aggregate"), Operator("sink", "sink"))
+    c = Controller(clock=clock, cores=2, timer=None, overload="keep")
+    c.add_query(QuerySpec("q", dag, window_range=30, window_slide=10, deadline=5.0))
+    for i, (rows, wait) in enumerate(((100, 0.5), (900, 5.5))):
+        clock.now = 10.0 * i
+        c.arrive("q", Dataset(f"d{i}", clock.now, 10 * rows, rows))
+        clock.now += wait
+        batch = c.poll("q")
+        assert batch is not None
+        c.start(batch.id)
+        clock.now += 0.5
+        c.complete(batch.id)
+    report = build_report(runtime="sim", config={}, controller=c, start=0.0, end=20.0)
+    record_latencies(report, c)
+    return report
+
+
+def test_tables_count_misses_by_rows_and_keep_the_dataset_share() -> None:
+    report = _sized_report()
+    assert report["bench"]["latency_rows"]["q"] == [[1.0, 100], [6.0, 900]]
+    assert miss_ratio(report, "q", 5.0) == 0.9 == report["queries"]["q"]["deadline_miss_ratio"]
+    assert miss_ratio_datasets(report, "q", 5.0) == 0.5
+    assert miss_ratio(report, "q", 7.0) == 0.0
+    row = table_rows([BenchRun("only", report, baseline=True)])[0]
+    assert (row["deadline_miss"], row["deadline_miss_datasets"]) == (0.9, 0.5)
+    bare = {**report, "bench": {}}  # no recorded latencies: the report's own (rows-weighted) ratio
+    assert miss_ratio(bare, "q", 5.0) == 0.9 and miss_ratio_datasets(bare, "q", 5.0) == 0.5
+
+
+def test_multi_query_quick_on_the_simulator(tmp_path: Path) -> None:
+    paths = run_scenario("multi-query", runtime="sim", out=tmp_path, quick=True, duration=20.0, progress=False)
+    doc = json.loads(paths["json"].read_text())
+    labels = [r["label"] for r in doc["runs"]]
+    assert labels == ["fifo + static 2s", "fifo + static 10s", "fair + static 2s", "fair + static 10s", "edf + asap",
+                      "edf + zstream", "rdas + zstream", "edf + lmstream"]
+    analysis = doc["analysis"]
+    assert [r["config"] for r in analysis["rows"]] == labels
+    assert [b["query"] for b in analysis["bounds"]] == ["lr2", "lr3", "cm2", "all (sum)"]
+    for bound in analysis["bounds"][:3]:
+        assert bound["bound_s"] > 0 and bound["min_batches"] >= 1 and bound["fixed_ms"] > 0
+    total = analysis["bounds"][-1]["bound_s"]
+    assert total == pytest.approx(sum(b["bound_s"] for b in analysis["bounds"][:3]), rel=1e-3)
+    for row in analysis["rows"]:
+        assert row["bound_s"] == pytest.approx(total, rel=1e-3)
+        assert row["cost_vs_bound"] == pytest.approx(row["engine_s"] / total, rel=1e-2)
+        assert row["busy_s"] <= row["engine_s"] + 1e-6
+    md = paths["md"].read_text()
+    assert "## Every deadline, least engine time" in md and "miss lr2 (5 s)" in md and "## The bound, per query" in md
+    assert md.index("<!-- readme:end -->") < md.index("## Every configuration and query")
+    with paths["csv"].open() as fh:
+        assert "deadline_miss_datasets" in next(csv.reader(fh))
+
+    runs = [BenchRun(r["label"], r["report"], baseline=r["baseline"]) for r in doc["runs"]]
+    plots, _ = figures(runs)
+    for key, deadline_axis in (("max_latency", "y"), ("latency_cdf", "x")):
+        panels = sorted((ax for ax in plots[key].axes if ax.get_title()), key=lambda ax: ax.get_title())
+        assert [ax.get_title() for ax in panels] == ["cm2 (deadline 20 s)", "lr2 (deadline 5 s)",
+                                                     "lr3 (deadline 10 s)"]  # the JSON sorted the queries
+        for ax, deadline in zip(panels, (20.0, 5.0, 10.0), strict=True):
+            lines = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--" and ln.get_color() == "black"]
+            data = [ln.get_ydata() if deadline_axis == "y" else ln.get_xdata() for ln in lines]
+            assert any(list(d) == [deadline, deadline] for d in data), (key, ax.get_title())
+            styles = {(ln.get_color(), ln.get_linestyle()) for ln in ax.get_lines() if ln not in lines}
+            assert len(styles) == len(runs)  # every configuration its own colour and line style

@@ -107,7 +107,9 @@ class HoldAll:
 
     @hookimpl
     def pacer_strategies(self) -> Sequence[StrategyInfo]:
-        return [StrategyInfo(name="test-hold", provides=frozenset({"admission"}), summary="never admits")]
+        # holds even data past its deadline: the Controller's catch-up (pacer.catch_up) must not take over
+        return [StrategyInfo(name="test-hold", provides=frozenset({"admission"}), summary="never admits",
+                             catch_up=False)]
 
     @hookimpl
     def pacer_admit(self, ctx: Any) -> AdmissionDecision | None:
@@ -147,7 +149,8 @@ class HoldWhile:
 
     @hookimpl
     def pacer_strategies(self) -> Sequence[StrategyInfo]:
-        return [StrategyInfo(name="test-hold-while", provides=frozenset({"admission"}), summary="holds, then asap")]
+        return [StrategyInfo(name="test-hold-while", provides=frozenset({"admission"}), summary="holds, then asap",
+                             catch_up=False)]
 
     @hookimpl
     def pacer_admit(self, ctx: Any, buffer: Any) -> AdmissionDecision | None:
@@ -224,7 +227,8 @@ class ShedFirst:
 
     @hookimpl
     def pacer_strategies(self) -> Sequence[StrategyInfo]:
-        return [StrategyInfo(name="test-shed-first", provides=frozenset({"admission"}), summary="sheds the oldest")]
+        return [StrategyInfo(name="test-shed-first", provides=frozenset({"admission"}), summary="sheds the oldest",
+                             catch_up=False)]
 
     @hookimpl
     def pacer_admit(self, ctx: Any, buffer: Any) -> AdmissionDecision | None:

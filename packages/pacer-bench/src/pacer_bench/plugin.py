@@ -27,6 +27,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overload", choices=("keep", "shed"), default="keep",
                         help="the Controller's overload policy: keep (default; every dataset processed and counted, "
                              "so runs compare) or shed (pacer's default for users)")
+    parser.add_argument("--rate-scale", type=float, default=1.0, metavar="X",
+                        help="multiply every query's input rate by X (default 1; e.g. 1.5 to contend the cores)")
     parser.add_argument("--gpus", type=int, metavar="N",
                         help="simulated GPUs (default: the scenario's, 1 in device-sweep so the GPU is modelled, else 0)")
     target = parser.add_argument_group("latency-target")
@@ -74,7 +76,7 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
         args.scenario, runtime=args.runtime, out=out, quick=args.quick, duration=args.duration,
         seed=args.seed, master=args.master, rapids_jars=args.rapids_jar, plugin_manager=pm,
         repeat=args.repeat, vary_seed=args.vary_seed, gpus=args.gpus, overload=args.overload, target=target,
-        bootstrap_servers=args.bootstrap_servers,
+        bootstrap_servers=args.bootstrap_servers, rate_scale=args.rate_scale,
     )
     print(paths["md"].read_text())
     print(f"wrote {len(paths)} files to {args.out} (open {paths['html']})")

@@ -32,7 +32,7 @@ SPARK_DRAIN_TIMEOUT = 120.0
 def resolve_configs(
     scenario: str, *, runtime: str, quick: bool, duration: float | None, seed: int,
     plugin_manager: PluginManager, rapids_jars: Sequence[str] = (), gpus: int | None = None,
-    overload: str = "keep", target: Mapping[str, Any] | None = None,
+    overload: str = "keep", target: Mapping[str, Any] | None = None, rate_scale: float = 1.0,
 ) -> tuple[str, list[Config], list[str]]:
     """Check a scenario before anything runs and return the runtime it will run on, its configurations
     and notes for the reader (e.g. why a Spark request runs simulated).
@@ -41,6 +41,7 @@ def resolve_configs(
     :param overload: the Controller's overload policy in every run: ``keep`` (the default: every dataset is
         processed and counted, so a run that ignores the deadline behaves the same whatever the deadline, and
         placements process the same batches) or ``shed`` (pacer's default for users).
+    :param rate_scale: multiply every query's input rate by this (e.g. to contend the cores harder).
     :param target: latency-target's choices (:func:`pacer_bench.scenarios.narrow_plan`); ``source`` kafka
         runs on Spark.
     :raises UsageError: for an unknown scenario or strategy, or a scenario that cannot run on ``runtime``.
@@ -81,6 +82,10 @@ def resolve_configs(
     if overload not in ("keep", "shed"):
         raise UsageError(f"--overload must be keep or shed, got {overload!r}")
     configs = [c.with_seed(seed).with_overload(overload) for c in configs]
+    if rate_scale <= 0:
+        raise UsageError(f"--rate-scale must be > 0, got {rate_scale}")
+    if rate_scale != 1.0:
+        configs = [c.with_rate_scale(rate_scale) for c in configs]
     if gpus is not None:
         if gpus < 0:
             raise UsageError(f"--gpus must be >= 0, got {gpus}")
@@ -188,6 +193,7 @@ def run_scenario(
     overload: str = "keep",
     target: Mapping[str, Any] | None = None,
     bootstrap_servers: str | None = None,
+    rate_scale: float = 1.0,
 ) -> dict[str, Path]:
     """Run every configuration of ``scenario`` ``repeat`` times and write its outputs under ``out``.
 
@@ -210,7 +216,7 @@ def run_scenario(
     pm = plugin_manager or get_plugin_manager()
     actual, configs, notes = resolve_configs(scenario, runtime=runtime, quick=quick, duration=duration, seed=seed,
                                              plugin_manager=pm, rapids_jars=rapids_jars, gpus=gpus,
-                                             overload=overload, target=target)
+                                             overload=overload, target=target, rate_scale=rate_scale)
     for note in notes:
         print(f"pacer bench: {note}", file=sys.stderr)
     bar = ProgressBar(len(configs) * repeat) if progress else None
@@ -264,6 +270,7 @@ def run_scenario(
         paths = write_outputs(out, scenario, runs, summary=summary, notes=notes, machine=machine)
     meta = {
         "scenario": scenario, "runtime": actual, "requested_runtime": runtime, "quick": quick, "seed": seed,
+        "rate_scale": rate_scale,
         "repeat": repeat, "vary_seed": vary_seed, "overload": overload, "source": "kafka" if kafka else "gen",
         "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine, "configs": [c.label for c in configs], "notes": notes,

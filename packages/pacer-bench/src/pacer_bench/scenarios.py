@@ -8,6 +8,9 @@ from typing import Any
 
 from pacer import QueryRun, RunConfig
 
+#: Traffic parameters that are rates (rows/s): :meth:`Config.with_rate_scale` scales them with the mean.
+RATE_PARAMS = frozenset({"min", "max", "amplitude", "offset", "sd"})
+
 
 @dataclass(frozen=True)
 class Config:
@@ -44,6 +47,15 @@ class Config:
     def with_overload(self, overload: str) -> Config:
         """The same configuration under another overload policy (``keep`` or ``shed``)."""
         return replace(self, overload=overload)
+
+    def with_rate_scale(self, scale: float) -> Config:
+        """The same configuration with every query's input rate multiplied by ``scale``: its mean rate and the rates
+        its traffic parameters name (``min``, ``max``, ``amplitude``, ``offset``, ``sd``), so the shape stays."""
+        def scaled(q: QueryRun) -> QueryRun:
+            params = {k: v * scale if k in RATE_PARAMS else v for k, v in dict(q.traffic_params).items()}
+            return replace(q, rate=q.rate * scale, traffic_params=params)
+
+        return replace(self, queries=tuple(scaled(q) for q in self.queries))
 
     def with_gpus(self, gpus: int) -> Config:
         """The same configuration with another number of (simulated) GPUs."""

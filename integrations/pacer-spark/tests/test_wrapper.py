@@ -193,7 +193,7 @@ def test_the_request_json_parses_into_snapshots() -> None:
     request = DecisionRequest.from_json(
         json.dumps(
             {
-                "version": 3,
+                "version": 4,
                 "query": "q",
                 "query_id": None,
                 "run": "r1",
@@ -213,6 +213,7 @@ def test_the_request_json_parses_into_snapshots() -> None:
                         "files": None,
                         "bytes": 56,
                         "bytes_estimated": True,
+                        "source_time": 11.5,
                     }
                 ],
                 "spark_run_id": "sr1",
@@ -224,7 +225,9 @@ def test_the_request_json_parses_into_snapshots() -> None:
             }
         )
     )
-    assert request.snapshots == (OffsetSnapshot(4, '{"t":{"0":7}}', 12.0, 7, None, 56, True),)
+    assert request.snapshots == (OffsetSnapshot(4, '{"t":{"0":7}}', 12.0, 7, None, 56, True, 11.5),)
+    assert request.snapshots[0].data_arrival == 11.5  # its own time: earlier than the look that saw it
+    assert request.failed_open[0].snapshots[0].data_arrival == 11.0  # no time of its own: the look
     assert (request.run, request.batch_id, request.options) == ("r1", 3, {"pacer.deadline": "5s"})
     assert request.spark_run_id == "sr1" and request.progress[0]["batchId"] == 2
     assert request.failed_open == (FailedOpen(1, "timed out", (OffsetSnapshot(3, '{"t":{"0":0}}', 11.0, 0, None, 0,
@@ -239,7 +242,7 @@ def test_the_decider_answers_a_seq_and_refuses_an_index_out_of_range() -> None:
 
     request = json.dumps(
         {
-            "version": 3,
+            "version": 4,
             "query": "q",
             "query_id": "id",
             "run": "r",

@@ -47,7 +47,7 @@ def test_eq4_analysis_time_fifo_and_fair() -> None:
 
 
 def test_algorithm_1_admits_when_max_latency_reaches_the_deadline() -> None:
-    state = ZStreamAdmission(deadline=10.0)
+    state = ZStreamAdmission(deadline=10.0, reserve=False)  # the threshold alone (the reserve: its own test)
     history = _history(2_000_000, 1.0)  # 2 MB/s
     buf = DatasetBuffer([Dataset("a", 0.0, 2_000_000, 1)])  # T_anal = 1 s
     system = SystemView(0.0, 2, Devices(2), "fifo", (_pending("other", 99, 3.0),))  # T_sched = 3 s

@@ -30,6 +30,7 @@ from pacer.model import (
     SystemView,
 )
 from pacer.plugins import PluginManager, UnknownRuntimeError, UnknownStrategyError, get_plugin_manager
+from pacer.queueing import QueueWait, queue_wait
 from pacer.recorder import RunRecorder
 from pacer.run import QueryRun, RunConfig, RunResult, Runtime, arrival_dataset
 from pacer.strategy import Param, StrategyContext, StrategyInfo
@@ -63,6 +64,7 @@ __all__ = [
     "QueryRun",
     "QuerySpec",
     "QueryView",
+    "QueueWait",
     "RunConfig",
     "RunRecorder",
     "RunResult",
@@ -79,5 +81,6 @@ __all__ = [
     "get_plugin_manager",
     "hookimpl",
     "hookspec",
+    "queue_wait",
 ]
 __version__ = "0.1.0"

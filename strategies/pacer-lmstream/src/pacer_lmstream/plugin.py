@@ -34,6 +34,12 @@ PARAMS: tuple[Param, ...] = (
           "letter: Eqs. 7-8 as printed"),
     Param("service_admission", True, "Eq. 6's processing term from the service-time model (ctx.service) "
           "once it is ready; False: bytes / AvgThPut as printed"),
+    Param("t_sched", "queue", "add the predicted wait behind the batches the scheduler runs first and divide "
+          "processing by the core share under FAIR/RDAS ('queue'); 'paper': Eq. 6 as printed, as if alone"),
+    Param("reserve", True, "with t_sched='queue' under FIFO/EDF: admit early enough to absorb the longest recent "
+          "batch of another query starting ahead"),
+    Param("cap", True, "with t_sched='queue' under FIFO/EDF: admit at most what the queries with earlier deadlines "
+          "can absorb being blocked by (a prefix; the rest waits for the next batch)"),
 )
 
 
@@ -58,7 +64,7 @@ def pacer_admit(ctx: StrategyContext, buffer: DatasetBuffer, now: float, system:
     if ctx.chosen != NAME:
         return None
     state: LMStreamState = ctx.state
-    return state.admit(buffer, now, ctx.history, ctx.service)
+    return state.admit(buffer, now, ctx.history, ctx.service, system)
 
 
 @hookimpl

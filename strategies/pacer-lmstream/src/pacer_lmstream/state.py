@@ -16,7 +16,9 @@ from pacer.model import (
     Placement,
     QueryHistory,
     QuerySpec,
+    SystemView,
 )
+from pacer.queueing import SHARE_SCHEDULERS, Peers, QueueWait, capped_prefix, capped_size, queue_wait
 from pacer_lmstream.admission import MaxLatencyAverage, construct_micro_batch
 from pacer_lmstream.calibration import load_rows
 from pacer_lmstream.placement import PREFERENCES, OperatorCost, map_device
@@ -26,6 +28,9 @@ if TYPE_CHECKING:
     from pacer.service_time import ServiceTimeModel
 
 NAME = "lmstream"
+
+#: ``t_sched`` values: the predicted wait behind the batches the scheduler runs first, or Eq. 6's letter (none).
+T_SCHED_MODES = ("queue", "paper")
 
 
 class LMStreamState:
@@ -56,6 +61,12 @@ class LMStreamState:
         if self.preference not in PREFERENCES:
             raise ValueError(f"lmstream: preference must be one of {', '.join(PREFERENCES)}, got {self.preference!r}")
         self.service_admission = bool(params.get("service_admission", True))
+        self.t_sched = str(params.get("t_sched", "queue"))
+        if self.t_sched not in T_SCHED_MODES:
+            raise ValueError(f"lmstream: t_sched must be one of {', '.join(map(repr, T_SCHED_MODES))}, got {self.t_sched!r}")
+        self.reserve = bool(params.get("reserve", True))
+        self.cap = bool(params.get("cap", True))
+        self.peers = Peers()
         self.initial_rows: tuple[Sample, ...] = ()
         rows_file = str(params.get("initial_rows", "") or "")
         if rows_file:
@@ -70,6 +81,7 @@ class LMStreamState:
         self._compiled: CompiledDAG | None = None
         self._inflection_of: dict[str, float] = {}
         self.last_costs: dict[str, OperatorCost] = {}
+        self.last_wait = QueueWait(0.0)
 
     # ------------------------------------------------------------------ admission
 
@@ -79,25 +91,57 @@ class LMStreamState:
         return self.slide_time if self.slide_time > 0 else None
 
     def admit(
-        self, buffer: DatasetBuffer, now: float, history: QueryHistory, service: ServiceTimeModel | None = None
+        self,
+        buffer: DatasetBuffer,
+        now: float,
+        history: QueryHistory,
+        service: ServiceTimeModel | None = None,
+        system: SystemView | None = None,
     ) -> AdmissionDecision:
         """Algorithm 1 for this query.
 
         :param service: the query's service-time model (``ctx.service``). Once it is ready (and
             ``service_admission`` is on) its prediction with margin replaces Eq. 6's
             ``bytes / AvgThPut``; before that, or without it, Eq. 6 as printed.
+        :param system: the view of the runtime; with ``t_sched="queue"`` (and a query) the estimate adds the
+            wait behind the batches the scheduler runs first and divides processing by the core share
+            (:func:`pacer.queueing.queue_wait`, the batch due at its oldest dataset's arrival + the query's
+            deadline), and under FIFO/EDF keeps the ``reserve`` and takes at most the ``cap``
+            (:class:`pacer.queueing.Peers`); None or ``t_sched="paper"``: Eq. 6 and Algorithm 1 as printed.
         """
         predicted = None
         if self.service_admission and service is not None and service.ready:
             predicted = service.predict(buffer.bytes)
-        return construct_micro_batch(
+        wait, reserve, cap = QueueWait(0.0), 0.0, None
+        if self.t_sched == "queue" and system is not None and self.spec is not None and len(buffer):
+            earliest = buffer.earliest_arrival
+            due = (now if earliest is None else earliest) + self.spec.effective_deadline
+            wait = queue_wait(system, self.spec.id, due)
+            self.peers.observe(system, self.spec.id)
+            reserve = self.peers.reserve(system) if self.reserve else 0.0
+            if self.cap and system.scheduler not in SHARE_SCHEDULERS:
+                cap = self.peers.cap(self.spec.effective_deadline)
+        self.last_wait = wait
+        decision = construct_micro_batch(
             buffer,
             now,
             slide_time=self.slide_time,
             avg_throughput=history.avg_throughput_bytes_per_s,
             past_max_latency=self.max_latency.mean,
             processing_s=predicted,
+            wait_s=wait.wait_s,
+            share=wait.share,
+            reserve_s=reserve,
         )
+        if cap is None or not decision.admits or self.max_latency.mean is None:
+            return decision
+        throughput = history.avg_throughput_bytes_per_s or 0.0
+        size = capped_size(service) if service is not None and service.ready else (
+            lambda nbytes: nbytes / throughput if throughput > 0 else 0.0)
+        count = min(decision.count, capped_prefix(buffer, size, cap))
+        if count == decision.count:
+            return decision
+        return AdmissionDecision(count, reason=f"{decision.reason}; {count} of {len(buffer)} within the cap {cap:.2f}s")
 
     # ------------------------------------------------------------------ placement
 

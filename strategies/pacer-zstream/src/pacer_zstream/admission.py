@@ -4,7 +4,9 @@ MaxLat = T_buff + T_sched + T_anal; the buffered datasets become a micro-batch
 as soon as MaxLat >= the query's deadline, and the batch takes the datasets that
 still meet the deadline (Fig. 5's partial fetch). T_anal comes from core's
 service-time model (fixed + per-byte, with a margin) where the paper divides by
-the average throughput: see the package README for why and the measured effect.
+the average throughput, and T_sched is the predicted wait behind the batches the
+scheduler runs first (:func:`pacer.queueing.queue_wait`) where Eq. 3 sums every
+other query's queued batch: see the package README for why and the measured effect.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from typing import Any
 
 from pacer import AdmissionDecision, DatasetBuffer, QueryHistory, QuerySpec, SystemView
 from pacer.metrics import percentile
+from pacer.queueing import Peers, QueueWait, capped_prefix, capped_size, queue_wait
 from pacer.service_time import ServiceTimeModel
+from pacer_zstream.scheduling import rdas_weights
 
 log = logging.getLogger("pacer.zstream")
 
@@ -26,6 +30,12 @@ POLL_GAP_WINDOW = 200
 
 #: Schedulers that share cores among queries, for which Eq. 4 scales throughput by the core share.
 SHARED_SCHEDULERS = frozenset({"fair", "rdas"})
+
+#: ``t_sched`` values: the predicted wait behind the batches the scheduler runs first, or Eq. 3's letter.
+T_SCHED_MODES = ("queue", "paper")
+
+#: RDAS's default ``spread`` (the admission does not see the scheduler's parameters).
+RDAS_SPREAD = 2.0
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,13 @@ def t_sched(system: SystemView, query_id: str) -> float:
     return sum(p.estimated_run_s for p in system.others(query_id))
 
 
+def queued_wait(system: SystemView, query_id: str, deadline_at: float) -> QueueWait:
+    """T_sched and the core share of a prospective batch due at ``deadline_at`` (``t_sched="queue"``): the wait
+    behind the batches the scheduler runs first (:func:`pacer.queueing.queue_wait`; RDAS's share by its own
+    weights with the default spread)."""
+    return queue_wait(system, query_id, deadline_at, weights=lambda pending, now: rdas_weights(pending, now, RDAS_SPREAD))
+
+
 def core_share(system: SystemView, query_id: str) -> float:
     """Eq. 4's allocCores / totalCores: 1 under FIFO/EDF; under FAIR/RDAS what the scheduler last gave the
     query, else ``cores / active queries``."""
@@ -71,17 +88,23 @@ def t_anal(batch_bytes: int, avg_throughput: float, system: SystemView, query_id
 
 
 def analysis_time(
-    nbytes: int, system: SystemView, query_id: str, service: ServiceTimeModel | None, avg_throughput: float | None
+    nbytes: int, system: SystemView, query_id: str, service: ServiceTimeModel | None, avg_throughput: float | None,
+    share: float | None = None,
 ) -> float:
     """T_anal of a prospective batch of ``nbytes``.
 
     With a fitted service-time model (pacer's default, ``service="model"``): its prediction, margin
     included, scaled by the core share under FAIR/RDAS as Eq. 4 scales AvgThPut. Without one (the
     paper's letter, ``service="throughput"``): Eq. 4.
+
+    :param share: the core share to divide by (from :func:`queued_wait`); None: Eq. 4's :func:`core_share`.
     """
+    if share is None:
+        share = core_share(system, query_id)
     if service is None or not service.ready:
-        return t_anal(nbytes, avg_throughput or 0.0, system, query_id)
-    return service.predict(nbytes) / core_share(system, query_id)
+        throughput = avg_throughput or 0.0
+        return nbytes / (throughput * share) if throughput > 0 else 0.0
+    return service.predict(nbytes) / share
 
 
 @dataclass
@@ -95,6 +118,11 @@ class ZStreamAdmission:
     prefix of the buffer, oldest first, whose MaxLat stays within the deadline, at least one
     dataset (``partial=True``; ``False``: the whole buffer, Algorithm 1's letter).
 
+    T_sched (``t_sched``): ``"queue"`` (default) is the predicted wait behind the batches the scheduler runs
+    before this one, and under FAIR/RDAS the share of the cores it will run on (:func:`queued_wait`);
+    ``"paper"`` is Eq. 3's letter, every other query's pending batch in full (:func:`t_sched`), with Eq. 4's
+    :func:`core_share`.
+
     Cold start (the paper is silent): before the first batch completes there is no service time,
     so the first micro-batch is admitted at once to measure it. When even one dataset is predicted
     to miss (T_buff + T_sched + T_anal(oldest) > deadline), it is admitted at once (never stall)
@@ -105,6 +133,10 @@ class ZStreamAdmission:
     partial: bool = True
     use_model: bool = True
     slack: float = 0.01
+    t_sched_mode: str = "queue"
+    reserve: bool = True
+    cap: bool = True
+    peers: Peers = field(default_factory=Peers)
     admitted: int = 0
     predicted_misses: int = 0
     logged: bool = False
@@ -140,18 +172,20 @@ class ZStreamAdmission:
             # Cold start: the first batches (the warm-up the model leaves out, then one to fit) run at once.
             self.admitted += 1
             return AdmissionDecision.admit_all(buffer, "cold start: admit to measure the service time")
-        buffering, scheduling = t_buff(buffer, now), t_sched(system, query_id)
+        buffering, (scheduling, share) = t_buff(buffer, now), self.scheduling(buffer, now, system, query_id)
 
         def anal(nbytes: int) -> float:
-            return analysis_time(nbytes, system, query_id, model, throughput)
+            return analysis_time(nbytes, system, query_id, model, throughput, share)
 
         estimate = Estimate(buffering, scheduling, anal(buffer.bytes))
         self.last = estimate
         if self.waited_at is not None and now > self.waited_at:
             self.poll_gaps.append(now - self.waited_at)
-        if estimate.max_latency < self.deadline - self.poll_gap:
+        reserve, cap = self._sharing(system, query_id)
+        if estimate.max_latency + reserve < self.deadline - self.poll_gap:
             self.waited_at = now
-            return AdmissionDecision.wait(f"MaxLat {estimate.max_latency:.2f}s < deadline {self.deadline:.2f}s")
+            return AdmissionDecision.wait(
+                f"MaxLat {estimate.max_latency:.2f}s + reserve {reserve:.2f}s < deadline {self.deadline:.2f}s")
         self.waited_at = None
         first = anal(buffer[0].bytes)
         missing = buffering + scheduling + first > self.deadline
@@ -160,6 +194,8 @@ class ZStreamAdmission:
             # When even the oldest dataset misses, trimming to it alone would only add per-batch costs:
             # take what the engine processes within one deadline instead (never an unbounded batch).
             count = self._prefix(buffer, 0.0 if missing else buffering + scheduling, anal)
+            if cap is not None:
+                count = min(count, capped_prefix(buffer, anal if model is None else capped_size(model), cap))
         if missing:
             self.predicted_misses += 1
             if not self.logged:
@@ -173,6 +209,28 @@ class ZStreamAdmission:
         return AdmissionDecision(
             count, reason=f"MaxLat {estimate.max_latency:.2f}s >= deadline {self.deadline:.2f}s: {count} of {len(buffer)}"
         )
+
+    def scheduling(self, buffer: DatasetBuffer, now: float, system: SystemView, query_id: str) -> tuple[float, float | None]:
+        """T_sched of the buffer's batch and the core share T_anal is divided by (None: Eq. 4's :func:`core_share`).
+
+        The batch's deadline is its oldest dataset's arrival + the query's deadline, whatever prefix is taken.
+        """
+        if self.t_sched_mode == "paper":
+            return t_sched(system, query_id), None
+        earliest = buffer.earliest_arrival
+        wait = queued_wait(system, query_id, (now if earliest is None else earliest) + self.deadline)
+        return wait.wait_s, wait.share
+
+    def _sharing(self, system: SystemView, query_id: str) -> tuple[float, float | None]:
+        """The reserve kept while waiting and the cap on a batch's T_anal (None: no cap) under a non-preemptive
+        scheduler, learned from the other queries' pending batches (:class:`pacer.queueing.Peers`); none with
+        ``t_sched="paper"``."""
+        if self.t_sched_mode == "paper":
+            return 0.0, None
+        self.peers.observe(system, query_id)
+        reserve = self.peers.reserve(system) if self.reserve else 0.0
+        cap = self.peers.cap(self.deadline) if self.cap and system.scheduler not in SHARED_SCHEDULERS else None
+        return reserve, cap
 
     def _prefix(self, buffer: DatasetBuffer, waited: float, anal: Callable[[int], float]) -> int:
         """The largest prefix whose MaxLat (``waited`` + T_anal of the prefix) meets the deadline, at least 1."""
@@ -194,9 +252,15 @@ def build_state(spec: QuerySpec | None, params: Mapping[str, Any]) -> ZStreamAdm
     slack = float(params.get("slack", 0.01))
     if slack < 0:
         raise ValueError(f"zstream slack must be >= 0 seconds, got {slack}")
+    mode = str(params.get("t_sched", "queue"))
+    if mode not in T_SCHED_MODES:
+        raise ValueError(f"zstream t_sched must be one of {', '.join(map(repr, T_SCHED_MODES))}, got {mode!r}")
     return ZStreamAdmission(
         deadline=spec.effective_deadline,
         partial=bool(params.get("partial", True)),
         use_model=service == "model",
         slack=slack,
+        t_sched_mode=mode,
+        reserve=bool(params.get("reserve", True)),
+        cap=bool(params.get("cap", True)),
     )

@@ -33,6 +33,13 @@ def pacer_strategies() -> Sequence[StrategyInfo]:
                 Param("service", "model", "T_anal from core's service-time model ('model') or bytes / AvgThPut "
                                           "('throughput', Eq. 4's letter)"),
                 Param("slack", 0.01, "admit this many seconds before MaxLat reaches the deadline (one poll)"),
+                Param("t_sched", "queue", "T_sched: the predicted wait behind the batches the scheduler runs first "
+                                          "and the core share under FAIR/RDAS ('queue'), or every other query's "
+                                          "pending batch in full ('paper', Eq. 3's letter)"),
+                Param("reserve", True, "with t_sched='queue' under FIFO/EDF: while waiting, keep room for the longest "
+                                       "recent batch of another query starting ahead"),
+                Param("cap", True, "with t_sched='queue' under FIFO/EDF: keep each batch short enough for the queries "
+                                   "with earlier deadlines to absorb being blocked by it"),
             ),
             state=build_state,
         ),

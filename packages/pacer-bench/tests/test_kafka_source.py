@@ -6,11 +6,10 @@ from typing import Any
 
 import pytest
 
-from pacer.cli import UsageError
 from pacer.plugins import get_plugin_manager
 from pacer_bench.kafka_bench import kafka_figures, topic_name
 from pacer_bench.latency_target import analyse
-from pacer_bench.runner import resolve_configs
+from pacer_bench.runner import ScenarioError, resolve_configs
 from pacer_bench.tables import BenchRun
 
 
@@ -26,7 +25,7 @@ def test_kafka_plan_is_the_admissions_spark_trigger_at_the_deadline_and_asap() -
     _, configs, _ = resolve_configs("latency-target", runtime="spark", quick=False, duration=5.0, seed=7,
                                     plugin_manager=get_plugin_manager(), target=narrowed)
     assert [c.tags["name"] for c in configs] == ["asap", "static 10s"]
-    with pytest.raises(UsageError, match="latency-target"):
+    with pytest.raises(ScenarioError, match="latency-target"):
         resolve_configs("trigger-sweep", runtime="sim", quick=True, duration=None, seed=7,
                         plugin_manager=get_plugin_manager(), target=target)
     assert topic_name("lr2 wave / zstream @10s", 2).startswith("pacer-bench-lr2-wave-zstream-10s-r2-")

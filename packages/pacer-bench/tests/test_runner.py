@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from pacer import get_plugin_manager
-from pacer.cli import UsageError, main
-from pacer_bench.runner import resolve_configs, run_scenario
+from pacer.cli import main
+from pacer_bench.runner import ScenarioError, resolve_configs, run_scenario
 from pacer_bench.scenarios import SCENARIOS
 
 PLOTS = ("latency_cdf", "max_latency", "batch_size", "batch_interval")
@@ -132,9 +132,9 @@ def test_latency_target_runs_deadline_free_configurations_once(tmp_path: Path) -
 
 
 def test_device_sweep_refuses_no_gpu_and_repeat_must_be_positive(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="--gpus 1"):
+    with pytest.raises(ScenarioError, match="--gpus 1"):
         run_scenario("device-sweep", runtime="sim", out=tmp_path, quick=True, gpus=0, progress=False)
-    with pytest.raises(UsageError, match="--repeat"):
+    with pytest.raises(ScenarioError, match="--repeat"):
         run_scenario("frequency", runtime="sim", out=tmp_path, quick=True, repeat=0, progress=False)
     assert not any(tmp_path.iterdir())
 
@@ -148,14 +148,14 @@ def test_device_sweep_on_spark_without_rapids_runs_simulated_and_says_so(tmp_pat
 
 
 def test_resource_loss_is_refused_on_spark_before_it_starts(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="--runtime sim"):
+    with pytest.raises(ScenarioError, match="--runtime sim"):
         run_scenario("resource-loss", runtime="spark", out=tmp_path, quick=True, progress=False)
     assert not any(tmp_path.iterdir())
 
 
 def test_spark_runtime_without_pacer_spark_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PACER_PLUGINS", "sim,bench,calibrate,fixed-point,zstream,lmstream,dstream")  # no spark
-    with pytest.raises(UsageError, match=r"pacer-bench\[spark\]"):
+    with pytest.raises(ScenarioError, match=r"pacer-bench\[spark\]"):
         run_scenario("trigger-sweep", runtime="spark", out=tmp_path, quick=True, progress=False)
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pacer import hookimpl
-from pacer.cli import Command, UsageError
+from pacer.commands import Command, UsageError
 from pacer.plugins import PluginManager
 
 
@@ -53,7 +54,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, pm: PluginManager) -> int:
-    from pacer_bench.runner import run_scenario
+    from pacer_bench.runner import ScenarioError
 
     if args.duration is not None and args.duration <= 0:
         raise UsageError("--duration must be > 0 seconds")
@@ -72,15 +73,24 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     deadlines = [parse_seconds("--deadline", d) for d in args.deadline]
     target = {"source": args.source if args.source == "kafka" else None, "deadlines": deadlines,
               "traffics": args.traffic, "workloads": args.workload, "configs": args.config}
-    paths = run_scenario(
+    try:
+        paths = _run_scenario(args, out, pm, target)
+    except ScenarioError as exc:
+        raise UsageError(str(exc)) from None
+    print(paths["md"].read_text())
+    print(f"wrote {len(paths)} files to {args.out} (open {paths['html']})")
+    return 0
+
+
+def _run_scenario(args: argparse.Namespace, out: Path, pm: PluginManager, target: dict[str, Any]) -> dict[str, Path]:
+    from pacer_bench.runner import run_scenario
+
+    return run_scenario(
         args.scenario, runtime=args.runtime, out=out, quick=args.quick, duration=args.duration,
         seed=args.seed, master=args.master, rapids_jars=args.rapids_jar, plugin_manager=pm,
         repeat=args.repeat, vary_seed=args.vary_seed, gpus=args.gpus, overload=args.overload, target=target,
         bootstrap_servers=args.bootstrap_servers, rate_scale=args.rate_scale,
     )
-    print(paths["md"].read_text())
-    print(f"wrote {len(paths)} files to {args.out} (open {paths['html']})")
-    return 0
 
 
 @hookimpl

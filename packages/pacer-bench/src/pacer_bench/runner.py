@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from pacer import RunConfig, Runtime, UnknownRuntimeError, UnknownStrategyError
-from pacer.cli import UsageError
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer_bench.kafka_bench import kafka_servers, run_one_kafka, warm_up_kafka
 from pacer_bench.latency_target import write_latency_target
@@ -27,6 +26,11 @@ from pacer_bench.tables import BenchRun
 
 #: Seconds a Spark configuration may take after its traffic ends to finish its backlog.
 SPARK_DRAIN_TIMEOUT = 120.0
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot run as asked (unknown scenario, strategy or runtime, a bad option), found before
+    anything runs; ``pacer bench`` reports it as a usage error."""
 
 
 def resolve_configs(
@@ -44,15 +48,15 @@ def resolve_configs(
     :param rate_scale: multiply every query's input rate by this (e.g. to contend the cores harder).
     :param target: latency-target's choices (:func:`pacer_bench.scenarios.narrow_plan`); ``source`` kafka
         runs on Spark.
-    :raises UsageError: for an unknown scenario or strategy, or a scenario that cannot run on ``runtime``.
+    :raises ScenarioError: for an unknown scenario or strategy, or a scenario that cannot run on ``runtime``.
     """
     if scenario not in SCENARIOS:
-        raise UsageError(f"unknown scenario {scenario!r}; choose from {', '.join(sorted(SCENARIOS))}")
+        raise ScenarioError(f"unknown scenario {scenario!r}; choose from {', '.join(sorted(SCENARIOS))}")
     if runtime not in ("sim", "spark"):
-        raise UsageError(f"unknown runtime {runtime!r}; use sim or spark")
+        raise ScenarioError(f"unknown runtime {runtime!r}; use sim or spark")
     notes: list[str] = []
     if target and any(target.values()) and scenario != "latency-target":
-        raise UsageError("--source, --deadline, --traffic, --workload and --config apply to latency-target")
+        raise ScenarioError("--source, --deadline, --traffic, --workload and --config apply to latency-target")
     if target and target.get("source") == "kafka":
         runtime = "spark"  # Spark's Kafka source
     if runtime == "spark" and scenario == "device-sweep" and not rapids_jars:
@@ -63,34 +67,34 @@ def resolve_configs(
         plugin_manager.find_runtime(runtime)
     except UnknownRuntimeError as exc:
         extra = " (pip install 'pacer-bench[spark]', or the README's development install)" if runtime == "spark" else ""
-        raise UsageError(f"--runtime {runtime}: {exc}{extra}") from None
+        raise ScenarioError(f"--runtime {runtime}: {exc}{extra}") from None
     if scenario == "latency-target":
         try:
             configs = latency_target_configs(latency_target_plan(quick, runtime, target))
         except ValueError as exc:
-            raise UsageError(str(exc)) from None
+            raise ScenarioError(str(exc)) from None
         if not configs:
-            raise UsageError(f"--config {', '.join((target or {}).get('configs') or ())}: no latency-target "
+            raise ScenarioError(f"--config {', '.join((target or {}).get('configs') or ())}: no latency-target "
                              "configuration has that name or family (asap, static, pid, min-rows, fixed-point, "
                              "lmstream, zstream, or a name such as 'static 10s', 'zstream @10s')")
     else:
         configs = SCENARIOS[scenario].build(quick, runtime)
     if runtime == "spark" and any(c.resource_loss for c in configs):
-        raise UsageError(f"{scenario} takes cores away mid-run, which local Spark cannot do; run it with --runtime sim")
+        raise ScenarioError(f"{scenario} takes cores away mid-run, which local Spark cannot do; run it with --runtime sim")
     if duration is not None:
         configs = [c.with_duration(duration) for c in configs]
     if overload not in ("keep", "shed"):
-        raise UsageError(f"--overload must be keep or shed, got {overload!r}")
+        raise ScenarioError(f"--overload must be keep or shed, got {overload!r}")
     configs = [c.with_seed(seed).with_overload(overload) for c in configs]
     if rate_scale <= 0:
-        raise UsageError(f"--rate-scale must be > 0, got {rate_scale}")
+        raise ScenarioError(f"--rate-scale must be > 0, got {rate_scale}")
     if rate_scale != 1.0:
         configs = [c.with_rate_scale(rate_scale) for c in configs]
     if gpus is not None:
         if gpus < 0:
-            raise UsageError(f"--gpus must be >= 0, got {gpus}")
+            raise ScenarioError(f"--gpus must be >= 0, got {gpus}")
         if scenario == "device-sweep" and gpus == 0:
-            raise UsageError("device-sweep compares CPU and GPU placements and needs a GPU: --gpus 1 (its default)")
+            raise ScenarioError("device-sweep compares CPU and GPU placements and needs a GPU: --gpus 1 (its default)")
         configs = [c.with_gpus(gpus) for c in configs]
     for config in configs:
         try:
@@ -99,9 +103,9 @@ def resolve_configs(
                 plugin_manager.find(q.admission, "admission").resolve_params(q.admission_params)
                 plugin_manager.find(q.placement, "placement").resolve_params(q.placement_params)
         except UnknownStrategyError as exc:
-            raise UsageError(f"{config.label}: {exc}. Install the strategy's package or pick another scenario.") from None
+            raise ScenarioError(f"{config.label}: {exc}. Install the strategy's package or pick another scenario.") from None
         except ValueError as exc:
-            raise UsageError(f"{config.label}: {exc}") from None
+            raise ScenarioError(f"{config.label}: {exc}") from None
     return runtime, configs, notes
 
 
@@ -208,11 +212,11 @@ def run_scenario(
     workloads, configs, source); with ``source`` kafka every configuration reads its own fresh topic
     (:mod:`pacer_bench.kafka_bench`) on ``bootstrap_servers``, or on a scratch broker when None.
 
-    :raises UsageError: before anything runs, for a bad scenario, strategy, runtime combination or ``repeat``.
+    :raises ScenarioError: before anything runs, for a bad scenario, strategy, runtime combination or ``repeat``.
     :return: the paths written, by kind (``meta`` included).
     """
     if repeat < 1:
-        raise UsageError(f"--repeat must be >= 1, got {repeat}")
+        raise ScenarioError(f"--repeat must be >= 1, got {repeat}")
     pm = plugin_manager or get_plugin_manager()
     actual, configs, notes = resolve_configs(scenario, runtime=runtime, quick=quick, duration=duration, seed=seed,
                                              plugin_manager=pm, rapids_jars=rapids_jars, gpus=gpus,

@@ -1,64 +1,21 @@
-"""The ``pacer`` command line. Installed packages add subcommands through ``pacer_cli_commands``
-and runtimes for ``pacer run`` through ``pacer_runtimes`` (:mod:`pacer.run_cli`)."""
+"""The ``pacer`` command line: every subcommand comes through the ``pacer_cli_commands`` hook, core's own
+(``strategies``, ``run``: :mod:`pacer.core_commands`, an internal plugin) first; runtimes for ``pacer run`` come
+through ``pacer_runtimes`` (:mod:`pacer.run_cli`).
+
+``Command`` and ``UsageError`` live in the leaf module :mod:`pacer.commands`; they are importable from here too.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
+from pacer.commands import Command, UsageError
 from pacer.plugins import PluginLoadError, PluginManager, get_plugin_manager
 
-
-@dataclass(frozen=True)
-class Command:
-    """A ``pacer`` subcommand.
-
-    :param name: the word after ``pacer``.
-    :param help: one line for ``pacer --help``.
-    :param configure: adds the subcommand's arguments to its parser.
-    :param run: runs it with the parsed arguments and the plugin manager; returns the exit code.
-    """
-
-    name: str
-    help: str
-    configure: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace, PluginManager], int]
-
-
-class UsageError(Exception):
-    """Bad arguments, detected before any runtime starts; the message says what to do."""
-
-
-def _configure_strategies(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
-    parser.add_argument(
-        "--decision", choices=("admission", "scheduling", "placement"), help="only strategies for this decision"
-    )
-
-
-def _run_strategies(args: argparse.Namespace, pm: PluginManager) -> int:
-    infos = [s for s in pm.strategies() if args.decision is None or args.decision in s.provides]
-    if args.json:
-        print(json.dumps([s.as_json() for s in infos], indent=2))
-        return 0
-    rows = [(s.name, ",".join(sorted(s.provides)), f"{s.package} {s.version}", s.summary) for s in infos]
-    widths = [max(len(r[i]) for r in [*rows, ("name", "provides", "package", "")]) for i in range(3)]
-    print(f"{'name':<{widths[0]}}  {'provides':<{widths[1]}}  {'package':<{widths[2]}}  summary")
-    pad = " " * (widths[0] + 2)
-    for info, row in zip(infos, rows, strict=True):
-        print(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {row[3]}")
-        for param in info.params:
-            print(f"{pad}  {param.name}={param.default!r}: {param.doc}")
-    print("\nSelect with --admission/--scheduler/--placement NAME; set a parameter with --param DECISION.NAME=VALUE "
-          "(pacer run, pacer sim).")
-    return 0
-
-
-CORE_COMMANDS = (Command("strategies", "list installed strategies", _configure_strategies, _run_strategies),)
+__all__ = ["Command", "UsageError", "build_parser", "main"]
 
 
 def build_parser(pm: PluginManager) -> tuple[argparse.ArgumentParser, dict[str, Command]]:
@@ -68,12 +25,9 @@ def build_parser(pm: PluginManager) -> tuple[argparse.ArgumentParser, dict[str, 
         description="Adaptive micro-batching, deadline-aware scheduling and CPU/GPU placement for stream processing.",
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
-    from pacer.run_cli import run_command
-
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands: dict[str, Command] = {}
-    plugin_commands = [c for group in pm.hook.pacer_cli_commands() for c in group]
-    for command in (*CORE_COMMANDS, run_command(pm), *plugin_commands):
+    for command in (c for group in pm.hook.pacer_cli_commands() for c in group):
         if command.name in commands:
             continue
         commands[command.name] = command

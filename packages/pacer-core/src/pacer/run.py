@@ -371,7 +371,7 @@ class Runtime(Protocol):
     def from_args(self, args: argparse.Namespace, config: RunConfig, plugin_manager: PluginManager) -> RunConfig:
         """Check this runtime's flags (before anything starts) and fold them into ``config.options[name]``.
 
-        :raises pacer.cli.UsageError: with what to do.
+        :raises ValueError: with what to do (the command reports it as a usage error).
         """
 
     def run(self, config: RunConfig, *, plugin_manager: PluginManager | None = None) -> RunResult:

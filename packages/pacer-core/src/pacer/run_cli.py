@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pacer.cli import Command, UsageError
+from pacer.commands import Command, UsageError
 from pacer.controller import StrategyError
 from pacer.plugins import PluginManager, UnknownRuntimeError, UnknownStrategyError
 from pacer.report import summary_table, write_report
@@ -230,7 +230,10 @@ def _run(args: argparse.Namespace, pm: PluginManager, runtime: Runtime,
     own = groups.get(runtime.name)
     if own is not None:
         config = config.with_options(runtime.name, **_explicit(args, own))
-    config = runtime.from_args(args, config, pm)
+    try:
+        config = runtime.from_args(args, config, pm)
+    except ValueError as exc:  # the runtime's own flags, refused by the runtime (library code raises ValueError)
+        raise UsageError(str(exc)) from None
     check_strategies(config, pm)
     if args.save_config:
         print(f"run configuration: {config.save(args.save_config)}")

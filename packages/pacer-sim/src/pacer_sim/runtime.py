@@ -18,7 +18,6 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from pacer.cli import UsageError
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.run import RunConfig, RunResult
 from pacer.run_cli import parse_assignments
@@ -31,33 +30,33 @@ DEFAULT_CORES, DEFAULT_GPUS = 2, 0
 
 
 def parse_resource_loss(value: str | Sequence[float]) -> tuple[float, float, float]:
-    """``START:END:FRACTION`` (or a triple) -> a tuple; bad input raises :class:`UsageError`."""
+    """``START:END:FRACTION`` (or a triple) -> a tuple; bad input raises ``ValueError``."""
     try:
         parts = value.split(":") if isinstance(value, str) else list(value)
         start, end, fraction = (float(x) for x in parts)
     except (ValueError, TypeError):
-        raise UsageError(f"--resource-loss expects START:END:FRACTION (e.g. 200:400:0.25), got {value!r}") from None
+        raise ValueError(f"--resource-loss expects START:END:FRACTION (e.g. 200:400:0.25), got {value!r}") from None
     if not (0 <= start < end and 0 < fraction < 1):
-        raise UsageError("--resource-loss needs 0 <= START < END and 0 < FRACTION < 1")
+        raise ValueError("--resource-loss needs 0 <= START < END and 0 < FRACTION < 1")
     return start, end, fraction
 
 
 def check_workloads(config: RunConfig) -> None:
     """Every query's workload and traffic exist and the traffic takes its parameters.
 
-    :raises UsageError: naming the bad one and the choices.
+    :raises ValueError: naming the bad one and the choices.
     """
     from pacer_workloads import TRAFFIC_PATTERNS, WORKLOADS, make_traffic
 
     for q in config.queries:
         if q.workload not in WORKLOADS:
-            raise UsageError(f"unknown workload {q.workload!r}; choose from {', '.join(WORKLOADS)}")
+            raise ValueError(f"unknown workload {q.workload!r}; choose from {', '.join(WORKLOADS)}")
         if q.traffic not in TRAFFIC_PATTERNS:
-            raise UsageError(f"unknown traffic {q.traffic!r}; choose from {', '.join(TRAFFIC_PATTERNS)}")
+            raise ValueError(f"unknown traffic {q.traffic!r}; choose from {', '.join(TRAFFIC_PATTERNS)}")
         try:
             make_traffic(q.traffic, rate=q.rate, duration=config.duration, **dict(q.traffic_params))
         except (ValueError, TypeError) as exc:
-            raise UsageError(str(exc)) from None
+            raise ValueError(str(exc)) from None
 
 
 _PROFILES: dict[str, Any] = {}
@@ -91,7 +90,7 @@ def build_cost_model(options: Mapping[str, Any], gpus: int) -> tuple[CostModel, 
         try:
             cost = rapids_cost_model(_gpu_profile(profile))
         except ValueError as exc:
-            raise UsageError(f"--gpu-profile: {exc}") from None
+            raise ValueError(f"--gpu-profile: {exc}") from None
         except JarResolutionError as exc:
             warning = (f"--gpu-profile {profile}: GPU speed-ups fall back to pacer-sim's built-in curves "
                        f"(README 'Cost model defaults', config.cost_model) because NVIDIA's tools jar is "
@@ -100,13 +99,13 @@ def build_cost_model(options: Mapping[str, Any], gpus: int) -> tuple[CostModel, 
         try:
             cost = apply_cost_profile(cost, load_cost_profile(options["cost_profile"]), name=options["cost_profile"])
         except ValueError as exc:
-            raise UsageError(f"--cost-profile: {exc}") from None
+            raise ValueError(f"--cost-profile: {exc}") from None
     try:
         cost = cost.with_overrides(parse_assignments(options.get("cost_param") or (), "--cost-param"))
         if options.get("noise") is not None:
             cost = replace(cost, noise=float(options["noise"]))
     except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        raise ValueError(str(exc)) from None
     return cost, warning
 
 
@@ -174,7 +173,7 @@ class SimRuntime:
     def check(self, config: RunConfig) -> None:
         """Workloads, traffic and the simulator's options of ``config``.
 
-        :raises UsageError: naming the problem.
+        :raises ValueError: naming the problem.
         """
         check_workloads(config)
         options = config.options_for(self.name)
@@ -185,7 +184,7 @@ class SimRuntime:
     def build(self, config: RunConfig, *, plugin_manager: PluginManager | None = None) -> Simulation:
         """The :class:`Simulation` of ``config``: its queries added, not yet run (the warning, if any, is in its config).
 
-        :raises UsageError: for a bad workload, traffic or simulator option.
+        :raises ValueError: for a bad workload, traffic or simulator option.
         :raises ValueError: for a bad strategy parameter.
         """
         self.check(config)

@@ -32,7 +32,8 @@ from pacer.model import (
 from pacer.plugins import PluginManager, UnknownRuntimeError, UnknownStrategyError, get_plugin_manager
 from pacer.queueing import QueueWait, queue_wait
 from pacer.recorder import RunRecorder
-from pacer.run import QueryRun, RunConfig, RunResult, Runtime, arrival_dataset
+from pacer.run import QueryRun, RunConfig, arrival_dataset
+from pacer.runtime_api import RunResult, Runtime
 from pacer.strategy import Param, StrategyContext, StrategyInfo
 from pacer.summary import StreamingSummary
 from pacer.views import BatchView, OverloadStatus, QueryView

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         ScheduleDecision,
         SystemView,
     )
-    from pacer.run import Runtime
+    from pacer.runtime_api import Runtime
     from pacer.strategy import StrategyContext, StrategyInfo
 
 PROJECT = "pacer"

@@ -28,7 +28,7 @@ from pacer import hookspecs
 from pacer.strategy import StrategyInfo
 
 if TYPE_CHECKING:
-    from pacer.run import Runtime
+    from pacer.runtime_api import Runtime
 
 ENTRY_POINT_GROUP = "pacer"
 PLUGINS_ENV = "PACER_PLUGINS"

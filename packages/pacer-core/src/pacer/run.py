@@ -17,12 +17,12 @@ randomise (the simulator's processing-time noise) from ``seed`` itself.
 A configuration is saved to and loaded from TOML or JSON (:meth:`RunConfig.save`,
 :meth:`RunConfig.load`), so that a run can be repeated exactly; a ``pacer.report/1`` file whose
 ``config.run`` holds one loads too. A runtime is any object with the :class:`Runtime` shape,
-registered through the ``pacer_runtimes`` hook.
+registered through the ``pacer_runtimes`` hook (:class:`Runtime` and :class:`RunResult` live in the leaf
+module :mod:`pacer.runtime_api` and are re-exported here).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
@@ -30,13 +30,11 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from pacer.model import Dataset
-
-if TYPE_CHECKING:
-    from pacer.controller import Controller
-    from pacer.plugins import PluginManager
+from pacer.runtime_api import RunResult as RunResult  # re-exported: the runtime contract lives in pacer.runtime_api
+from pacer.runtime_api import Runtime as Runtime
 
 RUN_SCHEMA = "pacer.run/1"
 OVERLOAD_CHOICES = ("keep", "shed")
@@ -330,49 +328,3 @@ def arrival_dataset(query_id: str, arrival: Arrival, bytes_per_row: float, *, st
     """
     return Dataset(f"{query_id}-{arrival.index}", start + arrival.time, round(arrival.rows * bytes_per_row),
                    arrival.rows, handle=arrival.index)
-
-
-# ---------------------------------------------------------------------- runtimes
-
-
-@dataclass
-class RunResult:
-    """What a runtime's :meth:`Runtime.run` returns.
-
-    :ivar report: the ``pacer.report/1`` document.
-    :ivar controller: the Controller that ran (read it through its views).
-    :ivar status: 0, or 1 when the run did not drain or a query failed.
-    :ivar notes: lines for the person who ran it, printed after the summary table.
-    """
-
-    report: dict[str, Any]
-    controller: Controller
-    status: int = 0
-    notes: list[str] = field(default_factory=list)
-
-
-@runtime_checkable
-class Runtime(Protocol):
-    """A runtime pacer runs on, registered through the ``pacer_runtimes`` hook.
-
-    ``capabilities`` declares optional features: ``deterministic`` (same configuration, same
-    report bytes), ``multi-query``, ``gpu`` (real or modelled GPU devices). A runtime may also have a
-    ``defaults`` mapping: ``pacer run`` defaults of its own (``{"duration": 600.0}`` on the simulator).
-    What a run's queries and resources leave to the runtime (``cores``/``gpus`` None) it decides.
-    """
-
-    name: str
-    summary: str
-    capabilities: frozenset[str]
-
-    def configure(self, group: argparse._ArgumentGroup) -> None:
-        """Add this runtime's own flags to ``pacer run`` (in its own argument group)."""
-
-    def from_args(self, args: argparse.Namespace, config: RunConfig, plugin_manager: PluginManager) -> RunConfig:
-        """Check this runtime's flags (before anything starts) and fold them into ``config.options[name]``.
-
-        :raises ValueError: with what to do (the command reports it as a usage error).
-        """
-
-    def run(self, config: RunConfig, *, plugin_manager: PluginManager | None = None) -> RunResult:
-        """Run ``config`` to completion (its traffic, then its backlog) and report it."""

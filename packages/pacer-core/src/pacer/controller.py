@@ -43,10 +43,11 @@ from pacer.model import (
 )
 from pacer.overload import OverloadMonitor, read_cap_count
 from pacer.plugins import PluginManager, get_plugin_manager
-from pacer.query_state import FALLBACK, OVERLOAD_POLICIES, Clock, Overhead, QueryState, RunningBatch, StrategyError
+from pacer.query_state import FALLBACK, OVERLOAD_POLICIES, QueryState, RunningBatch, StrategyError
 from pacer.recorder import RECENT, RECENT_DATASETS, RunRecorder
 from pacer.service_time import ServiceTimeModel
 from pacer.shedding import shed, shed_if_overloaded
+from pacer.timing import Clock, Overhead, timed
 
 __all__ = ["FALLBACK", "OVERLOAD_POLICIES", "Controller", "Overhead", "StrategyError"]
 
@@ -251,32 +252,34 @@ class Controller(DecisionDispatch):
         q = self._query(query_id)
         if q.in_flight is not None or not len(q.buffer):
             return None
-        t0 = self.timer() if self.timer else 0.0
-        now = self.clock()
-        shedding = shed_if_overloaded(self.ledger, q, now)
-        if not len(q.buffer):
-            return None
-        kept = q.overload.overloaded and not shedding  # overloaded under keep: serve as the default trigger would
-        catching_up = q.catch_up.wanted(q.buffer, now, q.service, kept)
-        if catching_up:  # late data: drained in deadline-sized batches (pacer.catch_up)
-            count = q.catch_up.count(q.buffer, q.service, kept)
-        else:
-            decision = self._admission(q, now)
-            if decision.shed:
-                shed(self.ledger, q, decision.shed, decision.reason or "overload policy")
-            count = decision.count
-        count = read_cap_count(q.buffer, count, q.max_rows, q.max_bytes)
-        if shedding and not catching_up:
-            count = q.overload.feasible_prefix(q.buffer, count, now, q.service)
-        batch = self._admit(q, count, now) if count else None
-        if batch is not None and catching_up:
-            q.catch_up.admitted(batch, now)
-        if self.timer:
-            spent = self.timer() - t0
-            self.overhead.poll.add(spent)
-            if batch is not None:
-                self._running[batch.id].overhead_s += spent
+        with timed(self.timer, self._poll_took, q) as timing:
+            now = self.clock()
+            shedding = shed_if_overloaded(self.ledger, q, now)
+            if not len(q.buffer):
+                timing.cancel()  # everything waiting was shed: no poll to account
+                return None
+            kept = q.overload.overloaded and not shedding  # overloaded under keep: serve as the default trigger would
+            catching_up = q.catch_up.wanted(q.buffer, now, q.service, kept)
+            if catching_up:  # late data: drained in deadline-sized batches (pacer.catch_up)
+                count = q.catch_up.count(q.buffer, q.service, kept)
+            else:
+                decision = self._admission(q, now)
+                if decision.shed:
+                    shed(self.ledger, q, decision.shed, decision.reason or "overload policy")
+                count = decision.count
+            count = read_cap_count(q.buffer, count, q.max_rows, q.max_bytes)
+            if shedding and not catching_up:
+                count = q.overload.feasible_prefix(q.buffer, count, now, q.service)
+            batch = self._admit(q, count, now) if count else None
+            if batch is not None and catching_up:
+                q.catch_up.admitted(batch, now)
         return batch
+
+    def _poll_took(self, seconds: float, q: QueryState) -> None:
+        """A poll of ``q`` took ``seconds`` of pacer's time: charged to the batch it admitted, if any."""
+        self.overhead.poll.add(seconds)
+        if q.in_flight is not None:  # the poll found the query idle: a batch in flight is the one it admitted
+            self._running[q.in_flight].overhead_s += seconds
 
     def _admit(self, q: QueryState, count: int, now: float) -> MicroBatch:
         datasets = q.buffer.take(count)
@@ -332,33 +335,33 @@ class Controller(DecisionDispatch):
         view = self.system_view()
         if not view.pending:
             return ScheduleDecision(order=())
-        t0 = self.timer() if self.timer else 0.0
+        with timed(self.timer, self._schedule_took):
+            def check(d: ScheduleDecision) -> None:
+                if not isinstance(d, ScheduleDecision):
+                    raise TypeError(f"expected ScheduleDecision, got {type(d).__name__}")
+                d.validate(view.pending, self.cores, self.scheduler)
 
-        def check(d: ScheduleDecision) -> None:
-            if not isinstance(d, ScheduleDecision):
-                raise TypeError(f"expected ScheduleDecision, got {type(d).__name__}")
-            d.validate(view.pending, self.cores, self.scheduler)
-
-        decision: ScheduleDecision = self._decide(
-            self.pm.hook.pacer_schedule,
-            None,
-            "scheduling",
-            self.scheduler,
-            check,
-            pending=view.pending,
-            now=view.now,
-            system=view,
-        )
-        allocated: dict[str, float] = {}
-        for batch_id, share in decision.shares.items():
-            query_id = self._running[batch_id].batch.query_id
-            allocated[query_id] = allocated.get(query_id, 0.0) + share
-        self._allocated = allocated
-        if self.timer:
-            spent = self.timer() - t0
-            for batch_id in decision.order:
-                self._running[batch_id].overhead_s += spent / len(decision.order)
+            decision: ScheduleDecision = self._decide(
+                self.pm.hook.pacer_schedule,
+                None,
+                "scheduling",
+                self.scheduler,
+                check,
+                pending=view.pending,
+                now=view.now,
+                system=view,
+            )
+            allocated: dict[str, float] = {}
+            for batch_id, share in decision.shares.items():
+                query_id = self._running[batch_id].batch.query_id
+                allocated[query_id] = allocated.get(query_id, 0.0) + share
+            self._allocated = allocated
         return decision
+
+    def _schedule_took(self, seconds: float) -> None:
+        """A scheduling decision took ``seconds``: charged in equal parts to the batches it ordered (every pending one)."""
+        for batch_id in self._order:
+            self._running[batch_id].overhead_s += seconds / len(self._order)
 
     # ------------------------------------------------------------------ execution
 
@@ -424,11 +427,13 @@ class Controller(DecisionDispatch):
         q.catch_up.completed(batch_id, now, q.buffer)
         q.history.add(report)
         q.record.completed(report)
-        t0 = self.timer() if self.timer else 0.0
-        self._feedback(q, report)
-        if self.timer:
-            self.overhead.per_batch.add(run.overhead_s + self.timer() - t0)
+        with timed(self.timer, self._feedback_took, run):
+            self._feedback(q, report)
         return report
+
+    def _feedback_took(self, seconds: float, run: RunningBatch) -> None:
+        """The feedback on ``run`` took ``seconds``: with its polls and scheduling, pacer's time on the batch."""
+        self.overhead.per_batch.add(run.overhead_s + seconds)
 
     def record_enactment(self, batch_id: str, enacted: bool, note: str = "") -> None:
         """Record whether the runtime enacted the placement of pending batch ``batch_id``, and why (not).

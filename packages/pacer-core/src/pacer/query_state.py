@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,15 +10,12 @@ from pacer.model import DatasetBuffer, MicroBatch, QueryHistory, QuerySpec
 from pacer.overload import OverloadMonitor
 from pacer.recorder import QueryRecord
 from pacer.service_time import ServiceTimeModel
-from pacer.summary import StreamingSummary
 
 #: The decision each baseline falls back to when a strategy raises and fallback is on.
 FALLBACK = {"admission": "asap", "scheduling": "fifo", "placement": "cpu-only"}
 
 #: What the Controller does with a query whose offered load no batch size can serve within its deadline.
 OVERLOAD_POLICIES = ("shed", "keep")
-
-Clock = Callable[[], float]
 
 
 class StrategyError(RuntimeError):
@@ -69,26 +65,3 @@ class RunningBatch:
     started_at: float | None = None
     interval_s: float = 0.0
     overhead_s: float = 0.0
-
-
-@dataclass
-class Overhead:
-    """pacer's own time, measured with ``timer``, in bounded summaries (empty when not measured).
-
-    :ivar poll: seconds per admission poll.
-    :ivar per_batch: seconds pacer spent on each completed batch (its polls, scheduling and feedback).
-    """
-
-    poll: StreamingSummary = field(default_factory=StreamingSummary)
-    per_batch: StreamingSummary = field(default_factory=StreamingSummary)
-
-    @property
-    def poll_s(self) -> tuple[float, ...]:
-        """The most recent poll times (``poll.last``)."""
-        return self.poll.last
-
-    @property
-    def per_batch_s(self) -> tuple[float, ...]:
-        """The most recent per-batch times (``per_batch.last``)."""
-        return self.per_batch.last
-

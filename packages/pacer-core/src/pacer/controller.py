@@ -41,12 +41,11 @@ from pacer.model import (
     ScheduleDecision,
     SystemView,
 )
-from pacer.overload import OverloadMonitor, read_cap_count
+from pacer.overload import OverloadMonitor, read_cap_count, shed, shed_if_overloaded
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.query_state import FALLBACK, OVERLOAD_POLICIES, QueryState, RunningBatch, StrategyError
 from pacer.recorder import RECENT, RECENT_DATASETS, RunRecorder
 from pacer.service_time import ServiceTimeModel
-from pacer.shedding import shed, shed_if_overloaded
 from pacer.timing import Clock, Overhead, timed
 
 __all__ = ["FALLBACK", "OVERLOAD_POLICIES", "Controller", "Overhead", "StrategyError"]

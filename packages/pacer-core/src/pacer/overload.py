@@ -15,15 +15,27 @@ overloaded and episodes, in the report and the progress line) and, under the
 ``shed`` policy, drops the buffered datasets that can no longer meet the
 deadline even alone in a batch — counted, logged, never silent — so latency
 stays bounded for what is admitted.
+
+Shedding is this module's too: :func:`shed_if_overloaded`, the overload policy the Controller applies at
+each poll before admission, and :func:`shed`, the one way any dataset is dropped (by that policy or by an
+admission strategy's ``AdmissionDecision.shed``).
 """
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pacer.model import DatasetBuffer
 from pacer.service_time import ServiceTimeModel
+
+if TYPE_CHECKING:
+    from pacer.ledger import ExactlyOnceLedger
+    from pacer.query_state import QueryState
+
+log = logging.getLogger("pacer.controller")  # the Controller's logger: sheds are its doing
 
 #: Shortest span of arrivals the rate estimate needs before overload is judged (seconds).
 MIN_RATE_SPAN_S = 1.0
@@ -165,3 +177,37 @@ def read_cap_count(buffer: DatasetBuffer, count: int, max_rows: int, max_bytes: 
         if taken and ((max_rows and rows > max_rows) or (max_bytes and nbytes > max_bytes)):
             return taken
     return count
+
+
+# ---------------------------------------------------------------------- shedding
+
+_OVERLOAD_REASON = ("overload: the offered load exceeds what any batch size serves within the deadline; shedding "
+                    "what cannot meet it (further sheds of this episode are logged at DEBUG)")
+
+
+def shed(ledger: ExactlyOnceLedger, q: QueryState, count: int, reason: str, quiet: bool = False) -> None:
+    """Drop the ``count`` oldest buffered datasets of ``q``: counted in the ledger, on the query and in its
+    record (as missed), logged."""
+    dropped = q.buffer.take(count)
+    ledger.shed(q.spec.id, (d.id for d in dropped))
+    q.shed += len(dropped)
+    q.record.shed(dropped)
+    log.log(logging.DEBUG if quiet else logging.WARNING, "query %r: shed %d datasets (%s)",
+            q.spec.id, len(dropped), reason)
+
+
+def shed_if_overloaded(ledger: ExactlyOnceLedger, q: QueryState, now: float) -> bool:
+    """Re-judge ``q``'s overload at ``now``; under its ``shed`` policy, shed the buffered datasets that cannot
+    meet the deadline even alone in a batch (the first shed of an episode is a warning, later ones DEBUG).
+
+    :return: True while the query is overloaded under the ``shed`` policy: its batch must then stay within
+        what meets the oldest dataset's deadline (:meth:`OverloadMonitor.feasible_prefix`).
+    """
+    shedding = q.overload.check(now, q.service) and q.overload_policy == "shed"
+    if shedding:
+        late = q.overload.hopeless(q.buffer, now, q.service)
+        if late:
+            first = q.overload.shed_episode != q.overload.episodes
+            q.overload.shed_episode = q.overload.episodes
+            shed(ledger, q, late, _OVERLOAD_REASON, quiet=not first)
+    return shedding

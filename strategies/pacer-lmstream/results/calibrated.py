@@ -74,7 +74,7 @@ def processing_after_warm_up(workload: str, kbps: float, placement: str,
 
 def evaluate(workload: str, kbps: float, folder: Path) -> Outcome:
     """Calibrate ``workload`` at ``kbps`` into ``folder``, then compare LMStream with and without the rows."""
-    from pacer_bench.calibrate import calibrate, sweep_points
+    from pacer_lmstream.sweep import calibrate, sweep_points
     from pacer_workloads import WORKLOADS, bytes_per_row
 
     rate = kbps * 1e3 / bytes_per_row(WORKLOADS[workload].stream)

@@ -1,5 +1,6 @@
 """``pacer calibrate``: the inflection-point sweep, its file, its argument checks, and the simulated claim
-that LMStream started from the rows matches the better single device on lr1 at 256 KB/s."""
+that LMStream started from the rows matches the better single device on lr1 at 256 KB/s. (The kernel part,
+pacer_sim.kernel_calibration, is tested in pacer-sim.)"""
 
 from __future__ import annotations
 
@@ -9,10 +10,8 @@ from pathlib import Path
 import pytest
 
 from pacer import get_plugin_manager
-from pacer.cli import UsageError, main
-from pacer_bench.calibrate import SPARK_REFUSAL, calibrate, cost_model_from_profile, measure_kernels, sweep_points
-
-pytest.importorskip("pacer_lmstream", reason="pacer calibrate writes LMStream rows; pacer-lmstream is not installed")
+from pacer.cli import main
+from pacer_lmstream.sweep import SPARK_REFUSAL, SweepError, calibrate, sweep_points
 
 SEED, DURATION, WARM_UP = 3, 60.0, 10
 ONE_DATASET = {"max_datasets": 1}
@@ -39,8 +38,9 @@ def _processing_after_warm_up(placement: str, params: dict[str, object] | None =
 
 def test_default_sweep_is_the_initial_inflection_point_times_quarter_to_four() -> None:
     assert sweep_points(150_000.0) == [37_500.0, 75_000.0, 150_000.0, 300_000.0, 600_000.0]
-    with pytest.raises(UsageError, match="> 0 bytes"):
+    with pytest.raises(SweepError, match="> 0 bytes"):
         sweep_points(0.0)
+    assert issubclass(SweepError, ValueError)
 
 
 def test_lr1_at_256_kbps_with_the_rows_is_within_5_percent_of_the_better_device(tmp_path: Path,
@@ -100,21 +100,27 @@ def test_spark_refusal_says_why() -> None:
     assert "never enacts them" in SPARK_REFUSAL and "RAPIDS" in SPARK_REFUSAL and "--runtime sim" in SPARK_REFUSAL
 
 
-def test_kernels_write_the_profile_the_simulator_loads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("pacer_sim.kernels", reason="pacer_sim.kernels is not installed")
+def test_a_runtime_no_package_provides_is_refused_naming_the_installed_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["calibrate", "--runtime", "nowhere", "--workload", "lr1", "--rate", "100", "--out", "x.json"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown runtime 'nowhere'" in err and "Installed runtimes" in err and "--runtime sim" in err
+
+
+def test_kernels_write_a_profile_and_the_sweep_refuses_a_missing_one(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The command's side of the kernel part (pacer_sim.kernel_calibration, tested in pacer-sim)."""
     from pacer_sim.kernels import gpu_backend
 
-    path = measure_kernels([1 << 14, 1 << 16], tmp_path / "profile.json", repeats=1)
-    profile = json.loads(path.read_text())
-    assert profile["format"] == "pacer.cost-profile/1" and "cpu" in profile["kinds"]["filter"]
-    model = cost_model_from_profile(path)
-    assert "measured" in model.source and "profile.json" in model.source
-    if gpu_backend()[0] is None:  # no GPU: said on stderr, GPU part skipped and recorded
-        assert "no GPU here" in capsys.readouterr().err
-        assert "gpu" in profile["skipped"] and "gpu" not in profile["kinds"]["filter"]
-
-
-def test_a_missing_cost_profile_is_a_usage_error_naming_it(tmp_path: Path) -> None:
-    pytest.importorskip("pacer_sim.cost_profile", reason="pacer_sim.cost_profile is not installed")
-    with pytest.raises(UsageError, match="nowhere.json"):
-        cost_model_from_profile(tmp_path / "nowhere.json")
+    profile = tmp_path / "profile.json"
+    assert main(["calibrate", "--kernels", "--profile-out", str(profile), "--kernel-sizes", "16384", "65536",
+                 "--repeats", "1"]) == 0
+    captured = capsys.readouterr()
+    assert f"cost profile: {profile}" in captured.out
+    assert json.loads(profile.read_text())["format"] == "pacer.cost-profile/1"
+    if gpu_backend()[0] is None:
+        assert "pacer calibrate: no GPU here" in captured.err
+    assert main(["calibrate", "--kernels", "--profile-out", str(profile), "--kernel-sizes", "16384"]) == 2
+    assert "--kernels: need at least two batch sizes" in capsys.readouterr().err
+    assert main(["calibrate", "--workload", "lr1", "--rate", "100", "--out", str(tmp_path / "x.json"),
+                 "--cost-profile", str(tmp_path / "nowhere.json")]) == 2
+    assert "nowhere.json" in capsys.readouterr().err

@@ -1,0 +1,172 @@
+"""``pacer calibrate``: the rows LMStream's Eq. 10 starts from, and (``--kernels``) a measured cost profile.
+
+Registered through the ``pacer_cli_commands`` hook (entry point ``calibrate`` of the ``pacer`` group). The sweep
+is :mod:`pacer_lmstream.sweep` (run on the simulator, pacer-sim); ``--kernels`` times this machine's operator
+kernels through :mod:`pacer_sim.kernel_calibration` and writes the cost profile ``pacer sim --cost-profile FILE``
+loads (and the sweep then runs on it). ``--runtime`` names an installed runtime (``pacer_runtimes``); the sweep
+runs on ``sim`` only and says why for any other. The library raises ``ValueError``; only this command turns it
+into a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pacer import UnknownRuntimeError, UnknownStrategyError, hookimpl
+from pacer.commands import Command, UsageError
+from pacer.plugins import PluginManager
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runtime", default="sim", help="where to sweep: an installed runtime (default sim; the sweep "
+                   "runs on sim only: spark is refused, placement is not enacted without a GPU and RAPIDS)")
+    p.add_argument("--workload", help="lr1 lr1t lr2 lr3 cm1 cm2: sweep inflection points for it")
+    rate = p.add_mutually_exclusive_group()
+    rate.add_argument("--rate", type=float, help="input rate in rows/s")
+    rate.add_argument("--rate-kbps", type=float, help="input rate in KB/s (1 KB = 1000 bytes of the stream's CSV)")
+    p.add_argument("--out", help="calibration file to write (JSON; LMStream's initial_rows loads it)")
+    p.add_argument("--inflection-points", type=float, nargs="+", metavar="BYTES",
+                   help="InfPT values to sweep (default: InfPT_0 x 0.25 0.5 1 2 4)")
+    p.add_argument("--admission", default="lmstream", help="admission during the sweep (default lmstream)")
+    p.add_argument("--param", action="append", default=[], metavar="DECISION.KEY=VALUE",
+                   help="strategy parameter, e.g. admission.max_datasets=1 or placement.initial_inflection_bytes=2e5")
+    p.add_argument("--duration", type=float, default=60.0, help="seconds of traffic per point (default 60)")
+    p.add_argument("--warm-up", type=int, default=10, help="batches dropped at the start of each point (default 10)")
+    p.add_argument("--seed", type=int, default=3, help="seed of traffic and noise (default 3)")
+    p.add_argument("--cores", type=int, default=2, help="task slots (default 2)")
+    p.add_argument("--gpus", type=int, default=1, help="modelled GPUs (default 1)")
+    p.add_argument("--partitions", type=int, default=2, help="partitions per batch (default 2)")
+    p.add_argument("--kernels", action="store_true", help="time real operator kernels (pacer_sim.kernels) and "
+                   "write the cost profile pacer sim --cost-profile loads")
+    p.add_argument("--profile-out", help="cost profile to write with --kernels")
+    p.add_argument("--kernel-sizes", type=int, nargs="+", metavar="BYTES",
+                   help="batch sizes --kernels times (default: pacer_sim.kernels', 64 KB-64 MB)")
+    p.add_argument("--cost-profile", help="sweep on the simulator with this measured cost profile "
+                   "(with --kernels: the profile just written)")
+    p.add_argument("--repeats", type=int, default=5, help="timings per kernel and size with --kernels (default 5)")
+
+
+def _check_runtime(name: str, pm: PluginManager, *, sweep: bool) -> None:
+    """``--runtime`` names an installed runtime (``pacer_runtimes``; an unknown one is refused, listing those
+    installed); the sweep runs on the simulator only, so with ``sweep`` any other is refused, saying why."""
+    from pacer_lmstream.sweep import SWEEP_RUNTIME, refusal
+
+    why = refusal(name)
+    if why is None:
+        return
+    if name != "spark":  # Spark's refusal says why whether or not pacer-spark is installed
+        try:
+            pm.find_runtime(name)
+        except UnknownRuntimeError as exc:
+            raise UsageError(f"--runtime {name}: {exc}; calibrate sweeps on --runtime {SWEEP_RUNTIME}") from None
+    if sweep:
+        raise UsageError(why)
+
+
+def _check(args: argparse.Namespace, pm: PluginManager) -> tuple[float, list[float], dict[str, dict[str, str]]]:
+    """Validate the sweep arguments before anything runs: (rate rows/s, inflection points, params)."""
+    from pacer.run_cli import split_strategy_params
+    from pacer_lmstream.sweep import SweepError, sweep_points
+    from pacer_workloads import WORKLOADS, bytes_per_row
+
+    if args.workload not in WORKLOADS:
+        raise UsageError(f"unknown workload {args.workload!r}; choose from {', '.join(WORKLOADS)}")
+    if args.out is None:
+        raise UsageError("--out FILE is required: the calibration file LMStream's initial_rows loads")
+    if Path(args.out).is_dir():
+        raise UsageError(f"--out {args.out!r} is a folder; give a file name, e.g. {args.out}/lmstream-rows.json")
+    if args.rate is None and args.rate_kbps is None:
+        raise UsageError("give the input rate: --rate ROWS_PER_S or --rate-kbps KB_PER_S")
+    rate = args.rate if args.rate is not None else args.rate_kbps * 1e3 / bytes_per_row(WORKLOADS[args.workload].stream)
+    for flag, value, low in (("--rate/--rate-kbps", rate, 1e-9), ("--duration", args.duration, 1e-9),
+                             ("--cores", args.cores, 1), ("--partitions", args.partitions, 1), ("--gpus", args.gpus, 0),
+                             ("--warm-up", args.warm_up, 0)):
+        if value < low:
+            raise UsageError(f"{flag} must be >= {low:g}, got {value:g}")
+    if args.gpus == 0:
+        print("pacer calibrate: --gpus 0: every placement runs on the CPU and every row will be the same",
+              file=sys.stderr)
+    params = split_strategy_params(args.param)
+    if params["placement"].get("initial_rows"):
+        raise UsageError("placement.initial_rows would move InfPT during the sweep; the sweep holds each point fixed")
+    try:
+        resolved = pm.find("lmstream", "placement").resolve_params(params["placement"])
+        pm.find(args.admission, "admission").resolve_params(params["admission"])
+    except UnknownStrategyError as exc:
+        raise UsageError(f"{exc}. Install pacer-lmstream (pip install -e strategies/pacer-lmstream).") from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        points = (list(args.inflection_points) if args.inflection_points
+                  else sweep_points(float(resolved["initial_inflection_bytes"])))
+    except SweepError as exc:
+        raise UsageError(str(exc)) from None
+    if any(x <= 0 for x in points):
+        raise UsageError(f"--inflection-points must be > 0 bytes, got {points}")
+    return rate, points, params
+
+
+def _measure_kernels(args: argparse.Namespace) -> Path:
+    from pacer_sim.kernel_calibration import measure_kernels
+
+    def note(text: str) -> None:
+        print(f"pacer calibrate: {text}", file=sys.stderr)
+
+    try:
+        return measure_kernels(args.kernel_sizes, args.profile_out, repeats=args.repeats, note=note)
+    except ValueError as exc:
+        raise UsageError(f"--kernels: {exc}") from None
+
+
+def _cost_model(profile: str | Path) -> Any:
+    from pacer_sim.kernel_calibration import cost_model_from_profile
+
+    try:
+        return cost_model_from_profile(profile)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _run(args: argparse.Namespace, pm: PluginManager) -> int:
+    _check_runtime(args.runtime, pm, sweep=args.workload is not None)
+    if not args.kernels and args.workload is None:
+        raise UsageError("give --workload W --rate R --out FILE to sweep inflection points, and/or --kernels "
+                         "--profile-out FILE to time operator kernels")
+    if args.kernels and not args.profile_out:
+        raise UsageError("--kernels writes a cost profile: give --profile-out FILE")
+    if args.kernels and args.cost_profile:
+        raise UsageError("--kernels sweeps on the profile it writes (--profile-out); leave out --cost-profile")
+    checked = _check(args, pm) if args.workload is not None else None
+    profile = args.cost_profile
+    if args.kernels:
+        profile = _measure_kernels(args)
+        print(f"cost profile: {profile} (pacer sim --cost-profile {profile})")
+    if checked is None:
+        return 0
+    from pacer_lmstream.sweep import SweepError, calibrate, table
+
+    rate, points, params = checked
+    cost_model = _cost_model(profile) if profile else None
+    try:
+        path, swept = calibrate(
+            args.workload, rate, points, args.out, runtime=args.runtime, admission=args.admission,
+            admission_params=params["admission"], placement_params=params["placement"], duration=args.duration,
+            warm_up=args.warm_up, seed=args.seed, cores=args.cores, gpus=args.gpus, partitions=args.partitions,
+            plugin_manager=pm, cost_model=cost_model,
+        )
+    except SweepError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"### {args.workload} at {rate:g} rows/s (simulated)\n\n{table(swept)}\n")
+    print(f"calibration rows: {path}\nuse them: --placement lmstream --param placement.initial_rows={path}")
+    return 0
+
+
+@hookimpl
+def pacer_cli_commands() -> Sequence[Command]:
+    """``pacer calibrate --runtime sim --workload W --rate R --out FILE [--kernels --profile-out P]``."""
+    return [Command("calibrate", "sweep LMStream inflection points into the rows Eq. 10 starts from; "
+                    "--kernels: time operator kernels into a cost profile", _configure, _run)]

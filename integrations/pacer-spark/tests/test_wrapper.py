@@ -274,7 +274,9 @@ def test_the_decider_answers_a_seq_and_refuses_an_index_out_of_range() -> None:
 
 
 def test_the_jvm_plan_reader_reads_what_the_py4j_walk_reads(spark: Any, bridge: PacerBridge) -> None:
-    from pacer_spark.plan import _walk_plan, dag_from_plan, read_plan
+    from pacer_spark.plan import dag_from_plan
+    from pacer_spark.spark_jvm import read_plan
+    from pacer_spark.spark_jvm import walk_plan as _walk_plan
 
     adaptive = spark.conf.get("spark.sql.adaptive.enabled")
     spark.conf.set("spark.sql.adaptive.enabled", "false")  # a whole plan, as a streaming batch has

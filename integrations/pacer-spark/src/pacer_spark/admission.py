@@ -13,7 +13,6 @@ A ``pacer-files`` manifest lives in the checkpoint :meth:`AdmissionService.check
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -27,7 +26,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from pacer import Controller, Dataset, MicroBatch
 from pacer.summary import StreamingSummary
-from pacer_spark import telemetry
+from pacer_spark import spark_jvm, telemetry
 from pacer_spark.enact import enact_placement
 from pacer_spark.files_source import FILES_FORMAT, Manifest, ignored_name, manifest_in_checkpoint
 from pacer_spark.gate import Gate
@@ -233,7 +232,7 @@ class AdmissionService:
                 source.next_index = start  # datasets before ``start`` were processed by an earlier run
             waiting = self.engine.waiting_spark_batch(query_id)  # its trigger ended: Spark holds its progress
             if waiting is not None and source.handle is not None:
-                progress = telemetry.recent_progress(source.handle._jsq, waiting)
+                progress = spark_jvm.query_progress(source.handle, waiting)
                 if progress is not None:
                     self.engine.on_progress(progress, event=False)
             stale = self.engine.expire(query_id, time.time())  # its trigger never reported: completed as at its sink
@@ -412,27 +411,10 @@ def _offset_range(source: SourceState, spark_batch_id: int) -> tuple[int, int, f
     its end offset records as shed."""
     if source.handle is None:
         return None
-    try:
-        log_ = source.handle._jsq.streamingQuery().offsetLog()
-
-        def offset_at(batch: int) -> dict[str, Any] | None:
-            if batch < 0:
-                return {"index": 0}
-            entry = log_.get(batch)
-            if entry.isEmpty():
-                return None
-            offsets = entry.get().offsets()
-            for i in range(offsets.size()):
-                item = offsets.apply(i)
-                if not item.isEmpty():
-                    return dict(json.loads(item.get().json()))
-            return None
-
-        end = offset_at(spark_batch_id)
-        begin = offset_at(spark_batch_id - 1)
-    except Exception:  # an internal API changed: pacer then just does not track this batch
-        log.debug("cannot read the offset log", exc_info=True)
+    logged = spark_jvm.logged_offsets(source.handle, spark_batch_id)
+    if logged is None:  # an internal API changed: pacer then just does not track this batch
         return None
+    begin, end = logged
     if end is None or begin is None:
         return None
     return int(begin["index"]), int(end["index"]), shed_in(end)

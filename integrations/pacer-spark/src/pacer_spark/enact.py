@@ -11,6 +11,7 @@ from __future__ import annotations
 from pyspark.sql.streaming.query import StreamingQuery
 
 from pacer import Controller, MicroBatch
+from pacer_spark import spark_jvm
 from pacer_spark.plan import rapids_confs
 
 #: Why a placement was not enacted.
@@ -35,9 +36,7 @@ def enact_placement(controller: Controller, batch: MicroBatch, handle: Streaming
         enacted, note = False, NO_SESSION
     else:
         confs, note = rapids_confs(placement, controller.query(batch.query_id).spec.dag)
-        session = handle._jsq.streamingQuery().sparkSessionForStream()
-        for key, value in confs.items():
-            session.conf().set(key, value)
+        spark_jvm.set_stream_confs(handle, confs)
         enacted = True
     controller.record_enactment(batch.id, enacted, note)
 

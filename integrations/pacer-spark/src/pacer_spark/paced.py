@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING, Any
 
 from pacer import Dataset, MicroBatch, OperatorMetric
 from pacer.summary import StreamingSummary
-from pacer_spark import telemetry
+from pacer_spark import spark_jvm, telemetry
 from pacer_spark.options import parse_seconds
 from pacer_spark.paced_state import InFlight, PacedQuery, changed_options, check_options, without_engine_time
-from pacer_spark.plan import dag_from_plan, operator_metrics, read_plan
+from pacer_spark.plan import dag_from_plan, operator_metrics
 from pacer_spark.wrapper import Decision, DecisionRequest, FailedOpen, OffsetSnapshot, PacerBridge, StopEvent
 
 if TYPE_CHECKING:
@@ -352,10 +352,9 @@ class PacedQueries:
         if q is None or q.stream_id is None or not s.config.operator_metrics:
             return []
         try:
-            execution = s.spark._jsparkSession.streams().get(q.stream_id).streamingQuery().lastExecution()
-            if execution is None or int(execution.currentBatchId()) != progress.batch_id:
+            root = spark_jvm.stream_executed_plan(s.spark, q.stream_id, progress.batch_id)
+            if root is None:  # Spark planned the next batch already: this batch's plan is gone
                 return []
-            root = read_plan(execution.executedPlan())
             if not q.plan_dag:  # registered on first sight with the minimal chain: now the real DAG
                 q.plan_dag = True
                 s.controller.replace_dag(query_id, dag_from_plan(root))

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,54 +76,12 @@ class PlanNode:
         yield self
 
 
-_METRIC = re.compile(r"(\w+) -> SQLMetric\(id: \d+, name: [^,]*?, value: (-?\d+)\)")
-_METRIC_TYPES: dict[tuple[str, str], str] = {}
-
-
-def read_plan(jplan: Any, *, metrics: bool = True) -> PlanNode:
-    """Copy a JVM ``SparkPlan`` tree into :class:`PlanNode` values.
-
-    In one Py4J call where pacer's JVM classes are loaded (``io.pacer.spark.PlanReader``); else node by
-    node over Py4J (about five round trips a node), each node's metrics in one call (the metric map's
-    string form), a metric's type (``timing``, ``nsTiming``, ``size``, ``sum``) asked once per node name
-    and key, then cached.
-    """
-    text = _plan_json(jplan, metrics)
-    if text is not None:
-        return _node_of(json.loads(text))
-    return _walk_plan(jplan, metrics)
-
-
-def _plan_json(jplan: Any, metrics: bool) -> str | None:
-    from pyspark import SparkContext
-
-    try:
-        return str(SparkContext._jvm.io.pacer.spark.PlanReader.json(jplan, metrics))  # type: ignore[union-attr]
-    except Exception:  # the class is not loaded (a session without pacer's jar): py4j's "JavaPackage" error
-        log.debug("io.pacer.spark.PlanReader is not loaded; reading the plan node by node", exc_info=True)
-        return None
-
-
-def _node_of(tree: Mapping[str, Any]) -> PlanNode:
+def node_of_json(tree: Mapping[str, Any]) -> PlanNode:
+    """A plan tree from its JSON form (``{"name", "metrics": {key: [value, type]}, "children": [...]}``, as
+    ``io.pacer.spark.PlanReader`` writes it)."""
     node = PlanNode(base_name(str(tree["name"])),
                     {key: (float(value), str(mtype)) for key, (value, mtype) in tree["metrics"].items()})
-    node.children = [_node_of(child) for child in tree["children"]]
-    return node
-
-
-def _walk_plan(jplan: Any, metrics: bool) -> PlanNode:
-    node = PlanNode(base_name(str(jplan.nodeName())))
-    if metrics:
-        jmetrics = None
-        for key, value in _METRIC.findall(str(jplan.metrics().toString())):
-            mtype = _METRIC_TYPES.get((node.name, key))
-            if mtype is None:
-                jmetrics = jmetrics or jplan.metrics()
-                mtype = _METRIC_TYPES[(node.name, key)] = str(jmetrics.apply(key).metricType())
-            node.metrics[key] = (float(value), mtype)
-    children = jplan.children()
-    for i in range(children.size()):
-        node.children.append(_walk_plan(children.apply(i), metrics))
+    node.children = [node_of_json(child) for child in tree["children"]]
     return node
 
 

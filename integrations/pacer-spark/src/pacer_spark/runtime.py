@@ -30,14 +30,14 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pacer import Controller, Devices, OperatorDAG, QuerySpec
 from pacer.plugins import get_plugin_manager
 from pacer.report import build_report
-from pacer_spark import telemetry
+from pacer_spark import spark_jvm, telemetry
 from pacer_spark.admission import AdmissionService, ReplayGuard, SourceState
 from pacer_spark.config import PacerConfig
 from pacer_spark.files_source import FILES_FORMAT, PacerFilesDataSource
 from pacer_spark.gate import Gate
 from pacer_spark.options import OPT_ADDRESS, OPT_QUERY, OPT_TIMEOUT, parse_seconds
 from pacer_spark.paced import PacedQueries
-from pacer_spark.plan import dag_from_plan, rapids_loaded, read_plan
+from pacer_spark.plan import dag_from_plan, rapids_loaded
 from pacer_spark.pools import DEFAULT_LADDER
 from pacer_spark.rpc import ControllerServer
 from pacer_spark.session_telemetry import SessionTelemetry
@@ -320,10 +320,8 @@ class PacerSession:
         source = self.sources.get(query_id)
         if source is None or source.handle is None:
             return None
-        execution = source.handle._jsq.streamingQuery().lastExecution()
-        if execution is None:
-            return None
-        return dag_from_plan(read_plan(execution.executedPlan(), metrics=False))
+        root = spark_jvm.executed_plan(source.handle, metrics=False)
+        return dag_from_plan(root) if root is not None else None
 
     def expected(self, query_id: str) -> int | None:
         """How many datasets a ``pacer-gen`` query will see in all (None for ``pacer-files``)."""

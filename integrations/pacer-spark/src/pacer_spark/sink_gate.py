@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 
 from pacer import Controller
-from pacer_spark import telemetry
+from pacer_spark import spark_jvm, telemetry
 from pacer_spark.admission import AdmissionService
 from pacer_spark.errors import stop_error
 from pacer_spark.gate import Gate
-from pacer_spark.plan import operator_metrics, read_plan
+from pacer_spark.plan import operator_metrics
 
 log = logging.getLogger("pacer_spark")
 
@@ -96,7 +96,9 @@ class SinkGate:
                 with self.cond:
                     batch = self.controller.batch(batch_id).batch
                     dag = self.controller.query(query_id).spec.dag
-                root = read_plan(source.handle._jsq.streamingQuery().lastExecution().executedPlan())
+                root = spark_jvm.executed_plan(source.handle)
+                if root is None:
+                    raise LookupError("the query has no executed plan yet")
                 metrics = operator_metrics(root, dag, batch.placement,
                                            batch_bytes=batch.bytes, batch_rows=batch.rows)
             except Exception:

@@ -25,7 +25,7 @@ trained on the shorter span. Completing on progress keeps "a query has at most o
 flight" without extra locking: until the batch completes, the query is busy in the Controller and
 the next ``latestOffset`` of the same query admits nothing. That call proves the trigger ended, and
 Spark put the trigger's progress in the query's own buffer (``recentProgress``) before starting
-the next trigger, so the session reads it from there (:func:`recent_progress`) rather than wait
+the next trigger, so the session reads it from there (:func:`pacer_spark.spark_jvm.query_progress`) rather than wait
 for the listener bus, which lags under load (1.2 s was seen on a loaded 2-core machine). Either
 way the batch completes with the same figures.
 
@@ -138,28 +138,6 @@ class TriggerProgress:
         return {"batchId": self.batch_id, "durationMs": dict(self.durations_ms), "numInputRows": self.rows}
 
 
-def recent_progress(jsq: Any, batch_id: int, *, depth: int = 4) -> TriggerProgress | None:
-    """The progress of Spark batch ``batch_id`` from the query's own buffer (``StreamingQuery.recentProgress``).
-
-    Spark stores a trigger's progress there before it posts the listener event and before it starts
-    the next trigger, so a ``latestOffset`` call of the next trigger finds it without waiting for the
-    listener bus. Looks at the newest ``depth`` entries (no-data batches may follow ours).
-
-    :param jsq: the JVM ``StreamingQuery`` (``handle._jsq``).
-    :return: None when it is not among them or the JVM cannot be asked.
-    """
-    import json
-
-    try:
-        recent = jsq.recentProgress()
-        for i in range(len(recent) - 1, max(-1, len(recent) - 1 - depth), -1):
-            if int(recent[i].batchId()) == batch_id:
-                return TriggerProgress.from_json(json.loads(recent[i].json()))
-    except Exception:  # the query stopped, or an internal API changed: the listener still reports
-        return None
-    return None
-
-
 class PinnedClock:
     """The Controller's clock on Spark: the wall clock, except while :meth:`pinned` to a past instant.
 
@@ -260,7 +238,7 @@ class BatchCompletion:
 
         Every listener event (``event``) counts towards the query's total trigger time, pacer's batches
         or not (no-data batches that advance a watermark are Spark's own); a progress read from the
-        query's buffer (:func:`recent_progress`, ``event=False``) only completes.
+        query's buffer (:func:`pacer_spark.spark_jvm.query_progress`, ``event=False``) only completes.
 
         :param query_id: pacer's id of the query (default: the progress's name; a ``format("pacer")``
             query is matched by its run id instead, whatever its name).

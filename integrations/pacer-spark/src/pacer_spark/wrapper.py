@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pacer_spark import jvm
+from pacer_spark import jvm, spark_jvm
 
 logger = logging.getLogger(__name__)
 
@@ -320,8 +320,7 @@ class PacerBridge:
 
     @property
     def _registry(self) -> Any:
-        jvm_view = self._spark.sparkContext._jvm
-        return getattr(jvm_view, jvm.REGISTRY_CLASS)
+        return spark_jvm.decider_registry(self._spark, jvm.REGISTRY_CLASS)
 
     def register(self, query_name: str, decide: DecisionFunction = admit_all) -> None:
         """Routes the decisions of query ``query_name`` (``"*"``: every query) to ``decide``.
@@ -342,7 +341,7 @@ class PacerBridge:
             raise ValueError("register_handler() needs the query's name, or '*' for every query")
         decider = _JvmDecider(handle, on_stop)
         self._deciders[query_name] = decider  # keep the object alive while the JVM holds its proxy
-        self._registry.register(self.owner, self._spark._jsparkSession, query_name, decider,
+        self._registry.register(self.owner, spark_jvm.java_session(self._spark), query_name, decider,
                                 int(self.timeout_s * 1000))
 
     def unregister(self, query_name: str) -> bool:

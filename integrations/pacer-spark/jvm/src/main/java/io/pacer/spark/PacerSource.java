@@ -39,6 +39,10 @@ public final class PacerSource extends PacedStream implements Source,
     SupportsTriggerAvailableNow, ReportsSourceMetrics {
 
   private static final Logger LOG = LoggerFactory.getLogger(PacerSource.class);
+  /** A Kafka jump of more rows than this is cut into pieces ({@link #kafkaSteps}). */
+  static final long KAFKA_PIECE_ROWS = 4096;
+  /** Into at most this many pieces. */
+  static final int KAFKA_PIECES = 16;
 
   private final Source source;
   private final boolean fileSource;
@@ -135,7 +139,7 @@ public final class PacerSource extends PacedStream implements Source,
   @Override
   List<Offset> steps(Offset prev, Offset next, int room) {
     if (!fileSource) {
-      return List.of(next);
+      return kafkaTimes == null ? List.of(next) : kafkaSteps(prev, next, room);
     }
     long from = prev == null ? -1L : logOffset(prev.json());
     long to = logOffset(next.json());
@@ -147,6 +151,46 @@ public final class PacerSource extends PacedStream implements Source,
       steps.add(n == to ? next : SerializedOffset.apply("{\"logOffset\":" + n + "}"));
     }
     return steps;
+  }
+
+  /**
+   * A Kafka jump of more than {@link #KAFKA_PIECE_ROWS} rows (a backlog that waited through a start, an outage,
+   * a long batch) cut into up to {@link #KAFKA_PIECES} pieces of about equal rows, each partition's offsets
+   * split in proportion: each piece is dated by its own oldest records, so the deadline sees how old each part
+   * of the backlog is, and a catch-up can take it a part at a time.
+   */
+  private List<Offset> kafkaSteps(Offset prev, Offset next, int room) {
+    String prevJson = prev == null ? startingOffsetsJson() : prev.json();
+    Long rows = OffsetSnapshot.partitionOffsetRows(prevJson, next.json());
+    if (rows == null || rows <= KAFKA_PIECE_ROWS || room <= 1) {
+      return List.of(next);
+    }
+    int pieces = (int) Math.min(Math.min(KAFKA_PIECES, room), (rows + KAFKA_PIECE_ROWS - 1) / KAFKA_PIECE_ROWS);
+    try {
+      com.fasterxml.jackson.databind.JsonNode from = OffsetSnapshot.JSON.readTree(prevJson);
+      com.fasterxml.jackson.databind.JsonNode to = OffsetSnapshot.JSON.readTree(next.json());
+      List<Offset> steps = new ArrayList<>();
+      for (int k = 1; k < pieces; k++) {
+        ObjectNode step = OffsetSnapshot.JSON.createObjectNode();
+        for (java.util.Iterator<Map.Entry<String, com.fasterxml.jackson.databind.JsonNode>> topics = to.fields();
+            topics.hasNext(); ) {
+          Map.Entry<String, com.fasterxml.jackson.databind.JsonNode> topic = topics.next();
+          ObjectNode parts = step.putObject(topic.getKey());
+          for (java.util.Iterator<Map.Entry<String, com.fasterxml.jackson.databind.JsonNode>> it =
+              topic.getValue().fields(); it.hasNext(); ) {
+            Map.Entry<String, com.fasterxml.jackson.databind.JsonNode> part = it.next();
+            long end = part.getValue().asLong();
+            long start = from.path(topic.getKey()).path(part.getKey()).asLong(end);
+            parts.put(part.getKey(), start + (end - start) * k / pieces);
+          }
+        }
+        steps.add(SerializedOffset.apply(step.toString()));
+      }
+      steps.add(next);
+      return steps;
+    } catch (Exception notKafka) {
+      return List.of(next);
+    }
   }
 
   /** N of a file source offset {@code {"logOffset": N}}; {@link Long#MIN_VALUE} for another form. */

@@ -1,0 +1,162 @@
+"""The JVM boundary: every access pacer makes to Spark's Java objects, returning plain Python values.
+
+As PySpark keeps Py4J behind one adapter per concern (``JStreamingQueryListener``, ``fromJObject``), nothing
+else in pacer-spark touches a Java object or a Py4J attribute (``_jsq``, ``_jsparkSession``, ``_jvm``,
+``_jsc``), apart from building and loading the jar (:mod:`pacer_spark.jvm`) at session start-up. Here:
+
+- a streaming query's own progress buffer (:func:`query_progress`) and offset log (:func:`logged_offsets`);
+- the plan Spark executed for a query's last batch (:func:`executed_plan`, :func:`stream_executed_plan`);
+- the confs of the session a stream plans its batches in (:func:`set_stream_confs`);
+- pacer's decider registry and the session object it keys registrations by (:func:`decider_registry`,
+  :func:`java_session`).
+
+Every function says what it returns when the JVM cannot answer (a stopped query, an internal API that moved):
+a missing value, never a Py4J error, except where the caller must know (the registry).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pacer_spark.plan import PlanNode, base_name, node_of_json
+from pacer_spark.telemetry import TriggerProgress
+
+log = logging.getLogger("pacer_spark.spark_jvm")
+
+
+def _execution(handle: Any) -> Any:
+    """The JVM ``StreamExecution`` behind a PySpark ``StreamingQuery``."""
+    return handle._jsq.streamingQuery()
+
+
+def query_progress(handle: Any, batch_id: int, *, depth: int = 4) -> TriggerProgress | None:
+    """The progress of Spark batch ``batch_id`` from the query's own buffer (``StreamingQuery.recentProgress``).
+
+    Spark stores a trigger's progress there before it posts the listener event and before it starts the next
+    trigger, so a ``latestOffset`` call of the next trigger finds it without waiting for the listener bus. Looks
+    at the newest ``depth`` entries (no-data batches may follow ours).
+
+    :return: None when it is not among them or the JVM cannot be asked (the listener still reports).
+    """
+    try:
+        recent = handle._jsq.recentProgress()
+        for i in range(len(recent) - 1, max(-1, len(recent) - 1 - depth), -1):
+            if int(recent[i].batchId()) == batch_id:
+                return TriggerProgress.from_json(json.loads(recent[i].json()))
+    except Exception:  # the query stopped, or an internal API changed
+        return None
+    return None
+
+
+def logged_offsets(handle: Any, spark_batch_id: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None] | None:
+    """``(start, end)``: the first source's offsets (parsed JSON) Spark logged for the batch before ``spark_batch_id``
+    and for ``spark_batch_id`` itself (the start of a query's first batch is ``{"index": 0}``); an entry not
+    logged is None. None when the offset log cannot be read (pacer then does not track that batch)."""
+    try:
+        offset_log = _execution(handle).offsetLog()
+
+        def offset_at(batch: int) -> dict[str, Any] | None:
+            if batch < 0:
+                return {"index": 0}
+            entry = offset_log.get(batch)
+            if entry.isEmpty():
+                return None
+            offsets = entry.get().offsets()
+            for i in range(offsets.size()):
+                item = offsets.apply(i)
+                if not item.isEmpty():
+                    return dict(json.loads(item.get().json()))
+            return None
+
+        return offset_at(spark_batch_id - 1), offset_at(spark_batch_id)
+    except Exception:  # an internal API changed
+        log.debug("cannot read the offset log", exc_info=True)
+        return None
+
+
+def set_stream_confs(handle: Any, confs: Mapping[str, str]) -> None:
+    """Set ``confs`` on the session the streaming query plans its batches in (``sparkSessionForStream``): the next
+    batch it plans sees them."""
+    session = _execution(handle).sparkSessionForStream()
+    for key, value in confs.items():
+        session.conf().set(key, value)
+
+
+def executed_plan(handle: Any, *, batch_id: int | None = None, metrics: bool = True) -> PlanNode | None:
+    """The plan the query executed for its last batch, as :class:`~pacer_spark.plan.PlanNode` values (with its SQL
+    metrics unless ``metrics=False``); None before its first batch, or when ``batch_id`` is given and the last
+    execution is another batch's (Spark replaces it when it plans the next batch)."""
+    return _plan_of(_execution(handle).lastExecution(), batch_id, metrics)
+
+
+def stream_executed_plan(spark: Any, stream_id: str, batch_id: int, *, metrics: bool = True) -> PlanNode | None:
+    """As :func:`executed_plan`, for the streaming query ``stream_id`` of ``spark``'s session (any session of the
+    SparkContext's own registry, by id)."""
+    execution = spark._jsparkSession.streams().get(stream_id).streamingQuery().lastExecution()
+    return _plan_of(execution, batch_id, metrics)
+
+
+def _plan_of(execution: Any, batch_id: int | None, metrics: bool) -> PlanNode | None:
+    if execution is None:
+        return None
+    if batch_id is not None and int(execution.currentBatchId()) != batch_id:
+        return None
+    return read_plan(execution.executedPlan(), metrics=metrics)
+
+
+def read_plan(jplan: Any, *, metrics: bool = True) -> PlanNode:
+    """Copy a JVM ``SparkPlan`` tree into :class:`~pacer_spark.plan.PlanNode` values.
+
+    In one Py4J call where pacer's JVM classes are loaded (``io.pacer.spark.PlanReader``); else node by node over
+    Py4J (:func:`walk_plan`).
+    """
+    text = _plan_json(jplan, metrics)
+    return node_of_json(json.loads(text)) if text is not None else walk_plan(jplan, metrics)
+
+
+_METRIC = re.compile(r"(\w+) -> SQLMetric\(id: \d+, name: [^,]*?, value: (-?\d+)\)")
+_METRIC_TYPES: dict[tuple[str, str], str] = {}
+
+
+def walk_plan(jplan: Any, metrics: bool) -> PlanNode:
+    """A JVM ``SparkPlan`` tree node by node over Py4J (about five round trips a node): each node's metrics in one
+    call (the metric map's string form), a metric's type (``timing``, ``nsTiming``, ``size``, ``sum``) asked once per
+    node name and key, then cached."""
+    node = PlanNode(base_name(str(jplan.nodeName())))
+    if metrics:
+        jmetrics = None
+        for key, value in _METRIC.findall(str(jplan.metrics().toString())):
+            mtype = _METRIC_TYPES.get((node.name, key))
+            if mtype is None:
+                jmetrics = jmetrics or jplan.metrics()
+                mtype = _METRIC_TYPES[(node.name, key)] = str(jmetrics.apply(key).metricType())
+            node.metrics[key] = (float(value), mtype)
+    children = jplan.children()
+    for i in range(children.size()):
+        node.children.append(walk_plan(children.apply(i), metrics))
+    return node
+
+
+def _plan_json(jplan: Any, metrics: bool) -> str | None:
+    """The plan in one Py4J call where pacer's JVM classes are loaded (``io.pacer.spark.PlanReader``), else None."""
+    from pyspark import SparkContext
+
+    try:
+        return str(SparkContext._jvm.io.pacer.spark.PlanReader.json(jplan, metrics))  # type: ignore[union-attr]
+    except Exception:  # the class is not loaded (a session without pacer's jar): py4j's "JavaPackage" error
+        log.debug("io.pacer.spark.PlanReader is not loaded; reading the plan node by node", exc_info=True)
+        return None
+
+
+def decider_registry(spark: Any, registry_class: str) -> Any:
+    """pacer's JVM decider registry (``io.pacer.spark.PacerRegistry``) for ``spark``'s JVM."""
+    return getattr(spark.sparkContext._jvm, registry_class)
+
+
+def java_session(spark: Any) -> Any:
+    """The JVM ``SparkSession`` of ``spark`` (the registry prefers registrations made for it)."""
+    return spark._jsparkSession

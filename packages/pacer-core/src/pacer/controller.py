@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from pacer.catch_up import CatchUp
-from pacer.dispatch import DecisionDispatch
+from pacer.dispatch import DecisionDispatcher
 from pacer.ledger import ExactlyOnceLedger
 from pacer.model import (
     BatchReport,
@@ -35,7 +35,6 @@ from pacer.model import (
     OperatorDAG,
     OperatorMetric,
     PendingBatch,
-    Placement,
     QueryHistory,
     QuerySpec,
     ScheduleDecision,
@@ -46,12 +45,14 @@ from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.query_state import FALLBACK, OVERLOAD_POLICIES, QueryState, RunningBatch, StrategyError
 from pacer.recorder import RECENT, RECENT_DATASETS, RunRecorder
 from pacer.service_time import ServiceTimeModel
+from pacer.strategy import StrategyContext
 from pacer.timing import Clock, Overhead, timed
+from pacer.views import ControllerReads
 
 __all__ = ["FALLBACK", "OVERLOAD_POLICIES", "Controller", "Overhead", "StrategyError"]
 
 
-class Controller(DecisionDispatch):
+class Controller(ControllerReads):
     """Runs the chosen strategies for a set of queries on one runtime.
 
     :param clock: the runtime's clock in seconds (virtual or wall).
@@ -101,8 +102,6 @@ class Controller(DecisionDispatch):
         self.clock = clock
         self.cores = cores
         self.devices = devices or Devices(cpu_cores=cores)
-        self.pm = plugin_manager or get_plugin_manager()
-        self.fallback = fallback
         self.timer = timer
         self.ledger = ExactlyOnceLedger()
         self.overhead = Overhead()
@@ -111,13 +110,27 @@ class Controller(DecisionDispatch):
         self._running: dict[str, RunningBatch] = {}
         self._order: list[str] = []
         self._allocated: dict[str, float] = {}
-        info = self.pm.find(scheduler, "scheduling")
-        self.scheduler = scheduler
-        self._scheduler_params = info.resolve_params(scheduler_params)
-        self._scheduler_state = self._build_state(info, None, self._scheduler_params)
-        self._scheduler_history = QueryHistory(maxlen=1)
-        self._scheduler_service = ServiceTimeModel()
-        self._feedback_callers: list[tuple[str, Any, Any]] | None = None
+        self._dispatch = DecisionDispatcher(plugin_manager or get_plugin_manager(), scheduler=scheduler,
+                                            scheduler_params=scheduler_params, fallback=fallback)
+
+    @property
+    def pm(self) -> PluginManager:
+        """The plugin manager whose strategies decide."""
+        return self._dispatch.pm
+
+    @property
+    def scheduler(self) -> str:
+        """The scheduling strategy's name."""
+        return self._dispatch.scheduler
+
+    @property
+    def fallback(self) -> bool:
+        """Whether a raising strategy falls back to its baseline for that decision."""
+        return self._dispatch.fallback
+
+    @fallback.setter
+    def fallback(self, value: bool) -> None:
+        self._dispatch.fallback = value
 
     # ------------------------------------------------------------------ setup
 
@@ -149,7 +162,7 @@ class Controller(DecisionDispatch):
         if overload is not None and overload not in OVERLOAD_POLICIES:
             raise ValueError(f"query {spec.id!r}: overload policy must be one of {OVERLOAD_POLICIES}, got {overload!r}")
         chosen = {"admission": admission, "placement": placement}
-        params, states = self._strategies(spec, chosen, admission_params, placement_params)
+        params, states = self._dispatch.strategies(spec, chosen, admission_params, placement_params)
         self._queries[spec.id] = QueryState(
             spec=spec, selected=chosen, params=params, states=states, history=QueryHistory(maxlen=RECENT, max_datasets=RECENT_DATASETS),
             record=self.recorder.add_query(spec.id, deadline=spec.effective_deadline),
@@ -169,7 +182,7 @@ class Controller(DecisionDispatch):
         """
         q = self._query(spec.id)
         chosen = {"admission": admission, "placement": placement}
-        q.params, q.states = self._strategies(spec, chosen, admission_params, placement_params)
+        q.params, q.states = self._dispatch.strategies(spec, chosen, admission_params, placement_params)
         q.spec, q.selected = spec, chosen
         q.overload = OverloadMonitor(deadline=spec.effective_deadline)
         q.record.deadline = spec.effective_deadline
@@ -203,6 +216,17 @@ class Controller(DecisionDispatch):
         known only once it ran: pacer-spark reads it from Spark's executed plan)."""
         q = self._query(query_id)
         q.spec = replace(q.spec, dag=dag)
+
+    def context(self, query_id: str | None, decision: str) -> StrategyContext:
+        """The :class:`StrategyContext` the chosen strategy for ``decision`` sees (``query_id`` None: the scheduler).
+
+        For tools and benchmarks that call a hook directly; the Controller builds the same one for each call.
+        """
+        return self._dispatch.context(None if query_id is None else self._query(query_id), decision)
+
+    def _catches_up(self, admission: str) -> bool:
+        """Whether the Controller catches up for queries admitted by ``admission`` (:mod:`pacer.catch_up`)."""
+        return self.catch_up and self._dispatch.allows_catch_up(admission)
 
     def system_view(self) -> SystemView:
         """The view a decision gets of the whole runtime right now."""
@@ -262,7 +286,7 @@ class Controller(DecisionDispatch):
             if catching_up:  # late data: drained in deadline-sized batches (pacer.catch_up)
                 count = q.catch_up.count(q.buffer, q.service, kept)
             else:
-                decision = self._admission(q, now)
+                decision = self._dispatch.admission(q, now, self.system_view())
                 if decision.shed:
                     shed(self.ledger, q, decision.shed, decision.reason or "overload policy")
                 count = decision.count
@@ -291,26 +315,7 @@ class Controller(DecisionDispatch):
             admitted_at=now,
         )
         batch = replace(batch, estimated_run_s=self.estimate_run_s(q.spec.id, batch.bytes))
-        chosen = q.selected["placement"]
-
-        def check(p: Placement) -> None:
-            if not isinstance(p, Placement):
-                raise TypeError(f"expected Placement, got {type(p).__name__}")
-            (p if p.strategy else replace(p, strategy=chosen)).validate(q.spec.dag, self.devices)
-
-        placement: Placement = self._decide(
-            self.pm.hook.pacer_place,
-            q,
-            "placement",
-            chosen,
-            check,
-            batch=batch,
-            dag=q.spec.dag,
-            devices=self.devices,
-            now=now,
-        )
-        if not placement.strategy:
-            placement = replace(placement, strategy=chosen)
+        placement = self._dispatch.place(q, batch, self.devices, now)
         batch = replace(batch, placement=placement)
         self.ledger.admitted(q.spec.id, (d.id for d in datasets))
         interval = now - q.last_admitted_at if q.last_admitted_at is not None else now - batch.earliest_arrival
@@ -335,21 +340,7 @@ class Controller(DecisionDispatch):
         if not view.pending:
             return ScheduleDecision(order=())
         with timed(self.timer, self._schedule_took):
-            def check(d: ScheduleDecision) -> None:
-                if not isinstance(d, ScheduleDecision):
-                    raise TypeError(f"expected ScheduleDecision, got {type(d).__name__}")
-                d.validate(view.pending, self.cores, self.scheduler)
-
-            decision: ScheduleDecision = self._decide(
-                self.pm.hook.pacer_schedule,
-                None,
-                "scheduling",
-                self.scheduler,
-                check,
-                pending=view.pending,
-                now=view.now,
-                system=view,
-            )
+            decision = self._dispatch.schedule(view)
             allocated: dict[str, float] = {}
             for batch_id, share in decision.shares.items():
                 query_id = self._running[batch_id].batch.query_id
@@ -427,7 +418,7 @@ class Controller(DecisionDispatch):
         q.history.add(report)
         q.record.completed(report)
         with timed(self.timer, self._feedback_took, run):
-            self._feedback(q, report)
+            self._dispatch.feedback(q, report)
         return report
 
     def _feedback_took(self, seconds: float, run: RunningBatch) -> None:

@@ -16,15 +16,15 @@ def test_latency_target_reads_kafka_and_measures_latency_from_its_timestamps(
     kafka_broker: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("pacer_bench")
-    from pacer_bench import kafka_bench
     from pacer_bench.runner import run_scenario
+    from pacer_kafka import bench as kafka_bench
 
     monkeypatch.setattr(kafka_bench, "KAFKA_WARM_UP_S", 0.0)  # not measured here: the test needs no warm JIT
 
     target = {"source": "kafka", "deadlines": [3.0], "traffics": ["binary"], "workloads": ["lr2"],
               "configs": ["asap", "static"]}
     paths = run_scenario("latency-target", runtime="spark", out=tmp_path, duration=3.0, progress=False,
-                         target=target, bootstrap_servers=kafka_broker.bootstrap_servers)
+                         target=target, source_options={"bootstrap_servers": kafka_broker.bootstrap_servers})
     data = json.loads(paths["json"].read_text())
     rows = {r["config"]: r for r in data["rows"]}
     # asap paced through format("pacer"); Spark's own 3 s trigger on format("kafka"), the deadline's baseline

@@ -1,4 +1,6 @@
-"""Registers ``pacer bench`` with the pacer CLI."""
+"""Registers ``pacer bench`` with the pacer CLI. ``--runtime`` names any runtime an installed package provides
+(the ``pacer_runtimes`` hook, checked before anything runs); ``--source`` is ``gen`` or a source another package
+registers (:mod:`pacer_bench.sources`), which adds its own flags to the latency-target group."""
 
 from __future__ import annotations
 
@@ -14,9 +16,11 @@ from pacer.plugins import PluginManager
 
 def _configure(parser: argparse.ArgumentParser) -> None:
     from pacer_bench.scenarios import SCENARIOS
+    from pacer_bench.sources import GENERATED, load_sources
 
     parser.add_argument("scenario", choices=sorted(SCENARIOS), help="the experiment to run")
-    parser.add_argument("--runtime", choices=("sim", "spark"), default="sim", help="where to run it (default: sim)")
+    parser.add_argument("--runtime", default="sim",
+                        help="where to run it: an installed runtime, e.g. sim or spark (default: sim)")
     parser.add_argument("--out", required=True, help="folder for JSON, CSV, Markdown, PNG plots and the HTML page")
     parser.add_argument("--quick", action="store_true", help="a reduced version that finishes in minutes")
     parser.add_argument("--duration", type=float, help="override every configuration's duration (seconds)")
@@ -33,12 +37,17 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpus", type=int, metavar="N",
                         help="simulated GPUs (default: the scenario's, 1 in device-sweep so the GPU is modelled, else 0)")
     target = parser.add_argument_group("latency-target")
-    target.add_argument("--source", choices=("gen", "kafka"), default="gen",
-                        help="gen: pacer's generated traffic (default); kafka: every configuration a `pacer run "
-                             "--source kafka` on a fresh topic, its traffic produced while it runs, latency from "
-                             "the Kafka timestamps (runs on Spark)")
-    target.add_argument("--bootstrap-servers", metavar="HOST:PORT",
-                        help="Kafka brokers of --source kafka (default: a scratch broker, started and stopped)")
+    sources = load_sources()
+    target.add_argument("--source", choices=(GENERATED, *sorted(sources)), default=GENERATED,
+                        help="; ".join([f"{GENERATED}: pacer's generated traffic (default)",
+                                        *(f"{name}: {sources[name].help}" for name in sorted(sources))]))
+    flags: dict[str, list[tuple[str, str]]] = {}
+    for name in sorted(sources):  # each source's own flags, e.g. kafka's --bootstrap-servers
+        before = len(target._group_actions)
+        sources[name].configure(target)
+        flags[name] = [(a.dest, a.option_strings[0] if a.option_strings else a.dest)
+                       for a in target._group_actions[before:]]
+    parser.set_defaults(source_flags=flags)
     target.add_argument("--deadline", action="append", default=[], metavar="SECONDS",
                         help="judge against this deadline (10s, 10; repeatable; default 5, 10 and 20 s)")
     target.add_argument("--traffic", action="append", default=[], metavar="PATTERN",
@@ -55,6 +64,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     from pacer_bench.runner import ScenarioError
+    from pacer_bench.sources import GENERATED
 
     if args.duration is not None and args.duration <= 0:
         raise UsageError("--duration must be > 0 seconds")
@@ -68,13 +78,17 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
             raise UsageError(f"--rapids-jar {jar!r} does not exist; download rapids-4-spark from Maven Central")
     from pacer.run_cli import parse_seconds
 
-    if args.bootstrap_servers and args.source != "kafka":
-        raise UsageError("--bootstrap-servers applies to --source kafka; add --source kafka")
+    flags: dict[str, list[tuple[str, str]]] = getattr(args, "source_flags", {})
+    for name, own in sorted(flags.items()):
+        given = [flag for dest, flag in own if getattr(args, dest, None)]
+        if given and args.source != name:
+            raise UsageError(f"{', '.join(given)} applies to --source {name}; add --source {name}")
     deadlines = [parse_seconds("--deadline", d) for d in args.deadline]
-    target = {"source": args.source if args.source == "kafka" else None, "deadlines": deadlines,
+    target = {"source": None if args.source == GENERATED else args.source, "deadlines": deadlines,
               "traffics": args.traffic, "workloads": args.workload, "configs": args.config}
+    source_options = {dest: getattr(args, dest, None) for dest, _ in flags.get(args.source, [])}
     try:
-        paths = _run_scenario(args, out, pm, target)
+        paths = _run_scenario(args, out, pm, target, source_options)
     except ScenarioError as exc:
         raise UsageError(str(exc)) from None
     print(paths["md"].read_text())
@@ -82,14 +96,15 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     return 0
 
 
-def _run_scenario(args: argparse.Namespace, out: Path, pm: PluginManager, target: dict[str, Any]) -> dict[str, Path]:
+def _run_scenario(args: argparse.Namespace, out: Path, pm: PluginManager, target: dict[str, Any],
+                  source_options: dict[str, Any]) -> dict[str, Path]:
     from pacer_bench.runner import run_scenario
 
     return run_scenario(
         args.scenario, runtime=args.runtime, out=out, quick=args.quick, duration=args.duration,
         seed=args.seed, master=args.master, rapids_jars=args.rapids_jar, plugin_manager=pm,
         repeat=args.repeat, vary_seed=args.vary_seed, gpus=args.gpus, overload=args.overload, target=target,
-        bootstrap_servers=args.bootstrap_servers, rate_scale=args.rate_scale,
+        source_options=source_options, rate_scale=args.rate_scale,
     )
 
 

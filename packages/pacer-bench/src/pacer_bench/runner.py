@@ -1,5 +1,6 @@
 """Run every configuration of a scenario on a runtime (the simulator, real Spark: found through the ``pacer_runtimes``
-hook), then write the outputs."""
+hook), then write the outputs. latency-target's sources other than pacer's generator (``--source kafka``) come from
+the packages that register them (:mod:`pacer_bench.sources`)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ from typing import Any
 
 from pacer import RunConfig, Runtime, UnknownRuntimeError, UnknownStrategyError
 from pacer.plugins import PluginManager, get_plugin_manager
-from pacer_bench.kafka_bench import kafka_servers, run_one_kafka, warm_up_kafka
 from pacer_bench.latency_target import write_latency_target
 from pacer_bench.multi_query import write_multi_query
 from pacer_bench.outputs import write_outputs
 from pacer_bench.progress import ProgressBar
 from pacer_bench.scenarios import SCENARIOS, Config, latency_target_configs, latency_target_plan
+from pacer_bench.sources import GENERATED, BenchSource, UnknownSourceError, find_source
 from pacer_bench.tables import BenchRun
 
 #: Seconds a Spark configuration may take after its traffic ends to finish its backlog.
@@ -46,19 +47,19 @@ def resolve_configs(
         processed and counted, so a run that ignores the deadline behaves the same whatever the deadline, and
         placements process the same batches) or ``shed`` (pacer's default for users).
     :param rate_scale: multiply every query's input rate by this (e.g. to contend the cores harder).
-    :param target: latency-target's choices (:func:`pacer_bench.scenarios.narrow_plan`); ``source`` kafka
-        runs on Spark.
-    :raises ScenarioError: for an unknown scenario or strategy, or a scenario that cannot run on ``runtime``.
+    :param target: latency-target's choices (:func:`pacer_bench.scenarios.narrow_plan`); a ``source`` (other
+        than pacer's generator: :mod:`pacer_bench.sources`) runs on the runtime it names (kafka: Spark).
+    :raises ScenarioError: for an unknown scenario, strategy, runtime (the installed ones come from the
+        ``pacer_runtimes`` hook) or source, or a scenario that cannot run on ``runtime``.
     """
     if scenario not in SCENARIOS:
         raise ScenarioError(f"unknown scenario {scenario!r}; choose from {', '.join(sorted(SCENARIOS))}")
-    if runtime not in ("sim", "spark"):
-        raise ScenarioError(f"unknown runtime {runtime!r}; use sim or spark")
     notes: list[str] = []
     if target and any(target.values()) and scenario != "latency-target":
         raise ScenarioError("--source, --deadline, --traffic, --workload and --config apply to latency-target")
-    if target and target.get("source") == "kafka":
-        runtime = "spark"  # Spark's Kafka source
+    source = _source(target)
+    if source is not None:
+        runtime = source.runtime  # e.g. Spark's Kafka source
     if runtime == "spark" and scenario == "device-sweep" and not rapids_jars:
         notes.append("device-sweep ran on the simulator: placement on Spark needs a GPU and the RAPIDS Accelerator "
                      "jar (--rapids-jar), and neither is here; every figure is simulated")
@@ -107,6 +108,19 @@ def resolve_configs(
         except ValueError as exc:
             raise ScenarioError(f"{config.label}: {exc}") from None
     return runtime, configs, notes
+
+
+def _source(target: Mapping[str, Any] | None) -> BenchSource | None:
+    """The registered source ``target["source"]`` names (None: pacer's generated traffic).
+
+    :raises ScenarioError: no installed package registers it."""
+    name = (target or {}).get("source")
+    if not name:
+        return None
+    try:
+        return find_source(name)
+    except UnknownSourceError as exc:
+        raise ScenarioError(str(exc)) from None
 
 
 def record_latencies(report: dict[str, Any], controller: Any) -> None:
@@ -196,7 +210,7 @@ def run_scenario(
     gpus: int | None = None,
     overload: str = "keep",
     target: Mapping[str, Any] | None = None,
-    bootstrap_servers: str | None = None,
+    source_options: Mapping[str, Any] | None = None,
     rate_scale: float = 1.0,
 ) -> dict[str, Path]:
     """Run every configuration of ``scenario`` ``repeat`` times and write its outputs under ``out``.
@@ -209,8 +223,9 @@ def run_scenario(
     ``scripts/gen_readme.py`` builds the README's results section.
 
     latency-target takes ``target`` (:func:`pacer_bench.scenarios.narrow_plan`: deadlines, traffics,
-    workloads, configs, source); with ``source`` kafka every configuration reads its own fresh topic
-    (:mod:`pacer_bench.kafka_bench`) on ``bootstrap_servers``, or on a scratch broker when None.
+    workloads, configs, source); with a ``source`` (:mod:`pacer_bench.sources`) every configuration runs through
+    it, with ``source_options`` (its own flags, by ``dest``): ``kafka`` (pacer-kafka) reads a fresh topic per
+    configuration on ``source_options["bootstrap_servers"]``, or on a scratch broker when None.
 
     :raises ScenarioError: before anything runs, for a bad scenario, strategy, runtime combination or ``repeat``.
     :return: the paths written, by kind (``meta`` included).
@@ -228,23 +243,22 @@ def run_scenario(
     failures: list[str] = []
     runner = pm.find_runtime(actual)
     options = spark_options(master, rapids_jars) if actual == "spark" else {}
-    kafka = bool(target and target.get("source") == "kafka")
+    source = _source(target)
     with ExitStack() as stack:
-        servers = stack.enter_context(kafka_servers(bootstrap_servers)) if kafka else ""
+        handle = stack.enter_context(source.open(source_options or {})) if source is not None else None
         stack.callback(getattr(runner, "close", lambda: None))  # a runtime that kept a session for every configuration
-        if kafka and configs:
+        if source is not None and configs:
             if bar is not None:
-                bar.show("warming up Spark's Kafka path (not measured)")
-            warm_up_kafka(configs[0], pm, runner, options, bootstrap_servers=servers)
+                bar.show(source.warm_up_message)
+            source.warm_up(configs[0], pm, runner, options, handle)
         for rep in range(repeat):
             for config in configs:
                 run_config = config.with_seed(seed + rep) if vary_seed else config
                 tag = f"{config.label} (rep {rep + 1}/{repeat})" if repeat > 1 else config.label
                 if bar is not None:
                     bar.show(f"running {tag}")
-                if kafka:
-                    report, failed = run_one_kafka(run_config, pm, runner, options, bootstrap_servers=servers,
-                                                   repetition=rep + 1)
+                if source is not None:
+                    report, failed = source.run_one(run_config, pm, runner, options, handle, repetition=rep + 1)
                 else:
                     report, failed = _run_one(run_config, pm, runner, options)
                 if failed:
@@ -259,9 +273,8 @@ def run_scenario(
     runs = [BenchRun(c.label, reports[c.label][0], baseline=c.baseline, group=c.group, x=c.x, series=c.series,
                      repeats=tuple(reports[c.label][1:]), deadline=c.deadline, tags=c.tags) for c in configs]
     summary = SCENARIOS[scenario].summary + (" — simulated (pacer-sim)" if actual == "sim" else " — real Spark")
-    if kafka:
-        summary += (", reading Kafka (a fresh topic per configuration, its traffic produced while it ran; "
-                    "latency from each record's Kafka timestamp to the end of its batch)")
+    if source is not None:
+        summary += source.summary
     if quick:
         summary += ", quick version"
     machine = machine_description(actual, master)
@@ -275,7 +288,7 @@ def run_scenario(
     meta = {
         "scenario": scenario, "runtime": actual, "requested_runtime": runtime, "quick": quick, "seed": seed,
         "rate_scale": rate_scale,
-        "repeat": repeat, "vary_seed": vary_seed, "overload": overload, "source": "kafka" if kafka else "gen",
+        "repeat": repeat, "vary_seed": vary_seed, "overload": overload, "source": source.name if source is not None else GENERATED,
         "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine, "configs": [c.label for c in configs], "notes": notes,
     }

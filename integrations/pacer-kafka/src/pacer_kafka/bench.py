@@ -1,28 +1,34 @@
 """``pacer bench latency-target --source kafka``: every configuration as a ``pacer run --source kafka``.
 
-Each configuration (and repetition) gets a fresh topic; its traffic is written by ``pacer produce``'s
-Python API (:func:`pacer_kafka.produce.produce`) on the wall clock, from the moment its query is up, while
-Spark reads it: paced through ``format("pacer")`` by the configuration's admission, or, for a static
-trigger, plain ``format("kafka")`` on Spark's own processing-time trigger. The run is
-:func:`pacer_spark.cli.run_configuration` through the Spark runtime with ``options["spark"]["source"] =
-"kafka"``; the figures come from the report's ``kafka`` section (latency from each record's Kafka
-timestamp to the end of its batch), mapped by :func:`kafka_figures` onto the fields the bench's tables read.
+pacer-bench's ``kafka`` source (:data:`SOURCE`, registered under the ``pacer_bench.sources`` entry points;
+pacer-bench imports nothing of pacer-kafka's). Each configuration (and repetition) gets a fresh topic; its
+traffic is written by ``pacer produce``'s Python API (:func:`pacer_kafka.produce.produce`) on the wall clock,
+from the moment its query is up, while Spark reads it: paced through ``format("pacer")`` by the
+configuration's admission, or, for a static trigger, plain ``format("kafka")`` on Spark's own processing-time
+trigger. The run goes through the ``spark`` runtime (found through ``pacer_runtimes``) with
+``options["spark"]["source"] = "kafka"``; the figures come from the report's ``kafka`` section (latency from
+each record's Kafka timestamp to the end of its batch), mapped by :func:`kafka_figures` onto the fields the
+bench's tables read. Needs ``pacer-kafka[bench]`` (pacer-bench and pacer-spark).
 """
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pacer import Runtime
 from pacer.plugins import PluginManager
+
+if TYPE_CHECKING:
+    from pacer_bench.sources import BenchSource
 
 #: Partitions of every topic the bench creates (as ``pacer produce --partitions 2``).
 TOPIC_PARTITIONS = 2
@@ -214,3 +220,40 @@ def warm_up_kafka(config: Any, pm: PluginManager, runtime: Runtime, options: Map
     warm = replace(config.with_duration(min(KAFKA_WARM_UP_S, config.duration)), label=f"warm-up {config.label}")
     run_one_kafka(warm, pm, runtime, {**options, "drain_timeout": 60.0}, bootstrap_servers=bootstrap_servers,
                   repetition=0)
+
+
+class KafkaSource:
+    """pacer-bench's ``--source kafka`` (a :class:`pacer_bench.sources.BenchSource`): ``--bootstrap-servers``, or a
+    scratch broker for the whole bench run (:func:`kafka_servers`); :func:`warm_up_kafka`, then
+    :func:`run_one_kafka` for every configuration and repetition, on the ``spark`` runtime."""
+
+    name = "kafka"
+    runtime = "spark"
+    help = ("every configuration a `pacer run --source kafka` on a fresh topic, its traffic produced while it runs, "
+            "latency from the Kafka timestamps (runs on Spark)")
+    summary = (", reading Kafka (a fresh topic per configuration, its traffic produced while it ran; "
+               "latency from each record's Kafka timestamp to the end of its batch)")
+    warm_up_message = "warming up Spark's Kafka path (not measured)"
+
+    def configure(self, group: argparse._ArgumentGroup) -> None:
+        """``--bootstrap-servers HOST:PORT``."""
+        group.add_argument("--bootstrap-servers", metavar="HOST:PORT",
+                           help="Kafka brokers of --source kafka (default: a scratch broker, started and stopped)")
+
+    def open(self, options: Mapping[str, Any]) -> AbstractContextManager[str]:
+        """The brokers every configuration's topic lives on (:func:`kafka_servers`)."""
+        return kafka_servers(options.get("bootstrap_servers"))
+
+    def warm_up(self, config: Any, pm: PluginManager, runtime: Runtime, run_options: Mapping[str, Any],
+                handle: Any) -> None:
+        """:func:`warm_up_kafka` on the brokers ``handle``."""
+        warm_up_kafka(config, pm, runtime, run_options, bootstrap_servers=handle)
+
+    def run_one(self, config: Any, pm: PluginManager, runtime: Runtime, run_options: Mapping[str, Any],
+                handle: Any, *, repetition: int) -> tuple[dict[str, Any], bool]:
+        """:func:`run_one_kafka` on the brokers ``handle``."""
+        return run_one_kafka(config, pm, runtime, run_options, bootstrap_servers=handle, repetition=repetition)
+
+
+#: The object the ``pacer_bench.sources`` entry point ``kafka`` names.
+SOURCE: BenchSource = KafkaSource()

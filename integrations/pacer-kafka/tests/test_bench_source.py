@@ -1,4 +1,5 @@
-"""latency-target --source kafka without a broker: the plan it runs, and the kafka section read as the tables read."""
+"""latency-target --source kafka without a broker (moved here from pacer-bench with the source): the plan it runs,
+the source as pacer-bench finds it, and the kafka section read as the tables read."""
 
 from __future__ import annotations
 
@@ -7,10 +8,21 @@ from typing import Any
 import pytest
 
 from pacer.plugins import get_plugin_manager
-from pacer_bench.kafka_bench import kafka_figures, topic_name
+from pacer_kafka.bench import SOURCE, kafka_figures, topic_name
+
+pytest.importorskip("pacer_bench", reason="the kafka bench source is pacer-bench's (pip install 'pacer-kafka[bench]')")
+
 from pacer_bench.latency_target import analyse
 from pacer_bench.runner import ScenarioError, resolve_configs
+from pacer_bench.sources import BenchSource, find_source, source_names
 from pacer_bench.tables import BenchRun
+
+
+def test_pacer_bench_finds_the_kafka_source_through_its_entry_point() -> None:
+    assert "kafka" in source_names()
+    source = find_source("kafka")
+    assert source is SOURCE and isinstance(source, BenchSource)
+    assert source.runtime == "spark" and "Kafka" in source.summary
 
 
 def test_kafka_plan_is_the_admissions_spark_trigger_at_the_deadline_and_asap() -> None:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,31 +56,37 @@ def test_bad_arguments_fail_before_spark_starts(argv: list[str], message: str, c
     assert SparkContext._active_spark_context is active_before  # no Spark was started for a bad argument
 
 
-def _validated(argv: list[str]) -> dict[str, object]:
+def _validated(argv: list[str]) -> Any:
+    """The RunConfig ``pacer run --runtime spark ARGV`` would run: core's flags, then the Spark runtime's."""
     from pacer.cli import build_parser
     from pacer.plugins import get_plugin_manager
-    from pacer_spark.cli import validate
+    from pacer.run_cli import check_strategies, config_from_args
+    from pacer_spark.cli import DEFAULT_DURATION, apply_args
 
     pm = get_plugin_manager(allowed=["spark"])
     parser, _ = build_parser(pm)
-    return validate(parser.parse_args(["run", *argv]), pm)
+    args = parser.parse_args(["run", *argv])
+    config = apply_args(args, config_from_args(args, duration_default=DEFAULT_DURATION), pm)
+    check_strategies(config, pm)
+    return config
 
 
 def test_durations_take_units_or_plain_seconds() -> None:
-    cfg = _validated(["--workload", "lr2", "--deadline", "10", "--trigger", "500ms"])
-    assert cfg["deadline"] == 10.0 and cfg["trigger"] == 0.5 and cfg["admission"] == "asap"
-    assert cfg["overload"] == "keep"  # Spark's own trigger drops nothing
-    cfg = _validated(["--workload", "lr2", "--admission", "static", "--interval", "2s", "--deadline", "1.5min"])
-    assert cfg["params"] == {"admission": {"interval": "2.0"}, "scheduler": {}, "placement": {}}  # type: ignore[comparison-overlap]
-    assert cfg["deadline"] == 90.0 and cfg["trigger"] is None
+    config = _validated(["--workload", "lr2", "--deadline", "10", "--trigger", "500ms"])
+    q = config.queries[0]
+    assert q.deadline == 10.0 and q.admission == "asap"
+    assert config.overload == "keep"  # Spark's own trigger drops nothing
+    config = _validated(["--workload", "lr2", "--admission", "static", "--interval", "2s", "--deadline", "1.5min"])
+    q = config.queries[0]
+    assert dict(q.admission_params) == {"interval": "2.0"} and q.deadline == 90.0 and q.admission == "static"
 
 
 def test_core_admission_baselines_take_their_parameters() -> None:
-    cfg = _validated(["--workload", "lr2", "--admission", "min-rows", "--param", "admission.min_rows=2000",
-                      "--param", "admission.max_delay=5", "--max-rows", "4000", "--overload", "keep"])
-    assert cfg["admission"] == "min-rows" and cfg["overload"] == "keep"
-    cfg = _validated(["--workload", "lr2", "--admission", "pid", "--interval", "2s"])
-    assert cfg["admission"] == "pid"
+    config = _validated(["--workload", "lr2", "--admission", "min-rows", "--param", "admission.min_rows=2000",
+                         "--param", "admission.max_delay=5", "--max-rows", "4000", "--overload", "keep"])
+    assert config.queries[0].admission == "min-rows" and config.overload == "keep"
+    config = _validated(["--workload", "lr2", "--admission", "pid", "--interval", "2s"])
+    assert config.queries[0].admission == "pid"
 
 
 def test_report_folder_is_created_like_demo_out(tmp_path: Path) -> None:
@@ -97,30 +104,6 @@ def test_help_states_the_defaults_a_user_relies_on(capsys: pytest.CaptureFixture
     assert "fallback is on by default" in text and "--no-fallback" in text
     assert "--overload {shed,keep}" in text and "--max-rows N" in text and "--max-bytes N" in text
     assert "10s, 500ms or 10 (seconds)" in text
-
-
-def test_progress_line_fields_are_all_explained() -> None:
-    import threading
-
-    from pacer import Controller, Dataset
-    from pacer.plugins import get_plugin_manager
-    from pacer_spark.cli import PROGRESS_LEGEND, progress_line
-    from pacer_workloads import make_query
-
-    now = [100.0]
-    controller = Controller(clock=lambda: now[0], cores=2, plugin_manager=get_plugin_manager(allowed=[]))
-    controller.add_query(make_query("lr2", query_id="lr2", deadline=2.0), admission="asap")
-    controller.arrive("lr2", Dataset("0", 95.0, 1000, 10))
-    batch = controller.poll("lr2")
-    assert batch is not None
-    controller.start(batch.id)
-    now[0] = 101.0
-    controller.complete(batch.id, engine_s=1.0)
-    line = progress_line(controller, threading.Lock(), 12.0)
-    assert "batches=1" in line and "last=1 datasets/10 rows" in line and "misses=1/1" in line
-    assert "overloaded=0s" in line and "shed=0" in line
-    for key in [part.split("=")[0] for part in line.split() if "=" in part]:
-        assert f"{key} = " in PROGRESS_LEGEND, key
 
 
 @pytest.mark.spark

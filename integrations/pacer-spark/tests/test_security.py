@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from pacer_spark import jvm
-from pacer_spark.cli import write_error_traces
 from pacer_spark.options import OPT_ADDRESS, OPT_AUTHKEY
 from pacer_spark.rpc import ControllerClient, ControllerServer, ControllerUnavailable
 from pacer_spark.runtime import PacerSession
+from pacer_spark.spark_runtime import write_error_traces
 
 # -- the RPC handshake ------------------------------------------------------------------------------
 

@@ -128,3 +128,20 @@ def test_the_report_says_how_arrivals_are_dated() -> None:
     c.recorder.record("q").dated_by("first-seen")
     report = build_report(runtime="spark", config={}, controller=c, start=0.0, end=1.0)
     assert report["queries"]["q"]["arrival"] == "first-seen"
+
+
+def test_progress_line_fields_are_all_explained() -> None:
+    from pacer.report import PROGRESS_LEGEND, progress_line
+
+    c, clock = _controller("asap")
+    c.arrive("q", Dataset("0", clock.now - 5.0, 1000, 10))
+    batch = c.poll("q")
+    assert batch is not None
+    c.start(batch.id)
+    clock.now += DEADLINE  # 15 s after its arrival: missed
+    c.complete(batch.id, engine_s=1.0)
+    line = progress_line(c, 12.0)
+    assert "batches=1" in line and "last=1 datasets/10 rows" in line and "misses=10/10" in line
+    assert "overloaded=0s" in line and "shed=0" in line and "catch-up=0s/0 rows" in line
+    for key in [part.split("=")[0] for part in line.split() if "=" in part]:
+        assert f"{key} = " in PROGRESS_LEGEND, key

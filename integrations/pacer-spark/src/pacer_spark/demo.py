@@ -137,7 +137,7 @@ def _plots(out: Path, runs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Pat
 
 
 def _run(args: argparse.Namespace, pm: PluginManager) -> int:
-    from pacer_spark.cli import build_session, overhead_line, run_configuration, warm_up
+    from pacer_spark.spark_runtime import build_session, overhead_line, run_configuration, warm_up
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():

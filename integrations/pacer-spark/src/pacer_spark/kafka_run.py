@@ -296,7 +296,7 @@ def await_caught_up(queries: Sequence[KafkaQuery], *, duration: float, drain_tim
 
 class KafkaRun:
     """The Kafka queries of one ``pacer run`` on an attached session, with the interface
-    :func:`pacer_spark.cli.drive` drives (start, wait, errors, stop, report).
+    :func:`pacer_spark.spark_runtime.drive` drives (start, wait, errors, stop, report).
 
     :param session: the attached :class:`~pacer_spark.runtime.PacerSession` (its Controller paces the
         ``format("pacer")`` queries; a ``--trigger`` baseline only reports through its progress).

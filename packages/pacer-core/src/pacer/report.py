@@ -295,3 +295,33 @@ def summary_table(report: Mapping[str, Any]) -> str:
     lines.append("engine s: time the engine spent on the query's batches; miss: share of rows in datasets over the "
                  "deadline (shed ones count as missed); in/done: datasets arrived / processed")
     return "\n".join(lines)
+
+
+#: Printed once before the first progress line: what each field of :func:`progress_line` means.
+PROGRESS_LEGEND = (
+    "progress, every query together: t = seconds since the start; batches = micro-batches completed; "
+    "last = datasets/rows of the newest batch; p95 = the worst query's 95th-percentile dataset latency (arrival "
+    "to the end of its batch); misses = rows over the deadline / rows done (shed rows count as missed); "
+    "overloaded = seconds the offered load could not be served within the deadline by any batch size; shed = "
+    "datasets dropped for it; catch-up = seconds spent draining data already past its deadline when seen, and its rows"
+)
+
+
+def progress_line(controller: Controller, elapsed: float) -> str:
+    """``t=12s batches=5 last=3 datasets/1500 rows p95=1234ms misses=0/1500 overloaded=0s shed=0 catch-up=0s/0 rows``
+    over every query, from the Controller's views and its recorder's exact counters (call it under the lock that
+    guards the Controller, where there is one). :data:`PROGRESS_LEGEND` explains the fields."""
+    records = [controller.recorder.record(q) for q in controller.query_ids()]
+    views = [controller.query(q) for q in controller.query_ids()]
+    reports = controller.reports()
+    last = reports[-1] if reports else None
+    last_text = f"{len(last.dataset_latencies)} datasets/{last.rows} rows" if last else "-"
+    p95 = max((r.latency.percentile(95) for r in records if r.latency.count), default=0.0)
+    missed = sum(r.miss_rows + r.shed_rows for r in records)
+    done = sum(r.rows_processed + r.shed_rows for r in records)
+    now = controller.clock()
+    return (f"t={elapsed:5.0f}s batches={sum(r.batches for r in records)} last={last_text} "
+            f"p95={1000 * p95:.0f}ms misses={missed}/{done} "
+            f"overloaded={sum(q.overload.until(now) for q in views):.0f}s "
+            f"shed={sum(r.shed_datasets for r in records)} "
+            f"catch-up={sum(q.catch_up.until(now) for q in views):.0f}s/{sum(q.catch_up.rows for q in views)} rows")

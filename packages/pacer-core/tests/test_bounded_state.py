@@ -171,7 +171,7 @@ def test_controller_state_and_report_stay_bounded_and_exact_over_a_long_run() ->
     _run(c, clock, seconds)
     assert len(c.reports("q")) == RECENT and len(c.recorder.arrivals("q")) == RECENT
     assert c.recorder.arrivals("q")[-1][0] == seconds - 1
-    assert len(c._queries["q"].history) == RECENT
+    assert len(c._state.query("q").history) == RECENT
     report = build_report(runtime="sim", config={}, controller=c, start=0.0, end=float(seconds))
     validate_report(report)
     q = report["queries"]["q"]

@@ -13,6 +13,13 @@ Everything else reads it through its public read API (:mod:`pacer.views`): ``que
 ``batch(id)``, ``reports()``, ``recorder``; a runtime records how it enacted a placement with
 ``record_enactment``. Nobody outside the Controller touches its fields.
 
+The Controller is composed of a few objects, each in its own module: its state
+(:class:`pacer.controller_state.ControllerState`: the queries, their
+:class:`~pacer.query_state.QueryState`, the pending batches), which the views read; the
+:class:`pacer.dispatch.DecisionDispatcher`, which asks the plugins for each decision and validates it;
+the overload policy and shedding (:mod:`pacer.overload`), catch-up (:mod:`pacer.catch_up`) and the
+measurement of its own time (:func:`pacer.timing.timed`).
+
 A query has at most one micro-batch admitted and not yet completed, as in
 Spark's micro-batch execution.
 """
@@ -20,11 +27,12 @@ Spark's micro-batch execution.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from pacer.catch_up import CatchUp
+from pacer.controller_state import ControllerState
 from pacer.dispatch import DecisionDispatcher
 from pacer.ledger import ExactlyOnceLedger
 from pacer.model import (
@@ -34,7 +42,6 @@ from pacer.model import (
     MicroBatch,
     OperatorDAG,
     OperatorMetric,
-    PendingBatch,
     QueryHistory,
     QuerySpec,
     ScheduleDecision,
@@ -47,12 +54,12 @@ from pacer.recorder import RECENT, RECENT_DATASETS, RunRecorder
 from pacer.service_time import ServiceTimeModel
 from pacer.strategy import StrategyContext
 from pacer.timing import Clock, Overhead, timed
-from pacer.views import ControllerReads
+from pacer.views import BatchView, QueryView, QueryViews
 
 __all__ = ["FALLBACK", "OVERLOAD_POLICIES", "Controller", "Overhead", "StrategyError"]
 
 
-class Controller(ControllerReads):
+class Controller:
     """Runs the chosen strategies for a set of queries on one runtime.
 
     :param clock: the runtime's clock in seconds (virtual or wall).
@@ -70,7 +77,7 @@ class Controller(ControllerReads):
         drops, before admission, the buffered datasets that can no longer meet the deadline
         (counted in the ledger and the report, logged), so latency stays bounded for what is
         admitted; ``"keep"`` (the default: a library never drops data unless asked) drops nothing and
-        only reports the overload. ``pacer run`` and ``pacer sim`` default to ``"shed"``.
+        only reports the overload. ``pacer run`` and ``pacer sim`` default to ``"keep"`` too.
     :param service_quantile: the safety margin of every query's service-time model (0-1).
     :param catch_up: drain data that is already past its deadline in deadline-sized batches formed by the
         Controller (:mod:`pacer.catch_up`), for every admission strategy that allows it; False: never.
@@ -106,10 +113,7 @@ class Controller(ControllerReads):
         self.ledger = ExactlyOnceLedger()
         self.overhead = Overhead()
         self.recorder = RunRecorder()
-        self._queries: dict[str, QueryState] = {}
-        self._running: dict[str, RunningBatch] = {}
-        self._order: list[str] = []
-        self._allocated: dict[str, float] = {}
+        self._state = ControllerState()
         self._dispatch = DecisionDispatcher(plugin_manager or get_plugin_manager(), scheduler=scheduler,
                                             scheduler_params=scheduler_params, fallback=fallback)
 
@@ -155,7 +159,7 @@ class Controller(ControllerReads):
         :raises UnknownStrategyError: for a name no installed plugin provides.
         :raises ValueError: for a duplicate query id, an unknown parameter or overload policy, or a negative cap.
         """
-        if spec.id in self._queries:
+        if spec.id in self._state.queries:
             raise ValueError(f"query {spec.id!r} is already registered")
         if max_rows < 0 or max_bytes < 0:
             raise ValueError(f"query {spec.id!r}: max_rows and max_bytes must be >= 0 (0: no cap)")
@@ -163,7 +167,7 @@ class Controller(ControllerReads):
             raise ValueError(f"query {spec.id!r}: overload policy must be one of {OVERLOAD_POLICIES}, got {overload!r}")
         chosen = {"admission": admission, "placement": placement}
         params, states = self._dispatch.strategies(spec, chosen, admission_params, placement_params)
-        self._queries[spec.id] = QueryState(
+        self._state.queries[spec.id] = QueryState(
             spec=spec, selected=chosen, params=params, states=states, history=QueryHistory(maxlen=RECENT, max_datasets=RECENT_DATASETS),
             record=self.recorder.add_query(spec.id, deadline=spec.effective_deadline),
             service=ServiceTimeModel(quantile=self.service_quantile),
@@ -180,7 +184,7 @@ class Controller(ControllerReads):
         Its strategies start from fresh state; its buffer, history, service-time model, record and ledger stay.
         :raises KeyError: for an unknown query; as :meth:`add_query` for strategies and parameters.
         """
-        q = self._query(spec.id)
+        q = self._state.query(spec.id)
         chosen = {"admission": admission, "placement": placement}
         q.params, q.states = self._dispatch.strategies(spec, chosen, admission_params, placement_params)
         q.spec, q.selected = spec, chosen
@@ -192,7 +196,7 @@ class Controller(ControllerReads):
 
     def arrive(self, query_id: str, dataset: Dataset) -> None:
         """A dataset landed for ``query_id``; it waits in the query's buffer."""
-        q = self._query(query_id)
+        q = self._state.query(query_id)
         if dataset.bytes < 0 or dataset.rows < 0:
             raise ValueError(f"dataset {dataset.id!r}: bytes and rows must be >= 0")
         self.ledger.arrived(query_id, dataset.id)
@@ -203,7 +207,7 @@ class Controller(ControllerReads):
     def withdraw(self, query_id: str) -> int:
         """Take back every buffered dataset of ``query_id``: its source restarted and will offer the same data
         again (Spark restarts a source from its last committed offset). They leave the ledger and the record."""
-        q = self._query(query_id)
+        q = self._state.query(query_id)
         taken = q.buffer.take(len(q.buffer))
         self.ledger.withdrawn(query_id, (d.id for d in taken))
         q.record.withdrawn(taken)
@@ -214,7 +218,7 @@ class Controller(ControllerReads):
     def replace_dag(self, query_id: str, dag: OperatorDAG) -> None:
         """Give ``query_id`` the operator DAG it really executes, for its later placements (a query whose plan is
         known only once it ran: pacer-spark reads it from Spark's executed plan)."""
-        q = self._query(query_id)
+        q = self._state.query(query_id)
         q.spec = replace(q.spec, dag=dag)
 
     def context(self, query_id: str | None, decision: str) -> StrategyContext:
@@ -222,7 +226,7 @@ class Controller(ControllerReads):
 
         For tools and benchmarks that call a hook directly; the Controller builds the same one for each call.
         """
-        return self._dispatch.context(None if query_id is None else self._query(query_id), decision)
+        return self._dispatch.context(None if query_id is None else self._state.query(query_id), decision)
 
     def _catches_up(self, admission: str) -> bool:
         """Whether the Controller catches up for queries admitted by ``admission`` (:mod:`pacer.catch_up`)."""
@@ -230,41 +234,19 @@ class Controller(ControllerReads):
 
     def system_view(self) -> SystemView:
         """The view a decision gets of the whole runtime right now."""
-        now = self.clock()
-        pending = []
-        for batch_id in self._order:
-            run = self._running[batch_id]
-            spec = self._queries[run.batch.query_id].spec
-            pending.append(
-                PendingBatch(
-                    batch=run.batch,
-                    deadline_at=run.batch.earliest_arrival + spec.effective_deadline,
-                    estimated_run_s=run.batch.estimated_run_s or 0.0,
-                    running=run.started_at is not None,
-                    started_at=run.started_at,
-                )
-            )
         return SystemView(
-            now=now,
+            now=self.clock(),
             cores=self.cores,
             devices=self.devices,
             scheduler=self.scheduler,
-            pending=tuple(pending),
-            allocated_cores=dict(self._allocated),
+            pending=self._state.pending_view(),
+            allocated_cores=dict(self._state.allocated),
         )
 
     def estimate_run_s(self, query_id: str, nbytes: int) -> float:
         """Processing time estimate: the query's service-time model (fixed + per-byte, no margin)
         once it has seen two batches, else bytes / the query's average throughput (0 before history)."""
-        q = self._query(query_id)
-        if q.service.observations >= 2:
-            return q.service.predict_raw(nbytes)
-        hist = q.history
-        throughput = hist.avg_throughput_bytes_per_s
-        if throughput:
-            return nbytes / throughput
-        last = hist.last
-        return last.processing_s if last is not None else 0.0
+        return self._state.query(query_id).estimate_run_s(nbytes)
 
     def poll(self, query_id: str) -> MicroBatch | None:
         """Ask the query's admission strategy whether to form a micro-batch now.
@@ -272,67 +254,58 @@ class Controller(ControllerReads):
         Does nothing (and asks nobody) while the query is busy or its buffer is empty.
         :return: the admitted, placed and queued micro-batch, or None.
         """
-        q = self._query(query_id)
+        q = self._state.query(query_id)
         if q.in_flight is not None or not len(q.buffer):
             return None
         with timed(self.timer, self._poll_took, q) as timing:
             now = self.clock()
-            shedding = shed_if_overloaded(self.ledger, q, now)
+            shedding = shed_if_overloaded(self.ledger, q, now)  # the overload policy first (pacer.overload)
             if not len(q.buffer):
                 timing.cancel()  # everything waiting was shed: no poll to account
                 return None
-            kept = q.overload.overloaded and not shedding  # overloaded under keep: serve as the default trigger would
-            catching_up = q.catch_up.wanted(q.buffer, now, q.service, kept)
-            if catching_up:  # late data: drained in deadline-sized batches (pacer.catch_up)
-                count = q.catch_up.count(q.buffer, q.service, kept)
-            else:
-                decision = self._dispatch.admission(q, now, self.system_view())
-                if decision.shed:
-                    shed(self.ledger, q, decision.shed, decision.reason or "overload policy")
-                count = decision.count
-            count = read_cap_count(q.buffer, count, q.max_rows, q.max_bytes)
-            if shedding and not catching_up:
-                count = q.overload.feasible_prefix(q.buffer, count, now, q.service)
+            count, catching_up = self._batch_size(q, now, shedding)
             batch = self._admit(q, count, now) if count else None
             if batch is not None and catching_up:
                 q.catch_up.admitted(batch, now)
         return batch
 
+    def _batch_size(self, q: QueryState, now: float, shedding: bool) -> tuple[int, bool]:
+        """How many of ``q``'s oldest datasets the next batch takes (0: none), and whether it is a catch-up batch.
+
+        Late data (:mod:`pacer.catch_up`) is drained in deadline-sized batches the Controller forms itself;
+        otherwise the admission strategy decides (its sheds done here). Either way the read caps hold, and while
+        the overload policy sheds, the batch stays within what meets its oldest dataset's deadline.
+        """
+        kept = q.overload.overloaded and not shedding  # overloaded under keep: serve as the default trigger would
+        if q.catch_up.wanted(q.buffer, now, q.service, kept):
+            count = q.catch_up.count(q.buffer, q.service, kept)
+            return read_cap_count(q.buffer, count, q.max_rows, q.max_bytes), True
+        decision = self._dispatch.admission(q, now, self.system_view())
+        if decision.shed:
+            shed(self.ledger, q, decision.shed, decision.reason or "overload policy")
+        count = read_cap_count(q.buffer, decision.count, q.max_rows, q.max_bytes)
+        return (q.overload.feasible_prefix(q.buffer, count, now, q.service) if shedding else count), False
+
     def _poll_took(self, seconds: float, q: QueryState) -> None:
         """A poll of ``q`` took ``seconds`` of pacer's time: charged to the batch it admitted, if any."""
         self.overhead.poll.add(seconds)
         if q.in_flight is not None:  # the poll found the query idle: a batch in flight is the one it admitted
-            self._running[q.in_flight].overhead_s += seconds
+            self._state.charge(q.in_flight, seconds)
 
     def _admit(self, q: QueryState, count: int, now: float) -> MicroBatch:
+        """Take the ``count`` oldest datasets of ``q`` into its next batch, estimated, placed and queued."""
         datasets = q.buffer.take(count)
         q.seq += 1
-        batch = MicroBatch(
-            id=f"{q.spec.id}#{q.seq}",
-            query_id=q.spec.id,
-            seq=q.seq,
-            datasets=datasets,
-            admitted_at=now,
-        )
-        batch = replace(batch, estimated_run_s=self.estimate_run_s(q.spec.id, batch.bytes))
-        placement = self._dispatch.place(q, batch, self.devices, now)
-        batch = replace(batch, placement=placement)
+        estimate = q.estimate_run_s(sum(d.bytes for d in datasets))
+        batch = MicroBatch(f"{q.spec.id}#{q.seq}", q.spec.id, q.seq, datasets, now, estimated_run_s=estimate)
+        batch = replace(batch, placement=self._dispatch.place(q, batch, self.devices, now))
         self.ledger.admitted(q.spec.id, (d.id for d in datasets))
-        interval = now - q.last_admitted_at if q.last_admitted_at is not None else now - batch.earliest_arrival
-        q.last_admitted_at = now
-        q.in_flight = batch.id
-        self._running[batch.id] = RunningBatch(batch=batch, interval_s=interval)
-        self._order.append(batch.id)
+        self._state.admitted(q, batch, now)
         return batch
 
     def poll_all(self) -> list[MicroBatch]:
         """Poll every idle query with buffered data, in registration order."""
-        admitted = []
-        for query_id in self._queries:
-            batch = self.poll(query_id)
-            if batch is not None:
-                admitted.append(batch)
-        return admitted
+        return [batch for query_id in self._state.queries if (batch := self.poll(query_id)) is not None]
 
     def schedule(self) -> ScheduleDecision:
         """Ask the scheduler for the order and core shares of every pending batch."""
@@ -341,31 +314,22 @@ class Controller(ControllerReads):
             return ScheduleDecision(order=())
         with timed(self.timer, self._schedule_took):
             decision = self._dispatch.schedule(view)
-            allocated: dict[str, float] = {}
-            for batch_id, share in decision.shares.items():
-                query_id = self._running[batch_id].batch.query_id
-                allocated[query_id] = allocated.get(query_id, 0.0) + share
-            self._allocated = allocated
+            self._state.allocate(decision)
         return decision
 
     def _schedule_took(self, seconds: float) -> None:
         """A scheduling decision took ``seconds``: charged in equal parts to the batches it ordered (every pending one)."""
-        for batch_id in self._order:
-            self._running[batch_id].overhead_s += seconds / len(self._order)
+        share = seconds / len(self._state.order)
+        for batch_id in self._state.order:
+            self._state.charge(batch_id, share)
 
     # ------------------------------------------------------------------ execution
 
     def start(self, batch_id: str) -> None:
         """The runtime began processing ``batch_id``."""
-        run = self._run(batch_id)
+        run = self._state.run(batch_id)
         if run.started_at is None:
             run.started_at = self.clock()
-
-    def _run(self, batch_id: str) -> RunningBatch:
-        try:
-            return self._running[batch_id]
-        except KeyError:
-            raise KeyError(f"no pending micro-batch {batch_id!r}") from None
 
     def complete(
         self,
@@ -385,35 +349,15 @@ class Controller(ControllerReads):
         """
         if engine_s is not None and (engine_s < 0 or engine_s != engine_s):
             raise ValueError(f"engine_s must be >= 0 seconds, got {engine_s}")
-        run = self._run(batch_id)
+        run = self._state.run(batch_id)
         now = self.clock() if completed_at is None else completed_at
-        started = run.started_at if run.started_at is not None else now
         batch = run.batch
-        q = self._queries[batch.query_id]
-        report = BatchReport(
-            batch_id=batch.id,
-            query_id=batch.query_id,
-            seq=batch.seq,
-            admitted_at=batch.admitted_at,
-            started_at=started,
-            completed_at=now,
-            bytes=batch.bytes,
-            rows=batch.rows,
-            dataset_latencies=tuple((d.id, now - d.arrival) for d in batch.datasets),
-            earliest_arrival=batch.earliest_arrival,
-            interval_s=run.interval_s,
-            placement=batch.placement,
-            operator_metrics=tuple(operator_metrics),
-            cores_used=cores_used,
-            engine_s=engine_s,
-            dataset_rows=tuple(d.rows for d in batch.datasets),
-        )
+        q = self._state.queries[batch.query_id]
+        report = run.report(now, operator_metrics=operator_metrics, cores_used=cores_used, engine_s=engine_s)
         q.service.observe(report.bytes, report.cost_s)
         q.overload.check(now, q.service)
         self.ledger.processed(batch.query_id, (d.id for d in batch.datasets))
-        del self._running[batch_id]
-        self._order.remove(batch_id)
-        q.in_flight = None
+        self._state.completed(q, batch_id)
         q.catch_up.completed(batch_id, now, q.buffer)
         q.history.add(report)
         q.record.completed(report)
@@ -432,6 +376,53 @@ class Controller(ControllerReads):
 
         :raises KeyError: for an unknown or completed batch.
         """
-        run = self._run(batch_id)
+        run = self._state.run(batch_id)
         if run.batch.placement is not None:
             run.batch = replace(run.batch, placement=replace(run.batch.placement, enacted=enacted, note=note))
+
+    # ------------------------------------------------------------------ reading (pacer.views)
+
+    def query_ids(self) -> list[str]:
+        """Registered query ids, in registration order."""
+        return list(self._state.queries)
+
+    def query(self, query_id: str) -> QueryView:
+        """A read-only view of ``query_id``.
+
+        :raises KeyError: for an unregistered query, listing the registered ones.
+        """
+        return QueryView(self._state.query(query_id), self._state)
+
+    @property
+    def queries(self) -> Mapping[str, QueryView]:
+        """Query id -> :meth:`query` view, read only, in registration order."""
+        return QueryViews(self._state)
+
+    def batch(self, batch_id: str) -> BatchView:
+        """A read-only view of an admitted batch that has not completed.
+
+        :raises KeyError: for an unknown or completed batch.
+        """
+        return BatchView.of(self._state.run(batch_id))
+
+    def busy(self, query_id: str) -> bool:
+        """True while the query has an admitted batch that has not completed."""
+        return self._state.query(query_id).in_flight is not None
+
+    def pending(self) -> list[MicroBatch]:
+        """Admitted batches not yet completed, in admission order."""
+        return self._state.pending()
+
+    def buffered(self, query_id: str) -> Sequence[Dataset]:
+        """Datasets of ``query_id`` still waiting for admission."""
+        return tuple(self._state.query(query_id).buffer)
+
+    def has_buffered(self, query_id: str) -> bool:
+        """True when datasets of ``query_id`` wait for admission (no copy of the buffer is made)."""
+        return len(self._state.query(query_id).buffer) > 0
+
+    def reports(self, query_id: str | None = None) -> list[BatchReport]:
+        """Completed batch reports of one query, or of all queries in completion order."""
+        if query_id is not None:
+            self._state.query(query_id)
+        return self.recorder.reports(query_id)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pacer.catch_up import CatchUp
-from pacer.model import DatasetBuffer, MicroBatch, QueryHistory, QuerySpec
+from pacer.model import BatchReport, DatasetBuffer, MicroBatch, OperatorMetric, QueryHistory, QuerySpec
 from pacer.overload import OverloadMonitor
 from pacer.recorder import QueryRecord
 from pacer.service_time import ServiceTimeModel
@@ -56,6 +57,17 @@ class QueryState:
     overload_policy: str = "keep"
     catch_up: CatchUp = field(default_factory=lambda: CatchUp(deadline=10.0))
 
+    def estimate_run_s(self, nbytes: int) -> float:
+        """Processing time estimate: the service-time model (fixed + per-byte, no margin) once it has seen two
+        batches, else bytes / the average throughput (0 before history)."""
+        if self.service.observations >= 2:
+            return self.service.predict_raw(nbytes)
+        throughput = self.history.avg_throughput_bytes_per_s
+        if throughput:
+            return nbytes / throughput
+        last = self.history.last
+        return last.processing_s if last is not None else 0.0
+
 
 @dataclass
 class RunningBatch:
@@ -65,3 +77,26 @@ class RunningBatch:
     started_at: float | None = None
     interval_s: float = 0.0
     overhead_s: float = 0.0
+
+    def report(self, completed_at: float, *, operator_metrics: Iterable[OperatorMetric] = (),
+               cores_used: float | None = None, engine_s: float | None = None) -> BatchReport:
+        """The batch's report, completed at ``completed_at`` (a batch never started counts as started then)."""
+        batch = self.batch
+        return BatchReport(
+            batch_id=batch.id,
+            query_id=batch.query_id,
+            seq=batch.seq,
+            admitted_at=batch.admitted_at,
+            started_at=self.started_at if self.started_at is not None else completed_at,
+            completed_at=completed_at,
+            bytes=batch.bytes,
+            rows=batch.rows,
+            dataset_latencies=tuple((d.id, completed_at - d.arrival) for d in batch.datasets),
+            earliest_arrival=batch.earliest_arrival,
+            interval_s=self.interval_s,
+            placement=batch.placement,
+            operator_metrics=tuple(operator_metrics),
+            cores_used=cores_used,
+            engine_s=engine_s,
+            dataset_rows=tuple(d.rows for d in batch.datasets),
+        )

@@ -2,20 +2,20 @@
 
 Runtimes, reports, tools and tests read a Controller through these and change it only through its
 methods (``arrive``, ``poll``, ``schedule``, ``start``, ``complete``, ``record_enactment``); its
-per-query table is private. A view reads the Controller's current state each time it is asked
-(nothing is copied when it is made); what it returns cannot change the Controller.
+state (:class:`pacer.controller_state.ControllerState`) is private. A view reads that state each time it
+is asked (nothing is copied when it is made); what it returns cannot change the Controller.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from pacer.model import BatchReport, Dataset, MicroBatch, Placement, QuerySpec
+from pacer.controller_state import ControllerState
+from pacer.model import Dataset, MicroBatch, Placement, QuerySpec
 from pacer.query_state import QueryState, RunningBatch
-from pacer.recorder import RunRecorder
 
 
 @dataclass(frozen=True)
@@ -69,11 +69,11 @@ class CatchUpStatus:
 class QueryView:
     """A read-only view of one registered query (``Controller.query(id)``)."""
 
-    __slots__ = ("_q", "_running")
+    __slots__ = ("_q", "_state")
 
-    def __init__(self, state: QueryState, running: Mapping[str, RunningBatch]) -> None:
-        self._q = state
-        self._running = running
+    def __init__(self, q: QueryState, state: ControllerState) -> None:
+        self._q = q
+        self._state = state
 
     @property
     def id(self) -> str:
@@ -128,7 +128,7 @@ class QueryView:
     @property
     def in_flight_started(self) -> bool:
         """True when its in-flight batch has started running (``Controller.start``)."""
-        run = self._running.get(self._q.in_flight) if self._q.in_flight is not None else None
+        run = self._state.running.get(self._q.in_flight) if self._q.in_flight is not None else None
         return run is not None and run.started_at is not None
 
     @property
@@ -208,86 +208,25 @@ class BatchView:
         """Its placement (with ``enacted`` and ``note`` as recorded)."""
         return self.batch.placement
 
+    @classmethod
+    def of(cls, run: RunningBatch) -> BatchView:
+        """The view of a pending batch."""
+        return cls(run.batch, run.started_at, run.interval_s)
 
-class _QueryViews(Mapping[str, QueryView]):
-    """Query id -> :class:`QueryView`, read only (``Controller.queries``)."""
 
-    def __init__(self, states: Mapping[str, QueryState], running: Mapping[str, RunningBatch]) -> None:
-        self._states = states
-        self._running = running
+class QueryViews(Mapping[str, QueryView]):
+    """Query id -> :class:`QueryView`, read only, in registration order (``Controller.queries``)."""
+
+    __slots__ = ("_state",)
+
+    def __init__(self, state: ControllerState) -> None:
+        self._state = state
 
     def __getitem__(self, query_id: str) -> QueryView:
-        try:
-            return QueryView(self._states[query_id], self._running)
-        except KeyError:
-            raise KeyError(f"unknown query {query_id!r}; registered: {sorted(self._states)}") from None
+        return QueryView(self._state.query(query_id), self._state)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._states)
+        return iter(self._state.queries)
 
     def __len__(self) -> int:
-        return len(self._states)
-
-
-class ControllerReads:
-    """The read half of :class:`pacer.Controller`: views, reports, the recorder."""
-
-    _queries: dict[str, QueryState]
-    _running: dict[str, RunningBatch]
-    _order: list[str]
-    recorder: RunRecorder
-
-    def _query(self, query_id: str) -> QueryState:
-        try:
-            return self._queries[query_id]
-        except KeyError:
-            raise KeyError(f"unknown query {query_id!r}; registered: {sorted(self._queries)}") from None
-
-    def query_ids(self) -> list[str]:
-        """Registered query ids, in registration order."""
-        return list(self._queries)
-
-    def query(self, query_id: str) -> QueryView:
-        """A read-only view of ``query_id``.
-
-        :raises KeyError: for an unregistered query, listing the registered ones.
-        """
-        return QueryView(self._query(query_id), self._running)
-
-    @property
-    def queries(self) -> Mapping[str, QueryView]:
-        """Query id -> :meth:`query` view, read only, in registration order."""
-        return _QueryViews(self._queries, self._running)
-
-    def batch(self, batch_id: str) -> BatchView:
-        """A read-only view of an admitted batch that has not completed.
-
-        :raises KeyError: for an unknown or completed batch.
-        """
-        try:
-            run = self._running[batch_id]
-        except KeyError:
-            raise KeyError(f"no pending micro-batch {batch_id!r}") from None
-        return BatchView(run.batch, run.started_at, run.interval_s)
-
-    def busy(self, query_id: str) -> bool:
-        """True while the query has an admitted batch that has not completed."""
-        return self._query(query_id).in_flight is not None
-
-    def pending(self) -> list[MicroBatch]:
-        """Admitted batches not yet completed, in admission order."""
-        return [self._running[b].batch for b in self._order]
-
-    def buffered(self, query_id: str) -> Sequence[Dataset]:
-        """Datasets of ``query_id`` still waiting for admission."""
-        return tuple(self._query(query_id).buffer)
-
-    def has_buffered(self, query_id: str) -> bool:
-        """True when datasets of ``query_id`` wait for admission (no copy of the buffer is made)."""
-        return len(self._query(query_id).buffer) > 0
-
-    def reports(self, query_id: str | None = None) -> list[BatchReport]:
-        """Completed batch reports of one query, or of all queries in completion order."""
-        if query_id is not None:
-            self._query(query_id)
-        return self.recorder.reports(query_id)
+        return len(self._state.queries)

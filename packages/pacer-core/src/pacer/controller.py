@@ -238,7 +238,7 @@ class Controller:
             now=self.clock(),
             cores=self.cores,
             devices=self.devices,
-            scheduler=self.scheduler,
+            scheduler=self._dispatch.scheduler,
             pending=self._state.pending_view(),
             allocated_cores=dict(self._state.allocated),
         )

@@ -234,6 +234,9 @@ def test_a_query_restarted_in_the_same_session_gets_its_new_options(spark: Any, 
         put_csv(inbox, 0)
         wait_for(lambda: handle.paced.summary().get("again", {}).get("decisions", 0) > 0)
         assert handle.controller.query("again").spec.deadline == 30.0
+        # stopped between batches: a batch logged but not committed would make Spark refuse the restart
+        # (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY), which a loaded machine hit
+        wait_for(lambda: written_ids(spark, tmp_path / "out") == list(range(ROWS)))
         first.stop()
         before = accounting(handle, "again")[0]
         second = to_parquet(paced_csv(spark, inbox, "3s"), tmp_path / "out", "again")

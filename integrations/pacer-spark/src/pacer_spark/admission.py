@@ -17,10 +17,10 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.streaming.query import StreamingQuery
 
@@ -33,6 +33,9 @@ from pacer_spark.gate import Gate
 from pacer_spark.options import GenPlan
 from pacer_spark.replay import ReplayGuard
 from pacer_spark.sources import GEN_FORMAT, shed_in
+
+if TYPE_CHECKING:
+    from pacer_spark.driver import Driver
 
 log = logging.getLogger("pacer_spark")
 
@@ -113,37 +116,54 @@ class SourceState:
 
 @dataclass(eq=False)
 class AdmissionService:
-    """Admits the batches of a session's ``pacer-gen``/``pacer-files`` queries (module docstring).
+    """Admits the batches of a session's ``pacer-gen``/``pacer-files`` queries (module docstring): the RPC front end
+    of the session's :class:`~pacer_spark.driver.Driver`, registered with it as an :class:`~pacer_spark.driver.Owner`.
 
-    :param controller: the session's Controller.
-    :param cond: the session's condition; its lock guards every Controller call, notified on every admission.
-    :param engine: the session's batch completion (a batch waiting for its progress is completed here first).
-    :param replay: the session's :class:`ReplayGuard`, registered with the Controller's plugin manager.
+    :param driver: the session's driver: its Controller (every call under its lock), batch completion (a batch
+        waiting for its progress is completed here first), replay guard and gate (an admitted batch waits for its
+        turn there, in the reader's ``latestOffset`` before Spark plans it, as a ``format("pacer")`` batch does; its
+        pool, which only the stream thread can take, is set in ``foreachBatch``).
     :param rapids: whether the RAPIDS Accelerator is loaded (placements are enacted).
-    :param warn_once: logs a warning once per key.
-    :param gate: the session's :class:`~pacer_spark.gate.Gate`: an admitted batch waits for its turn here, in
-        the reader's ``latestOffset`` before Spark plans it, as a ``format("pacer")`` batch does (its pool, which
-        only the stream thread can take, is set in ``foreachBatch``).
-    :param excluded: batches the gate's order skips (:meth:`pacer_spark.runtime.PacerSession.excluded`).
     :ivar sources: query id -> its source's state.
     :ivar gated: batches that passed the gate at admission.
     :ivar rpc_s: seconds each RPC request took to handle (the gate's wait left out); ``rpc_rtt_s``: the
         readers' round trips.
     """
 
-    controller: Controller
-    cond: threading.Condition
-    engine: telemetry.BatchCompletion
-    replay: ReplayGuard
+    driver: Driver
     rapids: bool
-    warn_once: Callable[..., None]
-    gate: Gate
-    excluded: Callable[[str], bool]
     gated: set[str] = field(default_factory=set, init=False)
     sources: dict[str, SourceState] = field(default_factory=dict, init=False)
     rpc_s: StreamingSummary = field(default_factory=StreamingSummary, init=False)
     rpc_rtt_s: StreamingSummary = field(default_factory=StreamingSummary, init=False)
     polls: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self.controller: Controller = self.driver.controller
+        self.cond: threading.Condition = self.driver.cond
+        self.engine: telemetry.BatchCompletion = self.driver.engine
+        self.gate: Gate = self.driver.gate
+        self.warn_once = self.gate.warn_once
+        self.excluded = self.driver.excluded
+        self.driver.register(self)
+
+    def owns(self, query_id: str) -> bool:
+        """Whether ``query_id`` reads a ``pacer-gen``/``pacer-files`` source of this session."""
+        return query_id in self.sources
+
+    def dead(self, query_id: str) -> bool:
+        """Whether the query's stream terminated."""
+        source = self.sources.get(query_id)
+        return source is not None and source.dead
+
+    def running(self, batch_id: str) -> bool:
+        """Never: a pacer source's batch completes from its sink (:class:`~pacer_spark.sink_gate.SinkGate`)."""
+        return False
+
+    def executed_metrics(self, query_id: str, done: telemetry.SinkDone,
+                         progress: telemetry.TriggerProgress) -> Sequence[Any]:
+        """None here: the sink gate reads a pacer source's operator metrics in ``foreachBatch``."""
+        return []
 
     def add(self, query_id: str, fmt: str, options: Mapping[str, str], *, partitions: int,
             manifest: Path) -> dict[str, str]:
@@ -247,10 +267,8 @@ class AdmissionService:
                 self._committed_unwatched(source)
             self._arrive_available(source, time.time(), until)
             self.polls += 1
-            batch = self.controller.poll(query_id)
-            if batch is None and until is not None and self.controller.has_buffered(query_id):
-                # availableNow: nothing more will come and an empty answer ends the run, so take what is held
-                batch = self.replay.admit(self.controller, query_id, len(self.controller.buffered(query_id)))
+            # availableNow (``until``): nothing more will come and an empty answer ends the run: drain what is held
+            batch = self.driver.admit(query_id, drain=until is not None)
             if batch is None:
                 return {"end": start}, None
             self._admitted(source, batch)
@@ -346,7 +364,7 @@ class AdmissionService:
                 self.controller.arrive(query_id, dataset)
                 arrived += 1
                 source.next_index += 1
-            batch = self.replay.admit(self.controller, query_id, arrived) if arrived else None
+            batch = self.driver.force(query_id, arrived) if arrived else None
             if batch is None:
                 return None
             self._admitted(source, batch)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +43,8 @@ from pacer_spark.plan import dag_from_plan, operator_metrics
 from pacer_spark.wrapper import Decision, DecisionRequest, FailedOpen, OffsetSnapshot, PacerBridge, StopEvent
 
 if TYPE_CHECKING:
-    from pacer_spark.runtime import PacerSession
+    from pacer_spark.config import PacerConfig
+    from pacer_spark.driver import Driver
 
 log = logging.getLogger("pacer_spark.paced")
 
@@ -50,17 +52,31 @@ log = logging.getLogger("pacer_spark.paced")
 DEFAULT_ROW_BYTES = 64
 
 
+def _int(value: str | None) -> int | None:
+    return None if value is None else int(value)
+
+
 class PacedQueries:
-    """Decides every ``format("pacer")`` query of one :class:`~pacer_spark.runtime.PacerSession`.
+    """Decides every ``format("pacer")`` query of one attached session: the Py4J front end of its
+    :class:`~pacer_spark.driver.Driver` (an :class:`~pacer_spark.driver.Owner` registered with it).
 
     Creating it builds and loads the JVM source if needed and registers itself as the decider of
-    every query (``"*"``) with the JVM's registry, for the session's SparkSession first (see
+    every query (``"*"``) with the JVM's registry, for ``spark`` first (see
     :class:`~pacer_spark.wrapper.PacerBridge`).
+
+    :param driver: the session's driver (Controller, lock, completion, gate, replay guard).
+    :param spark: the attached SparkSession; ``config``: the session's configuration (defaults per query).
+    :param register_query: registers a new query with the Controller, with the session's defaults
+        (:meth:`pacer_spark.runtime.PacerSession.register_query`).
     """
 
-    def __init__(self, session: PacerSession) -> None:
-        self.session = session
-        self.bridge = PacerBridge(session.spark, timeout_s=session.config.decide_timeout_s)
+    def __init__(self, driver: Driver, spark: Any, config: PacerConfig, register_query: Callable[..., Any]) -> None:
+        self.driver = driver
+        self.spark = spark
+        self.config = config
+        self.register_query = register_query
+        driver.register(self)
+        self.bridge = PacerBridge(spark, timeout_s=config.decide_timeout_s)
         self.queries: dict[str, PacedQuery] = {}
         self._batch_query: dict[str, str] = {}
         self._by_spark_run: dict[str, str] = {}
@@ -71,7 +87,7 @@ class PacedQueries:
     def decide(self, request: DecisionRequest) -> Decision:
         """Answer one ``latestOffset`` of a ``format("pacer")`` source (module docstring)."""
         t0 = time.perf_counter()
-        s = self.session
+        s = self.driver
         with s.cond:
             try:
                 q = self._query(request)
@@ -84,9 +100,7 @@ class PacedQueries:
                 s.cond.notify_all()
                 return Decision(None)
             self._arrive(q, request)
-            batch = s.controller.poll(q.query_id) if not s.controller.busy(q.query_id) else None
-            if batch is None and request.available_now and s.controller.has_buffered(q.query_id):
-                batch = self._force(q, len(s.controller.buffered(q.query_id)), "availableNow drains the backlog")
+            batch = s.admit(q.query_id, drain=request.available_now)
             if batch is None:
                 q.decide_s.add(time.perf_counter() - t0)
                 return Decision(None)
@@ -99,13 +113,13 @@ class PacedQueries:
             self._batch_query[batch.id] = q.query_id
             s.cond.notify_all()
         q.decide_s.add(time.perf_counter() - t0)
-        turn = s.schedule_gate.pass_batch(batch.id, excluded=s.excluded)
+        turn = s.gate.pass_batch(batch.id, excluded=s.excluded)
         q.gate_wait_s.add(turn.waited_s)
         return Decision(index, pool=turn.pool)
 
     def _query(self, request: DecisionRequest) -> PacedQuery:
         """The query of ``request``, registered with the Controller on first sight (lock held)."""
-        s = self.session
+        s = self.driver
         q = self.queries.get(request.query)
         if q is None:
             options = check_options(request.options)
@@ -134,23 +148,23 @@ class PacedQueries:
 
     def _register(self, query_id: str, options: dict[str, str], *, again: bool = False) -> None:
         """Register the query with the Controller under its options (``again``: give a known one new options)."""
-        s = self.session
+        s = self.driver
         params = {kind: {k[len(f"pacer.param.{kind}."):]: v for k, v in options.items()
                          if k.startswith(f"pacer.param.{kind}.")} for kind in ("admission", "placement")}
         deadline = parse_seconds(options["pacer.deadline"]) if "pacer.deadline" in options else None
         if again:
-            c = s.config
+            c = self.config
             spec = replace(s.controller.query(query_id).spec, deadline=deadline or c.deadline)
             s.controller.reconfigure(spec, admission=options.get("pacer.admission") or c.admission,
                                      placement=options.get("pacer.placement") or c.placement,
                                      admission_params={**c.admission_params, **params["admission"]},
                                      placement_params={**c.placement_params, **params["placement"]})
             return
-        if s.config.overload == "shed":
-            s.schedule_gate.warn_once(f"no-shed-{query_id}", "query %r: format('pacer') reads every offset Spark "
+        if self.config.overload == "shed":
+            s.gate.warn_once(f"no-shed-{query_id}", "query %r: format('pacer') reads every offset Spark "
                                       "logged, so it is never shed: its overload is reported, not dropped "
                                       "(overload=shed applies to pacer-gen/pacer-files queries)", query_id)
-        s.register_query(query_id, deadline=deadline, admission=options.get("pacer.admission"),
+        self.register_query(query_id, deadline=deadline, admission=options.get("pacer.admission"),
                          placement=options.get("pacer.placement"), admission_params=params["admission"],
                          placement_params=params["placement"], overload="keep")
         s.controller.recorder.record(query_id).dated_by("first-seen")  # until a snapshot brings its own time
@@ -160,7 +174,7 @@ class PacedQueries:
         admissions the source made without an answer, and batches Spark replayed from its offset log."""
         progress = [telemetry.TriggerProgress.from_json(p) for p in request.progress if "batchId" in p]
         by_batch = {p.batch_id: p for p in progress if p.run_id in (None, q.spark_run_id)}
-        waiting = self.session.engine.waiting_spark_batch(q.query_id)
+        waiting = self.driver.engine.waiting_spark_batch(q.query_id)
         if waiting is not None and waiting in by_batch:
             self._complete(q, by_batch[waiting], event=False)
         q.failed_open_lost += request.failed_open_dropped
@@ -168,13 +182,13 @@ class PacedQueries:
             self._failed_open(q, record, by_batch.get(record.batch_id))
         for p in by_batch.values():
             key = (p.run_id, p.batch_id)
-            if p.rows > 0 and key not in q.accounted and not self.session.controller.busy(q.query_id):
+            if p.rows > 0 and key not in q.accounted and not self.driver.controller.busy(q.query_id):
                 self._replayed(q, p)
 
     def _complete(self, q: PacedQuery, progress: telemetry.TriggerProgress, *, event: bool) -> None:
         """Complete the query's waiting batch from its trigger's progress (lock held)."""
         self._measured(q, progress)
-        self.session.engine.on_progress(progress, event=event, query_id=q.query_id)
+        self.driver.engine.on_progress(progress, event=event, query_id=q.query_id)
 
     def _failed_open(self, q: PacedQuery, record: FailedOpen, progress: telemetry.TriggerProgress | None) -> None:
         """The source admitted ``record``'s snapshots without an answer: account them as one batch (lock held).
@@ -183,7 +197,7 @@ class PacedQueries:
         stands, the rest is admitted after it. Idempotent: the source reports a record until an answer reaches it,
         and an answer can be lost after the driver acted on it (a broken connection, a timeout).
         """
-        s = self.session
+        s = self.driver
         if (q.run, record.batch_id) in q.reconciled:  # reported again: an answer the source never got
             return
         q.reconciled.add((q.run, record.batch_id))
@@ -220,7 +234,7 @@ class PacedQueries:
 
     def stopped(self, event: StopEvent) -> None:
         """A source run stopped (the JVM's ``stop``): account what it admitted unanswered, release its batch."""
-        with self.session.cond:
+        with self.driver.cond:
             q = self.queries.get(event.query)
             if q is None or q.run != event.run:
                 return
@@ -228,11 +242,11 @@ class PacedQueries:
                 self._failed_open(q, record, None)
             self._close_run(q, "stopped")
             q.dead = True
-            self.session.cond.notify_all()
+            self.driver.cond.notify_all()
 
     def _close_run(self, q: PacedQuery, why: str) -> None:
         """The run of ``q`` ended: its batch still running completes now, without its progress (lock held)."""
-        done = self.session.engine.give_up(q.query_id)
+        done = self.driver.engine.give_up(q.query_id)
         if done is not None:
             q.given_up.add((None, done.spark_batch_id))
             log.debug("query %r: run %s %s; batch %s completed without its progress", q.query_id, q.run, why,
@@ -248,11 +262,11 @@ class PacedQueries:
         for snapshot in request.snapshots[: request.admissible]:
             if snapshot.seq not in q.arrived:
                 dataset = self._dataset(q, snapshot)
-                self.session.controller.arrive(q.query_id, dataset)
+                self.driver.controller.arrive(q.query_id, dataset)
                 q.arrived[snapshot.seq] = dataset.id
                 if snapshot.source_time is not None and not q.source_timed:
                     q.source_timed = True  # the source dates its data: the report says so from now on
-                    self.session.controller.recorder.record(q.query_id).dated_by("source-time")
+                    self.driver.controller.recorder.record(q.query_id).dated_by("source-time")
 
     def _dataset(self, q: PacedQuery, snapshot: OffsetSnapshot) -> Dataset:
         row_bytes = q.read_bytes / q.read_rows if q.read_rows and q.read_bytes else DEFAULT_ROW_BYTES
@@ -262,8 +276,7 @@ class PacedQueries:
                        handle=snapshot.offset)
 
     def _force(self, q: PacedQuery, count: int, why: str) -> MicroBatch | None:
-        s = self.session
-        batch = s.replay.admit(s.controller, q.query_id, count)
+        batch = self.driver.force(q.query_id, count)
         if batch is not None:
             q.forced += 1
             log.debug("query %r: %s (%d datasets)", q.query_id, why, count)
@@ -300,14 +313,14 @@ class PacedQueries:
         accounted from the source's next request, which reports both (:meth:`_take_reports`).
         """
         q = self.queries[query_id]
-        if self.session.engine.waiting_spark_batch(q.query_id) == progress.batch_id:
+        if self.driver.engine.waiting_spark_batch(q.query_id) == progress.batch_id:
             self._complete(q, progress, event=True)
             return
-        self.session.engine.on_progress(progress, query_id=q.query_id)  # counts the trigger's engine time
+        self.driver.engine.on_progress(progress, query_id=q.query_id)  # counts the trigger's engine time
 
     def _replayed(self, q: PacedQuery, progress: telemetry.TriggerProgress) -> None:
         """Spark ran a batch from its offset log without asking the source: account it once."""
-        s = self.session
+        s = self.driver
         q.accounted.add((progress.run_id, progress.batch_id))
         if (None, progress.batch_id) in q.given_up:  # completed when the run that first ran it stopped
             return
@@ -328,13 +341,15 @@ class PacedQueries:
 
     def _measured(self, q: PacedQuery, progress: telemetry.TriggerProgress) -> None:
         q.accounted.add((progress.run_id, progress.batch_id))
+        if progress.source_metrics:
+            q.source_metrics = dict(progress.source_metrics)
         q.inflight = None
         done_batch = next((b for b, qid in self._batch_query.items() if qid == q.query_id), None)
         if done_batch is None:
             return
         del self._batch_query[done_batch]
         try:
-            q.read_bytes += self.session.controller.batch(done_batch).batch.bytes
+            q.read_bytes += self.driver.controller.batch(done_batch).batch.bytes
             q.read_rows += progress.rows
         except KeyError:
             pass
@@ -347,12 +362,12 @@ class PacedQueries:
         batch, so a later batch's plan is never taken for it). The first plan read also replaces the minimal
         chain the query got when first seen with the DAG it really executes (``dag_from_plan``).
         """
-        s = self.session
+        s = self.driver
         q = self.queries.get(query_id)
-        if q is None or q.stream_id is None or not s.config.operator_metrics:
+        if q is None or q.stream_id is None or not self.config.operator_metrics:
             return []
         try:
-            root = spark_jvm.stream_executed_plan(s.spark, q.stream_id, progress.batch_id)
+            root = spark_jvm.stream_executed_plan(self.spark, q.stream_id, progress.batch_id)
             if root is None:  # Spark planned the next batch already: this batch's plan is gone
                 return []
             if not q.plan_dag:  # registered on first sight with the minimal chain: now the real DAG
@@ -373,6 +388,13 @@ class PacedQueries:
 
     # ------------------------------------------------------------------ reading
 
+    def owns(self, query_id: str) -> bool:
+        """Whether ``query_id`` is a ``format("pacer")`` query of this session."""
+        return query_id in self.queries
+
+    def completed(self, query_id: str, batch_id: str) -> None:
+        """A batch completed: nothing to forget (its snapshots left with its decision)."""
+
     def dead(self, query_id: str) -> bool:
         """Whether the paced query ``query_id`` terminated."""
         q = self.queries.get(query_id)
@@ -390,6 +412,11 @@ class PacedQueries:
                              "failed_open_lost": q.failed_open_lost, "gate_wait_ms_avg": ms(q.gate_wait_s),
                              "gate_wait_ms_max": 1e3 * q.gate_wait_s.max if q.gate_wait_s.count else None,
                              "decide_ms_avg": ms(q.decide_s), "decide_ms_p99": ms(q.decide_s, 99),
+                             "arrival": "source-time" if q.source_timed else "first-seen",
+                             # the JVM source's time reading the data's own times (Kafka: one fetch per partition
+                             # of each new snapshot), and how many snapshots it read them for
+                             "source_time_ms": _int(q.source_metrics.get("pacer.sourceTimeMs")),
+                             "source_time_fetches": _int(q.source_metrics.get("pacer.sourceTimeFetches")),
                              "error": q.error}
                 for q in self.queries.values()}
 

@@ -118,6 +118,8 @@ class PacedQuery:
     failed_open_lost: int = 0
     #: Whether a snapshot of this query came with the data's own time (its arrivals are then source-time).
     source_timed: bool = False
+    #: The source's metrics at its latest measured batch (``pacer.*`` counters of the JVM source).
+    source_metrics: dict[str, str] = field(default_factory=dict)
     gate_wait_s: StreamingSummary = field(default_factory=StreamingSummary)
     decide_s: StreamingSummary = field(default_factory=StreamingSummary)
     read_rows: int = 0

@@ -1,4 +1,4 @@
-"""The driver side: the thin facade over a session's Controller, admission service, gate and telemetry.
+"""The driver side: the public facade over a session's driver, its two front ends and telemetry.
 
 :func:`attach` is the one entry point. It returns a :class:`PacerSession` that registers queries
 with the Controller, hands out pacer sources wired to it, and starts streaming queries whose sink
@@ -6,6 +6,8 @@ is wrapped in the scheduling gate. The parts, one module each:
 
 - :mod:`pacer_spark.config`: :class:`~pacer_spark.config.PacerConfig`, ``attach``'s keywords and the
   ``spark.pacer.*`` confs;
+- :mod:`pacer_spark.driver`: the :class:`~pacer_spark.driver.Driver` built first (Controller, its lock, batch
+  completion, gate, replay guard) and handed to the front ends below, never the session;
 - :mod:`pacer_spark.admission`: the ``pacer-gen``/``pacer-files`` sources' admission (RPC, replays);
 - :mod:`pacer_spark.enact`: placements enacted through RAPIDS confs;
 - :mod:`pacer_spark.gate` and :mod:`pacer_spark.sink_gate`: the scheduling gate, and its ``foreachBatch`` wrapper;
@@ -17,7 +19,6 @@ is wrapped in the scheduling gate. The parts, one module each:
 from __future__ import annotations
 
 import tempfile
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -33,8 +34,8 @@ from pacer.report import build_report
 from pacer_spark import spark_jvm, telemetry
 from pacer_spark.admission import AdmissionService, ReplayGuard, SourceState
 from pacer_spark.config import PacerConfig
+from pacer_spark.driver import Driver
 from pacer_spark.files_source import FILES_FORMAT, PacerFilesDataSource
-from pacer_spark.gate import Gate
 from pacer_spark.options import OPT_ADDRESS, OPT_QUERY, OPT_TIMEOUT, parse_seconds
 from pacer_spark.paced import PacedQueries
 from pacer_spark.plan import dag_from_plan, rapids_loaded
@@ -74,20 +75,14 @@ class PacerSession:
             scheduler=config.scheduler, scheduler_params=dict(config.scheduler_params) or None, plugin_manager=self.pm,
             fallback=config.fallback, overload=config.overload,
         )
-        self.lock = threading.RLock()
-        self.cond = threading.Condition(self.lock)
-        self.engine = telemetry.BatchCompletion(self.controller, self.cond, self.clock, self._completed,
-                                                config.progress_timeout)
         self.fair = str(spark.conf.get("spark.scheduler.mode", "FIFO")).upper() == "FAIR"
-        self.schedule_gate = Gate(self.controller, self.cond, concurrency=config.concurrency,
-                                  timeout_s=config.gate_timeout, fair=self.fair)
-        self.admission = AdmissionService(self.controller, self.cond, self.engine, self.replay, rapids=self.rapids,
-                                          warn_once=self.schedule_gate.warn_once, gate=self.schedule_gate,
-                                          excluded=self.excluded)
-        self.sinks = SinkGate(self.controller, self.cond, self.schedule_gate, self.admission, self.engine,
-                              excluded=self.excluded, collect_metrics=config.operator_metrics)
-        self.observer = SessionTelemetry(spark, self.controller, self.cond, self.admission, self.engine,
-                                          fair=self.fair, rapids=self.rapids)
+        self.driver = Driver(self.controller, self.clock, self.replay, concurrency=config.concurrency,
+                             gate_timeout=config.gate_timeout, fair=self.fair, progress_timeout=config.progress_timeout)
+        self.lock, self.cond, self.engine = self.driver.lock, self.driver.cond, self.driver.engine
+        self.schedule_gate = self.driver.gate
+        self.admission = AdmissionService(self.driver, rapids=self.rapids)
+        self.sinks = SinkGate(self.driver, self.admission, collect_metrics=config.operator_metrics)
+        self.observer = SessionTelemetry(spark, self.driver, self.admission, fair=self.fair, rapids=self.rapids)
         self.started_at = time.time()
         self.checkpoint_root = Path(config.checkpoint_root or tempfile.mkdtemp(prefix="pacer-spark-"))
         spark.dataSource.register(PacerGenDataSource)
@@ -98,8 +93,7 @@ class PacerSession:
         self.closed = False
         self.paced: PacedQueries | None = None
         if config.paced:
-            self.paced = PacedQueries(self)
-            self.engine.read_metrics = self.paced.executed_metrics
+            self.paced = PacedQueries(self.driver, spark, config, self.register_query)
         self.observer.paced = self.paced
 
     @property
@@ -110,22 +104,6 @@ class PacerSession:
     def map_stream(self, stream_id: str, query_id: str) -> None:
         """Route listener events of the streaming query ``stream_id`` (its id or run id) to ``query_id``."""
         self.observer.map_stream(stream_id, query_id)
-
-    def excluded(self, batch_id: str) -> bool:
-        """Batches the gate's order skips: their query died, or their sink returned and the trigger commits."""
-        if self._dead_batch(batch_id):
-            return True
-        return self.engine.awaiting(batch_id) and not (self.paced is not None and self.paced.running(batch_id))
-
-    def _dead_batch(self, batch_id: str) -> bool:
-        query_id = self.controller.batch(batch_id).query_id
-        source = self.sources.get(query_id)
-        if source is not None:
-            return source.dead
-        return self.paced is not None and self.paced.dead(query_id)
-
-    def _completed(self, query_id: str, batch_id: str) -> None:
-        self.admission.completed(query_id, batch_id)
 
     # ------------------------------------------------------------------ registration
 

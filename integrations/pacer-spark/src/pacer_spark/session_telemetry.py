@@ -18,6 +18,7 @@ from pacer import Controller
 from pacer.summary import StreamingSummary
 from pacer_spark import telemetry
 from pacer_spark.admission import AdmissionService
+from pacer_spark.driver import Driver
 from pacer_spark.errors import root_cause
 from pacer_spark.files_source import FILES_FORMAT
 
@@ -32,24 +33,25 @@ class SessionTelemetry:
     """Routes Spark's listener events to a session's queries and reads what the session measured.
 
     :param spark: the session's SparkSession.
-    :param controller: the session's Controller.
-    :param cond: the session's condition; its lock guards every Controller call, notified on termination.
+    :param driver: the session's driver (its Controller under its lock, notified on termination; batch completion).
     :param admission: the ``pacer-gen``/``pacer-files`` sources.
-    :param engine: the session's batch completion.
     :param fair: whether the session runs ``spark.scheduler.mode=FAIR``.
     :param rapids: whether the RAPIDS Accelerator is loaded.
     :ivar paced: the session's ``format("pacer")`` queries (None: not paced).
     """
 
     spark: SparkSession
-    controller: Controller
-    cond: threading.Condition
+    driver: Driver
     admission: AdmissionService
-    engine: telemetry.BatchCompletion
     fair: bool
     rapids: bool
     paced: PacedQueries | None = field(default=None, init=False)
     _by_run_id: dict[str, str] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self.controller: Controller = self.driver.controller
+        self.cond: threading.Condition = self.driver.cond
+        self.engine: telemetry.BatchCompletion = self.driver.engine
 
     def map_stream(self, stream_id: str, query_id: str) -> None:
         """Route listener events of the streaming query ``stream_id`` (its id or run id) to ``query_id``."""

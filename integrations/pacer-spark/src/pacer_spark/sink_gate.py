@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame
 from pacer import Controller
 from pacer_spark import spark_jvm, telemetry
 from pacer_spark.admission import AdmissionService
+from pacer_spark.driver import Driver
 from pacer_spark.errors import stop_error
 from pacer_spark.gate import Gate
 from pacer_spark.plan import operator_metrics
@@ -36,22 +37,21 @@ Sink = Callable[[DataFrame, int], None]
 class SinkGate:
     """Runs each ``foreachBatch`` of a ``pacer-gen``/``pacer-files`` query through the gate (module docstring).
 
-    :param controller: the session's Controller.
-    :param cond: the session's condition; its lock guards every Controller call.
-    :param gate: the session's :class:`~pacer_spark.gate.Gate`.
+    :param driver: the session's driver (its Controller under its lock, gate and batch completion).
     :param admission: the session's admission service (the queries' sources).
-    :param engine: the session's batch completion.
-    :param excluded: batches the gate's order skips (:meth:`pacer_spark.runtime.PacerSession.excluded`).
     :param collect_metrics: read per-operator metrics from each batch's executed plan.
     """
 
-    controller: Controller
-    cond: threading.Condition
-    gate: Gate
+    driver: Driver
     admission: AdmissionService
-    engine: telemetry.BatchCompletion
-    excluded: Callable[[str], bool]
     collect_metrics: bool
+
+    def __post_init__(self) -> None:
+        self.controller: Controller = self.driver.controller
+        self.cond: threading.Condition = self.driver.cond
+        self.gate: Gate = self.driver.gate
+        self.engine: telemetry.BatchCompletion = self.driver.engine
+        self.excluded: Callable[[str], bool] = self.driver.excluded
 
     def wrap(self, query_id: str, sink: Sink) -> Sink:
         """Wrap ``sink``: wait for the batch's turn (FIFO/EDF) or pick its pool (FAIR/RDAS), run, report."""

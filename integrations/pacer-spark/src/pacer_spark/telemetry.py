@@ -81,6 +81,7 @@ class TriggerProgress:
     :ivar stream_id: the streaming query's id (stable across restarts from one checkpoint).
     :ivar run_id: the id of this run of the query (new at every start): with ``batch_id``, what
         identifies a trigger whatever the query's name.
+    :ivar source_metrics: the first source's ``metrics`` (a ``format("pacer")`` source's ``pacer.*`` counters).
     """
 
     query: str
@@ -91,6 +92,7 @@ class TriggerProgress:
     delivered_at: float
     stream_id: str | None = None
     run_id: str | None = None
+    source_metrics: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_event(cls, progress: Any, *, now: float | None = None) -> TriggerProgress:
@@ -104,6 +106,8 @@ class TriggerProgress:
             delivered_at=time.time() if now is None else now,
             stream_id=str(progress.id),
             run_id=str(progress.runId),
+            source_metrics=_first_source_metrics([{"metrics": dict(getattr(src, "metrics", {}) or {})}
+                                                  for src in (progress.sources or ())]),
         )
 
     @property
@@ -131,11 +135,19 @@ class TriggerProgress:
             delivered_at=time.time() if now is None else now,
             stream_id=None if data.get("id") is None else str(data["id"]),
             run_id=None if data.get("runId") is None else str(data["runId"]),
+            source_metrics=_first_source_metrics(data.get("sources") or ()),
         )
 
     def as_json(self) -> dict[str, Any]:
         """The form kept in the session's per-query progress list."""
         return {"batchId": self.batch_id, "durationMs": dict(self.durations_ms), "numInputRows": self.rows}
+
+
+def _first_source_metrics(sources: Any) -> dict[str, str]:
+    """The ``metrics`` of a progress's first source, as strings (empty when it has none)."""
+    for source in sources:
+        return {str(k): str(v) for k, v in dict(source.get("metrics") or {}).items()}
+    return {}
 
 
 class PinnedClock:
@@ -190,10 +202,14 @@ class BatchCompletion:
     :param clock: the Controller's :class:`PinnedClock`.
     :param completed: called (lock held) with ``(query_id, batch_id)`` after a batch completed.
     :param timeout_s: seconds after the sink's end when a batch without a progress event is given up on.
+    :param read_metrics: reads a ``format("pacer")`` batch's operator metrics from its executed plan (lock held),
+        where no ``foreachBatch`` read them: ``(query_id, done, progress) -> metrics`` (empty: none).
     """
 
     def __init__(self, controller: Controller, cond: threading.Condition, clock: PinnedClock,
-                 completed: Callable[[str, str], None], timeout_s: float = DEFAULT_PROGRESS_TIMEOUT_S) -> None:
+                 completed: Callable[[str, str], None], timeout_s: float = DEFAULT_PROGRESS_TIMEOUT_S, *,
+                 read_metrics: Callable[[str, SinkDone, TriggerProgress], Sequence[OperatorMetric]] | None = None
+                 ) -> None:
         if not timeout_s > 0:
             raise ValueError(f"progress timeout must be > 0 seconds, got {timeout_s}")
         self.controller = controller
@@ -210,7 +226,7 @@ class BatchCompletion:
         self.triggers: dict[str, int] = {}
         #: Reads a ``format("pacer")`` batch's operator metrics from its executed plan (lock held), where no
         #: ``foreachBatch`` read them: ``(query_id, done, progress) -> metrics``.
-        self.read_metrics: Callable[[str, SinkDone, TriggerProgress], Sequence[OperatorMetric]] | None = None
+        self.read_metrics = read_metrics
 
     def sink_done(self, query_id: str, done: SinkDone) -> None:
         """``foreachBatch`` of ``done.batch_id`` returned; its trigger is committing (frees the gate)."""

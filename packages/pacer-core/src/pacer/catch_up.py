@@ -65,11 +65,16 @@ class CatchUp:
         """Whether the Controller forms the next batch itself: late data, an overload it keeps, or an episode on
         that is not comfortably on time yet (what waits, processed now, would finish within half the deadline);
         closes a finished episode otherwise."""
-        if self.enabled and (overloaded or self.late(buffer, now)):
+        if not self.enabled:
+            if self.active_since is not None:
+                self._close()
+            return False
+        if overloaded or self.late(buffer, now):
             return True
+        if self.active_since is None:
+            return False
         earliest = buffer.earliest_arrival
-        if self.enabled and self.active and earliest is not None \
-                and now - earliest + service.predict_raw(buffer.bytes) > self.deadline / 2:
+        if earliest is not None and now - earliest + service.predict_raw(buffer.bytes) > self.deadline / 2:
             return True  # still catching up: handing back to a waiting strategy now would make it late again
         self._close()
         return False

@@ -239,7 +239,7 @@ class Controller:
             cores=self.cores,
             devices=self.devices,
             scheduler=self._dispatch.scheduler,
-            pending=self._state.pending_view(),
+            pending=self._state.pending_view() if self._state.order else (),
             allocated_cores=dict(self._state.allocated),
         )
 
@@ -260,7 +260,7 @@ class Controller:
         with timed(self.timer, self._poll_took, q) as timing:
             now = self.clock()
             shedding = shed_if_overloaded(self.ledger, q, now)  # the overload policy first (pacer.overload)
-            if not len(q.buffer):
+            if shedding and not len(q.buffer):
                 timing.cancel()  # everything waiting was shed: no poll to account
                 return None
             count, catching_up = self._batch_size(q, now, shedding)
@@ -277,14 +277,19 @@ class Controller:
         the overload policy sheds, the batch stays within what meets its oldest dataset's deadline.
         """
         kept = q.overload.overloaded and not shedding  # overloaded under keep: serve as the default trigger would
-        if q.catch_up.wanted(q.buffer, now, q.service, kept):
+        catching_up = q.catch_up.wanted(q.buffer, now, q.service, kept)
+        if catching_up:
             count = q.catch_up.count(q.buffer, q.service, kept)
-            return read_cap_count(q.buffer, count, q.max_rows, q.max_bytes), True
-        decision = self._dispatch.admission(q, now, self.system_view())
-        if decision.shed:
-            shed(self.ledger, q, decision.shed, decision.reason or "overload policy")
-        count = read_cap_count(q.buffer, decision.count, q.max_rows, q.max_bytes)
-        return (q.overload.feasible_prefix(q.buffer, count, now, q.service) if shedding else count), False
+        else:
+            decision = self._dispatch.admission(q, now, self.system_view())
+            if decision.shed:
+                shed(self.ledger, q, decision.shed, decision.reason or "overload policy")
+            count = decision.count
+        if q.max_rows or q.max_bytes:
+            count = read_cap_count(q.buffer, count, q.max_rows, q.max_bytes)
+        if shedding and not catching_up:
+            count = q.overload.feasible_prefix(q.buffer, count, now, q.service)
+        return count, catching_up
 
     def _poll_took(self, seconds: float, q: QueryState) -> None:
         """A poll of ``q`` took ``seconds`` of pacer's time: charged to the batch it admitted, if any."""

@@ -69,8 +69,6 @@ class ControllerState:
 
     def pending_view(self) -> tuple[PendingBatch, ...]:
         """Every pending batch as a decision sees it (:attr:`pacer.model.SystemView.pending`), in admission order."""
-        if not self.order:
-            return ()
         pending = []
         for batch_id in self.order:
             run = self.running[batch_id]

@@ -36,7 +36,5 @@ def test_pacer_run_reads_a_topic_paced_and_measures_latency_from_kafka(
     # dated by the records' own Kafka timestamps, the report's misses are the records' misses
     assert q["arrival"] == "source-time"
     assert abs(q["deadline_miss_ratio"] - kafka["miss_share"]) <= 0.01, (q["deadline_miss_ratio"], kafka)
-    print("report miss", q["deadline_miss_ratio"], "records", kafka["miss_share"], "catch-up", q["catch_up_s"],
-          q["catch_up_rows"])
     assert report["config"]["source"] == "kafka"
     assert "latency from the Kafka timestamp" in proc.stdout

@@ -1,5 +1,5 @@
-"""pacer's ``spark`` plugin: the ``spark`` runtime (``pacer run``, ``pacer bench``, the conformance suite) and
-``pacer demo``."""
+"""pacer's ``spark`` plugin: the ``spark`` runtime (``pacer run``, ``pacer bench``, the conformance suite),
+``pacer demo`` and ``pacer cluster``."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ def pacer_runtimes() -> Sequence[Runtime]:
 
 @hookimpl
 def pacer_cli_commands() -> Sequence[Command]:
-    """``pacer demo`` (``pacer run`` is core's, with this runtime's flags)."""
+    """``pacer demo`` and ``pacer cluster`` (``pacer run`` is core's, with this runtime's flags)."""
+    from pacer_spark.cluster_cli import CLUSTER_COMMAND
     from pacer_spark.demo import DEMO_COMMAND
 
-    return [DEMO_COMMAND]
+    return [DEMO_COMMAND, CLUSTER_COMMAND]

@@ -5,6 +5,7 @@ registers (:mod:`pacer_bench.sources`), which adds its own flags to the latency-
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
                         help="multiply every query's input rate by X (default 1; e.g. 1.5 to contend the cores)")
     parser.add_argument("--gpus", type=int, metavar="N",
                         help="simulated GPUs (default: the scenario's, 1 in device-sweep so the GPU is modelled, else 0)")
+    grid = parser.add_argument_group("device-sweep")
+    grid.add_argument("--grid", action="store_true",
+                      help="device-sweep on the whole placement grid (simulated): lr1, lr3, cm1, cm2 x constant, wave, "
+                           "random, binary traffic x 0.1-3x the CPU's capacity x 1 and 2 GPUs x --repeat seeds x keep "
+                           "and shed, each placement per row processed against the better single device")
+    grid.add_argument("--jobs", type=int, metavar="N",
+                      help="--grid: processes to run cells in (default: the machine's cores, at most 4)")
     target = parser.add_argument_group("latency-target")
     sources = load_sources()
     target.add_argument("--source", choices=(GENERATED, *sorted(sources)), default=GENERATED,
@@ -87,12 +95,34 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     target = {"source": None if args.source == GENERATED else args.source, "deadlines": deadlines,
               "traffics": args.traffic, "workloads": args.workload, "configs": args.config}
     source_options = {dest: getattr(args, dest, None) for dest, _ in flags.get(args.source, [])}
+    if args.grid:
+        return _run_grid(args, out)
     try:
         paths = _run_scenario(args, out, pm, target, source_options)
     except ScenarioError as exc:
         raise UsageError(str(exc)) from None
     print(paths["md"].read_text())
     print(f"wrote {len(paths)} files to {args.out} (open {paths['html']})")
+    return 0
+
+
+def _run_grid(args: argparse.Namespace, out: Path) -> int:
+    """``device-sweep --grid``: every cell simulated (:mod:`pacer_bench.device_grid`)."""
+    from pacer_bench.device_grid_outputs import run_device_grid
+
+    if args.scenario != "device-sweep":
+        raise UsageError("--grid applies to device-sweep")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.gpus is not None and args.gpus < 1:
+        raise UsageError("device-sweep --grid compares CPU and GPU placements and needs --gpus >= 1 (default: 1 and 2)")
+    if args.runtime != "sim":
+        print(f"pacer bench: device-sweep --grid runs on the simulator, not {args.runtime}", file=sys.stderr)
+    paths = run_device_grid(out, quick=args.quick, duration=args.duration, seed=args.seed, repeat=args.repeat,
+                            gpus=args.gpus, jobs=args.jobs)
+    text = paths["md"].read_text()
+    print(text.split("\n## ")[0])
+    print(f"wrote {len(paths)} files to {args.out} (every cell in {paths['md']} and {paths['csv']})")
     return 0
 
 

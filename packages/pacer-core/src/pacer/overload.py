@@ -131,10 +131,17 @@ class OverloadMonitor:
 
     def hopeless(self, buffer: DatasetBuffer, now: float, service: ServiceTimeModel) -> int:
         """How many of the oldest buffered datasets cannot meet the deadline even alone in a batch
-        (by the fitted service time without margin: only those certain to miss)."""
+        (by the fitted service time without margin: only those certain to miss).
+
+        The newest is never counted: the query always keeps one dataset to process, so its service-time model
+        goes on learning. A model that predicts every dataset hopeless (fitted on batches that cost more than
+        the ones to come, e.g. under a placement that has since changed) would otherwise shed all data for
+        good and never see the batch that corrects it.
+        """
         count = 0
+        last = len(buffer) - 1
         for dataset in buffer:
-            if now - dataset.arrival + service.predict_raw(dataset.bytes) <= self.deadline:
+            if count >= last or now - dataset.arrival + service.predict_raw(dataset.bytes) <= self.deadline:
                 break
             count += 1
         return count

@@ -118,6 +118,9 @@ class CostModel:
         points of one partition on one core (a ``pacer.cost-profile/1``, :mod:`pacer_sim.cost_profile`),
         interpolated piecewise linearly and extrapolated along the last segment.
     :param source: where the curves come from, in words (recorded in the report's config).
+    :param citations: ``KIND.DEVICE`` (and ``pcie``) -> where that measured curve came from: implementation,
+        library, machine and profile (:mod:`pacer_sim.cost_profile`); every other curve is cited as modelled
+        (:meth:`citation`).
     """
 
     operators: Mapping[str, OperatorCost] = field(default_factory=default_operators)
@@ -131,6 +134,7 @@ class CostModel:
     cpu_only_operators: frozenset[str] = frozenset()
     measured: Mapping[str, Mapping[str, tuple[tuple[float, float], ...]]] = field(default_factory=dict)
     source: str = BUILTIN_SOURCE
+    citations: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in _SCALARS:
@@ -180,7 +184,16 @@ class CostModel:
         out["measured"] = {kind: {d: [list(p) for p in pts] for d, pts in sorted(devs.items())}
                            for kind, devs in sorted(self.measured.items())}
         out["source"] = self.source
+        out["citations"] = {key: self.citation(*key.split(".")) for key in
+                            [f"{kind}.{device}" for kind in sorted(self.operators) for device in ("cpu", "gpu")]}
+        out["citations"]["pcie"] = self.citation("pcie")
         return out
+
+    def citation(self, kind: str, device: str = "") -> str:
+        """Where the curve of ``kind`` on ``device`` (or ``pcie``) comes from: the measured implementation and
+        machine, or ``modelled, not measured`` and the model's source."""
+        key = f"{kind}.{device}" if device else kind
+        return self.citations.get(key) or f"modelled, not measured: {self.source}"
 
     def operator_seconds(self, kind: str, device: Device, mb_per_partition: float) -> float:
         """Seconds one partition of ``mb_per_partition`` MB spends in an operator of ``kind`` on ``device``."""

@@ -6,6 +6,12 @@ extrapolated along the end segments). Kinds and devices the profile lacks keep t
 curves (``scan``, ``state`` and ``sink`` are not measured; the GPU is not where the profile was
 made without one). Where the profile measured PCIe copies, ``pcie_init`` and ``pcie_bandwidth``
 are the least-squares fit ``seconds = init + bytes / bandwidth`` over both directions.
+
+Every curve the model then holds is cited (``CostModel.citations``, the report's ``config.cost_model.citations``):
+a measured one by its implementation, library version, machine and profile file (:func:`cite`), every other one
+as "modelled, not measured" with the model's source. A profile's ``kinds`` are the implementations its ``curves``
+name (numpy and cupy in profiles written before other implementations were measured);
+:func:`select_curves` takes another measured implementation's points instead (``numba`` on the CPU, say).
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from typing import Any
 from pacer_sim.costs import CostModel
 
 FORMAT = "pacer.cost-profile/1"
+#: Which implementation a profile's curves are when it does not say (profiles written before ``curves`` existed).
+LEGACY_CURVES = {"cpu": "numpy", "gpu": "cupy"}
 
 
 def load_cost_profile(path: str | Path) -> dict[str, Any]:
@@ -68,11 +76,22 @@ def apply_cost_profile(model: CostModel, profile: dict[str, Any], *, name: str =
         for device, points in devices.items():
             pts = tuple((float(b), float(s)) for b, s in sorted(points))
             measured.setdefault(kind, {})[device] = pts
-    changes: dict[str, Any] = {"measured": measured}
+    citations = dict(model.citations)
+    modelled = f"modelled, not measured: {model.source}"
+    for kind in model.operators:
+        for device in ("cpu", "gpu"):
+            citations.setdefault(f"{kind}.{device}", modelled)
+    citations.setdefault("pcie", modelled)
+    for kind, devices in profile["kinds"].items():
+        for device in devices:
+            citations[f"{kind}.{device}"] = cite(profile, device, name)
+    changes: dict[str, Any] = {"measured": measured, "citations": citations}
     transfer = [pt for pts in (profile.get("transfer") or {}).values() for pt in pts]
     fit = _fit_transfer(transfer) if transfer else None
     if fit is not None:
         changes["pcie_init"], changes["pcie_bandwidth"] = fit
+        citations["pcie"] = (f"fitted to copies measured with {_implementation(profile, 'gpu')} on "
+                             f"{_machine(profile, 'gpu')} ({name or 'a cost profile'})")
     devices = sorted({d for devs in profile["kinds"].values() for d in devs})
     machine = profile.get("machine") or {}
     where = machine.get("gpu") or machine.get("processor") or "unknown machine"
@@ -82,6 +101,53 @@ def apply_cost_profile(model: CostModel, profile: dict[str, Any], *, name: str =
                          + (f"; PCIe fitted: {fit[0] * 1e3:.3f} ms + bytes / {fit[1] / 1e9:.2f} GB/s" if fit else "")
                          + (f"; {skipped}" if skipped else ""))
     return dataclasses.replace(model, **changes)
+
+
+def _implementation(profile: dict[str, Any], device: str) -> str:
+    """The implementation (and library version) whose points are ``device``'s curves in ``profile``."""
+    name = (profile.get("curves") or {}).get(device) or LEGACY_CURVES[device]
+    library = ((profile.get("implementations") or {}).get(name) or {}).get("library")
+    if library is None:  # a profile from before implementations were recorded: NumPy or CuPy
+        version = (profile.get("libraries") or {}).get(name)
+        library = f"{name} {version}" if version else name
+    return library if library.split(" ")[0] == name else f"{name} ({library})"
+
+
+def _machine(profile: dict[str, Any], device: str) -> str:
+    """The machine a profile's ``device`` curves were measured on, in words."""
+    machine = profile.get("machine") or {}
+    if device == "gpu" and machine.get("gpu"):
+        return str(machine["gpu"])
+    cores = f", {machine['cpu_count']} cores" if machine.get("cpu_count") else ""
+    return f"{machine.get('processor') or 'an unknown CPU'}{cores} ({machine.get('platform', 'unknown platform')})"
+
+
+def cite(profile: dict[str, Any], device: str, name: str = "") -> str:
+    """How a curve of ``device`` taken from ``profile`` is cited: measured, by which implementation, on what."""
+    where = _machine(profile, device) if device == "gpu" else f"one core of {_machine(profile, device)}"
+    return (f"measured: {_implementation(profile, device)} on {where}, median of {profile.get('repeats', '?')} "
+            f"({name or 'a cost profile'})")
+
+
+def select_curves(profile: dict[str, Any], curves: dict[str, str]) -> dict[str, Any]:
+    """``profile`` with the curves of ``curves`` (device -> implementation) taken from its ``implementations``.
+
+    :raises ValueError: the profile did not measure that implementation (the message lists those it did).
+    """
+    impls = profile.get("implementations") or {}
+    kinds: dict[str, dict[str, Any]] = {kind: dict(devs) for kind, devs in profile["kinds"].items()}
+    for device, name in curves.items():
+        entry = impls.get(name) or {}
+        if entry.get("device") != device or not entry.get("kinds"):
+            measured = sorted(n for n, e in impls.items() if e.get("device") == device and e.get("kinds"))
+            raise ValueError(f"the cost profile has no measured {device} implementation {name!r}; it measured "
+                             f"{', '.join(measured) or 'none'}")
+        for kind in kinds:
+            kinds[kind].pop(device, None)
+        for kind, points in entry["kinds"].items():
+            _check_points(f"implementations.{name}.{kind}", points)
+            kinds.setdefault(kind, {})[device] = points
+    return {**profile, "kinds": kinds, "curves": {**(profile.get("curves") or {}), **curves}}
 
 
 def _fit_transfer(points: list[list[float]]) -> tuple[float, float] | None:

@@ -287,11 +287,16 @@ def write_profile(profile: dict[str, Any], path: str | os.PathLike[str]) -> Path
     return out
 
 
+def _ordered(entries: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """A profile's implementations in :data:`IMPLEMENTATIONS` order (JSON sorts them by name)."""
+    return sorted(entries.items(), key=lambda item: IMPLEMENTATIONS.index(item[0]) if item[0] in LOADERS else 99)
+
+
 def format_status(profile: Mapping[str, Any]) -> list[str]:
     """One line per implementation: what was measured (and checked against NumPy), or what was skipped and why."""
     lines = []
     curves = profile.get("curves") or {}
-    for name, entry in (profile.get("implementations") or {}).items():
+    for name, entry in _ordered(profile.get("implementations") or {}):
         head = f"{name} ({entry['device']})"
         if "skipped" in entry:
             lines.append(f"{head}: skipped: {entry['skipped']}")
@@ -308,7 +313,7 @@ def format_status(profile: Mapping[str, Any]) -> list[str]:
 
 def format_table(profile: Mapping[str, Any]) -> str:
     """Per kind and size, each measured implementation's milliseconds and its time over NumPy's (x)."""
-    impls = {n: e for n, e in (profile.get("implementations") or {}).items() if e.get("kinds")}
+    impls = {n: e for n, e in _ordered(profile.get("implementations") or {}) if e.get("kinds")}
     if not impls:  # a profile written before implementations were recorded: its curves, as cpu and gpu
         impls = {d: {"kinds": {k: devs[d] for k, devs in profile["kinds"].items() if d in devs}} for d in DEVICES}
     base = impls.get(REFERENCE) or impls.get("cpu") or {"kinds": {}}

@@ -48,6 +48,12 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cost-profile", help="sweep on the simulator with this measured cost profile "
                    "(with --kernels: the profile just written)")
     p.add_argument("--repeats", type=int, default=5, help="timings per kernel and size with --kernels (default 5)")
+    p.add_argument("--kernel-implementations", nargs="+", metavar="IMPL",
+                   help="implementations --kernels times: numpy numba pandas cupy numba-cuda cudf (default: all; "
+                   "each one whose library or GPU is missing is skipped, saying why)")
+    p.add_argument("--kernel-curves", nargs="+", default=[], metavar="DEVICE=IMPL",
+                   help="whose points become the simulator's curves, e.g. cpu=numba gpu=numba-cuda (default: "
+                   "numpy on the CPU and cupy on the GPU, else the next measured)")
 
 
 def _check_runtime(name: str, pm: PluginManager, *, sweep: bool) -> None:
@@ -110,23 +116,40 @@ def _check(args: argparse.Namespace, pm: PluginManager) -> tuple[float, list[flo
     return rate, points, params
 
 
+def _curves(items: Sequence[str]) -> dict[str, str]:
+    """``--kernel-curves cpu=numba gpu=cudf`` as a mapping; a malformed item is a usage error."""
+    curves: dict[str, str] = {}
+    for item in items:
+        device, eq, impl = item.partition("=")
+        if not eq or device not in ("cpu", "gpu") or not impl:
+            raise UsageError(f"--kernel-curves {item!r}: expected cpu=IMPL or gpu=IMPL")
+        curves[device] = impl
+    return curves
+
+
 def _measure_kernels(args: argparse.Namespace) -> Path:
-    from pacer_sim.kernel_calibration import measure_kernels
+    """Time the kernels, then list per implementation what was measured, what was skipped and why, and where each
+    of the simulator's curves comes from."""
+    from pacer_sim.kernel_calibration import describe_profile, measure_kernels
 
     def note(text: str) -> None:
         print(f"pacer calibrate: {text}", file=sys.stderr)
 
+    curves = _curves(args.kernel_curves)
     try:
-        return measure_kernels(args.kernel_sizes, args.profile_out, repeats=args.repeats, note=note)
+        path = measure_kernels(args.kernel_sizes, args.profile_out, repeats=args.repeats, note=note,
+                               implementations=args.kernel_implementations, curves=curves)
     except ValueError as exc:
         raise UsageError(f"--kernels: {exc}") from None
+    print(describe_profile(path))
+    return path
 
 
-def _cost_model(profile: str | Path) -> Any:
+def _cost_model(profile: str | Path, curves: dict[str, str]) -> Any:
     from pacer_sim.kernel_calibration import cost_model_from_profile
 
     try:
-        return cost_model_from_profile(profile)
+        return cost_model_from_profile(profile, curves=curves)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -150,7 +173,7 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     from pacer_lmstream.sweep import SweepError, calibrate, table
 
     rate, points, params = checked
-    cost_model = _cost_model(profile) if profile else None
+    cost_model = _cost_model(profile, _curves(args.kernel_curves)) if profile else None
     try:
         path, swept = calibrate(
             args.workload, rate, points, args.out, runtime=args.runtime, admission=args.admission,

@@ -1,7 +1,13 @@
-"""The JVM half of ``format("pacer")``: build it from source with ``javac``, cache it, load it.
+"""The JVM half of ``format("pacer")``: the jar a wheel carries, or one built with ``javac``; load it.
 
-The Java sources live in ``integrations/pacer-spark/jvm/`` (see its README for the design and the
-wire format). :func:`build_jar` compiles them against the jars of the installed Spark (pyspark
+A wheel of pacer-spark carries the jar, compiled when the wheel was built (``build_jar.py`` beside
+pacer-spark's ``pyproject.toml``, through :func:`compile_jar`) against the PySpark releases it
+supports, with a manifest naming them (``pacer_spark/_jvm/manifest.json``): when the running Spark's
+minor version is one of them, :func:`build_jar` returns that jar and no JDK is needed. Otherwise (a
+source checkout, ``pip install -e``; or a Spark the wheel carries no jar for) the jar is built from
+the Java sources on first use. The sources live in ``integrations/pacer-spark/jvm/`` (see its README
+for the design and the wire format; a wheel carries a copy under ``pacer_spark/_jvm/``).
+:func:`build_jar` compiles them against the jars of the installed Spark (pyspark
 ships them under ``pyspark/jars``; ``$SPARK_HOME/jars`` when set) and caches the jar under
 ``~/.cache/pacer/jvm/<spark-version>-<classpath-key>/pacer-spark-jvm.jar`` (``PACER_JVM_CACHE``
 moves the cache; the key hashes the names and sizes of the Spark jars compiled against). A stamp
@@ -42,6 +48,11 @@ REGISTRY_CLASS = f"{JAVA_PACKAGE}.PacerRegistry"
 #: The file name of the built jar inside the cache folder of a Spark version.
 JAR_NAME = "pacer-spark-jvm.jar"
 _STAMP_NAME = "pacer-spark-jvm.stamp.json"
+#: Where a wheel keeps its built jars, their manifest and a copy of the Java sources.
+PACKAGED_DIR = Path(__file__).resolve().parent / "_jvm"
+#: The manifest of the packaged jars: ``{"format": 1, "sources": SHA, "jars": [{"file", "spark",
+#: "minors", "sha256"}]}`` (written by ``build_jar.py``).
+MANIFEST_NAME = "manifest.json"
 
 log = logging.getLogger("pacer_spark.jvm")
 
@@ -60,16 +71,78 @@ class JarBuild:
 
 
 def sources_dir() -> Path:
-    """The ``jvm/`` folder holding the Java sources (``PACER_JVM_SOURCES`` overrides it)."""
+    """The folder holding the Java sources under ``src/main``: ``PACER_JVM_SOURCES``, else the source
+    checkout's ``jvm/``, else the copy a wheel carries (:data:`PACKAGED_DIR`)."""
     override = os.environ.get("PACER_JVM_SOURCES")
-    folder = Path(override) if override else Path(__file__).resolve().parents[2] / "jvm"
-    if not (folder / "src" / "main" / "java").is_dir():
-        raise JvmBuildError(
-            f"the Java sources of format('pacer') are not at {folder}: install pacer-spark from its "
-            "source tree (pip install -e integrations/pacer-spark) or point PACER_JVM_SOURCES at "
-            "the jvm/ folder"
-        )
-    return folder
+    candidates = [Path(override)] if override else [Path(__file__).resolve().parents[2] / "jvm", PACKAGED_DIR]
+    for folder in candidates:
+        if (folder / "src" / "main" / "java").is_dir():
+            return folder
+    raise JvmBuildError(
+        f"the Java sources of format('pacer') are not at {candidates[0]}: install pacer-spark from a wheel "
+        "(it carries them) or from its source tree (pip install -e integrations/pacer-spark), or point "
+        "PACER_JVM_SOURCES at the jvm/ folder"
+    )
+
+
+@dataclass(frozen=True)
+class PackagedJar:
+    """One jar a wheel carries and the Spark releases it was compiled against."""
+
+    jar: Path
+    spark: tuple[str, ...]
+    minors: tuple[str, ...]
+    sha256: str
+
+
+def spark_minor(version: str) -> str:
+    """``"4.3"`` for ``"4.3.0"``: a packaged jar serves every release of the minor it was built for."""
+    return ".".join(version.split(".")[:2])
+
+
+def packaged_jars(folder: Path | None = None) -> list[PackagedJar]:
+    """The jars a wheel carries, from its manifest; empty in a source checkout.
+
+    :raises JvmBuildError: the manifest is there but unreadable (a broken installation).
+    """
+    manifest = (folder or PACKAGED_DIR) / MANIFEST_NAME
+    if not manifest.is_file():
+        return []
+    try:
+        entries = json.loads(manifest.read_text())["jars"]
+        return [PackagedJar(manifest.parent / e["file"], tuple(e["spark"]), tuple(e["minors"]), e["sha256"])
+                for e in entries]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise JvmBuildError(f"the manifest of format('pacer')'s packaged jars {manifest} is unreadable ({exc}): "
+                            "reinstall pacer-spark") from exc
+
+
+def packaged_jar(version: str | None = None, folder: Path | None = None) -> Path | None:
+    """The packaged jar built for the minor of Spark ``version`` (default: the installed one), if any.
+
+    A jar whose SHA-256 is not the manifest's is not used (warned): the caller falls back to javac.
+    """
+    minor = spark_minor(version or spark_version())
+    for entry in packaged_jars(folder):
+        if minor not in entry.minors:
+            continue
+        if entry.jar.is_file() and _sha256(entry.jar) == entry.sha256:
+            return entry.jar
+        log.warning("the packaged jar %s is missing or not the one the wheel was built with: ignoring it", entry.jar)
+    return None
+
+
+def _packaged_note() -> str:
+    """What a wheel carries, for an error that says why javac was needed ('' in a source checkout)."""
+    try:
+        carried = packaged_jars()
+    except JvmBuildError as exc:
+        return f" ({exc})"
+    if not carried:
+        return ""
+    minors = ", ".join(sorted({m for e in carried for m in e.minors}))
+    return (f". This pacer-spark carries format('pacer') built for Spark {minors} only, and this is Spark "
+            f"{spark_version()}: install a JDK (javac) or a pacer-spark wheel built for Spark {spark_version()}")
 
 
 def spark_jars_dir() -> Path:
@@ -125,8 +198,8 @@ def _tool(name: str) -> str:
     found = shutil.which(name)
     if found is None:
         raise JvmBuildError(
-            f"`{name}` was not found: format('pacer') is built from source on first use and needs a "
-            "JDK 17 or newer (for example `apt-get install openjdk-17-jdk-headless`, or set JAVA_HOME)"
+            f"`{name}` was not found: compiling format('pacer')'s JVM part needs a JDK 17 or newer (for "
+            f"example `apt-get install openjdk-17-jdk-headless`, or set JAVA_HOME){_packaged_note()}"
         )
     return found
 
@@ -186,17 +259,23 @@ def _jar_problem(folder: Path, wanted: dict[str, str]) -> str | None:
 
 
 def build_jar(*, force: bool = False, cache: Path | None = None) -> JarBuild:
-    """The jar of the JVM side for the installed Spark, compiled now only when not cached.
+    """The jar of the JVM side for the installed Spark: the wheel's (:func:`packaged_jar`), else one
+    compiled now only when not cached.
 
+    The wheel's jar is used unless ``force``, ``cache`` or ``PACER_JVM_SOURCES`` asks for a build.
     A cached jar is used only when its stamp matches the sources, the classpath and the jar's own
     SHA-256 (:func:`_jar_problem`); reading a valid cache needs no write access.
 
     :param force: compile even when a jar built from the same sources is cached.
     :param cache: the folder to keep the jar in (default :func:`cache_dir`).
-    :raises JvmBuildError: no JDK, no Spark jars, the compiler failed (its output included), or the jar
-        must be built and the cache cannot be written.
+    :raises JvmBuildError: no packaged jar for this Spark and no JDK, no Spark jars, the compiler failed
+        (its output included), or the jar must be built and the cache cannot be written.
     """
     started = time.perf_counter()
+    if not force and cache is None and not os.environ.get("PACER_JVM_SOURCES"):
+        packaged = packaged_jar()
+        if packaged is not None:
+            return JarBuild(packaged, False, time.perf_counter() - started)
     folder = cache or cache_dir()
     jar, stamp = folder / JAR_NAME, folder / _STAMP_NAME
     wanted = {"sources": sources_hash(), "classpath": classpath_key()}
@@ -233,13 +312,19 @@ def build_jar(*, force: bool = False, cache: Path | None = None) -> JarBuild:
 
 
 def _compile(sources: Path, jar: Path) -> None:
-    """``javac`` the sources against the Spark jars, then ``jar`` them with their resources."""
+    """:func:`compile_jar` against the installed Spark's jars."""
+    compile_jar(sources, jar, spark_jars_dir())
+
+
+def compile_jar(sources: Path, jar: Path, spark_jars: Path) -> None:
+    """``javac`` the sources against the Spark jars in ``spark_jars``, then ``jar`` them with their
+    resources into ``jar`` (replaced whole). The wheel build (``build_jar.py``) calls this too."""
     javac, jar_tool = _tool("javac"), _tool("jar")
     java_files = sorted(str(p) for p in (sources / "src" / "main" / "java").rglob("*.java"))
     with tempfile.TemporaryDirectory(prefix="pacer-jvm-") as work:
         classes = Path(work) / "classes"
         classes.mkdir()
-        classpath = str(spark_jars_dir() / "*")
+        classpath = str(spark_jars / "*")
         compiled = subprocess.run(
             [
                 javac,
@@ -260,8 +345,8 @@ def _compile(sources: Path, jar: Path) -> None:
         )
         if compiled.returncode != 0:
             raise JvmBuildError(
-                f"javac failed on the format('pacer') sources against Spark {spark_version()} "
-                f"({spark_jars_dir()}):\n{compiled.stdout}{compiled.stderr}"
+                f"javac failed on the format('pacer') sources against the Spark jars in {spark_jars}:\n"
+                f"{compiled.stdout}{compiled.stderr}"
             )
         resources = sources / "src" / "main" / "resources"
         if resources.is_dir():

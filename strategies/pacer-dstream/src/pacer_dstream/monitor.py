@@ -176,6 +176,23 @@ class Monitor:
                 bound = max(bound, bound + slope * (size - near.mean_bytes))
         return bound
 
+    def scaled(self, index: int, op_id: str, device: Device, size: float) -> float | None:
+        """T_exec of ``op_id`` on ``device`` for a batch of ``size`` bytes in bucket ``index``, normalised by size
+        from the buckets below it that measured it; None when none did (``cold_start=scaled``).
+
+        With two smaller buckets: :meth:`lower_bound` (the line through them, exact for an affine cost). With one:
+        its estimate per byte of its batches times ``size`` (exact for a cost proportional to the size, an upper
+        bound for an affine one), never below its estimate.
+        """
+        below = [other for other, table in self.tables.items() if other < index and (op_id, device) in table.entries]
+        if len(below) != 1:
+            return self.lower_bound(index, op_id, device, size)
+        near = self.tables[below[0]]
+        t_exec = near.entries[(op_id, device)].t_exec
+        if near.mean_bytes <= 0 or size <= near.mean_bytes:
+            return t_exec
+        return t_exec * size / near.mean_bytes
+
     def lower_bound_entry(self, index: int, op_id: str, device: Device) -> CostEntry | None:
         """The entry of the largest *smaller* bucket that has one: a lower bound when costs grow with size."""
         best: int | None = None

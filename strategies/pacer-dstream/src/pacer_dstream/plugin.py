@@ -25,9 +25,11 @@ PARAMS: tuple[Param, ...] = (
     Param("bucket_threshold_bytes", 1_000_000.0, "batch size where buckets widen (1000 KB)"),
     Param("bucket_large_bytes", 1_000_000.0, "index-table bucket width above the threshold (1000 KB)"),
     Param(
-        "cold_start", "bound",
-        "entry never measured in this bucket costs: bound (its estimate in the nearest smaller bucket, a lower bound "
-        "as costs grow with size; 0 when none), zero (the paper's 0) or nearest (the nearest bucket's, else 0)",
+        "cold_start", "scaled",
+        "entry never measured in this bucket costs: scaled (from the smaller buckets that measured it: the line "
+        "through two, else the one's estimate per byte times the batch's bytes; 0 when none), bound (the nearest "
+        "smaller bucket's estimate, a lower bound as costs grow with size, or the line through two; 0 when none), "
+        "zero (the paper's 0) or nearest (the nearest bucket's, else 0)",
     ),
     Param(
         "theta", "reported",

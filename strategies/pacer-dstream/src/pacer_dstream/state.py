@@ -11,7 +11,7 @@ from pacer_dstream.mapper import Path, shortest_path
 from pacer_dstream.monitor import CostEntry, CostTable, Monitor, input_transfer, transition_cost
 
 NAME = "dstream"
-COLD_STARTS = ("bound", "zero", "nearest")
+COLD_STARTS = ("scaled", "bound", "zero", "nearest")
 THETA_BASES = ("reported", "summed", "per-partition")
 METRIC_TRANSFERS = ("included", "excluded")
 #: what a placement's note starts with when its plan uses an entry never measured in the batch's bucket
@@ -76,8 +76,9 @@ class DStreamState:
         entry: CostEntry | None = table.get(op_id, device) if table is not None else None
         if entry is not None:
             return entry.t_exec, True
-        if self.cold_start == "bound":
-            bound = self.monitor.lower_bound(index, op_id, device, size)
+        if self.cold_start in ("bound", "scaled"):
+            known = self.monitor.scaled if self.cold_start == "scaled" else self.monitor.lower_bound
+            bound = known(index, op_id, device, size)
             return (bound if bound is not None else 0.0), False
         if self.cold_start == "nearest":
             entry = self.monitor.nearest_entry(index, op_id, device)

@@ -119,6 +119,21 @@ def test_kernels_write_a_profile_and_the_sweep_refuses_a_missing_one(tmp_path: P
     assert json.loads(profile.read_text())["format"] == "pacer.cost-profile/1"
     if gpu_backend()[0] is None:
         assert "pacer calibrate: no GPU here" in captured.err
+        assert "cupy (gpu): skipped: CuPy is not importable" in captured.out
+        assert "filter.gpu: modelled, not measured" in captured.out
+    # per implementation: measured (its results equal NumPy's) or skipped with its reason
+    for name in ("numpy", "numba", "pandas", "cupy", "numba-cuda", "cudf"):
+        assert f"\n{name} (" in f"\n{captured.out}"
+    assert "pandas (cpu), pandas " in captured.out and "results equal numpy's" in captured.out
+    assert "filter.cpu: measured: numpy " in captured.out and "scan, sink, state (cpu, gpu): modelled" in captured.out
+    assert main(["calibrate", "--kernels", "--profile-out", str(profile), "--kernel-sizes", "16384", "65536",
+                 "--repeats", "1", "--kernel-implementations", "numpy", "pandas", "--kernel-curves", "cpu=pandas"]) == 0
+    captured = capsys.readouterr()
+    assert "filter.cpu: measured: pandas " in captured.out and "numba (" not in captured.out
+    assert main(["calibrate", "--kernels", "--profile-out", str(profile), "--kernel-curves", "tpu=jax"]) == 2
+    assert "--kernel-curves 'tpu=jax': expected cpu=IMPL or gpu=IMPL" in capsys.readouterr().err
+    assert main(["calibrate", "--kernels", "--profile-out", str(profile), "--kernel-implementations", "polars"]) == 2
+    assert "--kernels: unknown implementation(s) ['polars']" in capsys.readouterr().err
     assert main(["calibrate", "--kernels", "--profile-out", str(profile), "--kernel-sizes", "16384"]) == 2
     assert "--kernels: need at least two batch sizes" in capsys.readouterr().err
     assert main(["calibrate", "--workload", "lr1", "--rate", "100", "--out", str(tmp_path / "x.json"),

@@ -119,7 +119,10 @@ def _machine(profile: dict[str, Any], device: str) -> str:
     if device == "gpu" and machine.get("gpu"):
         return str(machine["gpu"])
     cores = f", {machine['cpu_count']} cores" if machine.get("cpu_count") else ""
-    return f"{machine.get('processor') or 'an unknown CPU'}{cores} ({machine.get('platform', 'unknown platform')})"
+    load = [x for x in machine.get("load_average") or [] if isinstance(x, int | float)]
+    loaded = f", load average {max(load):g} while measured" if load else ""
+    return (f"{machine.get('processor') or 'an unknown CPU'}{cores} ({machine.get('platform', 'unknown platform')})"
+            f"{loaded}")
 
 
 def cite(profile: dict[str, Any], device: str, name: str = "") -> str:

@@ -26,7 +26,7 @@ The result is a ``pacer.cost-profile/1`` document::
      "curves": {"cpu": "numpy", "gpu": "cupy"},
      "implementations": {"numba": {"device": "cpu", "library": "numba 0.68.1", "kinds": {...}, "skipped": "..."}},
      "transfer": {"h2d": [[bytes, seconds], ...], "d2h": [...]} | null, "skipped": {"gpu": "reason", "cudf": ...},
-     "machine": {...}, "libraries": {...}, "sizes": [...], "repeats": 5, "rows_per_byte": ...}
+     "machine": {..., "load_average": [before, after]}, "libraries": {...}, "sizes": [...], "repeats": 5, ...}
 
 ``kinds`` holds the curves the simulator uses (``pacer sim --cost-profile FILE``, :mod:`pacer_sim.cost_profile`):
 per device the implementation ``curves`` names (by default the first measured of numpy, numba, pandas on the CPU
@@ -54,7 +54,15 @@ import numpy as np
 
 try:
     from pacer_sim import kernels_array, kernels_cuda, kernels_frame, kernels_numba
-    from pacer_sim.kernel_base import DEVICES, KINDS, ROW_BYTES, Implementation, canonical, flatten, make_host_batch
+    from pacer_sim.kernel_base import (
+        DEVICES,
+        KINDS,
+        ROW_BYTES,
+        Implementation,
+        canonical,
+        flatten,
+        make_host_batch,
+    )
     from pacer_sim.kernel_base import same_result as _same
 except ImportError:  # a plain script beside its siblings, where pacer is not installed (a GPU machine)
     import kernels_array  # type: ignore[no-redef]
@@ -92,7 +100,6 @@ REFERENCE = "numpy"
 
 gpu_backend = kernels_array.gpu_backend
 KERNELS = kernels_array.KERNELS
-SHUFFLE_PARTITIONS = kernels_array.SHUFFLE_PARTITIONS
 __all__ = ["DEFAULT_SIZES", "DEVICES", "FORMAT", "IMPLEMENTATIONS", "KINDS", "ROW_BYTES", "check_implementation",
            "format_status", "format_table", "gpu_backend", "make_batch", "measure_profile", "write_profile"]
 
@@ -180,6 +187,7 @@ def measure_profile(sizes: Sequence[int] = DEFAULT_SIZES, *, devices: Sequence[s
         if device not in devices or name not in names or LOADERS[name][0] != device:
             raise ValueError(f"curve {device}={name}: give an implementation of that device that is measured "
                              f"({', '.join(n for n in names if LOADERS[n][0] == device) or 'none'})")
+    load_before = _load_average()
     loaded, skipped = _load(names)
     reference = loaded.get(REFERENCE) or kernels_array.load_numpy()
     host_check = make_host_batch(sizes[0], seed)
@@ -201,13 +209,13 @@ def measure_profile(sizes: Sequence[int] = DEFAULT_SIZES, *, devices: Sequence[s
         measured[name] = entry
     chosen = _choose_curves(devices, measured, curves)
     result: dict[str, dict[str, list[list[float]]]] = {k: {} for k in kinds}
-    for device, name in chosen.items():
-        if name is None:
+    for device, curve in chosen.items():
+        if curve is None:
             wanted = [curves[device]] if curves and device in curves else CURVE_PREFERENCE[device]
             first = next((n for n in wanted if n in skipped), None)
             skipped[device] = skipped[first] if first else f"no {device} implementation was measured"
             continue
-        for kind, points in measured[name]["kinds"].items():
+        for kind, points in measured[curve]["kinds"].items():
             result[kind][device] = points
     gpu = loaded.get("cupy") or loaded.get("numba-cuda")
     return {
@@ -223,7 +231,7 @@ def measure_profile(sizes: Sequence[int] = DEFAULT_SIZES, *, devices: Sequence[s
         "implementations": {n: measured.get(n) or {"device": LOADERS[n][0], "skipped": skipped[n]} for n in names},
         "transfer": _measure_transfer(gpu, sizes, repeats) if gpu is not None else None,
         "skipped": skipped,
-        "machine": _machine(loaded),
+        "machine": {**_machine(loaded), "load_average": [load_before, _load_average()]},
         "libraries": _libraries(loaded),
     }
 
@@ -247,6 +255,14 @@ def _measure_transfer(impl: Implementation, sizes: Sequence[int], repeats: int) 
         out["h2d"].append([float(host["x"].nbytes), _timed(_bind(impl.prepare, host), impl.sync, repeats)])
         out["d2h"].append([float(host["x"].nbytes), _timed(_bind(impl.leaf, dev["x"]), impl.sync, repeats)])
     return out
+
+
+def _load_average() -> float | None:
+    """The 1-minute load average (other processes competing for the cores the CPU kernels ran on), or None."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 def _machine(loaded: Mapping[str, Implementation]) -> dict[str, Any]:

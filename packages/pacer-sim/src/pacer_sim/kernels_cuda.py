@@ -397,7 +397,7 @@ def gpu_reason() -> str | None:
         return "numba is not importable; pip install 'pacer-sim[numba]' (and on a GPU machine 'pacer-sim[cuda]')"
     from numba import config
 
-    if config.ENABLE_CUDASIM:
+    if getattr(config, "ENABLE_CUDASIM", False):
         return "NUMBA_ENABLE_CUDASIM=1: numba's CUDA simulator runs the kernels on the CPU; its times are no GPU's"
     try:
         if not cuda.is_available():

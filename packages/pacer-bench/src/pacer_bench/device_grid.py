@@ -46,8 +46,8 @@ PLACEMENTS = SINGLE_DEVICES + STRATEGIES
 #: The admission every placement runs under.
 ADMISSION = "asap"
 #: Seconds of traffic per cell (``--quick``: :data:`QUICK_DURATION`); every cell then drains its backlog.
-DURATION = 300.0
-QUICK_DURATION = 120.0
+DURATION = 120.0
+QUICK_DURATION = 60.0
 #: The bounds: engine time per row ≤ BOUND × the better single device's; misses ≤ its + MISS_POINTS points.
 BOUND = 1.05
 MISS_POINTS = 1.0

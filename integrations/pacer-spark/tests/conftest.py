@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,3 +80,31 @@ def spark() -> Iterator[Any]:
     session.range(20000).selectExpr("id % 7 AS k", "id AS v").groupBy("k").sum("v").collect()
     yield session
     session.stop()
+
+
+def pacer_command(*args: str, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
+    """Run the ``pacer`` command installed beside this Python (as a user would), capturing its output."""
+    script = Path(sys.executable).with_name("pacer")
+    command = [str(script)] if script.exists() else [shutil.which("pacer") or "pacer"]
+    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=timeout, check=False)
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A Spark standalone cluster on 127.0.0.1 started by ``pacer cluster up`` (Spark's own Master and two 1-core
+    Workers from the installed PySpark), stopped by ``pacer cluster down``, which must leave no process behind."""
+    from pacer_spark.cluster import group_members, running_cluster
+
+    if not os.environ.get("JAVA_HOME") and shutil.which("java") is None:
+        pytest.skip("no Java runtime (java on PATH or JAVA_HOME): Spark's master and workers cannot run here")
+    directory = tmp_path_factory.mktemp("spark-cluster")
+    up = pacer_command("cluster", "up", "--dir", str(directory), "--workers", "2", "--cores", "1", "--memory", "1g")
+    assert up.returncode == 0, f"pacer cluster up failed:\n{up.stdout}{up.stderr}"
+    info = running_cluster(directory)
+    assert info is not None and up.stdout.strip().splitlines()[-1] == info.master_url, up.stdout
+    try:
+        yield info
+    finally:
+        down = pacer_command("cluster", "down", "--dir", str(directory), timeout=120)
+        left = {pid: group_members(pid) for pid in (info.master_pid, *info.worker_pids) if group_members(pid)}
+        assert down.returncode == 0 and not left, f"pacer cluster down left {left}:\n{down.stdout}{down.stderr}"

@@ -1,0 +1,166 @@
+"""pacer on a real Spark standalone cluster: Spark's own Master and two 1-core Workers on 127.0.0.1 (``spark_cluster``
+in conftest.py, the code of ``pacer cluster up``), executors in JVMs of their own, a real Kafka broker.
+
+One driver program (``cluster_app.py``, a process of its own: the suite's session is ``local[2]``) runs three phases
+on the cluster; this module watches it and, in the Kafka phase, kills the executor JVM running a task with SIGKILL:
+
+- Kafka -> ``format("pacer")`` (zStream, 4 s) -> parquet: every record in the output exactly once, after Spark
+  re-ran the lost task elsewhere;
+- three paced queries under EDF: no two queries' tasks ever overlap in the executors (one batch at a time), and the
+  batches that waited together ran earliest deadline first;
+- the same under RDAS: every task runs, in an executor, in the FAIR pool the gate gave its batch (``TaskContext``).
+
+The pacer jar reaches what needs it with no step of the user's: ``attach()`` loads it into the driver, the only JVM
+that runs pacer's classes (the executors run the wrapped source's tasks); ``spark.jars`` holds the Kafka connector
+only. Measured on 2 cores: about 2.5 minutes for the module, the cluster's start included.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.spark, pytest.mark.cluster]
+
+APP = Path(__file__).with_name("cluster_app.py")
+#: The driver program's whole run at most (its phases take about 100 s here).
+APP_TIMEOUT_S = 420.0
+
+
+def kill_a_busy_executor(cluster: Any, work: Path) -> dict[str, Any] | None:
+    """SIGKILL the executor JVM whose Kafka-phase task is running now, once a first Kafka task completed; the kill."""
+    from pacer_spark.cluster import executor_pids
+
+    tasks = work / "tasks" / "kafka.jsonl"
+    if not tasks.exists() or not tasks.read_text().strip():
+        return None
+    for marker in (work / "busy").glob("*"):
+        if marker.suffix == ".tmp" or time.time() - marker.stat().st_mtime > 0.5:
+            continue  # a task that has held its executor a while may be about to end: wait for a fresh one
+        pid = executor_pids(cluster).get(marker.name)
+        if pid is None:
+            continue
+        task = json.loads(marker.read_text())
+        os.kill(pid, signal.SIGKILL)
+        return {"executor": marker.name, "pid": pid, "at": time.time(), **task}
+    return None
+
+
+@pytest.fixture(scope="module")
+def cluster_run(spark_cluster: Any, kafka_broker: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The driver program's work folder after it ran every phase on the cluster (one executor killed meanwhile)."""
+    pytest.importorskip("pacer_kafka")
+    work = tmp_path_factory.mktemp("cluster-run")
+    log = work / "app.log"
+    command = [sys.executable, str(APP), "--master", spark_cluster.master_url, "--work", str(work),
+               "--bootstrap-servers", kafka_broker.bootstrap_servers]
+    started = time.monotonic()
+    with open(log, "wb") as out:
+        app = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    killed = None
+    try:
+        while app.poll() is None and time.monotonic() - started < APP_TIMEOUT_S:
+            if killed is None and (killed := kill_a_busy_executor(spark_cluster, work)) is not None:
+                (work / "killed.json").write_text(json.dumps(killed))
+            time.sleep(0.05)
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait()
+    text = log.read_text(errors="replace")
+    assert app.returncode == 0, f"the driver program failed (exit {app.returncode}):\n{text[-4000:]}"
+    print(f"cluster driver program: {time.monotonic() - started:.1f} s; {text.count('phase ')} phases")
+    yield work
+
+
+def phase(work: Path, name: str) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads((work / f"{name}.json").read_text())
+    return result
+
+
+def tasks(work: Path, name: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (work / "tasks" / f"{name}.jsonl").read_text().splitlines()]
+
+
+def test_kafka_to_parquet_exactly_once_with_an_executor_killed(cluster_run: Path, spark_cluster: Any) -> None:
+    result = phase(cluster_run, "kafka")
+    killed = result["killed"]
+    assert killed is not None, "no executor was killed: the test watched for a running Kafka task and saw none"
+    assert result["error"] is None, result["error"]
+    assert result["keys"] == list(range(result["produced"])), "some record is missing or written twice"
+    assert result["values_match"]
+    assert result["produced"] >= 5 * 200
+    # Spark re-ran the task that was running on the killed executor, on another executor
+    ran = tasks(cluster_run, "kafka")
+    reruns = [t for t in ran if (t["spark_batch"], t["partition"]) == (killed["batch"], killed["partition"])]
+    assert reruns and all(t["executor"] != killed["executor"] for t in reruns), (killed, reruns)
+    assert any(t["attempt"] >= 1 for t in reruns), (killed, reruns)
+    assert not any(t["executor"] == killed["executor"] and t["start"] > killed["at"] for t in ran)
+    # tasks ran in executor JVMs (not the driver), and the report names them
+    assert len(result["executors"]) >= 2 and "driver" not in result["executors"], result["executors"]
+    assert set(result["query_executors"]["kafka_cluster"]) >= set(result["executors"]) - {killed["executor"]}
+    reported = result["report"]["spark"]
+    assert reported["master"] == spark_cluster.master_url
+    assert result["report"]["queries"]["kafka_cluster"]["rows_processed"] == result["produced"]
+
+
+def test_edf_orders_three_queries_whose_tasks_run_in_executors(cluster_run: Path) -> None:
+    result = phase(cluster_run, "edf")
+    deadlines, names = result["deadlines"], {v: k for k, v in result["query_ids"].items()}
+    for name, rows in result["rows"].items():  # Spark's file sink: every row once
+        assert sorted(r["id"] for r in rows) == list(range(6 * 40)), name
+    ran = tasks(cluster_run, "edf")
+    assert {t["executor"] for t in ran} == set(result["query_executors"]["urgent"]) | set(
+        result["query_executors"]["middle"]) | set(result["query_executors"]["relaxed"])
+    assert len({t["executor"] for t in ran}) == 2 and all(t["executor"].isdigit() for t in ran)
+    for a, b in combinations(ran, 2):  # one batch at a time: no two queries' tasks overlap in the executors
+        if a["query_id"] != b["query_id"]:
+            assert a["end"] <= b["start"] or b["end"] <= a["start"], (names[a["query_id"]], a, names[b["query_id"]], b)
+    contended = 0
+    for a, b in combinations(result["batches"], 2):
+        if a["query"] != b["query"] and a["admitted"] < b["started"] and b["admitted"] < a["started"]:
+            contended += 1
+            first, second = (a, b) if a["started"] <= b["started"] else (b, a)
+            due = [x["arrival"] + deadlines[x["query"]] for x in (first, second)]
+            assert due[0] <= due[1] + 1e-3, (first, second)
+    assert contended >= 3, f"the queries never waited for each other ({len(result['batches'])} batches)"
+
+
+def test_rdas_pools_hold_in_the_executors(cluster_run: Path) -> None:
+    result = phase(cluster_run, "rdas")
+    names = {v: k for k, v in result["query_ids"].items()}
+    seen = 0
+    for name, rows in result["rows"].items():
+        assert sorted(r["id"] for r in rows) == list(range(6 * 40)), name
+        for row in rows:  # what TaskContext said in the executor == what the gate decided for the batch
+            assert names[row["query_id"]] == name
+            decided = result["pools"].get(f"{name}/{row['spark_batch']}")
+            assert decided is not None and decided.startswith("pacer-w"), (name, row)
+            assert row["pool"] == decided, (name, row, decided)
+            assert row["executor"].isdigit(), row
+            seen += 1
+    assert seen == 3 * 6 * 40
+    assert len({p for p in result["pools"].values()}) >= 2, "every batch got the same pool: nothing was told apart"
+    assert len({t["executor"] for t in tasks(cluster_run, "rdas")}) == 2
+
+
+def test_pacer_cluster_up_serves_two_workers_and_refuses_a_second_start(spark_cluster: Any) -> None:
+    """The fixture ran ``pacer cluster up`` (its last line the master URL, checked there); ``down`` at the session's
+    end must leave no process of it (checked there too)."""
+    from pacer_spark.cluster import ClusterError, master_state, start_cluster
+
+    state = master_state(spark_cluster)
+    assert state["url"] == spark_cluster.master_url and state["aliveworkers"] == 2
+    assert all(w["cores"] == 1 and w["host"] == "127.0.0.1" for w in state["workers"]), state["workers"]
+    with pytest.raises(ClusterError, match="already runs .*pacer cluster down"):
+        start_cluster(spark_cluster.directory)

@@ -125,3 +125,20 @@ def test_every_kind_has_an_implementation_in_every_module() -> None:
     assert set(kernels_array.KERNELS) == set(KINDS) == set(kernels_cuda._HOST)
     assert set(kernels_frame._kinds(None, np, stable={})) == set(KINDS)
     assert set(kernels_numba._kinds(lambda f: f)) == set(KINDS)
+
+
+def test_numba_cuda_kernels_compile_to_ptx_without_a_gpu() -> None:
+    """Every @cuda.jit kernel type-checks and compiles for an H100 (sm_90) with the types it is launched with.
+    Needs only NVVM (the CUDA toolkit, or pip install 'pacer-sim[cuda]'), no GPU. Checked so with numba-cuda
+    0.30.4 and the pip CUDA 12.9 toolkit."""
+    pytest.importorskip("numba", reason="numba is not installed: pip install 'pacer-sim[numba]'")
+    from pacer_sim import kernels_cuda
+
+    try:
+        compiled = kernels_cuda.compile_ptx()
+    except Exception as exc:
+        if "NVVM" not in str(exc) and "Nvvm" not in type(exc).__name__:
+            raise
+        pytest.skip(f"no NVVM to compile PTX with ({type(exc).__name__}: {' '.join(str(exc).split())[:120]}); "
+                    "pip install 'pacer-sim[cuda]'")
+    assert len(compiled) == 21 and all(n > 1000 for n in compiled.values())

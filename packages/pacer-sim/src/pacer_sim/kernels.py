@@ -323,7 +323,7 @@ def format_status(profile: Mapping[str, Any]) -> list[str]:
         lines.append(f"{head}, {entry['library']}: measured {', '.join(kinds) or 'nothing'} at "
                      f"{len(profile['sizes'])} sizes{checked}{curve}")
         for kind, why in (entry.get("differs") or {}).items():
-            lines.append(f"{head}: {kind} skipped: its result differs from {entry['checked_against']}'s ({why})")
+            lines.append(f"{head}: {kind} skipped: checked against {entry['checked_against']}: {why}")
     return lines
 
 

@@ -72,20 +72,6 @@ def _block_counts(flags: Any, block_sums: Any) -> None:
         block_sums[cuda.blockIdx.x] = buf[0]
 
 
-def _block_scan(buf: Any, tid: int) -> None:
-    """Inclusive Hillis-Steele scan of one block's shared ``buf`` (called from a kernel)."""
-    d = 1
-    while d < TPB:
-        v = buf[tid - d] if tid >= d else 0
-        cuda.syncthreads()
-        buf[tid] += v
-        cuda.syncthreads()
-        d *= 2
-
-
-_block_scan_dev: Any = _block_scan  # what the kernels call: its device-function compilation after _compiled()
-
-
 def _scan_blocks(block_sums: Any, offsets: Any, total: Any) -> None:
     # one block: each thread sums a segment of block sums serially, the block scans the partial sums
     tid, nb = cuda.threadIdx.x, block_sums.shape[0]
@@ -98,7 +84,13 @@ def _scan_blocks(block_sums: Any, offsets: Any, total: Any) -> None:
     buf = cuda.shared.array(TPB, I64)
     buf[tid] = s
     cuda.syncthreads()
-    _block_scan_dev(buf, tid)
+    d = 1  # inclusive Hillis-Steele scan of the block's buf
+    while d < TPB:
+        v = buf[tid - d] if tid >= d else 0
+        cuda.syncthreads()
+        buf[tid] += v
+        cuda.syncthreads()
+        d *= 2
     run = buf[tid] - s
     for j in range(lo, hi):
         offsets[j] = run
@@ -113,7 +105,13 @@ def _rank(flags: Any, offsets: Any, dest: Any) -> None:
     buf = cuda.shared.array(TPB, I64)
     buf[tid] = f
     cuda.syncthreads()
-    _block_scan_dev(buf, tid)
+    d = 1  # inclusive Hillis-Steele scan of the block's buf
+    while d < TPB:
+        v = buf[tid - d] if tid >= d else 0
+        cuda.syncthreads()
+        buf[tid] += v
+        cuda.syncthreads()
+        d *= 2
     if i < flags.shape[0]:
         dest[i] = offsets[cuda.blockIdx.x] + buf[tid] - 1 if f else -1
 
@@ -263,8 +261,6 @@ def _expand(t: Any, v: Any, s: Any, h: Any, d: Any, g: Any,
 @functools.cache
 def _compiled() -> dict[str, Any]:
     """Every kernel above as a ``cuda.jit`` dispatcher (compiled for the device on first launch)."""
-    global _block_scan_dev
-    _block_scan_dev = cuda.jit(device=True)(_block_scan)
     names = ("flag_filter", "block_counts", "scan_blocks", "rank", "scatter6", "gather6", "project", "fill",
              "agg_add", "agg_mean", "join_build", "join_probe", "join_scatter", "sort_init", "bitonic_step",
              "shuffle_hist", "shuffle_prefix", "shuffle_starts", "shuffle_scatter", "expand")
@@ -437,3 +433,31 @@ def _numba_cuda_version(numba_version: str) -> str:
         return metadata.version("numba-cuda")
     except metadata.PackageNotFoundError:
         return f"built into numba {numba_version}"
+
+
+def compile_ptx(cc: tuple[int, int] = (9, 0)) -> dict[str, int]:
+    """Compile every kernel to PTX for compute capability ``cc`` with the argument types the host code launches it
+    with; no GPU or driver is needed (NVVM only, from the CUDA toolkit or ``pip install 'pacer-sim[cuda]'``).
+
+    :return: kernel name -> characters of PTX.
+    :raises Exception: numba's own error for a kernel that does not compile, or for a missing NVVM.
+    """
+    from numba import types as t
+
+    i64, f64, i8, h2 = t.int64[:], t.float64[:], t.int8[:], t.int64[:, :]
+    six = (i64, i64, f64, i64, i64, i64)
+    signatures: dict[str, tuple[Any, ...]] = {
+        "flag_filter": (f64, i64, i8), "block_counts": (i8, i64), "scan_blocks": (i64, i64, i64),
+        "rank": (i8, i64, i64), "scatter6": (i64, *six, *six), "gather6": (i64, *six, *six),
+        "project": (i64, f64, i64, f64), "fill": (f64, t.float64), "fill_i64": (i64, t.int64),
+        "agg_add": (f64, i64, i64, i64, f64, i64), "agg_mean": (f64, i64, f64), "join_build": (i64, i64, i64),
+        "join_probe": (i64, i64, i64, i64, i8), "join_scatter": (i64, i64, i64, i64, f64, i64, i64, f64),
+        "sort_init": (f64, f64, i64), "bitonic_step": (f64, i64, t.int64, t.int64), "shuffle_hist": (i64, h2),
+        "shuffle_prefix": (h2, i64), "shuffle_starts": (i64, i64), "shuffle_scatter": (i64, h2, i64, i64),
+        "expand": (*six, *six, i64),
+    }
+    out = {}
+    for name, sig in signatures.items():
+        ptx, _ = cuda.compile_ptx(globals()[f"_{name.removesuffix('_i64')}"], t.void(*sig), cc=cc)
+        out[name] = len(ptx)
+    return out

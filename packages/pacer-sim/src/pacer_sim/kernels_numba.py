@@ -171,6 +171,11 @@ def _kinds(jit: Callable[[Any], Any]) -> dict[str, Callable[[Columns], Any]]:
     }
 
 
+#: Cache compiled kernels on disk only when imported as pacer_sim's module: a plain script's module has another
+#: name, and numba's cache entries name the module they were compiled in.
+_CACHE = __name__ == "pacer_sim.kernels_numba"
+
+
 @functools.cache
 def load() -> Implementation | str:
     """The kernels compiled with ``numba.njit`` (on first call, then cached on disk beside this module where it
@@ -180,5 +185,5 @@ def load() -> Implementation | str:
     except Exception as exc:  # ImportError, or a numba built for another NumPy
         return f"numba is not importable ({type(exc).__name__}: {exc}); pip install 'pacer-sim[numba]'"
     return Implementation("numba", "cpu", f"numba {numba.__version__}", lambda host: dict(host),
-                          _kinds(lambda f: numba.njit(cache=True, nogil=True)(f)), lambda: None,
+                          _kinds(lambda f: numba.njit(cache=_CACHE, nogil=True)(f)), lambda: None,
                           lambda a: [np.asarray(a)], lambda b: sum(int(c.nbytes) for c in b.values()))

@@ -36,6 +36,11 @@ RAPIDS_EXECS: Mapping[str, str] = {
     "BroadcastHashJoin": "BroadcastHashJoinExec",
 }
 RAPIDS_PLUGIN = "com.nvidia.spark.SQLPlugin"
+#: The start of a placement's note when RAPIDS' confs were coarsened to operator types.
+COARSENED = "coarsened to operator types"
+#: The start of a placement's note on a session whose RAPIDS runs in ``explainOnly`` mode: RAPIDS planned the
+#: placement (its confs were set and it tagged the plan), and every operator ran on the CPU.
+EXPLAIN_ONLY = "explainOnly"
 
 
 def base_name(node_name: str) -> str:
@@ -95,18 +100,22 @@ def dag_from_plan(root: PlanNode) -> OperatorDAG:
     edges: list[tuple[str, str]] = []
     ids: dict[int, str] = {}
 
-    def visit(node: PlanNode) -> list[str]:
-        """Return the ids of the nearest modelled operators at or under ``node``."""
-        below = [i for child in node.children for i in visit(child)]
+    def visit(node: PlanNode, stateful_above: bool = False) -> list[str]:
+        """Return the ids of the nearest modelled operators at or under ``node``; ``stateful_above``: a state
+        store consumes this node's output with no shuffle in between."""
         kind = kind_of(node.name)
+        name = node.name.removeprefix("Gpu")
+        below_stateful = (stateful_above or kind == "state") and kind != "shuffle"
+        below = [i for child in node.children for i in visit(child, below_stateful)]
         if kind is None:
             return below
         op_id = f"{kind}#{len(ops)}"
-        name = node.name.removeprefix("Gpu")
         # A node with no RAPIDS exec pacer can switch (the streaming scan MicroBatchScan, the stream-stream
         # join, state stores) runs on the CPU whatever a placement says: mark it so, so that placements and
-        # gpu_operator_ratio never count it as GPU.
-        ops.append(Operator(op_id, kind, name, cpu_only=name not in RAPIDS_EXECS))  # type: ignore[arg-type]
+        # gpu_operator_ratio never count it as GPU. So does the shuffle a state store requires (Spark's
+        # REQUIRED_BY_STATEFUL_OPERATOR origin), which RAPIDS never runs on the GPU.
+        pinned = name not in RAPIDS_EXECS or (kind == "shuffle" and stateful_above)
+        ops.append(Operator(op_id, kind, name, cpu_only=pinned))  # type: ignore[arg-type]
         ids[id(node)] = op_id
         edges.extend((b, op_id) for b in below)
         return [op_id]
@@ -142,7 +151,7 @@ def operator_metrics(
     equal share of its whole-stage-codegen stage's ``pipelineTime``. Input rows are the children's
     ``numOutputRows``; input bytes the children's ``dataSize`` where Spark measures it, otherwise the
     rows scaled by the batch's bytes per row. The device is where it really ran: the GPU only when the
-    placement was enacted.
+    placement was enacted, and never under RAPIDS' ``explainOnly`` mode (its note starts with :data:`EXPLAIN_ONLY`).
     """
     stage_share: dict[int, float] = {}
 
@@ -182,7 +191,8 @@ def operator_metrics(
             size = _child_sum(node, "dataSize")
             bytes_in = size if size else round(rows_in * per_row)
             planned = placement.devices.get(op_id, "cpu") if placement is not None else "cpu"
-            device: Device = planned if placement is not None and placement.enacted else "cpu"
+            ran = placement is not None and placement.enacted and not placement.note.startswith(EXPLAIN_ONLY)
+            device: Device = planned if ran else "cpu"
             out.append(OperatorMetric(op_id, device, time_s, bytes_in, rows_in))
     return out
 
@@ -197,17 +207,22 @@ def _child_sum(node: PlanNode, metric: str) -> int:
     return total
 
 
-def rapids_confs(placement: Placement, dag: OperatorDAG) -> tuple[dict[str, str], str]:
+def rapids_confs(placement: Placement, dag: OperatorDAG, *, explain_only: bool = False) -> tuple[dict[str, str], str]:
     """RAPIDS confs enacting ``placement``, and a note when the instance-level plan had to be coarsened.
 
     RAPIDS switches execs per operator *type*: a type runs on the GPU only when every instance of it was
     placed there. Operators with no RAPIDS exec (state stores, the streaming join, the sink) stay on the CPU.
+    Every exec pacer switches gets its conf, those the DAG lacks ``false``: a plan node pacer did not model
+    (a query's first batch is placed on a minimal chain) never runs on the GPU behind pacer's back.
+
+    :param explain_only: the session runs RAPIDS in ``explainOnly`` mode: ``spark.rapids.sql.enabled`` stays
+        ``true`` even with nothing on the GPU, so that RAPIDS tags (and logs) every batch's plan.
     """
-    devices_by_exec: dict[str, set[str]] = {}
+    devices_by_exec: dict[str, set[str]] = {exec_name: set() for exec_name in RAPIDS_EXECS.values()}
     for op in dag.operators:
         exec_name = RAPIDS_EXECS.get(op.name)
         if exec_name is not None:
-            devices_by_exec.setdefault(exec_name, set()).add(placement.devices.get(op.id, "cpu"))
+            devices_by_exec[exec_name].add(placement.devices.get(op.id, "cpu"))
     confs: dict[str, str] = {}
     mixed: list[str] = []
     for exec_name, devices in sorted(devices_by_exec.items()):
@@ -215,9 +230,22 @@ def rapids_confs(placement: Placement, dag: OperatorDAG) -> tuple[dict[str, str]
         if len(devices) > 1:
             mixed.append(exec_name)
         confs[f"spark.rapids.sql.exec.{exec_name}"] = "true" if on_gpu else "false"
-    confs["spark.rapids.sql.enabled"] = "true" if any(v == "true" for v in confs.values()) else "false"
-    note = f"coarsened to operator types: {', '.join(mixed)} had instances on both devices, kept on CPU" if mixed else ""
+    any_gpu = any(v == "true" for v in confs.values())
+    confs["spark.rapids.sql.enabled"] = "true" if any_gpu or explain_only else "false"
+    note = f"{COARSENED}: {', '.join(mixed)} had instances on both devices, kept on CPU" if mixed else ""
     return confs, note
+
+
+def enacted_devices(placement: Placement, dag: OperatorDAG) -> dict[str, Device]:
+    """Per operator, the device the confs of :func:`rapids_confs` allow it: the GPU only when every instance of its
+    exec type was placed there (and it is not CPU-only)."""
+    confs, _ = rapids_confs(placement, dag)
+    out: dict[str, Device] = {}
+    for op in dag.operators:
+        exec_name = RAPIDS_EXECS.get(op.name)
+        on = not op.cpu_only and exec_name is not None and confs.get(f"spark.rapids.sql.exec.{exec_name}") == "true"
+        out[op.id] = "gpu" if on else "cpu"
+    return out
 
 
 def rapids_loaded(plugins_conf: str | None) -> bool:

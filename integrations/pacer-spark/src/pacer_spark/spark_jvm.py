@@ -6,7 +6,10 @@ else in pacer-spark touches a Java object or a Py4J attribute (``_jsq``, ``_jspa
 
 - a streaming query's own progress buffer (:func:`query_progress`) and offset log (:func:`logged_offsets`);
 - the plan Spark executed for a query's last batch (:func:`executed_plan`, :func:`stream_executed_plan`);
-- the confs of the session a stream plans its batches in (:func:`set_stream_confs`);
+- the confs of the session a stream plans its batches in (:func:`set_stream_confs`, by the stream's id
+  :func:`set_stream_confs_by_id`) and a session's own confs (:func:`session_conf`);
+- a log4j appender that copies one logger's messages, with their thread's name, to a file
+  (:func:`add_log_file_appender`, :func:`remove_log_appender`: RAPIDS' explain output);
 - pacer's decider registry and the session object it keys registrations by (:func:`decider_registry`,
   :func:`java_session`).
 
@@ -84,6 +87,59 @@ def set_stream_confs(handle: Any, confs: Mapping[str, str]) -> None:
     session = _execution(handle).sparkSessionForStream()
     for key, value in confs.items():
         session.conf().set(key, value)
+
+
+def set_stream_confs_by_id(spark: Any, stream_id: str, confs: Mapping[str, str]) -> bool:
+    """As :func:`set_stream_confs`, for the active streaming query ``stream_id`` of ``spark``'s session (its
+    ``StreamingQueryManager``); False when no active query has that id there (nothing set)."""
+    jquery = spark._jsparkSession.streams().get(stream_id)
+    if jquery is None:
+        return False
+    session = jquery.streamingQuery().sparkSessionForStream()
+    for key, value in confs.items():
+        session.conf().set(key, value)
+    return True
+
+
+def session_conf(spark: Any, key: str) -> str | None:
+    """The value of ``key`` in ``spark``'s session conf (static confs included), None when unset."""
+    value = spark._jsparkSession.conf().getOption(key)
+    return None if value.isEmpty() else str(value.get())
+
+
+def add_log_file_appender(spark: Any, logger_name: str, path: str, pattern: str, name: str, *,
+                          level: str = "WARN", additive: bool = False) -> None:
+    """Copy the messages of log4j logger ``logger_name`` (and its children) at ``level`` or above to the file
+    ``path``, formatted by the log4j ``pattern``, through an appender called ``name``.
+
+    The logger's level is set to ``level`` whatever the root's (``setLogLevel("ERROR")`` does not silence it);
+    ``additive=False`` keeps its messages out of Spark's console log.
+    """
+    jvm = spark.sparkContext._jvm
+    log4j = jvm.org.apache.logging.log4j
+    layout = log4j.core.layout.PatternLayout.newBuilder().withPattern(pattern).build()
+    appender = (log4j.core.appender.FileAppender.newBuilder().setName(name).withFileName(path)
+                .withImmediateFlush(True).setLayout(layout).build())
+    appender.start()
+    # a LoggerConfig of its own first: its level holds whatever the root's (Spark's setLogLevel sets the root's)
+    log4j.core.config.Configurator.setLevel(logger_name, log4j.Level.toLevel(level))
+    logger = log4j.LogManager.getLogger(logger_name)
+    logger.addAppender(appender)
+    logger.setAdditive(additive)
+
+
+def remove_log_appender(spark: Any, logger_name: str, name: str) -> None:
+    """Detach and stop the appender ``name`` of logger ``logger_name`` (:func:`add_log_file_appender`); the logger
+    logs to Spark's console again. Nothing happens when it is not attached or the JVM is gone."""
+    try:
+        logger = spark.sparkContext._jvm.org.apache.logging.log4j.LogManager.getLogger(logger_name)
+        appender = logger.getAppenders().get(name)
+        if appender is not None:
+            logger.removeAppender(appender)
+            appender.stop()
+        logger.setAdditive(True)
+    except Exception:  # the session stopped: its JVM took the appender with it
+        log.debug("cannot remove log appender %s", name, exc_info=True)
 
 
 def executed_plan(handle: Any, *, batch_id: int | None = None, metrics: bool = True) -> PlanNode | None:

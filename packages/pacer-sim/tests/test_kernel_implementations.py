@@ -48,7 +48,7 @@ def test_numba_cuda_kernels_compute_numpys_result_on_the_cuda_simulator() -> Non
     """The @cuda.jit kernels run, thread by thread, on numba's CUDA simulator (no GPU); never timed there.
     130 rows: two blocks of 128 threads, so the compactions' cross-block scan runs (~4 s of CPU)."""
     pytest.importorskip("numba", reason="numba is not installed: pip install 'pacer-sim[numba]'")
-    code = ("from pacer_sim import kernels_cuda as k; from pacer_sim.kernels import check_implementation;"
+    code = ("from pacer_sim import kernels_cuda_host as k; from pacer_sim.kernels import check_implementation;"
             "from pacer_sim.kernels_array import load_numpy; from pacer_sim.kernel_base import make_host_batch;"
             "assert isinstance(k.load(), str) and 'simulator' in k.load();"
             "print(check_implementation(k.load(simulator=True), load_numpy(), make_host_batch(48 * 130, seed=5)))")
@@ -120,9 +120,9 @@ def test_the_cost_model_cites_the_implementation_and_machine_of_each_curve(tmp_p
 
 
 def test_every_kind_has_an_implementation_in_every_module() -> None:
-    from pacer_sim import kernels_array, kernels_cuda, kernels_frame, kernels_numba
+    from pacer_sim import kernels_array, kernels_cuda_host, kernels_frame, kernels_numba
 
-    assert set(kernels_array.KERNELS) == set(KINDS) == set(kernels_cuda._HOST)
+    assert set(kernels_array.KERNELS) == set(KINDS) == set(kernels_cuda_host._HOST)
     assert set(kernels_frame._kinds(None, np, stable={})) == set(KINDS)
     assert set(kernels_numba._kinds(lambda f: f)) == set(KINDS)
 

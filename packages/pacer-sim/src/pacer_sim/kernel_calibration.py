@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from pacer_sim import kernels, kernels_cuda
+from pacer_sim import kernels, kernels_cuda_host
 from pacer_sim.cost_profile import apply_cost_profile, load_cost_profile, select_curves
 from pacer_sim.costs import CostModel
 
@@ -38,7 +38,7 @@ def measure_kernels(sizes: Sequence[int] | None, out: str | Path, *, repeats: in
     :return: the file written.
     """
     cupy, why = kernels.gpu_backend()
-    if cupy is None and kernels_cuda.gpu_reason() is not None and note is not None:
+    if cupy is None and kernels_cuda_host.gpu_reason() is not None and note is not None:
         note(f"no GPU here ({why}): timing the CPU kernels only; the GPU part is skipped and the simulator keeps "
              "its modelled GPU curves")
     profile = kernels.measure_profile(list(sizes) if sizes else kernels.DEFAULT_SIZES, devices=("cpu", "gpu"),

@@ -10,7 +10,7 @@ implementation  device  module
 ``numba``       cpu     :mod:`pacer_sim.kernels_numba` (loops compiled with ``@njit``, one core)
 ``pandas``      cpu     :mod:`pacer_sim.kernels_frame` (dataframe code, one core)
 ``cupy``        gpu     :mod:`pacer_sim.kernels_array` (the NumPy code on CuPy)
-``numba-cuda``  gpu     :mod:`pacer_sim.kernels_cuda` (``@cuda.jit`` kernels)
+``numba-cuda``  gpu     :mod:`pacer_sim.kernels_cuda` (``@cuda.jit`` kernels; launched by ``kernels_cuda_host``)
 ``cudf``        gpu     :mod:`pacer_sim.kernels_frame` (the pandas code on cudf, RAPIDS' library)
 ==============  ======  ==========================================================================
 
@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 try:
-    from pacer_sim import kernels_array, kernels_cuda, kernels_frame, kernels_numba
+    from pacer_sim import kernels_array, kernels_cuda, kernels_cuda_host, kernels_frame, kernels_numba
     from pacer_sim.kernel_base import (
         DEVICES,
         KINDS,
@@ -67,6 +67,7 @@ try:
 except ImportError:  # a plain script beside its siblings, where pacer is not installed (a GPU machine)
     import kernels_array  # type: ignore[no-redef]
     import kernels_cuda  # type: ignore[no-redef]
+    import kernels_cuda_host  # type: ignore[no-redef]
     import kernels_frame  # type: ignore[no-redef]
     import kernels_numba  # type: ignore[no-redef]
     from kernel_base import (  # type: ignore[no-redef]
@@ -89,7 +90,7 @@ LOADERS: dict[str, tuple[str, Callable[[], Implementation | str]]] = {
     "numba": ("cpu", kernels_numba.load),
     "pandas": ("cpu", kernels_frame.load_pandas),
     "cupy": ("gpu", kernels_array.load_cupy),
-    "numba-cuda": ("gpu", kernels_cuda.load),
+    "numba-cuda": ("gpu", kernels_cuda_host.load),
     "cudf": ("gpu", kernels_frame.load_cudf),
 }
 IMPLEMENTATIONS = tuple(LOADERS)

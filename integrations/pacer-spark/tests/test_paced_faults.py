@@ -54,6 +54,12 @@ def feed(folder: Path, files: int, every_s: float, first: int = 0) -> threading.
     return thread
 
 
+def _dead(handle: Any, query_id: str) -> bool:
+    """Whether the session's driver holds ``query_id``'s current run for dead (read under the driver's lock)."""
+    with handle.driver.guard.held() as held:
+        return bool(handle.paced.dead(held, query_id))
+
+
 def wait_for(condition: Callable[[], bool], timeout: float = 90.0) -> None:
     limit = time.time() + timeout
     while not condition():
@@ -215,7 +221,7 @@ def test_stop_returns_at_once_while_a_batch_waits_for_its_turn(spark: Any, tmp_p
         waiting.stop()
         stopped_in = time.time() - t0
         assert stopped_in < 5.0, f"stop() took {stopped_in:.1f} s"  # before: until the slow batch ended
-        wait_for(lambda: handle.paced.dead("waiting"), timeout=10)
+        wait_for(lambda: _dead(handle, "waiting"), timeout=10)
         slow.processAllAvailable()
     finally:
         for query in spark.streams.active:
@@ -245,7 +251,7 @@ def test_a_query_restarted_in_the_same_session_gets_its_new_options(spark: Any, 
             time.sleep(0.4)
         wait_for(lambda: written_ids(spark, tmp_path / "out") == list(range(6 * ROWS)))
         assert handle.controller.query("again").spec.deadline == 3.0
-        assert not handle.paced.dead("again") and second.isActive
+        assert not _dead(handle, "again") and second.isActive
         assert_exact(handle, second, "again", before)
     finally:
         for query in spark.streams.active:

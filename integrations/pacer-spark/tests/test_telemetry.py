@@ -11,6 +11,7 @@ from pyspark.sql.streaming.listener import StreamingQueryProgress
 
 from pacer import Controller, Dataset
 from pacer.plugins import get_plugin_manager
+from pacer_spark.locking import Guard
 from pacer_spark.rpc import ControllerServer
 from pacer_spark.sources import GenStreamReader
 from pacer_spark.telemetry import BatchCompletion, PinnedClock, SinkDone, TriggerProgress, parse_progress_timestamp
@@ -31,10 +32,18 @@ class Run:
         self.clock = PinnedClock()
         self.controller = Controller(clock=self.clock, cores=2, plugin_manager=get_plugin_manager(allowed=[]))
         self.controller.add_query(make_query("lr2", query_id="q", deadline=10.0), admission="asap")
-        self.cond = threading.Condition(threading.RLock())
+        self.guard = Guard()
         self.completed: list[tuple[str, str]] = []
-        self.completion = BatchCompletion(self.controller, self.cond, self.clock,
-                                          lambda q, b: self.completed.append((q, b)), timeout_s)
+        self.completion = BatchCompletion(self.controller, self.guard, self.clock,
+                                          lambda held, q, b: self.completed.append((q, b)), timeout_s)
+
+    def awaiting(self, batch_id: str) -> bool:
+        with self.guard.held() as held:
+            return self.completion.awaiting(held, batch_id)
+
+    def progress(self, progress: TriggerProgress, *, event: bool = True) -> SinkDone | None:
+        with self.guard.held() as held:  # the listener's thread, or the next poll, holds the driver's lock
+            return self.completion.on_progress(held, progress, event=event)
 
     def admit(self, index: int, *, arrival: float, at: float) -> str:
         self.controller.arrive("q", Dataset(str(index), arrival, 1000, 10, handle=index))
@@ -72,22 +81,22 @@ def test_batch_completes_at_its_trigger_end_with_trigger_execution_as_engine_tim
     run = Run()
     batch_id = run.admit(0, arrival=95.0, at=100.0)
     run.completion.sink_done("q", SinkDone(batch_id, 3, at=101.0))
-    assert run.completion.awaiting(batch_id)
+    assert run.awaiting(batch_id)
     # until the trigger has reported, the query is busy: its next latestOffset gets no batch
     run.controller.arrive("q", Dataset("1", 100.5, 1000, 10, handle=1))
     with run.clock.pinned(101.1):
         assert run.controller.poll("q") is None
     # the progress event of a no-data trigger of the same query completes nothing
-    assert run.completion.on_progress(_progress(2, 99.0, 50.0, delivered_at=99.06)) is None
-    assert run.completion.awaiting(batch_id)
-    done = run.completion.on_progress(_progress(3, 99.99, 1250.0, delivered_at=101.25))
+    assert run.progress(_progress(2, 99.0, 50.0, delivered_at=99.06)) is None
+    assert run.awaiting(batch_id)
+    done = run.progress(_progress(3, 99.99, 1250.0, delivered_at=101.25))
     assert done is not None and done.batch_id == batch_id
     (report,) = run.controller.reports("q")
     assert report.completed_at == pytest.approx(101.24)  # trigger start + triggerExecution, after commitOffsets
     assert report.engine_s == pytest.approx(1.25) and report.cost_s == pytest.approx(1.25)
     assert report.service_s == pytest.approx(1.24)  # admission -> end of the trigger
     assert report.dataset_latencies == (("0", pytest.approx(6.24)),)
-    assert run.completed == [("q", batch_id)] and not run.completion.awaiting(batch_id)
+    assert run.completed == [("q", batch_id)] and not run.awaiting(batch_id)
     with run.clock.pinned(101.3):
         assert run.controller.poll("q") is not None  # the next batch is admitted once the previous one completed
     summary = run.completion.summary()
@@ -100,9 +109,9 @@ def test_a_batch_whose_trigger_never_reports_completes_at_its_sink_end_without_e
     run = Run(timeout_s=5.0)
     batch_id = run.admit(0, arrival=95.0, at=100.0)
     run.completion.sink_done("q", SinkDone(batch_id, 0, at=101.0))
-    with run.cond:
-        assert run.completion.expire("q", now=105.0) is None  # still within the timeout
-        assert run.completion.expire("q", now=106.5) is not None
+    with run.guard.held() as held:
+        assert run.completion.expire(held, "q", now=105.0) is None  # still within the timeout
+        assert run.completion.expire(held, "q", now=106.5) is not None
     (report,) = run.controller.reports("q")
     assert report.completed_at == pytest.approx(101.0) and report.engine_s is None
     assert report.cost_s == pytest.approx(0.7)  # its processing time, start -> sink end
@@ -149,11 +158,11 @@ def test_progress_read_at_the_next_poll_completes_once_and_the_late_event_only_c
     run = Run()
     batch_id = run.admit(0, arrival=95.0, at=100.0)
     run.completion.sink_done("q", SinkDone(batch_id, 4, at=101.0))
-    with run.cond:
-        assert run.completion.waiting_spark_batch("q") == 4
+    with run.guard.held() as held:
+        assert run.completion.waiting_spark_batch(held, "q") == 4
     from_buffer = _progress(4, 99.99, 1250.0, delivered_at=101.3)
-    assert run.completion.on_progress(from_buffer, event=False) is not None
-    assert run.completion.on_progress(_progress(4, 99.99, 1250.0, delivered_at=102.24)) is None  # the listener, late
+    assert run.progress(from_buffer, event=False) is not None
+    assert run.progress(_progress(4, 99.99, 1250.0, delivered_at=102.24)) is None  # the listener, late
     (report,) = run.controller.reports("q")
     assert report.completed_at == pytest.approx(101.24) and report.engine_s == pytest.approx(1.25)
     summary = run.completion.summary()

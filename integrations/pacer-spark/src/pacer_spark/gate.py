@@ -12,12 +12,12 @@ stream thread (:mod:`pacer_spark.sink_gate`).
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from pacer import Controller
+from pacer_spark.locking import Guard, Held
 from pacer_spark.pools import pool_for_share
 
 log = logging.getLogger("pacer_spark.gate")
@@ -42,34 +42,34 @@ class Gate:
     """Holds each admitted batch until the Controller's schedule lets it run.
 
     :param controller: the session's Controller.
-    :param cond: the session's condition; its lock guards every Controller call, and it is
-        notified whenever a batch is admitted, completes or a query dies.
+    :param guard: the session's lock (every Controller call holds it) and its condition, notified whenever a
+        batch is admitted, completes or a query dies.
     :param concurrency: batches of an ordered schedule (FIFO/EDF) that may run at once.
     :param timeout_s: seconds a batch waits at most; then it runs anyway, with a warning.
     :param fair: whether the session runs ``spark.scheduler.mode=FAIR`` (pools are enacted).
     """
 
-    def __init__(self, controller: Controller, cond: threading.Condition, *, concurrency: int = 1,
+    def __init__(self, controller: Controller, guard: Guard, *, concurrency: int = 1,
                  timeout_s: float = 60.0, fair: bool = False) -> None:
         if concurrency < 1:
             raise ValueError(f"gate concurrency must be >= 1, got {concurrency}")
         self.controller = controller
-        self.cond = cond
+        self.guard = guard
         self.concurrency = concurrency
         self.timeout_s = timeout_s
         self.fair = fair
         self._warned: set[str] = set()
 
-    def pass_batch(self, batch_id: str, *, excluded: Callable[[str], bool] = lambda b: False) -> Turn:
-        """Wait until ``batch_id`` may run, mark it started and return its :class:`Turn`.
+    def pass_batch(self, batch_id: str, *, excluded: Callable[[Held, str], bool] = lambda held, b: False) -> Turn:
+        """Wait until ``batch_id`` may run, mark it started and return its :class:`Turn` (takes the lock).
 
-        :param excluded: batches the order should skip: their query died, or their work is done and
-            they only wait to be reported (a sink that returned while its trigger commits).
+        :param excluded: batches the order should skip (asked with the lock held): their query died, or their
+            work is done and they only wait to be reported (a sink that returned while its trigger commits).
         """
         t0 = time.time()
         timed_out = False
         pool = None
-        with self.cond:
+        with self.guard.held() as held:
             while True:
                 decision = self.controller.schedule()
                 if decision.shares:
@@ -79,21 +79,21 @@ class Gate:
                 started = {b for b in decision.order if self.controller.batch(b).started}
                 if batch_id in started:  # it passed already (at admission): its turn has come
                     break
-                live = [b for b in decision.order if not excluded(b)]
+                live = [b for b in decision.order if not excluded(held, b)]
                 waiting = [b for b in live if b not in started]
                 running = [b for b in live if b in started]
                 if waiting and waiting[0] == batch_id and len(running) < self.concurrency:
                     break
                 if batch_id not in decision.order:  # completed or never pending: nothing to wait for
                     break
-                if excluded(batch_id):  # its own query is stopping or dead: never hold its stream thread
+                if excluded(held, batch_id):  # its own query is stopping or dead: never hold its stream thread
                     break
                 if time.time() - t0 > self.timeout_s:
                     timed_out = True
                     self.warn_once(f"gate-timeout-{self.controller.batch(batch_id).query_id}",
                                    "batch %s waited %.0f s for its turn; running it anyway", batch_id, self.timeout_s)
                     break
-                self.cond.wait(timeout=0.5)
+                self.guard.cond.wait(timeout=0.5)
             if any(b.id == batch_id for b in self.controller.pending()):
                 self.controller.start(batch_id)  # keeps the first start time when called again
         if pool is not None and not self.fair:

@@ -35,8 +35,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pacer import Dataset, MicroBatch, OperatorMetric
-from pacer.summary import StreamingSummary
 from pacer_spark import spark_jvm, telemetry
+from pacer_spark.gate import Turn
+from pacer_spark.locking import Held
 from pacer_spark.options import parse_seconds
 from pacer_spark.paced_state import InFlight, PacedQuery, changed_options, check_options, without_engine_time
 from pacer_spark.plan import dag_from_plan, operator_metrics
@@ -50,10 +51,6 @@ log = logging.getLogger("pacer_spark.paced")
 
 #: Bytes per row assumed for a file source's snapshot before any batch measured it.
 DEFAULT_ROW_BYTES = 64
-
-
-def _int(value: str | None) -> int | None:
-    return None if value is None else int(value)
 
 
 class PacedQueries:
@@ -85,45 +82,40 @@ class PacedQueries:
     # ------------------------------------------------------------------ the decision
 
     def decide(self, request: DecisionRequest) -> Decision:
-        """Answer one ``latestOffset`` of a ``format("pacer")`` source (module docstring)."""
+        """Answer one ``latestOffset`` of a ``format("pacer")`` source (module docstring) through the driver's
+        admission loop (:meth:`pacer_spark.driver.Driver.decide`)."""
         t0 = time.perf_counter()
-        s = self.driver
-        with s.cond:
-            try:
-                q = self._query(request)
-            except (ValueError, KeyError, LookupError) as exc:
-                return Decision(None, error=f"query {request.query!r}: {exc}")
-            q.decisions += 1
-            self._take_reports(q, request)
-            if not request.snapshots:
-                q.decide_s.add(time.perf_counter() - t0)
-                s.cond.notify_all()
-                return Decision(None)
-            self._arrive(q, request)
-            batch = s.admit(q.query_id, drain=request.available_now)
-            if batch is None:
-                q.decide_s.add(time.perf_counter() - t0)
-                return Decision(None)
-            index = self._end_index(q, batch, request.snapshots)
-            seqs = frozenset(snap.seq for snap in request.snapshots[: index + 1])
-            for seq in seqs:
-                q.arrived.pop(seq, None)
-            q.inflight = InFlight(batch.id, request.batch_id, seqs)
-            s.engine.sink_done(q.query_id, telemetry.SinkDone(batch.id, request.batch_id, time.time(), running=True))
-            self._batch_query[batch.id] = q.query_id
-            s.cond.notify_all()
-        q.decide_s.add(time.perf_counter() - t0)
-        turn = s.gate.pass_batch(batch.id, excluded=s.excluded)
-        q.gate_wait_s.add(turn.waited_s)
-        return Decision(index, pool=turn.pool)
+        ask = _SourceAsk(self, request)
+        admitted = self.driver.decide(ask)
+        waited = admitted.turn.waited_s if admitted is not None and admitted.turn is not None else 0.0
+        if ask.q is not None:
+            ask.q.decide_s.add(time.perf_counter() - t0 - waited)
+        if ask.error is not None:
+            return Decision(None, error=ask.error)
+        if admitted is None or ask.index is None:
+            return Decision(None)
+        return Decision(ask.index, pool=admitted.turn.pool if admitted.turn is not None else None)
 
-    def _query(self, request: DecisionRequest) -> PacedQuery:
-        """The query of ``request``, registered with the Controller on first sight (lock held)."""
+    def _admitted(self, held: Held, q: PacedQuery, request: DecisionRequest, batch: MicroBatch) -> int:
+        """Record the admitted batch: its snapshots leave the pending ones, it runs in Spark's batch of the
+        request. Returns the index of its last snapshot in the request (the answer)."""
+        index = self._end_index(q, batch, request.snapshots)
+        seqs = frozenset(snap.seq for snap in request.snapshots[: index + 1])
+        for seq in seqs:
+            q.arrived.pop(seq, None)
+        q.inflight = InFlight(batch.id, request.batch_id, seqs)
+        self.driver.engine.sink_done(q.query_id, telemetry.SinkDone(batch.id, request.batch_id, time.time(),
+                                                                    running=True))
+        self._batch_query[batch.id] = q.query_id
+        return index
+
+    def _query(self, held: Held, request: DecisionRequest) -> PacedQuery:
+        """The query of ``request``, registered with the Controller on first sight."""
         s = self.driver
         q = self.queries.get(request.query)
         if q is None:
             options = check_options(request.options)
-            self._register(request.query, options)
+            self._register(held, request.query, options)
             q = self.queries[request.query] = PacedQuery(request.query, source=request.source, options=options)
             log.info("query %r: paced by pacer (source %s, admission %s, deadline %s)", request.query,
                      request.source, s.controller.query(request.query).admission,
@@ -135,18 +127,18 @@ class PacedQueries:
             if options != q.options:  # restarted with other options: they hold from this run on
                 log.info("query %r: restarted with other pacer options (%s)", q.query_id,
                          changed_options(q.options, options))
-                self._register(q.query_id, options, again=True)
+                self._register(held, q.query_id, options, again=True)
                 q.options = options
             if q.run is not None:
                 q.withdrawn += s.controller.withdraw(q.query_id)
-                self._close_run(q, "restarted")
+                self._close_run(held, q, "restarted")
             q.run, q.arrived, q.dead, q.error, q.inflight = request.run, {}, False, None, None
         if request.spark_run_id and request.spark_run_id != q.spark_run_id:
             q.spark_run_id = request.spark_run_id
             self._by_spark_run[request.spark_run_id] = q.query_id
         return q
 
-    def _register(self, query_id: str, options: dict[str, str], *, again: bool = False) -> None:
+    def _register(self, held: Held, query_id: str, options: dict[str, str], *, again: bool = False) -> None:
         """Register the query with the Controller under its options (``again``: give a known one new options)."""
         s = self.driver
         params = {kind: {k[len(f"pacer.param.{kind}."):]: v for k, v in options.items()
@@ -169,29 +161,30 @@ class PacedQueries:
                          placement_params=params["placement"], overload="keep")
         s.controller.recorder.record(query_id).dated_by("first-seen")  # until a snapshot brings its own time
 
-    def _take_reports(self, q: PacedQuery, request: DecisionRequest) -> None:
-        """What the request reports before its snapshots (lock held): the progress of finished batches, the
+    def _take_reports(self, held: Held, q: PacedQuery, request: DecisionRequest) -> None:
+        """What the request reports before its snapshots: the progress of finished batches, the
         admissions the source made without an answer, and batches Spark replayed from its offset log."""
         progress = [telemetry.TriggerProgress.from_json(p) for p in request.progress if "batchId" in p]
         by_batch = {p.batch_id: p for p in progress if p.run_id in (None, q.spark_run_id)}
-        waiting = self.driver.engine.waiting_spark_batch(q.query_id)
+        waiting = self.driver.engine.waiting_spark_batch(held, q.query_id)
         if waiting is not None and waiting in by_batch:
-            self._complete(q, by_batch[waiting], event=False)
+            self._complete(held, q, by_batch[waiting], event=False)
         q.failed_open_lost += request.failed_open_dropped
         for record in request.failed_open:
-            self._failed_open(q, record, by_batch.get(record.batch_id))
+            self._failed_open(held, q, record, by_batch.get(record.batch_id))
         for p in by_batch.values():
             key = (p.run_id, p.batch_id)
             if p.rows > 0 and key not in q.accounted and not self.driver.controller.busy(q.query_id):
-                self._replayed(q, p)
+                self._replayed(held, q, p)
 
-    def _complete(self, q: PacedQuery, progress: telemetry.TriggerProgress, *, event: bool) -> None:
-        """Complete the query's waiting batch from its trigger's progress (lock held)."""
-        self._measured(q, progress)
-        self.driver.engine.on_progress(progress, event=event, query_id=q.query_id)
+    def _complete(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress, *, event: bool) -> None:
+        """Complete the query's waiting batch from its trigger's progress."""
+        self._measured(held, q, progress)
+        self.driver.engine.on_progress(held, progress, event=event, query_id=q.query_id)
 
-    def _failed_open(self, q: PacedQuery, record: FailedOpen, progress: telemetry.TriggerProgress | None) -> None:
-        """The source admitted ``record``'s snapshots without an answer: account them as one batch (lock held).
+    def _failed_open(self, held: Held, q: PacedQuery, record: FailedOpen,
+                     progress: telemetry.TriggerProgress | None) -> None:
+        """The source admitted ``record``'s snapshots without an answer: account them as one batch.
 
         A decision the driver made too late (the JVM had given up waiting) covers the oldest of them: that batch
         stands, the rest is admitted after it. Idempotent: the source reports a record until an answer reaches it,
@@ -208,8 +201,8 @@ class PacedQueries:
         log.warning("query %r: Spark batch %d was admitted without pacer's decision (%s); accounted from the "
                     "source's report (%d snapshots)", q.query_id, record.batch_id, record.reason, len(record.snapshots))
         if s.controller.busy(q.query_id):  # a late decision never completed: the source moved on without it
-            s.engine.give_up(q.query_id)
-            self._forget_batches(q.query_id)
+            s.engine.give_up(held, q.query_id)
+            self._forget_batches(held, q.query_id)
         if rest:
             for snap in rest:
                 if snap.seq not in q.arrived:
@@ -221,44 +214,45 @@ class PacedQueries:
             if oldest != ids:
                 log.error("query %r: the source's failed-open admission %s is not the oldest buffered %s",
                           q.query_id, ids, oldest)
-            batch = self._force(q, len(ids), f"Spark batch {record.batch_id} admitted without a decision")
+            batch = self._force(held, q, len(ids), f"Spark batch {record.batch_id} admitted without a decision")
             if batch is not None:
                 s.controller.start(batch.id)
                 done = telemetry.SinkDone(batch.id, record.batch_id, time.time(), running=True)
                 s.engine.sink_done(q.query_id, done)
                 self._batch_query[batch.id] = q.query_id
                 if progress is not None:
-                    self._complete(q, progress if late is None else without_engine_time(progress), event=False)
+                    self._complete(held, q, progress if late is None else without_engine_time(progress), event=False)
         q.inflight = None
         q.accounted.add((q.spark_run_id, record.batch_id))
 
     def stopped(self, event: StopEvent) -> None:
         """A source run stopped (the JVM's ``stop``): account what it admitted unanswered, release its batch."""
-        with self.driver.cond:
+        with self.driver.guard.held() as held:
             q = self.queries.get(event.query)
             if q is None or q.run != event.run:
                 return
             for record in event.failed_open:
-                self._failed_open(q, record, None)
-            self._close_run(q, "stopped")
+                self._failed_open(held, q, record, None)
+            self._close_run(held, q, "stopped")
             q.dead = True
-            self.driver.cond.notify_all()
+            held.notify_all()
 
-    def _close_run(self, q: PacedQuery, why: str) -> None:
-        """The run of ``q`` ended: its batch still running completes now, without its progress (lock held)."""
-        done = self.driver.engine.give_up(q.query_id)
+    def _close_run(self, held: Held, q: PacedQuery, why: str) -> None:
+        """The run of ``q`` ended: its batch still running completes now, without its progress."""
+        done = self.driver.engine.give_up(held, q.query_id)
         if done is not None:
             q.given_up.add((None, done.spark_batch_id))
             log.debug("query %r: run %s %s; batch %s completed without its progress", q.query_id, q.run, why,
                       done.batch_id)
-        self._forget_batches(q.query_id)
+        self._forget_batches(held, q.query_id)
         q.inflight = None
 
-    def _forget_batches(self, query_id: str) -> None:
-        """No batch of ``query_id`` is running any more (lock held)."""
+    def _forget_batches(self, held: Held, query_id: str) -> None:
+        """No batch of ``query_id`` is running any more."""
         self._batch_query = {b: qid for b, qid in self._batch_query.items() if qid != query_id}
 
-    def _arrive(self, q: PacedQuery, request: DecisionRequest) -> None:
+    def _arrive(self, held: Held, q: PacedQuery, request: DecisionRequest) -> None:
+        """Each snapshot not seen before, up to the source's read limit, arrives as one dataset."""
         for snapshot in request.snapshots[: request.admissible]:
             if snapshot.seq not in q.arrived:
                 dataset = self._dataset(q, snapshot)
@@ -275,8 +269,8 @@ class PacedQueries:
         return Dataset(f"{q.run}:{snapshot.seq}", snapshot.data_arrival, max(0, nbytes), max(0, rows),
                        handle=snapshot.offset)
 
-    def _force(self, q: PacedQuery, count: int, why: str) -> MicroBatch | None:
-        batch = self.driver.force(q.query_id, count)
+    def _force(self, held: Held, q: PacedQuery, count: int, why: str) -> MicroBatch | None:
+        batch = self.driver.force(held, q.query_id, count)
         if batch is not None:
             q.forced += 1
             log.debug("query %r: %s (%d datasets)", q.query_id, why, count)
@@ -292,45 +286,45 @@ class PacedQueries:
 
     # ------------------------------------------------------------------ listener
 
-    def owner(self, run_id: str | None) -> str | None:
+    def owner(self, held: Held, run_id: str | None) -> str | None:
         """The pacer id of the ``format("pacer")`` query whose current Spark run is ``run_id`` (else None)."""
         query_id = self._by_spark_run.get(run_id or "")
         q = self.queries.get(query_id or "")
         return query_id if q is not None and q.spark_run_id == run_id else None
 
-    def known_run(self, run_id: str | None) -> bool:
+    def known_run(self, held: Held, run_id: str | None) -> bool:
         """Whether ``run_id`` is a run (current or past) of one of this session's ``format("pacer")`` queries."""
         return (run_id or "") in self._by_spark_run
 
-    def running(self, batch_id: str) -> bool:
+    def running(self, held: Held, batch_id: str) -> bool:
         """Whether ``batch_id`` is a ``format("pacer")`` batch whose trigger has not reported yet."""
         return batch_id in self._batch_query
 
-    def on_progress(self, query_id: str, progress: telemetry.TriggerProgress) -> None:
-        """A trigger of the current run of a paced query ended: complete its batch (lock held).
+    def on_progress(self, held: Held, query_id: str, progress: telemetry.TriggerProgress) -> None:
+        """A trigger of the current run of a paced query ended: complete its batch.
 
         Batches Spark replays from its offset log, and admissions the source made without an answer, are
         accounted from the source's next request, which reports both (:meth:`_take_reports`).
         """
         q = self.queries[query_id]
-        if self.driver.engine.waiting_spark_batch(q.query_id) == progress.batch_id:
-            self._complete(q, progress, event=True)
+        if self.driver.engine.waiting_spark_batch(held, q.query_id) == progress.batch_id:
+            self._complete(held, q, progress, event=True)
             return
-        self.driver.engine.on_progress(progress, query_id=q.query_id)  # counts the trigger's engine time
+        self.driver.engine.on_progress(held, progress, query_id=q.query_id)  # counts the trigger's engine time
 
-    def _replayed(self, q: PacedQuery, progress: telemetry.TriggerProgress) -> None:
+    def _replayed(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress) -> None:
         """Spark ran a batch from its offset log without asking the source: account it once."""
         s = self.driver
         q.accounted.add((progress.run_id, progress.batch_id))
         if (None, progress.batch_id) in q.given_up:  # completed when the run that first ran it stopped
             return
         arrival = progress.started_at or progress.delivered_at
-        held = s.controller.withdraw(q.query_id)  # keeps the order: the replay came before them
+        withdrawn = s.controller.withdraw(q.query_id)  # keeps the order: the replay came before them
         dataset = Dataset(f"replay:{q.stream_id}:{progress.batch_id}", arrival, progress.rows * DEFAULT_ROW_BYTES,
                           progress.rows)
         s.controller.arrive(q.query_id, dataset)
-        batch = self._force(q, 1, f"Spark replayed batch {progress.batch_id} from its offset log")
-        if held:
+        batch = self._force(held, q, 1, f"Spark replayed batch {progress.batch_id} from its offset log")
+        if withdrawn:
             q.arrived = {}  # the withdrawn snapshots arrive again at the next decision
         if batch is not None:
             s.controller.start(batch.id)
@@ -339,7 +333,7 @@ class PacedQueries:
             log.info("query %r: batch %d was replayed from the checkpoint (%d rows); accounted once",
                      q.query_id, progress.batch_id, progress.rows)
 
-    def _measured(self, q: PacedQuery, progress: telemetry.TriggerProgress) -> None:
+    def _measured(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress) -> None:
         q.accounted.add((progress.run_id, progress.batch_id))
         if progress.source_metrics:
             q.source_metrics = dict(progress.source_metrics)
@@ -354,9 +348,9 @@ class PacedQueries:
         except KeyError:
             pass
 
-    def executed_metrics(self, query_id: str, done: telemetry.SinkDone,
+    def executed_metrics(self, held: Held, query_id: str, done: telemetry.SinkDone,
                          progress: telemetry.TriggerProgress) -> list[OperatorMetric]:
-        """The batch's operator metrics from the query's executed plan (lock held; the engine's ``read_metrics``).
+        """The batch's operator metrics from the query's executed plan (the engine's ``read_metrics``).
 
         Read while the plan is still the batch's own (Spark replaces ``lastExecution`` when it plans the next
         batch, so a later batch's plan is never taken for it). The first plan read also replaces the minimal
@@ -380,11 +374,11 @@ class PacedQueries:
             log.debug("query %r: no operator metrics for batch %s", query_id, done.batch_id, exc_info=True)
             return []
 
-    def on_terminated(self, query_id: str, error: str | None) -> None:
-        """The current run of the query stopped or failed (lock held; the listener, matched by run id)."""
+    def on_terminated(self, held: Held, query_id: str, error: str | None) -> None:
+        """The current run of the query stopped or failed (the listener, matched by run id)."""
         q = self.queries[query_id]
         q.dead, q.error = True, q.error or error
-        self._close_run(q, "terminated")
+        self._close_run(held, q, "terminated")
 
     # ------------------------------------------------------------------ reading
 
@@ -392,36 +386,63 @@ class PacedQueries:
         """Whether ``query_id`` is a ``format("pacer")`` query of this session."""
         return query_id in self.queries
 
-    def completed(self, query_id: str, batch_id: str) -> None:
+    def completed(self, held: Held, query_id: str, batch_id: str) -> None:
         """A batch completed: nothing to forget (its snapshots left with its decision)."""
 
-    def dead(self, query_id: str) -> bool:
+    def dead(self, held: Held, query_id: str) -> bool:
         """Whether the paced query ``query_id`` terminated."""
         q = self.queries.get(query_id)
         return q is not None and q.dead
 
     def summary(self) -> dict[str, Any]:
         """Per query: decisions, forced admissions, withdrawn and replayed datasets, gate waits, decide times."""
-        def ms(values: StreamingSummary, p: float | None = None) -> float | None:
-            if not values.count:
-                return None
-            return 1e3 * (values.mean if p is None else values.percentile(p))
-
-        return {q.query_id: {"source": q.source, "decisions": q.decisions, "forced": q.forced,
-                             "withdrawn": q.withdrawn, "replays": q.replays, "failed_open": q.failed_open,
-                             "failed_open_lost": q.failed_open_lost, "gate_wait_ms_avg": ms(q.gate_wait_s),
-                             "gate_wait_ms_max": 1e3 * q.gate_wait_s.max if q.gate_wait_s.count else None,
-                             "decide_ms_avg": ms(q.decide_s), "decide_ms_p99": ms(q.decide_s, 99),
-                             "arrival": "source-time" if q.source_timed else "first-seen",
-                             # the JVM source's time reading the data's own times (Kafka: one fetch per partition
-                             # of each new snapshot), and how many snapshots it read them for
-                             "source_time_ms": _int(q.source_metrics.get("pacer.sourceTimeMs")),
-                             "source_time_fetches": _int(q.source_metrics.get("pacer.sourceTimeFetches")),
-                             "error": q.error}
-                for q in self.queries.values()}
+        return {q.query_id: q.summary() for q in self.queries.values()}
 
     def close(self) -> None:
         """Unregister from the JVM: a ``format("pacer")`` query still running then admits everything."""
         self.bridge.close()
 
 
+class _SourceAsk:
+    """One ``latestOffset`` of a ``format("pacer")`` source, stepped by the driver's admission loop
+    (:class:`pacer_spark.driver.Ask`).
+
+    :ivar q: the query, once known; :ivar error: why the request was refused (an unknown or invalid query);
+        :ivar index: the answer, the index of the admitted batch's last snapshot (None: wait).
+    """
+
+    def __init__(self, queries: PacedQueries, request: DecisionRequest) -> None:
+        self.queries = queries
+        self.request = request
+        self.query_id = request.query
+        self.drain = request.available_now
+        self.q: PacedQuery | None = None
+        self.error: str | None = None
+        self.index: int | None = None
+
+    def report(self, held: Held) -> bool:
+        """Register the query on first sight, then take its reports; False without new snapshots."""
+        try:
+            self.q = self.queries._query(held, self.request)
+        except (ValueError, KeyError, LookupError) as exc:
+            self.error = f"query {self.request.query!r}: {exc}"
+            return False
+        self.q.decisions += 1
+        self.queries._take_reports(held, self.q, self.request)
+        return bool(self.request.snapshots)
+
+    def arrive(self, held: Held) -> None:
+        """The request's new snapshots arrive."""
+        assert self.q is not None
+        self.queries._arrive(held, self.q, self.request)
+
+    def admitted(self, held: Held, batch: MicroBatch) -> bool:
+        """Record the batch; it always passes the gate (the JVM sets its pool on the stream thread)."""
+        assert self.q is not None
+        self.index = self.queries._admitted(held, self.q, self.request, batch)
+        return True
+
+    def passed(self, held: Held, turn: Turn) -> None:
+        """Keep the gate's wait."""
+        assert self.q is not None
+        self.q.gate_wait_s.add(turn.waited_s)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pacer.summary import StreamingSummary
 from pacer_spark import telemetry
@@ -130,3 +131,27 @@ class PacedQuery:
     dead: bool = False
     error: str | None = None
     plan_dag: bool = False  # its DAG was read from Spark's executed plan
+
+    def summary(self) -> dict[str, Any]:
+        """The query's part of the report's ``paced`` section: decisions, forced admissions, withdrawn and replayed
+        datasets, gate waits, decide times, how its data is dated and what dating it cost."""
+        def ms(values: StreamingSummary, p: float | None = None) -> float | None:
+            if not values.count:
+                return None
+            return 1e3 * (values.mean if p is None else values.percentile(p))
+
+        def metric(name: str) -> int | None:
+            value = self.source_metrics.get(name)
+            return None if value is None else int(value)
+
+        return {"source": self.source, "decisions": self.decisions, "forced": self.forced,
+                "withdrawn": self.withdrawn, "replays": self.replays, "failed_open": self.failed_open,
+                "failed_open_lost": self.failed_open_lost, "gate_wait_ms_avg": ms(self.gate_wait_s),
+                "gate_wait_ms_max": 1e3 * self.gate_wait_s.max if self.gate_wait_s.count else None,
+                "decide_ms_avg": ms(self.decide_s), "decide_ms_p99": ms(self.decide_s, 99),
+                "arrival": "source-time" if self.source_timed else "first-seen",
+                # the JVM source's time reading the data's own times (Kafka: one fetch per partition of each new
+                # snapshot), and how many snapshots it read them for
+                "source_time_ms": metric("pacer.sourceTimeMs"),
+                "source_time_fetches": metric("pacer.sourceTimeFetches"),
+                "error": self.error}

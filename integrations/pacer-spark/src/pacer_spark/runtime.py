@@ -78,7 +78,7 @@ class PacerSession:
         self.fair = str(spark.conf.get("spark.scheduler.mode", "FIFO")).upper() == "FAIR"
         self.driver = Driver(self.controller, self.clock, self.replay, concurrency=config.concurrency,
                              gate_timeout=config.gate_timeout, fair=self.fair, progress_timeout=config.progress_timeout)
-        self.lock, self.cond, self.engine = self.driver.lock, self.driver.cond, self.driver.engine
+        self.lock, self.cond, self.engine = self.driver.guard.lock, self.driver.guard.cond, self.driver.engine
         self.schedule_gate = self.driver.gate
         self.admission = AdmissionService(self.driver, rapids=self.rapids)
         self.sinks = SinkGate(self.driver, self.admission, collect_metrics=config.operator_metrics)

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
 
-from pacer import Controller
 from pacer.summary import StreamingSummary
 from pacer_spark import telemetry
 from pacer_spark.admission import AdmissionService
@@ -48,11 +47,6 @@ class SessionTelemetry:
     paced: PacedQueries | None = field(default=None, init=False)
     _by_run_id: dict[str, str] = field(default_factory=dict, init=False)
 
-    def __post_init__(self) -> None:
-        self.controller: Controller = self.driver.controller
-        self.cond: threading.Condition = self.driver.cond
-        self.engine: telemetry.BatchCompletion = self.driver.engine
-
     def map_stream(self, stream_id: str, query_id: str) -> None:
         """Route listener events of the streaming query ``stream_id`` (its id or run id) to ``query_id``."""
         self._by_run_id[stream_id] = query_id
@@ -61,20 +55,20 @@ class SessionTelemetry:
 
     def _on_progress(self, progress: telemetry.TriggerProgress) -> None:
         """A trigger ended: keep Spark's durations and complete the batch it ran (the listener's thread)."""
-        with self.cond:
+        with self.driver.guard.held() as held:
             if self.paced is not None:  # a format("pacer") query is matched by its run id, whatever its name
-                owner = self.paced.owner(progress.run_id)
+                owner = self.paced.owner(held, progress.run_id)
                 if owner is not None:
-                    self.paced.on_progress(owner, progress)
+                    self.paced.on_progress(held, owner, progress)
                     return
-                if self.paced.known_run(progress.run_id):  # a late event of an earlier run
+                if self.paced.known_run(held, progress.run_id):  # a late event of an earlier run
                     return
             source = self.admission.sources.get(progress.query)
             if source is None:
                 return
             source.durations.add(progress.durations_ms)
             try:
-                self.engine.on_progress(progress)
+                self.driver.engine.on_progress(held, progress)
             except Exception as exc:  # a feedback hook raised without fallback: fail the query as foreachBatch did
                 log.error("query %r: completing batch %d failed: %s", progress.query, progress.batch_id, exc)
                 source.error = source.error or f"{type(exc).__name__}: {exc}"
@@ -84,10 +78,10 @@ class SessionTelemetry:
 
     def _on_terminated(self, run_id: str, exception: str | None) -> None:
         """A streaming query stopped or failed: no batch waits for it any more."""
-        with self.cond:
-            owner = self.paced.owner(run_id) if self.paced is not None else None
+        with self.driver.guard.held() as held:
+            owner = self.paced.owner(held, run_id) if self.paced is not None else None
             if self.paced is not None and owner is not None:  # only its current run: a restart's old run is not it
-                self.paced.on_terminated(owner, exception)
+                self.paced.on_terminated(held, owner, exception)
             query_id = self._by_run_id.get(run_id)
             source = self.admission.sources.get(query_id) if query_id else None
             if source is not None and source.handle is not None and str(source.handle.runId) != run_id:
@@ -96,10 +90,10 @@ class SessionTelemetry:
                 source.dead = True
                 source.error = source.error or exception
                 try:  # a batch still waiting: its trigger failed after the sink, or the query was stopped
-                    self.engine.give_up(query_id)
+                    self.driver.engine.give_up(held, query_id)
                 except Exception:
                     log.exception("query %r: completing its last batch at termination failed", query_id)
-            self.cond.notify_all()
+            held.notify_all()
 
     # ------------------------------------------------------------------ reading
 
@@ -137,7 +131,7 @@ class SessionTelemetry:
         """The report's ``spark`` part: Spark's side of the run, pacer's overhead, enactment, errors (lock held)."""
         import pyspark
 
-        placements = [r.placement for r in self.controller.reports() if r.placement is not None]
+        placements = [r.placement for r in self.driver.controller.reports() if r.placement is not None]
         sources = self.admission.sources
         return {
             "spark_version": pyspark.__version__,
@@ -152,7 +146,7 @@ class SessionTelemetry:
             },
             "spark_batches": {q: s.spark_batches for q, s in sources.items()},
             "spark_duration_ms_avg": {q: s.durations.averages() for q, s in sources.items()},
-            "engine": self.engine.summary(),
+            "engine": self.driver.engine.summary(),
             "errors": self.errors(),
             "quarantined_rows": {q: s.quarantined() for q, s in sources.items() if s.fmt == FILES_FORMAT},
             "paced": self.paced.summary() if self.paced is not None else {},

@@ -12,19 +12,16 @@ operator metrics of its executed plan and hands the batch to the
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
-from pacer import Controller
 from pacer_spark import spark_jvm, telemetry
 from pacer_spark.admission import AdmissionService
 from pacer_spark.driver import Driver
 from pacer_spark.errors import stop_error
-from pacer_spark.gate import Gate
 from pacer_spark.plan import operator_metrics
 
 log = logging.getLogger("pacer_spark")
@@ -45,13 +42,6 @@ class SinkGate:
     driver: Driver
     admission: AdmissionService
     collect_metrics: bool
-
-    def __post_init__(self) -> None:
-        self.controller: Controller = self.driver.controller
-        self.cond: threading.Condition = self.driver.cond
-        self.gate: Gate = self.driver.gate
-        self.engine: telemetry.BatchCompletion = self.driver.engine
-        self.excluded: Callable[[str], bool] = self.driver.excluded
 
     def wrap(self, query_id: str, sink: Sink) -> Sink:
         """Wrap ``sink``: wait for the batch's turn (FIFO/EDF) or pick its pool (FAIR/RDAS), run, report."""
@@ -76,11 +66,11 @@ class SinkGate:
     def _wait_turn(self, query_id: str, batch_id: str, df: DataFrame) -> None:
         source = self.admission.sources[query_id]
         if source.observe_only:  # Spark's own trigger: pacer only observes
-            with self.cond:
-                self.controller.start(batch_id)
+            with self.driver.guard.held():
+                self.driver.controller.start(batch_id)
             return
-        turn = self.gate.pass_batch(batch_id, excluded=self.excluded)  # passed at admission: its pool only
-        with self.cond:
+        turn = self.driver.gate.pass_batch(batch_id, excluded=self.driver.excluded)  # passed at admission: its pool
+        with self.driver.guard.held():
             if batch_id not in self.admission.gated:  # a replayed batch, admitted here: its wait counts here
                 source.gate_wait_s.add(turn.waited_s)
         df.sparkSession.sparkContext.setLocalProperty("spark.scheduler.pool", turn.pool)  # type: ignore[arg-type]
@@ -93,9 +83,9 @@ class SinkGate:
         if self.collect_metrics and source.handle is not None:
             t0 = time.perf_counter()
             try:
-                with self.cond:
-                    batch = self.controller.batch(batch_id).batch
-                    dag = self.controller.query(query_id).spec.dag
+                with self.driver.guard.held():
+                    batch = self.driver.controller.batch(batch_id).batch
+                    dag = self.driver.controller.query(query_id).spec.dag
                 root = spark_jvm.executed_plan(source.handle)
                 if root is None:
                     raise LookupError("the query has no executed plan yet")
@@ -104,7 +94,7 @@ class SinkGate:
             except Exception:
                 log.debug("no operator metrics for %s", batch_id, exc_info=True)
             source.metrics_s.add(time.perf_counter() - t0)
-        self.engine.sink_done(query_id, telemetry.SinkDone(batch_id, spark_batch_id, time.time(), metrics))
+        self.driver.engine.sink_done(query_id, telemetry.SinkDone(batch_id, spark_batch_id, time.time(), metrics))
 
 
 __all__ = ["Sink", "SinkGate"]

@@ -50,6 +50,7 @@ from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from pacer import Controller, OperatorMetric
 from pacer.summary import StreamingSummary
+from pacer_spark.locking import Guard, Held
 
 #: Seconds a sink-done batch waits for its progress event before it is completed without one.
 DEFAULT_PROGRESS_TIMEOUT_S = 10.0
@@ -195,25 +196,26 @@ class BatchCompletion:
     """Completes the Spark runtime's batches in the Controller when their trigger reports (module docstring).
 
     Holds the sink-done batches waiting for their progress event (at most one per query) and what was
-    measured. Methods marked "lock held" expect the caller to hold ``cond``'s lock; the others take it.
+    measured. Methods that take a :class:`~pacer_spark.locking.Held` expect the caller to hold ``guard``'s lock;
+    the others take it.
 
     :param controller: the session's Controller, built with ``clock`` as its clock.
-    :param cond: the session's condition; its lock guards every Controller call; notified on completion.
+    :param guard: the session's lock (it guards every Controller call) and condition (notified on completion).
     :param clock: the Controller's :class:`PinnedClock`.
-    :param completed: called (lock held) with ``(query_id, batch_id)`` after a batch completed.
+    :param completed: called with ``(held, query_id, batch_id)`` after a batch completed.
     :param timeout_s: seconds after the sink's end when a batch without a progress event is given up on.
-    :param read_metrics: reads a ``format("pacer")`` batch's operator metrics from its executed plan (lock held),
-        where no ``foreachBatch`` read them: ``(query_id, done, progress) -> metrics`` (empty: none).
+    :param read_metrics: reads a ``format("pacer")`` batch's operator metrics from its executed plan, where no
+        ``foreachBatch`` read them: ``(held, query_id, done, progress) -> metrics`` (empty: none).
     """
 
-    def __init__(self, controller: Controller, cond: threading.Condition, clock: PinnedClock,
-                 completed: Callable[[str, str], None], timeout_s: float = DEFAULT_PROGRESS_TIMEOUT_S, *,
-                 read_metrics: Callable[[str, SinkDone, TriggerProgress], Sequence[OperatorMetric]] | None = None
-                 ) -> None:
+    def __init__(self, controller: Controller, guard: Guard, clock: PinnedClock,
+                 completed: Callable[[Held, str, str], None], timeout_s: float = DEFAULT_PROGRESS_TIMEOUT_S, *,
+                 read_metrics: Callable[[Held, str, SinkDone, TriggerProgress], Sequence[OperatorMetric]] | None
+                 = None) -> None:
         if not timeout_s > 0:
             raise ValueError(f"progress timeout must be > 0 seconds, got {timeout_s}")
         self.controller = controller
-        self.cond = cond
+        self.guard = guard
         self.clock = clock
         self.completed = completed
         self.timeout_s = timeout_s
@@ -224,31 +226,31 @@ class BatchCompletion:
         self.without_progress = 0
         self.trigger_s: dict[str, float] = {}
         self.triggers: dict[str, int] = {}
-        #: Reads a ``format("pacer")`` batch's operator metrics from its executed plan (lock held), where no
-        #: ``foreachBatch`` read them: ``(query_id, done, progress) -> metrics``.
+        #: Reads a ``format("pacer")`` batch's operator metrics from its executed plan, where no
+        #: ``foreachBatch`` read them: ``(held, query_id, done, progress) -> metrics``.
         self.read_metrics = read_metrics
 
     def sink_done(self, query_id: str, done: SinkDone) -> None:
         """``foreachBatch`` of ``done.batch_id`` returned; its trigger is committing (frees the gate)."""
-        with self.cond:
+        with self.guard.held() as held:
             self._waiting[query_id] = done
-            self.cond.notify_all()
+            held.notify_all()
 
-    def waiting_spark_batch(self, query_id: str) -> int | None:
-        """Spark's batch id of the query's sink-done batch, None when none waits (lock held)."""
+    def waiting_spark_batch(self, held: Held, query_id: str) -> int | None:
+        """Spark's batch id of the query's sink-done batch, None when none waits."""
         done = self._waiting.get(query_id)
         return done.spark_batch_id if done is not None else None
 
-    def awaiting(self, batch_id: str) -> bool:
-        """True while ``batch_id``'s sink is done and its progress event has not come (lock held)."""
+    def awaiting(self, held: Held, batch_id: str) -> bool:
+        """True while ``batch_id``'s sink is done and its progress event has not come."""
         return any(d.batch_id == batch_id for d in self._waiting.values())
 
     def waiting(self) -> int:
         """How many batches wait for their progress event."""
-        with self.cond:
+        with self.guard.held():
             return len(self._waiting)
 
-    def on_progress(self, progress: TriggerProgress, *, event: bool = True,
+    def on_progress(self, held: Held, progress: TriggerProgress, *, event: bool = True,
                     query_id: str | None = None) -> SinkDone | None:
         """Complete the batch this progress reports, at the trigger's end with its engine time.
 
@@ -262,50 +264,49 @@ class BatchCompletion:
         :return: the completed batch; None for a no-data trigger or an event without a waiting batch.
         :raises StrategyError: when a feedback hook raised and fallback is off (the batch is completed).
         """
-        with self.cond:
-            query_id = progress.query if query_id is None else query_id
-            if event and progress.engine_s is not None:
-                self.trigger_s[query_id] = self.trigger_s.get(query_id, 0.0) + progress.engine_s
-                self.triggers[query_id] = self.triggers.get(query_id, 0) + 1
-            if event and progress.ended_at is not None:
-                self.lags_s.add(max(0.0, progress.delivered_at - progress.ended_at))
-            done = self._waiting.get(query_id)
-            if done is None or done.spark_batch_id != progress.batch_id:
-                return None
-            del self._waiting[query_id]
-            self.from_progress += 1
-            self.from_buffer += 0 if event else 1
-            self._complete(query_id, done, progress)
-            return done
+        query_id = progress.query if query_id is None else query_id
+        if event and progress.engine_s is not None:
+            self.trigger_s[query_id] = self.trigger_s.get(query_id, 0.0) + progress.engine_s
+            self.triggers[query_id] = self.triggers.get(query_id, 0) + 1
+        if event and progress.ended_at is not None:
+            self.lags_s.add(max(0.0, progress.delivered_at - progress.ended_at))
+        done = self._waiting.get(query_id)
+        if done is None or done.spark_batch_id != progress.batch_id:
+            return None
+        del self._waiting[query_id]
+        self.from_progress += 1
+        self.from_buffer += 0 if event else 1
+        self._complete(held, query_id, done, progress)
+        return done
 
-    def _complete(self, query_id: str, done: SinkDone, progress: TriggerProgress | None) -> None:
+    def _complete(self, held: Held, query_id: str, done: SinkDone, progress: TriggerProgress | None) -> None:
         """At the trigger's end with ``triggerExecution`` as engine time; without an event, at the sink's end."""
         now = time.time()
         end = progress.ended_at if progress is not None else (now if done.running else done.at)
         at = now if end is None else min(max(end, done.at), now)
         metrics = done.operator_metrics
         if not metrics and progress is not None and done.running and self.read_metrics is not None:
-            metrics = self.read_metrics(query_id, done, progress)
+            metrics = self.read_metrics(held, query_id, done, progress)
         try:
             self.controller.complete(done.batch_id, operator_metrics=metrics,
                                      engine_s=progress.engine_s if progress is not None else None, completed_at=at)
         finally:
-            self.completed(query_id, done.batch_id)
-            self.cond.notify_all()
+            self.completed(held, query_id, done.batch_id)
+            held.notify_all()
 
-    def expire(self, query_id: str, now: float) -> SinkDone | None:
-        """Complete the query's sink-done batch without engine time if it waited over ``timeout_s`` (lock held)."""
+    def expire(self, held: Held, query_id: str, now: float) -> SinkDone | None:
+        """Complete the query's sink-done batch without engine time if it waited over ``timeout_s``."""
         done = self._waiting.get(query_id)
         if done is None or now - done.at < self.timeout_s:
             return None
-        return self.give_up(query_id)
+        return self.give_up(held, query_id)
 
-    def give_up(self, query_id: str) -> SinkDone | None:
-        """Complete the query's sink-done batch without a progress event, at its sink's end (lock held)."""
+    def give_up(self, held: Held, query_id: str) -> SinkDone | None:
+        """Complete the query's sink-done batch without a progress event, at its sink's end."""
         done = self._waiting.pop(query_id, None)
         if done is not None:
             self.without_progress += 1
-            self._complete(query_id, done, None)
+            self._complete(held, query_id, done, None)
         return done
 
     def settle(self, timeout: float) -> None:
@@ -313,9 +314,9 @@ class BatchCompletion:
         limit = time.time() + timeout
         while self.waiting() and time.time() < limit:
             time.sleep(0.02)
-        with self.cond:
+        with self.guard.held() as held:
             for query_id in list(self._waiting):
-                self.give_up(query_id)
+                self.give_up(held, query_id)
 
     def summary(self) -> dict[str, Any]:
         """For the report's ``spark`` section: how batches were completed and the listener's delay.
@@ -324,7 +325,7 @@ class BatchCompletion:
         ``latestOffset`` because the listener event had not arrived yet; ``progress_delivery_ms_*``: how
         long after a trigger's end its listener event arrived.
         """
-        with self.cond:
+        with self.guard.held():
             lags = self.lags_s
             return {
                 "batches_completed_on_progress": self.from_progress,

@@ -1,0 +1,94 @@
+"""The driver's one admission loop and its lock, on a real Controller (no SparkSession needed)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from pacer import Controller, Dataset, MicroBatch
+from pacer.plugins import get_plugin_manager
+from pacer_spark.driver import Driver
+from pacer_spark.gate import Turn
+from pacer_spark.locking import Held
+from pacer_spark.replay import ReplayGuard
+from pacer_spark.telemetry import PinnedClock
+from pacer_workloads import make_query
+
+
+def _driver() -> Driver:
+    clock = PinnedClock()
+    replay = ReplayGuard()
+    pm = get_plugin_manager(allowed=[])
+    pm.register(replay)
+    controller = Controller(clock=clock, cores=2, plugin_manager=pm)
+    controller.add_query(make_query("lr2", query_id="q", deadline=10.0), admission="asap")
+    return Driver(controller, clock, replay, concurrency=1, gate_timeout=5.0, fair=False, progress_timeout=5.0)
+
+
+class ListAsk:
+    """A front end's ask that hands the Controller ``count`` new datasets (or reports that it has none)."""
+
+    def __init__(self, driver: Driver, count: int, *, gated: bool = True) -> None:
+        self.driver, self.count, self.gated = driver, count, gated
+        self.query_id, self.drain = "q", False
+        self.steps: list[str] = []
+        self.waited: float | None = None
+
+    def report(self, held: Held) -> bool:
+        held.check()
+        self.steps.append("report")
+        return self.count > 0
+
+    def arrive(self, held: Held) -> None:
+        self.steps.append("arrive")
+        for i in range(self.count):
+            self.driver.controller.arrive("q", Dataset(f"d{i}", 0.0, 100, 10, handle=i))
+
+    def admitted(self, held: Held, batch: MicroBatch) -> bool:
+        self.steps.append(f"admitted {len(batch.datasets)}")
+        return self.gated
+
+    def passed(self, held: Held, turn: Turn) -> None:
+        self.steps.append("passed")
+        self.waited = turn.waited_s
+
+
+def test_one_loop_reports_arrives_admits_and_passes_the_gate_in_order() -> None:
+    driver = _driver()
+    ask = ListAsk(driver, 3)
+    admitted = driver.decide(ask)
+    assert admitted is not None and admitted.turn is not None
+    assert ask.steps == ["report", "arrive", "admitted 3", "passed"]
+    with driver.guard.held():
+        assert driver.controller.batch(admitted.batch.id).started  # the gate let it run
+
+
+def test_an_ask_with_nothing_new_admits_nothing_and_an_observed_batch_skips_the_gate() -> None:
+    driver = _driver()
+    empty = ListAsk(driver, 0)
+    assert driver.decide(empty) is None and empty.steps == ["report"]
+    observed = ListAsk(driver, 2, gated=False)  # Spark's own trigger decides: pacer only observes
+    admitted = driver.decide(observed)
+    assert admitted is not None and admitted.turn is None and "passed" not in observed.steps
+
+
+def test_a_held_proof_kept_past_its_block_is_refused() -> None:
+    driver = _driver()
+    with driver.guard.held() as held:
+        assert driver.admit(held, "q") is None  # nothing buffered
+    with pytest.raises(RuntimeError, match="without it"):
+        driver.admit(held, "q")
+    errors: list[BaseException] = []
+
+    def other_thread() -> None:
+        try:
+            driver.admit(held, "q")
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    with driver.guard.held():  # held by this thread: the proof is still no good in another one
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        worker.join()
+    assert len(errors) == 1

@@ -96,7 +96,7 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def test_the_wheel_requires_what_pacer_spark_declares_and_nothing_from_the_dev_group(wheels: Path) -> None:
     meta = _metadata(_wheel(wheels, "pacer_spark"))
     required = [Requirement(r) for r in meta.get_all("Requires-Dist") or []]
-    plain = {canonicalize_name(r.name): r for r in required if r.marker is None}
+    plain: dict[str, Requirement] = {canonicalize_name(r.name): r for r in required if r.marker is None}
     declared = tomllib.loads((ROOT / "integrations/pacer-spark/pyproject.toml").read_text())["project"]["dependencies"]
     assert {n: str(r.specifier) for n, r in plain.items()} == {
         canonicalize_name(Requirement(d).name): str(Requirement(d).specifier) for d in declared}

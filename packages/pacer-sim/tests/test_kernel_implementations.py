@@ -142,3 +142,15 @@ def test_numba_cuda_kernels_compile_to_ptx_without_a_gpu() -> None:
         pytest.skip(f"no NVVM to compile PTX with ({type(exc).__name__}: {' '.join(str(exc).split())[:120]}); "
                     "pip install 'pacer-sim[cuda]'")
     assert len(compiled) == 21 and all(n > 1000 for n in compiled.values())
+
+
+def test_the_committed_cpu_profile_holds_numpy_numba_and_pandas_and_says_why_the_gpu_is_missing() -> None:
+    """packages/pacer-sim/profiles/cpu-x86-2core.json: pacer calibrate --kernels on a 2-core x86 machine, no GPU."""
+    path = Path(__file__).resolve().parents[1] / "profiles" / "cpu-x86-2core.json"
+    profile = load_cost_profile(path)
+    impls = profile["implementations"]
+    assert all(set(impls[n]["kinds"]) == set(KINDS) for n in ("numpy", "numba", "pandas"))
+    assert all(impls[n]["skipped"] for n in ("cupy", "numba-cuda", "cudf")) and profile["skipped"]["gpu"]
+    numba = apply_cost_profile(CostModel(), select_curves(profile, {"cpu": "numba"}), name=path.name)
+    assert numba.citation("join", "cpu").startswith("measured: numba 0.68.1 on one core of x86_64, 2 cores")
+    assert numba.citation("join", "gpu").startswith("modelled, not measured")

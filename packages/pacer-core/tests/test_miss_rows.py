@@ -121,3 +121,29 @@ def test_miss_totals_stay_exact_past_the_recent_window() -> None:
     assert q["deadline_miss_ratio_datasets"] == round(miss_datasets / total, 6) == 0.25
     assert q["deadline_miss_ratio"] == q["deadline_miss_ratio_rows"] == round(miss_rows / rows, 6)
     assert q["deadline_miss_ratio_rows"] < 0.01  # rows weigh the small late datasets little
+
+
+def test_a_dataset_whose_rows_arrived_over_a_span_counts_only_the_rows_old_enough_to_be_late() -> None:
+    """A Kafka snapshot dated by its oldest record holds rows that arrived up to the next snapshot's oldest
+    (``Dataset.newest``): finishing 5 s past the deadline of its oldest row, over a 10 s span, half its rows
+    (the older half) are late, not all of them; past the whole span, all of them."""
+    c, clock = _controller()
+    clock.now = 10.0
+    c.arrive("q", Dataset("spread", 0.0, 1000, 100, newest=10.0))
+    c.arrive("q", Dataset("spread-too-late", 10.0, 1000, 100, newest=12.0))
+    batch = c.poll("q")
+    assert batch is not None and len(batch.datasets) == 2
+    c.start(batch.id)
+    clock.now = 23.0  # latencies 23 s (13 over, span 10: all late) and 13 s (3 over, span 2: all late)
+    report = c.complete(batch.id)
+    assert report.dataset_spans == (10.0, 2.0)
+    c.arrive("q", Dataset("half", 20.0, 1000, 100, newest=30.0))
+    c.arrive("q", Dataset("on-time", 30.0, 1000, 100, newest=32.0))
+    clock.now = 32.0
+    batch = c.poll("q")
+    assert batch is not None
+    c.start(batch.id)
+    clock.now = 35.0  # "half": 15 s old, 5 s over a 10 s span -> 50 rows; "on-time": 5 s, within the deadline
+    c.complete(batch.id)
+    record = c.recorder.record("q")
+    assert (record.miss_datasets, record.miss_rows) == (3, 100 + 100 + 50)

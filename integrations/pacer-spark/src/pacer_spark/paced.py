@@ -97,8 +97,7 @@ class PacedQueries:
         return Decision(ask.index, pool=admitted.turn.pool if admitted.turn is not None else None)
 
     def _admitted(self, held: Held, q: PacedQuery, request: DecisionRequest, batch: MicroBatch) -> int:
-        """Record the admitted batch: its snapshots leave the pending ones, it runs in Spark's batch of the
-        request. Returns the index of its last snapshot in the request (the answer)."""
+        """Record the admitted batch (it runs in the request's Spark batch); the index of its last snapshot."""
         index = self._end_index(q, batch, request.snapshots)
         seqs = frozenset(snap.seq for snap in request.snapshots[: index + 1])
         for seq in seqs:
@@ -252,22 +251,25 @@ class PacedQueries:
         self._batch_query = {b: qid for b, qid in self._batch_query.items() if qid != query_id}
 
     def _arrive(self, held: Held, q: PacedQuery, request: DecisionRequest) -> None:
-        """Each snapshot not seen before, up to the source's read limit, arrives as one dataset."""
-        for snapshot in request.snapshots[: request.admissible]:
+        """Each snapshot not seen before, up to the source's read limit, arrives as one dataset, its rows spread from
+        its oldest data to the next snapshot's (the last one's: to now, when they were all seen)."""
+        snapshots = request.snapshots
+        for i, snapshot in enumerate(snapshots[: request.admissible]):
             if snapshot.seq not in q.arrived:
-                dataset = self._dataset(q, snapshot)
+                bound = snapshots[i + 1].data_arrival if i + 1 < len(snapshots) else time.time()
+                dataset = self._dataset(q, snapshot, newest=max(snapshot.data_arrival, bound))
                 self.driver.controller.arrive(q.query_id, dataset)
                 q.arrived[snapshot.seq] = dataset.id
                 if snapshot.source_time is not None and not q.source_timed:
                     q.source_timed = True  # the source dates its data: the report says so from now on
                     self.driver.controller.recorder.record(q.query_id).dated_by("source-time")
 
-    def _dataset(self, q: PacedQuery, snapshot: OffsetSnapshot) -> Dataset:
+    def _dataset(self, q: PacedQuery, snapshot: OffsetSnapshot, *, newest: float | None = None) -> Dataset:
         row_bytes = q.read_bytes / q.read_rows if q.read_rows and q.read_bytes else DEFAULT_ROW_BYTES
         nbytes = snapshot.bytes if snapshot.bytes is not None else int((snapshot.rows or 0) * row_bytes)
         rows = snapshot.rows if snapshot.rows is not None else round(nbytes / max(row_bytes, 1.0))
         return Dataset(f"{q.run}:{snapshot.seq}", snapshot.data_arrival, max(0, nbytes), max(0, rows),
-                       handle=snapshot.offset)
+                       handle=snapshot.offset, newest=newest)
 
     def _force(self, held: Held, q: PacedQuery, count: int, why: str) -> MicroBatch | None:
         batch = self.driver.force(held, q.query_id, count)
@@ -416,6 +418,7 @@ class _SourceAsk:
         self.request = request
         self.query_id = request.query
         self.drain = request.available_now
+        self.stream_id = request.query_id  # the source asks from its query's stream thread: the query runs
         self.q: PacedQuery | None = None
         self.error: str | None = None
         self.index: int | None = None

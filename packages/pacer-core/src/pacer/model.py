@@ -63,6 +63,9 @@ class Dataset:
     :param bytes: size in bytes (0 is allowed).
     :param rows: number of rows.
     :param handle: opaque runtime data (a file path, an offset), never read by strategies.
+    :param newest: the time of its newest data, where its rows arrived over a span (a Kafka snapshot: from its
+        oldest record to the next snapshot's); its rows are taken as spread evenly from ``arrival`` to ``newest``
+        when counting the rows that missed the deadline. None: every row arrived at ``arrival``.
     """
 
     id: str
@@ -70,6 +73,7 @@ class Dataset:
     bytes: int
     rows: int
     handle: Any = None
+    newest: float | None = None
 
 
 class DatasetBuffer:
@@ -276,7 +280,8 @@ class BatchReport:
 
     Latency of a dataset = ``completed_at`` - its arrival (buffering + queueing + processing).
     ``dataset_rows``: the rows of each dataset, in the order of ``dataset_latencies`` (the Controller always
-    fills it; empty in a report built without it).
+    fills it; empty in a report built without it). ``dataset_spans``: seconds from each dataset's oldest to its
+    newest data (:attr:`Dataset.newest`; 0: all at its arrival; empty: none known).
     """
 
     batch_id: str
@@ -295,6 +300,7 @@ class BatchReport:
     cores_used: float | None = None
     engine_s: float | None = None
     dataset_rows: tuple[int, ...] = ()
+    dataset_spans: tuple[float, ...] = ()
 
     @property
     def cost_s(self) -> float:

@@ -99,4 +99,6 @@ class RunningBatch:
             cores_used=cores_used,
             engine_s=engine_s,
             dataset_rows=tuple(d.rows for d in batch.datasets),
+            dataset_spans=tuple(max(0.0, d.newest - d.arrival) if d.newest is not None else 0.0
+                                for d in batch.datasets),
         )

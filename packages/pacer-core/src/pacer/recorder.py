@@ -32,6 +32,18 @@ ARRIVAL_CLOCKS = ("source-time", "first-seen")
 LATENCY_WINDOW = 16384
 
 
+def late_rows(rows: int, over_s: float, span_s: float) -> int:
+    """Rows of a dataset whose oldest row finished ``over_s`` seconds past its deadline, its rows spread evenly
+    over ``span_s`` seconds of arrivals (0: all at once, all late): those that arrived early enough to be late.
+
+    >>> late_rows(100, 5.0, 10.0), late_rows(100, 15.0, 10.0), late_rows(100, 0.5, 0.0)
+    (50, 100, 100)
+    """
+    if span_s <= 0.0 or over_s >= span_s:
+        return rows
+    return round(rows * over_s / span_s)
+
+
 class QueryRecord:
     """One query's record (module docstring).
 
@@ -112,13 +124,14 @@ class QueryRecord:
         self.processing.add(report.processing_s)
         rows = report.dataset_rows
         exact = len(rows) == len(report.dataset_latencies)
+        spans = report.dataset_spans if len(report.dataset_spans) == len(rows) else ()
         late = 0
         for i, (_, latency) in enumerate(report.dataset_latencies):
             self.latency.add(latency)
             if latency > self.deadline:
                 late += 1
                 if exact:
-                    self.miss_rows += rows[i]
+                    self.miss_rows += late_rows(rows[i], latency - self.deadline, spans[i] if spans else 0.0)
         self.miss_datasets += late
         if late and not exact:
             # A report built without per-dataset rows: the late datasets' even share of the batch's rows

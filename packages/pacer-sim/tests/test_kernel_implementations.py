@@ -46,12 +46,16 @@ def test_a_gpu_implementation_without_a_gpu_is_skipped_saying_why(name: str) -> 
 
 def test_numba_cuda_kernels_compute_numpys_result_on_the_cuda_simulator() -> None:
     """The @cuda.jit kernels run, thread by thread, on numba's CUDA simulator (no GPU); never timed there.
-    130 rows: two blocks of 128 threads, so the compactions' cross-block scan runs (~4 s of CPU)."""
+    Filter and join on 130 rows: two blocks of 128 threads, so the compactions' cross-block scan runs; the rest on
+    100 rows (the shuffle's two chunks of 64; a bitonic sort over 128): ~3 s of CPU."""
     pytest.importorskip("numba", reason="numba is not installed: pip install 'pacer-sim[numba]'")
     code = ("from pacer_sim import kernels_cuda_host as k; from pacer_sim.kernels import check_implementation;"
             "from pacer_sim.kernels_array import load_numpy; from pacer_sim.kernel_base import make_host_batch;"
             "assert isinstance(k.load(), str) and 'simulator' in k.load();"
-            "print(check_implementation(k.load(simulator=True), load_numpy(), make_host_batch(48 * 130, seed=5)))")
+            "impl, ref = k.load(simulator=True), load_numpy();"
+            "two_blocks = check_implementation(impl, ref, make_host_batch(48 * 130, seed=5), ('filter', 'join'));"
+            "rest = ('project', 'aggregate', 'sort', 'shuffle', 'expand');"
+            "print({**two_blocks, **check_implementation(impl, ref, make_host_batch(48 * 100, seed=5), rest)})")
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -128,7 +132,7 @@ def test_every_kind_has_an_implementation_in_every_module() -> None:
 
 
 def test_numba_cuda_kernels_compile_to_ptx_without_a_gpu() -> None:
-    """Every @cuda.jit kernel type-checks and compiles for an H100 (sm_90) with the types it is launched with.
+    """Every (22) @cuda.jit kernel type-checks and compiles for an H100 (sm_90) with the types it is launched with.
     Needs only NVVM (the CUDA toolkit, or pip install 'pacer-sim[cuda]'), no GPU. Checked so with numba-cuda
     0.30.4 and the pip CUDA 12.9 toolkit."""
     pytest.importorskip("numba", reason="numba is not installed: pip install 'pacer-sim[numba]'")
@@ -141,7 +145,7 @@ def test_numba_cuda_kernels_compile_to_ptx_without_a_gpu() -> None:
             raise
         pytest.skip(f"no NVVM to compile PTX with ({type(exc).__name__}: {' '.join(str(exc).split())[:120]}); "
                     "pip install 'pacer-sim[cuda]'")
-    assert len(compiled) == 21 and all(n > 1000 for n in compiled.values())
+    assert len(compiled) == 22 and all(n > 1000 for n in compiled.values())
 
 
 def test_the_committed_cpu_profile_holds_numpy_numba_and_pandas_and_says_why_the_gpu_is_missing() -> None:

@@ -136,6 +136,13 @@ def _fill(a: Any, value: Any) -> None:
         a[i] = value
 
 
+def _agg_zero(sums: Any, counts: Any) -> None:
+    k = cuda.grid(1)
+    if k < sums.shape[0]:
+        sums[k] = 0.0
+        counts[k] = 0
+
+
 def _agg_add(speed: Any, highway: Any, direction: Any, segment: Any, sums: Any, counts: Any) -> None:
     i = cuda.grid(1)
     if i < speed.shape[0]:
@@ -264,7 +271,7 @@ def compile_ptx(cc: tuple[int, int] = (9, 0)) -> dict[str, int]:
         "flag_filter": (f64, i64, i8), "block_counts": (i8, i64), "scan_blocks": (i64, i64, i64),
         "rank": (i8, i64, i64), "scatter6": (i64, *six, *six), "gather6": (i64, *six, *six),
         "project": (i64, f64, i64, f64), "fill": (f64, t.float64), "fill_i64": (i64, t.int64),
-        "agg_add": (f64, i64, i64, i64, f64, i64), "agg_mean": (f64, i64, f64), "join_build": (i64, i64, i64),
+        "agg_zero": (f64, i64), "agg_add": (f64, i64, i64, i64, f64, i64), "agg_mean": (f64, i64, f64), "join_build": (i64, i64, i64),
         "join_probe": (i64, i64, i64, i64, i8), "join_scatter": (i64, i64, i64, i64, f64, i64, i64, f64),
         "sort_init": (f64, f64, i64), "bitonic_step": (f64, i64, t.int64, t.int64), "shuffle_hist": (i64, h2),
         "shuffle_prefix": (h2, i64), "shuffle_starts": (i64, i64), "shuffle_scatter": (i64, h2, i64, i64),

@@ -26,7 +26,7 @@ except ImportError:  # a plain script beside its siblings, where pacer is not in
 def _compiled() -> dict[str, Any]:
     """Every kernel above as a ``cuda.jit`` dispatcher (compiled for the device on first launch)."""
     names = ("flag_filter", "block_counts", "scan_blocks", "rank", "scatter6", "gather6", "project", "fill",
-             "agg_add", "agg_mean", "join_build", "join_probe", "join_scatter", "sort_init", "bitonic_step",
+             "agg_zero", "agg_add", "agg_mean", "join_build", "join_probe", "join_scatter", "sort_init", "bitonic_step",
              "shuffle_hist", "shuffle_prefix", "shuffle_starts", "shuffle_scatter", "expand")
     try:
         from pacer_sim import kernels_cuda as device
@@ -82,8 +82,7 @@ def _run_project(k: dict[str, Any], b: Columns) -> Any:
 def _run_aggregate(k: dict[str, Any], b: Columns) -> Any:
     n = b["speed"].shape[0]
     sums, counts, out = _empty(GROUPS, np.float64), _empty(GROUPS, np.int64), _empty(GROUPS, np.float64)
-    k["fill"][_blocks(GROUPS), TPB](sums, 0.0)
-    k["fill"][_blocks(GROUPS), TPB](counts, 0)
+    k["agg_zero"][_blocks(GROUPS), TPB](sums, counts)
     k["agg_add"][_blocks(n), TPB](b["speed"], b["highway"], b["direction"], b["segment"], sums, counts)
     k["agg_mean"][_blocks(GROUPS), TPB](sums, counts, out)
     return out

@@ -5,10 +5,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import tarfile
+import tempfile
 import tomllib
+import zipfile
 from pathlib import Path
 
 import nox
@@ -18,8 +22,14 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 MEMBERS: list[str] = PYPROJECT["tool"]["pacer"]["workspace"]["members"]
 DEV: list[str] = PYPROJECT["dependency-groups"]["dev"]
 PYTHON = PYPROJECT["project"]["requires-python"].removeprefix(">=")
-SPARK_VERSIONS = [nox.param("4.2.1", id="spark-4.2"), nox.param("4.3.0", id="spark-4.3")]
-#: The PySpark of `nox -s rapids`: the newest Spark rapids-4-spark_2.13 26.08.1 has a shim for (exactly 4.2.0).
+#: The PySpark releases pacer supports and tests, one per minor (pacer-spark's pyproject.toml: pyspark >=4.2,<4.4);
+#: `nox -s spark` runs the Spark tests on each, `nox -s build` compiles pacer-spark's wheel jar against each.
+SUPPORTED_SPARK = ["4.2.1", "4.3.0"]
+SPARK_VERSIONS = [nox.param(v, id="spark-" + ".".join(v.split(".")[:2])) for v in SUPPORTED_SPARK]
+#: The PySpark of `nox -s rapids`, pinned apart from SUPPORTED_SPARK: a RAPIDS shim matches one exact Spark release,
+#: and rapids-4-spark_2.13 26.08.1 (the newest on Maven Central, pacer_spark.rapids_jar.DEFAULT_VERSION) has shims
+#: for 3.5.0-3.5.9, 4.0.0-4.0.4, 4.1.1-4.1.3 and 4.2.0 (rapids_jar.spark_shims), none for 4.2.1 or 4.3. 4.2.0 is the
+#: newest of those and inside pacer's range (pyspark >=4.2,<4.4); move it with a RAPIDS release that has a newer shim.
 RAPIDS_SPARK = "4.2.0"
 
 nox.options.sessions = ["tests", "lint"]
@@ -96,9 +106,78 @@ def bench(session: nox.Session) -> None:
 @nox.session(python=PYTHON, tags=["spark"])
 @nox.parametrize("spark", SPARK_VERSIONS)
 def spark(session: nox.Session, spark: str) -> None:
-    """pacer-spark's tests against one PySpark release from PyPI (4.2.x and 4.3.x; pacer needs >= 4.2)."""
+    """The Spark tests on one supported PySpark release (SUPPORTED_SPARK: 4.2.1, 4.3.0).
+
+    Every test of the two Spark integrations (pacer-spark: format("pacer")'s jar compiled with javac and
+    the wheel's jar, both against this release; pacer-kafka), then the tests marked ``spark`` elsewhere.
+    """
     _install(session, spark=spark)
-    session.run("python", "-m", "pytest", "integrations/pacer-spark/tests", *session.posargs)
+    session.run("python", "-c", f"import pyspark, sys; sys.exit(pyspark.__version__ != {spark!r} and "
+                f"'pyspark ' + pyspark.__version__ + ' installed, {spark} asked for')")
+    session.run("python", "-m", "pytest", "integrations/pacer-spark/tests", "integrations/pacer-kafka/tests",
+                *session.posargs)
+    session.run("python", "-m", "pytest", "packages", "strategies", "conformance", "-m", "spark", *session.posargs)
+
+
+def _spark_jars(session: nox.Session, version: str) -> Path:
+    """The jars of PySpark ``version`` (``pip download``, pip's cache first), unpacked once under .nox/."""
+    folder = ROOT / ".nox" / "_spark-jars" / version
+    if (folder / f"spark-core_2.13-{version}.jar").is_file():
+        return folder
+    with tempfile.TemporaryDirectory(prefix="pacer-pyspark-") as tmp:
+        session.run("python", "-m", "pip", "download", "--quiet", "--no-deps", "--dest", tmp, f"pyspark=={version}")
+        (archive,) = Path(tmp).iterdir()
+        staged = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(staged, ignore_errors=True)
+        staged.mkdir(parents=True)
+        if archive.suffix == ".whl":  # a wheel: pyspark/jars/; an sdist: pyspark-VERSION/deps/jars/
+            with zipfile.ZipFile(archive) as z:
+                for name in z.namelist():
+                    if name.startswith("pyspark/jars/") and name.endswith(".jar"):
+                        (staged / Path(name).name).write_bytes(z.read(name))
+        else:
+            with tarfile.open(archive) as tar:
+                for member in tar:
+                    if member.isfile() and "/deps/jars/" in member.name and member.name.endswith(".jar"):
+                        (staged / Path(member.name).name).write_bytes(tar.extractfile(member).read())  # type: ignore[union-attr]
+        if not (staged / f"spark-core_2.13-{version}.jar").is_file():
+            session.error(f"{archive.name} holds no spark-core_2.13-{version}.jar")
+        shutil.rmtree(folder, ignore_errors=True)
+        staged.rename(folder)
+    return folder
+
+
+@nox.session(python=PYTHON)
+def build(session: nox.Session) -> None:
+    """Every workspace member's wheel and sdist into dist/ (``-- DIR`` for another folder).
+
+    pacer-spark's wheel carries format("pacer")'s jar compiled against the jars of each supported PySpark
+    (SUPPORTED_SPARK, passed as PACER_SPARK_JARS to its build backend, build_jar.py; one jar when their
+    classes are byte-identical); needs a JDK. The session checks that the wheel's manifest serves every
+    supported minor and that the sdist carries the Java sources and no jar.
+    """
+    session.install("build>=1.2")
+    out = Path(session.posargs[0]).resolve() if session.posargs else ROOT / "dist"
+    shutil.rmtree(out, ignore_errors=True)
+    session.env["PACER_SPARK_JARS"] = os.pathsep.join(str(_spark_jars(session, v)) for v in SUPPORTED_SPARK)
+    for member in MEMBERS:
+        session.run("python", "-m", "build", "--outdir", str(out), str(ROOT / member))
+    (wheel,) = out.glob("pacer_spark-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        manifest = json.loads(z.read("pacer_spark/_jvm/manifest.json"))
+    served = {minor for entry in manifest["jars"] for minor in entry["minors"]}
+    wanted = {".".join(v.split(".")[:2]) for v in SUPPORTED_SPARK}
+    if not wanted <= served:
+        session.error(f"{wheel.name} serves Spark {sorted(served)}, not every supported minor {sorted(wanted)}")
+    (sdist,) = out.glob("pacer_spark-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        names = tar.getnames()
+    if any(n.endswith(".jar") for n in names) or not any(n.endswith("/jvm/src/main/java/io/pacer/spark/PacedStream.java")
+                                                          for n in names):
+        session.error(f"{sdist.name} must carry jvm/src (the Java sources) and no jar")
+    built = sorted(p.name for p in out.iterdir())
+    session.log(f"{len(built)} files in {out}: {', '.join(built)}; {wheel.name} jars: "
+                + "; ".join(f"{e['file']} for Spark {', '.join(e['spark'])}" for e in manifest["jars"]))
 
 
 @nox.session(python=PYTHON, tags=["spark"])

@@ -25,7 +25,6 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pacer import Controller, MicroBatch
 from pacer.summary import StreamingSummary
 from pacer_spark import spark_jvm, telemetry
-from pacer_spark.enact import enact_placement
 from pacer_spark.files_source import FILES_FORMAT, manifest_in_checkpoint
 from pacer_spark.gate import Turn
 from pacer_spark.locking import Held
@@ -240,12 +239,11 @@ class AdmissionService:
             source.next_index += 1
 
     def _admitted(self, held: Held, source: SourceState, batch: MicroBatch) -> None:
-        """Record the admitted batch's offsets and enact its placement."""
+        """Record the admitted batch's offsets (the driver enacts its placement)."""
         indices = [int(d.handle) for d in batch.datasets]
         begin, end = min(indices), max(indices) + 1
         source.ranges[batch.id] = (begin, end)
         source.admitted_end = end
-        enact_placement(self.controller, batch, source.handle, rapids=self.rapids)
         held.notify_all()
 
     # ------------------------------------------------------------------ foreachBatch: the batch Spark runs
@@ -360,6 +358,7 @@ class _ReaderAsk:
         self.drain = until is not None  # availableNow: nothing more will come, an empty answer ends the run
         self.reply: dict[str, Any] = {"end": start}
         self.batch_id: str | None = None
+        self.stream_id: str | None = None
 
     def report(self, held: Held) -> bool:
         """What the reader listed; the previous batch completed from its progress."""
@@ -376,6 +375,7 @@ class _ReaderAsk:
         source = self.service._source(held, self.query_id)
         self.service._admitted(held, source, batch)
         self.batch_id = batch.id
+        self.stream_id = source.handle.id if source.handle is not None else None  # None: the query not started yet
         taken = {int(d.handle) for d in batch.datasets}  # the rest of [start, end) was shed: not to be read
         source.shed = [i for i in range(self.start, source.admitted_end or self.start) if i not in taken]
         self.reply = {"end": source.admitted_end, "shed": source.shed}

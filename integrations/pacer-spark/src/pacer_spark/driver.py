@@ -19,13 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pacer import Controller, MicroBatch, OperatorMetric
 from pacer_spark.gate import Gate, Turn
 from pacer_spark.locking import Guard, Held
 from pacer_spark.replay import ReplayGuard
 from pacer_spark.telemetry import BatchCompletion, PinnedClock, SinkDone, TriggerProgress
+
+if TYPE_CHECKING:
+    from pacer_spark.enact import Enactment
 
 
 class Owner(Protocol):
@@ -52,11 +55,13 @@ class Ask(Protocol):
     """One source's ``latestOffset``, as the one admission loop (:meth:`Driver.decide`) steps through it.
 
     :ivar query_id: the query asking; :ivar drain: under ``availableNow`` an empty answer ends the run, so a
-        strategy's "wait" takes everything held instead.
+        strategy's "wait" takes everything held instead; :ivar stream_id: the Spark streaming query's id once known
+        (set by :meth:`admitted` at the latest): the admitted batch's placement is enacted on its session.
     """
 
     query_id: str
     drain: bool
+    stream_id: str | None
 
     def report(self, held: Held) -> bool:
         """Take what the ask reports before any new data: complete the query's previous batch from its trigger's
@@ -96,14 +101,17 @@ class Driver:
     """
 
     def __init__(self, controller: Controller, clock: PinnedClock, replay: ReplayGuard, *, concurrency: int,
-                 gate_timeout: float, fair: bool, progress_timeout: float) -> None:
+                 gate_timeout: float, fair: bool, progress_timeout: float,
+                 enactment: Enactment | None = None) -> None:
         self.controller = controller
         self.clock = clock
         self.replay = replay
         self.guard = Guard()
         self.owners: list[Owner] = []
+        #: applies each admitted batch's placement (RAPIDS confs) and, in explainOnly mode, checks RAPIDS' plan
+        self.enactment = enactment
         self.engine = BatchCompletion(controller, self.guard, clock, self.completed, progress_timeout,
-                                      read_metrics=self.executed_metrics)
+                                      read_metrics=self.executed_metrics, before_complete=self.before_complete)
         self.gate = Gate(controller, self.guard, concurrency=concurrency, timeout_s=gate_timeout, fair=fair)
 
     def register(self, owner: Owner) -> None:
@@ -126,6 +134,8 @@ class Driver:
             if batch is None:
                 return None
             gated = ask.admitted(held, batch)
+            if self.enactment is not None:  # before Spark plans the batch: the source's answer is still to come
+                self.enactment.enact(self.controller, batch, ask.stream_id)
             held.notify_all()
         if not gated:
             return Admitted(batch, None)
@@ -162,6 +172,11 @@ class Driver:
         for owner in self.owners:
             if owner.owns(query_id):
                 owner.completed(held, query_id, batch_id)
+
+    def before_complete(self, held: Held, query_id: str, done: SinkDone, progress: TriggerProgress | None) -> None:
+        """Batch completion, just before the Controller completes the batch: the enactment's check of it."""
+        if self.enactment is not None:
+            self.enactment.completed(self.controller, done.batch_id, None if progress is None else progress.batch_id)
 
     def executed_metrics(self, held: Held, query_id: str, done: SinkDone,
                          progress: TriggerProgress) -> Sequence[OperatorMetric]:

@@ -1,44 +1,105 @@
 """Placement enactment: an admitted batch's placement applied through RAPIDS confs, or the reason it is not.
 
-A ``pacer-gen``/``pacer-files`` batch is admitted in its source's ``latestOffset``, before Spark plans it:
-the confs :func:`~pacer_spark.plan.rapids_confs` derives from the placement are set on the stream's own
-session then, so the batch's plan follows them. Whether it was enacted, and why not, goes to the
-Controller (:meth:`pacer.Controller.record_enactment`) and from there to the report.
+Every batch, of every front end, is admitted before Spark plans it: a ``format("pacer")`` batch in its JVM
+source's ``latestOffset`` (on the query's stream thread, which waits for the answer), a
+``pacer-gen``/``pacer-files`` batch in the reader's ``latestOffset``. The confs
+:func:`~pacer_spark.plan.rapids_confs` derives from the placement are set then on the stream's own session
+(``sparkSessionForStream``), so the batch's plan follows them. Whether it was enacted, and why not, goes to the
+Controller (:meth:`pacer.Controller.record_enactment`) and from there to the batch's report.
+
+Where the RAPIDS plugin runs in ``explainOnly`` mode (:mod:`pacer_spark.rapids_explain`) the placement is enacted
+(RAPIDS plans it) and every operator runs on the CPU: the note says so, and when the batch completes
+:meth:`Enactment.completed` compares RAPIDS' tagging of its plan with the placement, operator by operator.
 """
 
 from __future__ import annotations
 
-from pyspark.sql.streaming.query import StreamingQuery
+import logging
+from typing import Any
 
 from pacer import Controller, MicroBatch
 from pacer_spark import spark_jvm
-from pacer_spark.plan import rapids_confs
+from pacer_spark.plan import EXPLAIN_ONLY, rapids_confs, rapids_loaded
+
+log = logging.getLogger("pacer_spark.enact")
 
 #: Why a placement was not enacted.
 NO_RAPIDS = "not enacted: the RAPIDS Accelerator plugin is not loaded (spark.plugins)"
 NO_SESSION = "not enacted: the stream's session is not known yet (first batch)"
+NOT_ACTIVE = "not enacted: the query is not active in the attached session's StreamingQueryManager"
+#: The note of a placement enacted under RAPIDS' explainOnly mode.
+EXPLAINED = f"{EXPLAIN_ONLY}: RAPIDS planned it for the GPU as placed; every operator ran on the CPU"
 
 
-def enact_placement(controller: Controller, batch: MicroBatch, handle: StreamingQuery | None, *, rapids: bool) -> None:
-    """Apply ``batch``'s placement through RAPIDS confs on the session of the stream ``handle``, or record why not.
+def _note(coarsened: str, explain_only: bool) -> str:
+    if explain_only:
+        return f"{EXPLAINED}; {coarsened}" if coarsened else EXPLAINED
+    return coarsened
 
-    The caller holds the lock that guards ``controller``.
 
-    :param handle: the batch's streaming query (None before it started: its first batch).
-    :param rapids: whether the RAPIDS Accelerator is loaded (:func:`~pacer_spark.plan.rapids_loaded`).
+class Enactment:
+    """Placement enactment for one attached session: where RAPIDS is loaded, each admitted batch's placement goes to
+    its stream's session before Spark plans it; in ``explainOnly`` mode each completed batch is also checked against
+    RAPIDS' own tagging of its plan (:class:`~pacer_spark.rapids_explain.RapidsExplainCheck`).
+
+    :param spark: the attached session (its ``spark.plugins`` and ``spark.rapids.sql.mode`` are read once).
     """
-    placement = batch.placement
-    if placement is None:
-        return
-    if not rapids:
-        enacted, note = False, NO_RAPIDS
-    elif handle is None:
-        enacted, note = False, NO_SESSION
-    else:
-        confs, note = rapids_confs(placement, controller.query(batch.query_id).spec.dag)
-        spark_jvm.set_stream_confs(handle, confs)
-        enacted = True
-    controller.record_enactment(batch.id, enacted, note)
+
+    def __init__(self, spark: Any) -> None:
+        from pacer_spark import rapids_explain
+
+        self.spark = spark
+        self.rapids = rapids_loaded(spark_jvm.session_conf(spark, "spark.plugins"))
+        self.explain_only = self.rapids and rapids_explain.explain_only(spark)
+        self.check = rapids_explain.RapidsExplainCheck(spark) if self.explain_only else None
+        self._streams: dict[str, str | None] = {}  # batch id -> its streaming query's id, until it completes
+
+    def enact(self, controller: Controller, batch: MicroBatch, stream_id: str | None) -> None:
+        """Enact ``batch``'s placement on the session of the active streaming query ``stream_id`` (a
+        ``format("pacer")`` source knows its query's id from its first batch on, a ``pacer-gen`` reader once its
+        query started), or record why not (lock held)."""
+        if batch.placement is None:
+            return
+        self._streams[batch.id] = stream_id
+        if not self.rapids:
+            controller.record_enactment(batch.id, False, NO_RAPIDS)
+            return
+        if stream_id is None:
+            controller.record_enactment(batch.id, False, NO_SESSION)
+            return
+        confs, note = rapids_confs(batch.placement, controller.query(batch.query_id).spec.dag,
+                                   explain_only=self.explain_only)
+        try:
+            active = spark_jvm.set_stream_confs_by_id(self.spark, stream_id, confs)
+        except Exception as exc:  # py4j: the session stopped under us; Spark plans the batch with the confs it has
+            log.warning("query %r: its placement was not enacted (%s)", batch.query_id, exc)
+            controller.record_enactment(batch.id, False, f"not enacted: setting the RAPIDS confs failed ({exc})")
+            return
+        if not active:
+            controller.record_enactment(batch.id, False, NOT_ACTIVE)
+            return
+        controller.record_enactment(batch.id, True, _note(note, self.explain_only))
+
+    def completed(self, controller: Controller, batch_id: str, spark_batch_id: int | None) -> None:
+        """A batch's trigger ended (lock held, before the Controller completes it): in ``explainOnly`` mode, compare
+        its placement with RAPIDS' tagging of the plan Spark made for it (``spark_batch_id``: Spark's id of it,
+        None when its trigger did not report)."""
+        stream_id = self._streams.pop(batch_id, None)
+        if self.check is None or spark_batch_id is None:
+            return
+        batch = controller.batch(batch_id).batch
+        self.check.check(batch.query_id, stream_id, batch_id, spark_batch_id,
+                         controller.query(batch.query_id).spec.dag, batch.placement)
+
+    def summary(self) -> dict[str, Any]:
+        """The report's ``spark.rapids_explain``: per query, RAPIDS' plans against pacer's placements (explainOnly
+        mode only; empty otherwise)."""
+        return self.check.summary() if self.check is not None else {}
+
+    def close(self) -> None:
+        """Stop reading RAPIDS' log."""
+        if self.check is not None:
+            self.check.close()
 
 
-__all__ = ["NO_RAPIDS", "NO_SESSION", "enact_placement"]
+__all__ = ["EXPLAINED", "NOT_ACTIVE", "NO_RAPIDS", "NO_SESSION", "Enactment"]

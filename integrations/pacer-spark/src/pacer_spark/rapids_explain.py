@@ -29,6 +29,7 @@ import re
 import tempfile
 import threading
 import uuid
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,26 @@ def explain_only(spark: Any) -> bool:
     plugins = spark_jvm.session_conf(spark, "spark.plugins") or ""
     mode = spark_jvm.session_conf(spark, MODE_CONF) or ""
     return RAPIDS_PLUGIN in plugins and mode.lower() == EXPLAIN_ONLY_MODE.lower()
+
+
+def explain_only_builder(master: str = "local[2]", app: str = "pacer", *, jar: Path | None = None,
+                         **kwargs: Any) -> Any:
+    """A ``SparkSession.Builder`` (:func:`pacer_spark.session_builder`, ``kwargs`` passed on) with the RAPIDS plugin in
+    ``explainOnly`` mode: the jar from Maven Central (:func:`pacer_spark.rapids_jar.resolve_rapids_jar`, fetched once
+    into pacer's cache) unless ``jar`` is given, ``spark.rapids.sql.explain=ALL``.
+
+    :raises pacer_spark.rapids_jar.RapidsJarError: the jar cannot be fetched, or it has no shim for the installed
+        PySpark (the message names the PySpark to pin; ``nox -s rapids`` pins it).
+    """
+    import pyspark
+
+    from pacer_spark import rapids_jar
+    from pacer_spark.pools import session_builder
+
+    jar = jar or rapids_jar.resolve_rapids_jar()
+    rapids_jar.shim_for_spark(jar, str(pyspark.__version__))
+    conf = {**EXPLAIN_ONLY_CONFS, **dict(kwargs.pop("conf", None) or {})}
+    return session_builder(master, app, rapids_jars=[str(jar)], conf=conf, **kwargs)
 
 
 @dataclass
@@ -138,7 +159,7 @@ class OperatorCheck:
         """The report's form."""
         return {"operator": self.operator_id, "name": self.name, "decided": self.decided, "enacted": self.enacted,
                 "rapids": self.rapids, "exec": self.exec_name, "agrees": self.agrees,
-                **({"reason": self.reason} if self.reason and not self.agrees else {})}
+                **({"reason": self.reason} if self.reason and self.rapids != "gpu" else {})}
 
 
 @dataclass(frozen=True)
@@ -175,6 +196,8 @@ class BatchCheck:
             out["problem"] = self.problem
             return out
         out["rapids_gpu_ratio"] = round(self.rapids_gpu_ratio, 4)
+        if self.coarsened:  # some exec type had instances pacer placed on both devices: RAPIDS ran it on the CPU
+            out["coarsened"] = True
         out["operators"] = [op.to_json() for op in self.operators]
         if self.rapids_only_gpu:
             out["rapids_only_gpu"] = list(self.rapids_only_gpu)
@@ -207,7 +230,7 @@ def compare(batch_id: str, spark_batch_id: int, dag: OperatorDAG, placement: Pla
             None if tag is None else ("gpu" if tag.on_gpu else "cpu"), None if tag is None else tag.exec_name,
             "" if tag is None else tag.reason))
     extra = tuple(left.exec_name for tags in by_kind.values() for left in tags if left.on_gpu)
-    return BatchCheck(batch_id, spark_batch_id, tuple(checks), extra, coarsened=placement.note.startswith(COARSENED))
+    return BatchCheck(batch_id, spark_batch_id, tuple(checks), extra, coarsened=COARSENED in placement.note)
 
 
 def plan_message(messages: Sequence[str]) -> list[ExecTag]:
@@ -285,9 +308,14 @@ class RapidsExplainCheck:
     previous call are this batch's.
     """
 
+    #: Batches each query's report lists: the most recent ones, and as many that disagree.
+    KEEP = 100
+
     def __init__(self, spark: Any) -> None:
         self.log = ExplainLog(spark)
-        self.checks: dict[str, list[BatchCheck]] = {}
+        self.checks: dict[str, deque[BatchCheck]] = {}
+        self.differing: dict[str, deque[BatchCheck]] = {}
+        self.counts: dict[str, dict[str, float]] = {}
 
     def check(self, query_id: str, stream_id: str | None, batch_id: str, spark_batch_id: int, dag: OperatorDAG,
               placement: Placement | None) -> BatchCheck:
@@ -297,23 +325,31 @@ class RapidsExplainCheck:
             result = BatchCheck(batch_id, spark_batch_id, problem="the query's stream id is not known")
         else:
             result = compare(batch_id, spark_batch_id, dag, placement, plan_message(self.log.take(stream_id)))
-        self.checks.setdefault(query_id, []).append(result)
+        self.checks.setdefault(query_id, deque(maxlen=self.KEEP)).append(result)
+        counts = self.counts.setdefault(query_id, {"batches": 0, "compared": 0, "agreed": 0, "gpu_ratio_sum": 0.0})
+        counts["batches"] += 1
+        if not result.problem:
+            counts["compared"] += 1
+            counts["agreed"] += result.agrees
+            counts["gpu_ratio_sum"] += result.rapids_gpu_ratio
         if not result.agrees:
+            self.differing.setdefault(query_id, deque(maxlen=self.KEEP)).append(result)
             log.warning("query %r batch %s: RAPIDS' plan differs from pacer's placement: %s", query_id, batch_id,
                         result.to_json())
         return result
 
     def summary(self) -> dict[str, Any]:
-        """Per query: batches compared, agreeing and not, the mean share RAPIDS planned on the GPU, every batch."""
+        """Per query: batches compared, agreeing and not, the mean share of pacer's operators RAPIDS planned on the
+        GPU, and the most recent batches and those that differ (:data:`KEEP` of each), oldest first."""
         out: dict[str, Any] = {}
-        for query_id, checks in self.checks.items():
-            compared = [c for c in checks if not c.problem]
+        for query_id, counts in self.counts.items():
+            compared = int(counts["compared"])
             out[query_id] = {
-                "mode": EXPLAIN_ONLY_MODE, "batches": len(checks), "compared": len(compared),
-                "agreed": sum(1 for c in compared if c.agrees), "disagreed": sum(1 for c in compared if not c.agrees),
-                "rapids_gpu_operator_ratio": (sum(c.rapids_gpu_ratio for c in compared) / len(compared)
-                                              if compared else 0.0),
-                "per_batch": [c.to_json() for c in checks],
+                "mode": EXPLAIN_ONLY_MODE, "batches": int(counts["batches"]), "compared": compared,
+                "agreed": int(counts["agreed"]), "disagreed": compared - int(counts["agreed"]),
+                "rapids_gpu_operator_ratio": counts["gpu_ratio_sum"] / compared if compared else 0.0,
+                "recent": [c.to_json() for c in self.checks.get(query_id, ())],
+                "differing": [c.to_json() for c in self.differing.get(query_id, ())],
             }
         return out
 
@@ -323,4 +359,4 @@ class RapidsExplainCheck:
 
 
 __all__ = ["EXPLAIN_ONLY_CONFS", "BatchCheck", "ExecTag", "ExplainLog", "OperatorCheck", "RapidsExplainCheck",
-           "compare", "explain_only", "parse_explain", "plan_message"]
+           "compare", "explain_only", "explain_only_builder", "parse_explain", "plan_message"]

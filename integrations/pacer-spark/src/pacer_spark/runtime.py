@@ -35,6 +35,7 @@ from pacer_spark import spark_jvm, telemetry
 from pacer_spark.admission import AdmissionService, ReplayGuard, SourceState
 from pacer_spark.config import PacerConfig
 from pacer_spark.driver import Driver
+from pacer_spark.enact import Enactment
 from pacer_spark.files_source import FILES_FORMAT, PacerFilesDataSource
 from pacer_spark.options import OPT_ADDRESS, OPT_QUERY, OPT_TIMEOUT, parse_seconds
 from pacer_spark.paced import PacedQueries
@@ -76,8 +77,10 @@ class PacerSession:
             fallback=config.fallback, overload=config.overload,
         )
         self.fair = str(spark.conf.get("spark.scheduler.mode", "FIFO")).upper() == "FAIR"
+        self.enactment = Enactment(spark)  # placements to RAPIDS confs; explainOnly: RAPIDS' plan checked
         self.driver = Driver(self.controller, self.clock, self.replay, concurrency=config.concurrency,
-                             gate_timeout=config.gate_timeout, fair=self.fair, progress_timeout=config.progress_timeout)
+                             gate_timeout=config.gate_timeout, fair=self.fair, progress_timeout=config.progress_timeout,
+                             enactment=self.enactment)
         self.lock, self.cond, self.engine = self.driver.guard.lock, self.driver.guard.cond, self.driver.engine
         self.schedule_gate = self.driver.gate
         self.admission = AdmissionService(self.driver, rapids=self.rapids)
@@ -355,6 +358,7 @@ class PacerSession:
         self.server.close()
         if self.paced is not None:
             self.paced.close()
+        self.enactment.close()
         self.pm.unregister(self.replay)
 
 

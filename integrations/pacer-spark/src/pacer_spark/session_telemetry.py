@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("pacer_spark")
 
 
+#: Batches whose enactment the report's ``spark.placement_enactment.recent`` lists.
+ENACTMENT_RECENT = 200
+
+
 @dataclass(eq=False)
 class SessionTelemetry:
     """Routes Spark's listener events to a session's queries and reads what the session measured.
@@ -131,8 +135,10 @@ class SessionTelemetry:
         """The report's ``spark`` part: Spark's side of the run, pacer's overhead, enactment, errors (lock held)."""
         import pyspark
 
-        placements = [r.placement for r in self.driver.controller.reports() if r.placement is not None]
+        reports = [r for r in self.driver.controller.reports() if r.placement is not None]
+        placements = [r.placement for r in reports if r.placement is not None]
         sources = self.admission.sources
+        enactment = self.driver.enactment
         return {
             "spark_version": pyspark.__version__,
             "master": self.spark.sparkContext.master,
@@ -143,7 +149,12 @@ class SessionTelemetry:
                 "batches": len(placements),
                 "enacted": sum(1 for p in placements if p.enacted),
                 "notes": sorted({p.note for p in placements if p.note}),
+                # per batch (the most recent ENACTMENT_RECENT): enacted or not, and why (its note)
+                "recent": [{"query": r.query_id, "batch": r.batch_id, "enacted": r.placement.enacted,
+                            "note": r.placement.note} for r in reports[-ENACTMENT_RECENT:] if r.placement is not None],
             },
+            # explainOnly mode: per query, RAPIDS' plan of each batch against pacer's placement, operator by operator
+            "rapids_explain": enactment.summary() if enactment is not None else {},
             "spark_batches": {q: s.spark_batches for q, s in sources.items()},
             "spark_duration_ms_avg": {q: s.durations.averages() for q, s in sources.items()},
             "engine": self.driver.engine.summary(),

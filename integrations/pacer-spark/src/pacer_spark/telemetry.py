@@ -211,7 +211,8 @@ class BatchCompletion:
     def __init__(self, controller: Controller, guard: Guard, clock: PinnedClock,
                  completed: Callable[[Held, str, str], None], timeout_s: float = DEFAULT_PROGRESS_TIMEOUT_S, *,
                  read_metrics: Callable[[Held, str, SinkDone, TriggerProgress], Sequence[OperatorMetric]] | None
-                 = None) -> None:
+                 = None,
+                 before_complete: Callable[[Held, str, SinkDone, TriggerProgress | None], None] | None = None) -> None:
         if not timeout_s > 0:
             raise ValueError(f"progress timeout must be > 0 seconds, got {timeout_s}")
         self.controller = controller
@@ -229,6 +230,8 @@ class BatchCompletion:
         #: Reads a ``format("pacer")`` batch's operator metrics from its executed plan, where no
         #: ``foreachBatch`` read them: ``(held, query_id, done, progress) -> metrics``.
         self.read_metrics = read_metrics
+        #: called with ``(held, query_id, done, progress)`` just before a batch completes (the placement check).
+        self.before_complete = before_complete
 
     def sink_done(self, query_id: str, done: SinkDone) -> None:
         """``foreachBatch`` of ``done.batch_id`` returned; its trigger is committing (frees the gate)."""
@@ -288,6 +291,8 @@ class BatchCompletion:
         if not metrics and progress is not None and done.running and self.read_metrics is not None:
             metrics = self.read_metrics(held, query_id, done, progress)
         try:
+            if self.before_complete is not None:
+                self.before_complete(held, query_id, done, progress)
             self.controller.complete(done.batch_id, operator_metrics=metrics,
                                      engine_s=progress.engine_s if progress is not None else None, completed_at=at)
         finally:

@@ -214,8 +214,11 @@ def rapids(session: nox.Session) -> None:
     Resolves the jar with mvn into pacer's cache (about 1 GB, once; PACER_RAPIDS_VERSION picks another
     release), checks it has a shim for the pinned PySpark (PACER_RAPIDS_SPARK, default 4.2.0: a RAPIDS
     shim matches one exact Spark version and 26.08.1 has none for 4.2.1 or 4.3), runs the CPU check of
-    the exec names pacer switches (test_rapids_execs.py), then the GPU tests; skips those, naming the
-    jar, where no GPU is visible.
+    the exec names pacer switches (test_rapids_execs.py), then, with no GPU needed, Spark with the plugin in
+    explainOnly mode: every batch of paced queries (format("pacer") under dStream, and the conformance suite's
+    placement invariants over every installed placement strategy) checked against RAPIDS' own plan
+    (test_rapids_explain.py, in a process of its own: the plugin loads when the JVM starts); then the GPU
+    tests, skipped, naming the jar, where no GPU is visible.
     """
     spark = os.environ.get("PACER_RAPIDS_SPARK", RAPIDS_SPARK)
     _install(session, spark=spark)
@@ -225,6 +228,7 @@ def rapids(session: nox.Session) -> None:
     session.log(f"RAPIDS jar: {jar}")
     session.env["PACER_RAPIDS_JARS"] = jar
     session.run("python", "-m", "pytest", "integrations/pacer-spark/tests/test_rapids_execs.py", *session.posargs)
+    session.run("python", "-m", "pytest", "integrations/pacer-spark/tests/test_rapids_explain.py", *session.posargs)
     if not _gpu_visible():
         session.skip(f"no GPU visible (nvidia-smi -L failed): the GPU tests did not run; RAPIDS jar resolved: {jar}")
     session.run("python", "-m", "pytest", "integrations/pacer-spark/tests", "-m", "gpu", *session.posargs)

@@ -36,12 +36,14 @@ from pacer_spark.admission import AdmissionService, ReplayGuard, SourceState
 from pacer_spark.config import PacerConfig
 from pacer_spark.driver import Driver
 from pacer_spark.enact import Enactment
+from pacer_spark.executors import query_executors
 from pacer_spark.files_source import FILES_FORMAT, PacerFilesDataSource
 from pacer_spark.options import OPT_ADDRESS, OPT_QUERY, OPT_TIMEOUT, parse_seconds
 from pacer_spark.paced import PacedQueries
 from pacer_spark.plan import dag_from_plan, rapids_loaded
 from pacer_spark.pools import DEFAULT_LADDER
 from pacer_spark.rpc import ControllerServer
+from pacer_spark.session_kind import require_classic
 from pacer_spark.session_telemetry import SessionTelemetry
 from pacer_spark.sink_gate import Sink, SinkGate
 from pacer_spark.sources import GEN_FORMAT, PacerGenDataSource
@@ -338,11 +340,13 @@ class PacerSession:
 
     def report(self, config: Mapping[str, Any] | None = None, *, interval: float = 1.0,
                end: float | None = None) -> dict[str, Any]:
-        """The run as a ``pacer.report/1`` document with ``runtime: "spark"``."""
+        """The run as a ``pacer.report/1`` document with ``runtime: "spark"``; ``spark.executors`` names, per query,
+        the executors whose tasks ran it (``driver`` in local mode; :func:`pacer_spark.executors.query_executors`)."""
+        executors = query_executors(self.spark)  # Py4J calls to Spark's status store: outside the Controller's lock
         with self.lock:
             return build_report(runtime="spark", config=dict(config or {}), controller=self.controller,
                                 start=self.started_at, end=end or time.time(), interval=interval,
-                                extra={"spark": self.observer.spark_section()})
+                                extra={"spark": {**self.observer.spark_section(), "executors": executors}})
 
     def stop(self, *, timeout: float = 10.0) -> None:
         """Stop every query this session started (each between batches when it can), the listener and the server."""
@@ -389,12 +393,14 @@ def attach(spark: SparkSession, **options: Any) -> PacerSession:
     report an overload; ``shed``: drop the datasets an overloaded ``pacer-gen`` query can no longer serve
     within its deadline, counted. A ``format("pacer")`` source reads every offset: it never sheds).
 
+    :raises UnsupportedSessionError: for a Spark Connect session (no Py4J: see :mod:`pacer_spark.session_kind`).
     :raises UnknownStrategyError: for a strategy no installed plugin provides.
     :raises ValueError: for a deadline <= 0 or a malformed value.
     :raises TypeError: for an unknown keyword.
     """
     from pacer_spark.compat import check_spark_version
 
+    require_classic(spark)  # a Spark Connect session is refused by name, before anything is asked of it
     check_spark_version()
     config = PacerConfig.from_spark(spark, **options)
     pm = config.plugin_manager or get_plugin_manager()

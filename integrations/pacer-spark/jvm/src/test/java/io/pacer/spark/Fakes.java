@@ -12,7 +12,6 @@ import java.util.function.Function;
 import org.apache.spark.SparkContext;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.connector.read.streaming.Offset;
-import org.apache.spark.sql.connector.read.streaming.ReadAllAvailable;
 import org.apache.spark.sql.connector.read.streaming.ReadLimit;
 import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
 import org.apache.spark.sql.connector.read.streaming.SparkDataStream;
@@ -167,10 +166,5 @@ final class Fakes {
         throw new AssertionError("the source sent unreadable JSON: " + json, unreadable);
       }
     }
-  }
-
-  /** Whether {@code limit} asks for everything. */
-  static boolean all(ReadLimit limit) {
-    return limit instanceof ReadAllAvailable;
   }
 }

@@ -16,13 +16,14 @@ installed runtime named by ``PACER_CONFORMANCE_RUNTIME`` (``sim`` unless set), f
 
 from pacer_conformance.decisions import AdmissionConformance, PlacementConformance, SchedulingConformance
 from pacer_conformance.runtime import RunResult, run_scenario, scenario
-from pacer_conformance.suite import RuntimeConformance
+from pacer_conformance.suite import RuntimeConformance, RuntimePlacementConformance
 
 __all__ = [
     "AdmissionConformance",
     "PlacementConformance",
     "RunResult",
     "RuntimeConformance",
+    "RuntimePlacementConformance",
     "SchedulingConformance",
     "run_scenario",
     "scenario",

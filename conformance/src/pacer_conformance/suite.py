@@ -62,22 +62,23 @@ class RaisingAdmission:
         raise RuntimeError("deliberate failure")
 
 
-class RuntimeConformance:
-    """Runs on the ``conformance_runtime`` fixture; strategies are parametrised over what is installed."""
+def _assert_planned_as_placed(runtime: Runtime, result: RunResult, query_id: str) -> None:
+    """On a runtime that declares ``rapids-explain`` (Spark with the RAPIDS plugin in explainOnly mode), RAPIDS'
+    own plan of every batch it compared agrees with the placement pacer enacted, operator by operator."""
+    if "rapids-explain" not in runtime.capabilities:
+        return
+    assert result.report is not None
+    checks = result.report["spark"]["rapids_explain"].get(query_id)
+    assert checks is not None and checks["compared"] > 0, f"{query_id}: no batch compared with RAPIDS' plan"
+    assert checks["disagreed"] == 0, f"{query_id}: RAPIDS' plan differs from pacer's placement: {checks['differing']}"
+
+
+class RuntimePlacementConformance:
+    """The placement invariants of the end-to-end suite, on the ``conformance_runtime`` fixture: every batch's
+    placement covers its DAG, CPU-only operators on the CPU, nothing lost; where the runtime checks placements
+    against the engine's own plan (``rapids-explain``), every batch agrees."""
 
     duration = 30.0
-
-    def test_admission_nothing_lost_or_duplicated(self, conformance_runtime: Runtime, admission_strategy: str) -> None:
-        q = QueryRun("lr2", "lr2", rate=1000, admission=admission_strategy)
-        _assert_lossless(run_scenario(conformance_runtime, scenario(q, duration=self.duration)))
-
-    def test_scheduler_with_three_queries(self, conformance_runtime: Runtime, scheduling_strategy: str) -> None:
-        _needs(conformance_runtime, "multi-query")
-        queries = tuple(
-            QueryRun(w, w, rate=800, deadline=d) for w, d in (("lr2", 5.0), ("lr3", 10.0), ("cm2", 20.0))
-        )
-        _assert_lossless(run_scenario(conformance_runtime,
-                                      scenario(*queries, scheduler=scheduling_strategy, duration=self.duration)))
 
     def test_placement_nothing_lost(self, conformance_runtime: Runtime, placement_strategy: str) -> None:
         q = QueryRun("lr1", "lr1", rate=1000, placement=placement_strategy)
@@ -89,6 +90,7 @@ class RuntimeConformance:
         for report in result.controller.reports("lr1"):
             assert report.placement is not None
             report.placement.validate(dag)
+        _assert_planned_as_placed(conformance_runtime, result, "lr1")
 
     @pytest.mark.parametrize("mix", MIXES)
     def test_strategy_mix_nothing_lost_or_duplicated(
@@ -107,6 +109,25 @@ class RuntimeConformance:
         assert result.controller is not None
         for report in result.controller.reports("lr2"):
             assert report.placement is not None and report.placement.strategy == placement
+        _assert_planned_as_placed(conformance_runtime, result, "lr2")
+
+
+class RuntimeConformance(RuntimePlacementConformance):
+    """Runs on the ``conformance_runtime`` fixture; strategies are parametrised over what is installed."""
+
+    duration = 30.0
+
+    def test_admission_nothing_lost_or_duplicated(self, conformance_runtime: Runtime, admission_strategy: str) -> None:
+        q = QueryRun("lr2", "lr2", rate=1000, admission=admission_strategy)
+        _assert_lossless(run_scenario(conformance_runtime, scenario(q, duration=self.duration)))
+
+    def test_scheduler_with_three_queries(self, conformance_runtime: Runtime, scheduling_strategy: str) -> None:
+        _needs(conformance_runtime, "multi-query")
+        queries = tuple(
+            QueryRun(w, w, rate=800, deadline=d) for w, d in (("lr2", 5.0), ("lr3", 10.0), ("cm2", 20.0))
+        )
+        _assert_lossless(run_scenario(conformance_runtime,
+                                      scenario(*queries, scheduler=scheduling_strategy, duration=self.duration)))
 
     def test_zero_byte_datasets_and_idle_periods(self, conformance_runtime: Runtime, admission_strategy: str) -> None:
         q = QueryRun(

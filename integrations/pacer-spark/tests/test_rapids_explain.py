@@ -25,6 +25,9 @@ from pacer_spark import rapids_jar
 from pacer_spark.plan import PlanNode, dag_from_plan
 from pacer_spark.rapids_explain import compare, parse_explain
 
+pytest.importorskip("pacer_conformance")
+from pacer_conformance import RuntimePlacementConformance
+
 pytestmark = pytest.mark.spark
 
 #: An explain RAPIDS 26.08.1 logged (explainOnly, explain=ALL) for a batch of rate -> groupBy -> count -> memory with
@@ -74,6 +77,19 @@ def test_the_shuffle_a_state_store_requires_is_cpu_only() -> None:
                                                                  "StateStoreSave", "ForeachBatchSink"]
 
 
+def test_workload_templates_on_spark_keep_what_rapids_cannot_run_on_the_cpu() -> None:
+    from pacer_spark.plan import spark_dag
+    from pacer_workloads import WORKLOADS
+
+    lr1, lr2 = spark_dag(WORKLOADS["lr1"].dag), spark_dag(WORKLOADS["lr2"].dag)
+    # lr1: both shuffles feed the stream-stream join (stateful), which RAPIDS has no exec for, nor for the scans
+    assert sorted(op.name for op in lr1.operators if not op.cpu_only) == ["Expand", "Filter", "Filter", "Project",
+                                                                         "Project", "Project"]
+    # lr2: the shuffle before the state store is pinned, the aggregations stay placeable
+    assert [op.name for op in lr2.operators if op.kind == "shuffle" and not op.cpu_only] == []
+    assert sum(1 for op in lr2.operators if op.name == "HashAggregate" and not op.cpu_only) == 4
+
+
 def test_a_placement_rapids_would_not_run_is_reported_with_rapids_reason() -> None:
     dag = _aggregation_dag()
     everything = Placement({op.id: ("cpu" if op.cpu_only else "gpu") for op in dag.operators})
@@ -92,6 +108,42 @@ def test_a_placement_rapids_would_not_run_is_reported_with_rapids_reason() -> No
     assert (shuffle.enacted, shuffle.rapids, shuffle.reason) == ("gpu", "cpu",
                                                                  "REQUIRED_BY_STATEFUL_OPERATOR not supported on GPU")
     assert compare("q#4", 3, dag, everything, []).problem  # no explain logged: not compared, and said so
+    # a first batch is placed on a minimal chain: execs of RAPIDS' plan it lacks must not run on the GPU unless their
+    # type is enabled (here the aggregations are not: a leak past pacer's placement, reported)
+    chain = dag_from_plan(PlanNode("Project", children=[PlanNode("MicroBatchScan")]))
+    leak = compare("q#5", 0, chain, Placement({op.id: ("gpu" if op.name == "Project" else "cpu")
+                                              for op in chain.operators}), parse_explain(LOGGED))
+    assert not leak.agrees and leak.rapids_only_gpu == ("HashAggregateExec",) * 4
+
+
+def test_pacer_run_rapids_explain_loads_one_jar(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from pacer.cli import main
+
+    monkeypatch.setenv("PACER_PLUGINS", "spark")
+    jars_given = [str(tmp_path / "a.jar"), str(tmp_path / "b.jar")]
+    for jar in jars_given:
+        Path(jar).write_bytes(b"")
+    argv = ["run", "--workload", "lr2", "--rapids-explain", "--rapids-jar", jars_given[0], "--rapids-jar", jars_given[1]]
+    assert main(argv) == 2
+    assert "--rapids-explain loads one RAPIDS jar" in capsys.readouterr().err
+
+
+def test_pacer_run_rapids_explain_names_the_pyspark_the_jar_needs(capsys: pytest.CaptureFixture[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyspark
+
+    from pacer.cli import main
+
+    jar = rapids_jar.cached_rapids_jar()
+    if jar is None:
+        pytest.skip("the RAPIDS jar is not cached (`nox -s rapids` fetches it)")
+    shim = rapids_jar.newest_spark(jar)
+    if str(pyspark.__version__) in rapids_jar.spark_shims(jar):
+        pytest.skip(f"PySpark {pyspark.__version__} is a Spark the jar supports: --rapids-explain accepts it")
+    monkeypatch.setenv("PACER_PLUGINS", "spark")
+    assert main(["run", "--workload", "lr2", "--rapids-explain", "--rapids-jar", str(jar)]) == 2
+    assert f"pin pyspark=={shim}" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------- on real Spark + RAPIDS
@@ -114,9 +166,9 @@ def rapids_spark() -> Iterator[Any]:
         rapids_jar.shim_for_spark(jar, str(pyspark.__version__))
     except rapids_jar.RapidsJarError as exc:
         pytest.skip(f"{exc}; `nox -s rapids` runs these tests under that PySpark")
-    if SparkContext._active_spark_context is not None:
-        pytest.skip("a SparkSession without the RAPIDS plugin already runs in this process (the plugin loads only "
-                    "when the JVM starts): run this file alone, as `nox -s rapids` does")
+    if SparkContext._gateway is not None:  # PySpark starts one JVM per process, with the jars of its first session
+        pytest.skip("a Spark JVM without the RAPIDS jar already runs in this process (the plugin loads only when "
+                    "the JVM starts): run this file alone, as `nox -s rapids` does")
     from pacer_spark.rapids_explain import explain_only_builder
 
     session = (explain_only_builder("local[2]", "pacer-rapids-explain-tests", jar=jar)
@@ -165,6 +217,12 @@ def test_every_batch_of_a_paced_aggregation_is_planned_by_rapids_as_pacer_placed
     assert query.exception() is None
     checks = report["spark"]["rapids_explain"]["rapids_agg"]
     batches = checks["recent"]
+    for batch in batches:  # the per-batch record (pytest -s, -rA): pacer's GPU operators and RAPIDS'
+        on_gpu = {who: ",".join(op["operator"] for op in batch.get("operators", ()) if op[who] == "gpu") or "-"
+                  for who in ("decided", "enacted", "rapids")}
+        print(f"{batch['batch']} (Spark batch {batch['spark_batch']}): decided {on_gpu['decided']}; enacted "
+              f"{on_gpu['enacted']}; RAPIDS {on_gpu['rapids']}; agrees={batch['agrees']}"
+              f"{' (coarsened)' if batch.get('coarsened') else ''}")
     assert checks["disagreed"] == 0 and not checks["differing"], checks["differing"]
     assert checks["compared"] == checks["batches"] == len(batches), batches
     for batch in batches:
@@ -183,3 +241,20 @@ def test_every_batch_of_a_paced_aggregation_is_planned_by_rapids_as_pacer_placed
     assert all(note.startswith("explainOnly") for note in enactment["notes"]), enactment["notes"]
     counts = {row.k: row["count"] for row in rapids_spark.table("rapids_agg").collect()}
     assert sum(counts.values()) > 0 and set(counts) <= set(range(7))
+
+
+class TestRapidsPlacementConformance(RuntimePlacementConformance):
+    """The conformance suite's placement invariants on Spark with RAPIDS in explainOnly mode (pacer-gen queries, every
+    installed placement strategy and the strategy mixes), each run's every compared batch agreeing with RAPIDS."""
+
+    @pytest.fixture
+    def conformance_runtime(self, rapids_spark: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+        """The Spark runtime on the RAPIDS session: it has a GPU to place on (RAPIDS plans for one) and checks
+        every batch against RAPIDS' plan (``rapids-explain``)."""
+        monkeypatch.delenv("PACER_PLUGINS", raising=False)  # every installed strategy
+        from pacer_spark.spark_runtime import SparkRuntime
+
+        class RapidsExplainRuntime(SparkRuntime):
+            capabilities = frozenset({"multi-query", "gpu", "rapids-explain"})
+
+        return RapidsExplainRuntime(rapids_spark, time_scale=float(os.environ.get("PACER_SPARK_TIME_SCALE", "0.2")))

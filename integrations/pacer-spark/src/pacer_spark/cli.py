@@ -46,6 +46,11 @@ def configure_spark(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--checkpoint", metavar="DIR", help="checkpoint root (default: a temporary directory)")
     p.add_argument("--rapids-jar", action="append", default=[], metavar="JAR",
                    help="RAPIDS Accelerator jar(s): load the plugin so placement is enacted")
+    p.add_argument("--rapids-explain", action="store_true",
+                   help="load the RAPIDS Accelerator from Maven Central (fetched once, ~1 GB; or the --rapids-jar given) "
+                        "in explainOnly mode: no GPU needed, RAPIDS plans every batch as pacer placed it and runs it on "
+                        "the CPU, and each batch's plan is checked against the placement (report: spark.rapids_explain). "
+                        "Needs the PySpark the jar's shim supports (4.2.0 for the default release)")
     p.add_argument("--progress-every", type=float, default=DEFAULT_PROGRESS_EVERY,
                    help="seconds between progress lines (0: none)")
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false",
@@ -111,7 +116,27 @@ def check_spark_flags(args: argparse.Namespace, config: RunConfig) -> float | No
     for jar in args.rapids_jar:
         if not Path(jar).is_file():
             raise UsageError(f"--rapids-jar {jar!r} does not exist; download rapids-4-spark from Maven Central")
+    if getattr(args, "rapids_explain", False) and len(args.rapids_jar) > 1:
+        raise UsageError("--rapids-explain loads one RAPIDS jar: give at most one --rapids-jar")
     return trigger
+
+
+def rapids_explain_jar(given: list[str]) -> str:
+    """The RAPIDS jar of ``--rapids-explain``: the ``--rapids-jar`` given, else the release pacer pins from Maven
+    Central (:func:`pacer_spark.rapids_jar.resolve_rapids_jar`), checked to have a shim for the installed PySpark.
+
+    :raises UsageError: the jar cannot be fetched, or it has no shim for this PySpark (the message names the one to pin).
+    """
+    import pyspark
+
+    from pacer_spark import rapids_jar
+
+    try:
+        jar = Path(given[0]) if given else rapids_jar.resolve_rapids_jar()
+        rapids_jar.shim_for_spark(jar, str(pyspark.__version__))
+    except rapids_jar.RapidsJarError as exc:
+        raise UsageError(f"--rapids-explain: {exc}") from None
+    return str(jar)
 
 
 def apply_args(args: argparse.Namespace, config: RunConfig, pm: PluginManager) -> RunConfig:
@@ -126,5 +151,8 @@ def apply_args(args: argparse.Namespace, config: RunConfig, pm: PluginManager) -
         queries = tuple(replace(q, admission="asap", admission_params={}) for q in config.queries)
         config = replace(config, queries=queries, overload="keep")
     options = config.options_for("spark")
+    if getattr(args, "rapids_explain", False):
+        config = config.with_options("spark", rapids_jar=[rapids_explain_jar(list(args.rapids_jar))],
+                                     rapids_explain=True)
     return config.with_options("spark", progress_every=options.get("progress_every", DEFAULT_PROGRESS_EVERY),
                                warm_up=options.get("warm_up", True))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pacer import Device, Operator, OperatorDAG, OperatorMetric, Placement
@@ -36,6 +36,8 @@ RAPIDS_EXECS: Mapping[str, str] = {
     "BroadcastHashJoin": "BroadcastHashJoinExec",
 }
 RAPIDS_PLUGIN = "com.nvidia.spark.SQLPlugin"
+#: Stateful operators that are not state stores: Spark shuffles their inputs for them, RAPIDS has no exec for them.
+STATEFUL_JOINS = frozenset({"StreamingSymmetricHashJoin"})
 #: The start of a placement's note when RAPIDS' confs were coarsened to operator types.
 COARSENED = "coarsened to operator types"
 #: The start of a placement's note on a session whose RAPIDS runs in ``explainOnly`` mode: RAPIDS planned the
@@ -105,7 +107,7 @@ def dag_from_plan(root: PlanNode) -> OperatorDAG:
         store consumes this node's output with no shuffle in between."""
         kind = kind_of(node.name)
         name = node.name.removeprefix("Gpu")
-        below_stateful = (stateful_above or kind == "state") and kind != "shuffle"
+        below_stateful = (stateful_above or stateful(kind, name)) and kind != "shuffle"
         below = [i for child in node.children for i in visit(child, below_stateful)]
         if kind is None:
             return below
@@ -125,6 +127,35 @@ def dag_from_plan(root: PlanNode) -> OperatorDAG:
     ops.append(sink)
     edges.extend((t, sink.id) for t in tops)
     return OperatorDAG(tuple(ops), tuple(edges))
+
+
+def stateful(kind: str | None, name: str) -> bool:
+    """Whether an operator keeps streaming state (a state store, the stream-stream join): Spark shuffles its input
+    for it (``REQUIRED_BY_STATEFUL_OPERATOR``), a shuffle RAPIDS never runs on the GPU."""
+    return kind == "state" or name in STATEFUL_JOINS
+
+
+def spark_dag(dag: OperatorDAG) -> OperatorDAG:
+    """``dag`` (a workload's template, a query's own) with every operator Spark + RAPIDS can only run on the CPU
+    marked CPU-only, so that no placement puts it on the GPU: those with no RAPIDS exec pacer switches (the
+    streaming scan, state stores, the stream-stream join, the sink) and the shuffles feeding a stateful operator
+    with no other shuffle in between (as :func:`dag_from_plan` marks them in an executed plan)."""
+    by_id = {op.id: op for op in dag.operators}
+    successors: dict[str, list[str]] = {}
+    for src, dst in dag.edges:
+        successors.setdefault(src, []).append(dst)
+
+    def feeds_state(op_id: str) -> bool:
+        for nxt in successors.get(op_id, []):
+            op = by_id[nxt]
+            if stateful(op.kind, op.name) or (op.kind != "shuffle" and feeds_state(nxt)):
+                return True
+        return False
+
+    pinned = tuple(op if op.cpu_only else replace(op, cpu_only=True)
+                   if op.name not in RAPIDS_EXECS or (op.kind == "shuffle" and feeds_state(op.id)) else op
+                   for op in dag.operators)
+    return OperatorDAG(pinned, dag.edges)
 
 
 def _time_s(metrics: Mapping[str, tuple[float, str]]) -> float | None:

@@ -37,7 +37,7 @@ from typing import Any
 
 from pacer import Device, OperatorDAG, Placement
 from pacer_spark import spark_jvm
-from pacer_spark.plan import COARSENED, RAPIDS_PLUGIN, enacted_devices, kind_of
+from pacer_spark.plan import COARSENED, RAPIDS_PLUGIN, enacted_devices, kind_of, rapids_confs
 
 log = logging.getLogger("pacer_spark.rapids_explain")
 
@@ -167,8 +167,11 @@ class BatchCheck:
     """pacer's placement of one batch against RAPIDS' tagging of the plan Spark made for it.
 
     :ivar operators: per pacer operator (the sink left out: RAPIDS has no exec for it).
-    :ivar rapids_only_gpu: execs RAPIDS would run on the GPU that match no pacer operator.
+    :ivar rapids_only_gpu: execs RAPIDS would run on the GPU that match no pacer operator and whose type pacer's
+        confs did not enable (a placement leak).
     :ivar problem: why the batch could not be compared ('' when it was).
+    :ivar coarsened: some exec type had instances placed on both devices (kept on the CPU).
+    :ivar unmodelled: execs of RAPIDS' plan that match no pacer operator (their type's conf decides them).
     """
 
     batch_id: str
@@ -177,6 +180,7 @@ class BatchCheck:
     rapids_only_gpu: tuple[str, ...] = ()
     problem: str = ""
     coarsened: bool = False
+    unmodelled: int = 0
 
     @property
     def agrees(self) -> bool:
@@ -201,6 +205,8 @@ class BatchCheck:
         out["operators"] = [op.to_json() for op in self.operators]
         if self.rapids_only_gpu:
             out["rapids_only_gpu"] = list(self.rapids_only_gpu)
+        if self.unmodelled:
+            out["unmodelled_execs"] = self.unmodelled
         return out
 
 
@@ -229,8 +235,15 @@ def compare(batch_id: str, spark_batch_id: int, dag: OperatorDAG, placement: Pla
             op_id, op.name, placement.devices.get(op_id, "cpu"), enacted[op_id],
             None if tag is None else ("gpu" if tag.on_gpu else "cpu"), None if tag is None else tag.exec_name,
             "" if tag is None else tag.reason))
-    extra = tuple(left.exec_name for tags in by_kind.values() for left in tags if left.on_gpu)
-    return BatchCheck(batch_id, spark_batch_id, tuple(checks), extra, coarsened=COARSENED in placement.note)
+    # Execs of RAPIDS' plan no pacer operator matched (a workload's template models fewer filters and projections
+    # than Spark plans): on the GPU is right for a type pacer's confs enabled (RAPIDS switches whole types), and a
+    # leak past pacer's placement otherwise.
+    confs, _ = rapids_confs(placement, dag)
+    unmatched = [left for tags in by_kind.values() for left in tags]
+    leaked = tuple(left.exec_name for left in unmatched
+                   if left.on_gpu and confs.get(f"spark.rapids.sql.exec.{left.exec_name}") != "true")
+    return BatchCheck(batch_id, spark_batch_id, tuple(checks), leaked, coarsened=COARSENED in placement.note,
+                      unmodelled=len(unmatched))
 
 
 def plan_message(messages: Sequence[str]) -> list[ExecTag]:

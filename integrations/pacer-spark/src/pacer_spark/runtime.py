@@ -40,7 +40,7 @@ from pacer_spark.executors import query_executors
 from pacer_spark.files_source import FILES_FORMAT, PacerFilesDataSource
 from pacer_spark.options import OPT_ADDRESS, OPT_QUERY, OPT_TIMEOUT, parse_seconds
 from pacer_spark.paced import PacedQueries
-from pacer_spark.plan import dag_from_plan, rapids_loaded
+from pacer_spark.plan import dag_from_plan, rapids_loaded, spark_dag
 from pacer_spark.pools import DEFAULT_LADDER
 from pacer_spark.rpc import ControllerServer
 from pacer_spark.session_kind import require_classic
@@ -140,7 +140,8 @@ class PacerSession:
 
         The operator DAG is the workload's template (``workload``), or ``dag``, or a minimal
         scan -> project -> sink chain (use :func:`pacer_spark.plan.dag_from_plan` on an executed
-        plan for a custom query's real DAG).
+        plan for a custom query's real DAG), with what Spark + RAPIDS run only on the CPU marked CPU-only
+        (:func:`pacer_spark.plan.spark_dag`).
         """
         parts = partitions or int(self.spark.conf.get("spark.sql.shuffle.partitions", "2") or 2)
         if workload is not None:
@@ -158,6 +159,7 @@ class PacerSession:
                                            Operator("sink#2", "sink", "ForeachBatchSink"))
             spec = QuerySpec(id=query_id, dag=dag, window_range=window_range, window_slide=window_slide,
                              deadline=deadline or self.config.deadline, partitions=parts)
+        spec = replace(spec, dag=spark_dag(spec.dag))  # what Spark + RAPIDS run only on the CPU is CPU-only
         with self.lock:
             self.controller.add_query(
                 spec,

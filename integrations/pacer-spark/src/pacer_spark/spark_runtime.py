@@ -5,7 +5,7 @@ progress lines, signals and errors (:func:`drive`) and the report's lines.
 
 :class:`SparkRuntime` runs a :class:`pacer.RunConfig` through the ``pacer-gen`` source (or ``pacer-files`` with
 ``options["spark"]["input"]``) on a SparkSession: the one it was given, or one it builds from
-``options["spark"]``: ``master`` (``local[2]``), ``rapids_jar`` (jars), ``warm_up`` (true) and ``keep_session``
+``options["spark"]``: ``master`` (``local[2]``), ``rapids_jar`` (jars), ``rapids_explain`` (RAPIDS in explainOnly mode), ``warm_up`` (true) and ``keep_session``
 (keep it for the next run until :meth:`SparkRuntime.close`, as ``pacer bench`` does). Query ``i`` gets the traffic
 seed ``seed + i`` (:meth:`pacer.RunConfig.query_seed`), as on the simulator.
 """
@@ -29,6 +29,7 @@ from pacer import RunConfig, RunResult
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.report import PROGRESS_LEGEND, progress_line
 from pacer.run import parse_duration
+from pacer_spark import rapids_explain
 from pacer_spark.cli import apply_args, configure_spark
 from pacer_spark.errors import write_traces
 
@@ -54,7 +55,7 @@ class SparkRuntime:
         self.spark = spark
         self.time_scale = time_scale
         self.drain_timeout = drain_timeout
-        self._kept: tuple[tuple[str, tuple[str, ...], int, bool], Any] | None = None
+        self._kept: tuple[tuple[str, tuple[str, ...], int, bool, bool], Any] | None = None
 
     def configure(self, group: argparse._ArgumentGroup) -> None:
         """Spark's own ``pacer run`` flags (:func:`pacer_spark.cli.configure_spark`)."""
@@ -72,11 +73,15 @@ class SparkRuntime:
             return self.spark, False, False
 
         kafka = options.get("source") == "kafka"
-        key = (str(options.get("master", "local[2]")), tuple(options.get("rapids_jar") or ()), partitions, kafka)
+        explain = bool(options.get("rapids_explain"))
+        key = (str(options.get("master", "local[2]")), tuple(options.get("rapids_jar") or ()), partitions, kafka,
+               explain)
         if self._kept is not None and self._kept[0] == key:
             return self._kept[1], False, False
         self.close()
-        spark = build_session(key[0], "pacer run", partitions=partitions, rapids_jars=list(key[1]), kafka=kafka)
+        conf = rapids_explain.EXPLAIN_ONLY_CONFS if explain else None  # RAPIDS plans each batch, the CPU runs it
+        spark = build_session(key[0], "pacer run", partitions=partitions, rapids_jars=list(key[1]), kafka=kafka,
+                              conf=conf)
         warm = bool(options.get("warm_up", True))
         if warm:
             warm_up(spark)
@@ -154,7 +159,7 @@ def cost_lines(report: Mapping[str, Any]) -> list[str]:
 
 
 def build_session(master: str, app: str, *, partitions: int = 2, rapids_jars: Sequence[str] = (),
-                  kafka: bool = False) -> Any:
+                  kafka: bool = False, conf: Mapping[str, str] | None = None) -> Any:
     """A quiet FAIR-mode SparkSession from :func:`pacer_spark.session_builder` for the CLI commands.
 
     Spark logs only FATAL and Py4J's callback server nothing: a failed query is reported by :func:`drive`,
@@ -167,7 +172,7 @@ def build_session(master: str, app: str, *, partitions: int = 2, rapids_jars: Se
 
     spark = (
         pacer_spark.session_builder(master, app, shuffle_partitions=partitions, rapids_jars=list(rapids_jars),
-                                    kafka=kafka)
+                                    kafka=kafka, conf=conf)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()

@@ -89,9 +89,11 @@ def test_unmeasured_gpu_is_tried_when_every_batch_lands_in_a_larger_new_bucket()
     """Issue 13: under load the first all-CPU batch is large, the next larger still, each in a bucket never seen.
 
     An entry never measured in the batch's bucket is estimated from below (its estimate in the nearest smaller
-    bucket, 0 when it never ran anywhere), so the unmeasured GPU is tried before it is trusted to be worse.
+    bucket, 0 when it never ran anywhere), so the unmeasured GPU is tried before it is trusted to be worse. (The
+    paper's exploration, whenever the cold-start estimates make a plan the shortest; ``exploration=budgeted`` is in
+    ``tests/test_explore.py``.)
     """
-    state = _state()
+    state = _state(exploration="paper")
     all_gpu = {"scan": "gpu", "filter": "gpu", "agg": "gpu", "sink": "cpu"}
     assert set(_step(state, 1, 1_500_000).values()) == {"cpu"}  # nothing known anywhere: ties go to the CPU
     notes = []

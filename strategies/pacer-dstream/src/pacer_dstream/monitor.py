@@ -176,21 +176,30 @@ class Monitor:
                 bound = max(bound, bound + slope * (size - near.mean_bytes))
         return bound
 
-    def scaled(self, index: int, op_id: str, device: Device, size: float) -> float | None:
+    def scaled(self, index: int, op_id: str, device: Device, size: float, *, spread: float = 2.0) -> float | None:
         """T_exec of ``op_id`` on ``device`` for a batch of ``size`` bytes in bucket ``index``, normalised by size
         from the buckets below it that measured it; None when none did (``cold_start=scaled``).
 
-        With two smaller buckets: :meth:`lower_bound` (the line through them, exact for an affine cost). With one:
-        its estimate per byte of its batches times ``size`` (exact for a cost proportional to the size, an upper
-        bound for an affine one), never below its estimate.
+        The line through the nearest smaller bucket and the nearest one whose batches were at most ``1/spread`` of
+        its size (exact for an affine cost; two buckets of nearly the same size would turn per-batch noise into a
+        slope); without such a bucket, the nearest's estimate per byte of its batches times ``size`` (exact for a
+        cost proportional to the size, an upper bound for an affine one). Never below the nearest's estimate.
         """
-        below = [other for other, table in self.tables.items() if other < index and (op_id, device) in table.entries]
-        if len(below) != 1:
-            return self.lower_bound(index, op_id, device, size)
+        below = sorted(
+            (other for other, table in self.tables.items() if other < index and (op_id, device) in table.entries),
+            reverse=True,
+        )
+        if not below:
+            return None
         near = self.tables[below[0]]
         t_exec = near.entries[(op_id, device)].t_exec
         if near.mean_bytes <= 0 or size <= near.mean_bytes:
             return t_exec
+        for other in below[1:]:
+            far = self.tables[other]
+            if 0 < far.mean_bytes <= near.mean_bytes / spread:
+                slope = (t_exec - far.entries[(op_id, device)].t_exec) / (near.mean_bytes - far.mean_bytes)
+                return max(t_exec, t_exec + slope * (size - near.mean_bytes))
         return t_exec * size / near.mean_bytes
 
     def lower_bound_entry(self, index: int, op_id: str, device: Device) -> CostEntry | None:
@@ -200,3 +209,13 @@ class Monitor:
             if other < index and (best is None or other > best) and (op_id, device) in table.entries:
                 best = other
         return self.tables[best].entries[(op_id, device)] if best is not None else None
+
+    def nearest_table(self, index: int, op_id: str, device: Device, *, above: bool) -> CostTable | None:
+        """The table of the nearest bucket below (``above=False``) or above ``index`` that measured ``op_id`` on
+        ``device``; None when none did."""
+        best: int | None = None
+        for other, table in self.tables.items():
+            if (other > index if above else other < index) and (op_id, device) in table.entries:
+                if best is None or (other < best if above else other > best):
+                    best = other
+        return self.tables[best] if best is not None else None

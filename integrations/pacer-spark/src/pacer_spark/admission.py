@@ -358,7 +358,6 @@ class _ReaderAsk:
         self.drain = until is not None  # availableNow: nothing more will come, an empty answer ends the run
         self.reply: dict[str, Any] = {"end": start}
         self.batch_id: str | None = None
-        self.stream_id: str | None = None
 
     def report(self, held: Held) -> bool:
         """What the reader listed; the previous batch completed from its progress."""
@@ -375,11 +374,16 @@ class _ReaderAsk:
         source = self.service._source(held, self.query_id)
         self.service._admitted(held, source, batch)
         self.batch_id = batch.id
-        self.stream_id = source.handle.id if source.handle is not None else None  # None: the query not started yet
         taken = {int(d.handle) for d in batch.datasets}  # the rest of [start, end) was shed: not to be read
         source.shed = [i for i in range(self.start, source.admitted_end or self.start) if i not in taken]
         self.reply = {"end": source.admitted_end, "shed": source.shed}
         return not source.observe_only
+
+    @property
+    def stream_id(self) -> str | None:
+        """The reader's streaming query's id (a Py4J call); None before the query started."""
+        handle = self.service.sources[self.query_id].handle
+        return handle.id if handle is not None else None
 
     def passed(self, held: Held, turn: Turn) -> None:
         """Keep the gate's wait; the batch's pool is set in its ``foreachBatch``."""

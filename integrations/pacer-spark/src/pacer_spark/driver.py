@@ -55,13 +55,16 @@ class Ask(Protocol):
     """One source's ``latestOffset``, as the one admission loop (:meth:`Driver.decide`) steps through it.
 
     :ivar query_id: the query asking; :ivar drain: under ``availableNow`` an empty answer ends the run, so a
-        strategy's "wait" takes everything held instead; :ivar stream_id: the Spark streaming query's id once known
-        (set by :meth:`admitted` at the latest): the admitted batch's placement is enacted on its session.
+        strategy's "wait" takes everything held instead; :attr:`stream_id`: the Spark streaming query's id once known
+        (after :meth:`admitted` at the latest): the admitted batch's placement is enacted on its session.
     """
 
     query_id: str
     drain: bool
-    stream_id: str | None
+
+    @property
+    def stream_id(self) -> str | None:
+        """The Spark streaming query's id once known (read only where RAPIDS is loaded: it may cost a Py4J call)."""
 
     def report(self, held: Held) -> bool:
         """Take what the ask reports before any new data: complete the query's previous batch from its trigger's
@@ -135,7 +138,7 @@ class Driver:
                 return None
             gated = ask.admitted(held, batch)
             if self.enactment is not None:  # before Spark plans the batch: the source's answer is still to come
-                self.enactment.enact(self.controller, batch, ask.stream_id)
+                self.enactment.enact(self.controller, batch, ask)
             held.notify_all()
         if not gated:
             return Admitted(batch, None)

@@ -15,7 +15,7 @@ Where the RAPIDS plugin runs in ``explainOnly`` mode (:mod:`pacer_spark.rapids_e
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 from pacer import Controller, MicroBatch
 from pacer_spark import spark_jvm
@@ -37,6 +37,14 @@ def _note(coarsened: str, explain_only: bool) -> str:
     return coarsened
 
 
+class StreamOf(Protocol):
+    """Where an admitted batch runs: its streaming query's id, once known (:class:`pacer_spark.driver.Ask`)."""
+
+    @property
+    def stream_id(self) -> str | None:
+        """The Spark streaming query's id, None while unknown."""
+
+
 class Enactment:
     """Placement enactment for one attached session: where RAPIDS is loaded, each admitted batch's placement goes to
     its stream's session before Spark plans it; in ``explainOnly`` mode each completed batch is also checked against
@@ -54,16 +62,16 @@ class Enactment:
         self.check = rapids_explain.RapidsExplainCheck(spark) if self.explain_only else None
         self._streams: dict[str, str | None] = {}  # batch id -> its streaming query's id, until it completes
 
-    def enact(self, controller: Controller, batch: MicroBatch, stream_id: str | None) -> None:
-        """Enact ``batch``'s placement on the session of the active streaming query ``stream_id`` (a
+    def enact(self, controller: Controller, batch: MicroBatch, source: StreamOf) -> None:
+        """Enact ``batch``'s placement on the session of the active streaming query ``source.stream_id`` (a
         ``format("pacer")`` source knows its query's id from its first batch on, a ``pacer-gen`` reader once its
         query started), or record why not (lock held)."""
         if batch.placement is None:
             return
-        self._streams[batch.id] = stream_id
         if not self.rapids:
             controller.record_enactment(batch.id, False, NO_RAPIDS)
             return
+        stream_id = self._streams[batch.id] = source.stream_id
         if stream_id is None:
             controller.record_enactment(batch.id, False, NO_SESSION)
             return
@@ -102,4 +110,4 @@ class Enactment:
             self.check.close()
 
 
-__all__ = ["EXPLAINED", "NOT_ACTIVE", "NO_RAPIDS", "NO_SESSION", "Enactment"]
+__all__ = ["EXPLAINED", "NOT_ACTIVE", "NO_RAPIDS", "NO_SESSION", "Enactment", "StreamOf"]

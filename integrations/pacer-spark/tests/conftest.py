@@ -83,10 +83,12 @@ def spark() -> Iterator[Any]:
 
 
 def pacer_command(*args: str, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
-    """Run the ``pacer`` command installed beside this Python (as a user would), capturing its output."""
+    """Run the ``pacer`` command installed beside this Python (as a user would), capturing its output; with every
+    installed plugin (``_baselines_only`` narrows ``PACER_PLUGINS`` for this process's tests, not for the command)."""
     script = Path(sys.executable).with_name("pacer")
     command = [str(script)] if script.exists() else [shutil.which("pacer") or "pacer"]
-    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=timeout, check=False)
+    env = {k: v for k, v in os.environ.items() if k != "PACER_PLUGINS"}
+    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=timeout, check=False, env=env)
 
 
 @pytest.fixture(scope="session")

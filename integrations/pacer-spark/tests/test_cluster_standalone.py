@@ -180,3 +180,22 @@ def test_pacer_cluster_up_serves_two_workers_and_refuses_a_second_start(spark_cl
     assert all(w["cores"] == 1 and w["host"] == "127.0.0.1" for w in state["workers"]), state["workers"]
     with pytest.raises(ClusterError, match="already runs .*pacer cluster down"):
         start_cluster(spark_cluster.directory)
+    env = {k: v for k, v in os.environ.items() if k != "PACER_PLUGINS"}  # the command with every plugin
+    status = subprocess.run([str(Path(sys.executable).with_name("pacer")), "cluster", "status", "--dir",
+                             spark_cluster.directory], capture_output=True, text=True, timeout=60, check=False, env=env)
+    assert status.returncode == 0 and status.stdout.startswith("2 of 2 workers alive"), status
+    assert status.stdout.strip().splitlines()[-1] == spark_cluster.master_url
+
+
+def test_bad_sizes_and_an_empty_folder_are_answered_without_starting_anything(tmp_path: Path) -> None:
+    from pacer_spark.cluster import ClusterError, root_cause, running_cluster, start_cluster, stop_cluster
+
+    with pytest.raises(ClusterError, match="at least one worker"):
+        start_cluster(tmp_path, workers=0)
+    with pytest.raises(ClusterError, match="look like 512m or 1g"):
+        start_cluster(tmp_path, memory="lots")
+    assert running_cluster(tmp_path) is None and stop_cluster(tmp_path) == []
+    log = ("26/11/24 14:31:32 INFO Master: Starting Spark master at spark://127.0.0.1:7077\n"
+           "Exception in thread \"main\" java.net.BindException: Address already in use\n"
+           "\tat java.base/sun.nio.ch.Net.bind0(Native Method)\n")
+    assert root_cause(log) == "java.net.BindException: Address already in use"

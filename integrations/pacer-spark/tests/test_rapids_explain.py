@@ -114,6 +114,10 @@ def test_a_placement_rapids_would_not_run_is_reported_with_rapids_reason() -> No
     leak = compare("q#5", 0, chain, Placement({op.id: ("gpu" if op.name == "Project" else "cpu")
                                               for op in chain.operators}), parse_explain(LOGGED))
     assert not leak.agrees and leak.rapids_only_gpu == ("HashAggregateExec",) * 4
+    # a template operator Spark did not plan (two projections modelled, one planned) is absent, not a disagreement
+    two = dag_from_plan(PlanNode("Project", children=[PlanNode("Project", children=[PlanNode("MicroBatchScan")])]))
+    absent = compare("q#6", 0, two, Placement({op.id: "cpu" for op in two.operators}), parse_explain(LOGGED))
+    assert absent.to_json()["absent"] == ["project#2"] and [op.rapids for op in absent.operators] == ["cpu", "gpu", None]
 
 
 def test_pacer_run_rapids_explain_loads_one_jar(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -152,8 +152,10 @@ class OperatorCheck:
 
     @property
     def agrees(self) -> bool:
-        """RAPIDS planned the device pacer's confs enacted (an operator absent from its plan counts as the CPU)."""
-        return (self.rapids or "cpu") == self.enacted
+        """RAPIDS planned the device pacer's confs enacted, or has no exec of its kind there: a workload's template can
+        model an operator Spark did not plan (the batch's ``absent`` lists it; a DAG read from the executed plan has
+        none)."""
+        return self.rapids is None or self.rapids == self.enacted
 
     def to_json(self) -> dict[str, Any]:
         """The report's form."""
@@ -207,6 +209,9 @@ class BatchCheck:
             out["rapids_only_gpu"] = list(self.rapids_only_gpu)
         if self.unmodelled:
             out["unmodelled_execs"] = self.unmodelled
+        absent = [op.operator_id for op in self.operators if op.rapids is None]
+        if absent:
+            out["absent"] = absent
         return out
 
 

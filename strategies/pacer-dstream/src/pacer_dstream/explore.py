@@ -25,7 +25,6 @@ The exploring plan runs only when it passes its gate, else the exploiting plan r
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -110,8 +109,3 @@ class ExplorationBudget:
     def spend(self, risk: float) -> None:
         """An exploring plan with ``risk`` ran."""
         self.spent_s += max(0.0, risk)
-
-
-def finite(values: Sequence[float]) -> bool:
-    """Whether every value is finite."""
-    return all(not math.isinf(v) for v in values)

@@ -145,3 +145,32 @@ def test_progress_line_fields_are_all_explained() -> None:
     assert "overloaded=0s" in line and "shed=0" in line and "catch-up=0s/0 rows" in line
     for key in [part.split("=")[0] for part in line.split() if "=" in part]:
         assert f"{key} = " in PROGRESS_LEGEND, key
+
+
+def test_for_one_deadline_after_an_overload_the_controller_still_admits_what_waits() -> None:
+    """Under ``keep``, an overload's end is judged on the recent arrival rate, before its backlog is gone and with
+    the next burst of bursty traffic near: for one deadline after the period ends the Controller admits everything
+    buffered, as Spark's default trigger does; after that the (patient) strategy decides again."""
+    c, clock = _controller("patient")
+    _teach(c, clock)
+    start = clock.now
+    while clock.now < start + 25.0:  # 3000 bytes/s: 3 s of engine work per second, no batch size keeps up
+        for i in range(3):
+            c.arrive("q", Dataset(f"burst-{clock.now:.1f}-{i}", clock.now, DATASET_BYTES, 10))
+        batch = c.poll("q")
+        if batch is not None:
+            c.start(batch.id)  # completed at once, with the engine time the model predicts: the rate is the point
+            c.complete(batch.id, engine_s=FIXED_S + PER_BYTE_S * batch.bytes)
+        clock.now += 1.0
+    assert c.query("q").overload.overloaded and not c.query("q").buffered_count  # overloaded: everything admitted
+    clock.now += 9.0  # a quiet spell: the rate over the last 10 s falls under what a batch can serve
+    c.arrive("q", Dataset("quiet-0", clock.now, DATASET_BYTES, 10))
+    clock.now += 2.0
+    batch = c.poll("q")  # the period ends at this poll; what waits goes, though the strategy would hold it
+    assert not c.query("q").overload.overloaded and batch is not None and len(batch.datasets) == 1
+    c.start(batch.id)
+    c.complete(batch.id, engine_s=FIXED_S + PER_BYTE_S * batch.bytes)
+    clock.now += DEADLINE + 1.0  # more than a deadline after the period ended: the strategy decides again
+    c.arrive("q", Dataset("quiet-1", clock.now, DATASET_BYTES, 10))
+    clock.now += 0.5
+    assert c.poll("q") is None

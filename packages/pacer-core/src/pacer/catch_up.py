@@ -15,10 +15,15 @@ Before the service-time model is fitted (cold start) there is nothing to bound a
 buffer is taken, as Spark's default trigger would.
 
 While the query is overloaded (:mod:`pacer.overload`: no batch size serves the offered load within the
-deadline) under the ``keep`` policy, waiting only adds latency and small batches only add per-batch costs:
-the Controller admits everything buffered whenever the query is idle, as Spark's default trigger does, so
-pacer does no worse than it on the data that cannot make the deadline (the report's ``overload`` says when
-and for how long). Under ``shed`` the overload policy bounds the batch instead.
+deadline) under the ``keep`` policy, and for one deadline after an overload period ended, waiting only adds
+latency and small batches only add per-batch costs: the Controller admits everything buffered whenever the
+query is idle, as Spark's default trigger does, so pacer does no worse than it on the data that cannot make
+the deadline (the report's ``overload`` says when and for how long). The deadline after a period is there
+because the overload is judged on the recent arrival rate: it ends before the backlog it left is drained, and
+bursty traffic brings the next burst soon; a strategy that waits in between makes the next burst's data late
+(measured, simulated, lr3 binary traffic at 12000 rows/s, 10 s deadline, 16 seeds: zStream 24.2 % of rows
+late without it, 21.8 % with it, Spark's default trigger 20.0 %). Under ``shed`` the overload policy bounds the
+batch instead.
 
 An episode runs from the admission of its first catch-up batch to the completion of its last (a catch-up
 batch admitted within one deadline of the previous one's completion continues the episode: a source seen

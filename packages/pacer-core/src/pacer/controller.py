@@ -276,7 +276,9 @@ class Controller:
         otherwise the admission strategy decides (its sheds done here). Either way the read caps hold, and while
         the overload policy sheds, the batch stays within what meets its oldest dataset's deadline.
         """
-        kept = q.overload.overloaded and not shedding  # overloaded under keep: serve as the default trigger would
+        # overloaded under keep, or within a deadline of it (its backlog still draining, the next burst near): serve
+        # as the default trigger would
+        kept = q.overload.within(now, q.catch_up.deadline) and not shedding
         catching_up = q.catch_up.wanted(q.buffer, now, q.service, kept)
         if catching_up:
             count = q.catch_up.count(q.buffer, q.service, kept)

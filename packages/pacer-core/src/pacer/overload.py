@@ -118,6 +118,14 @@ class OverloadMonitor:
         self._last_check = now
         return self.overloaded
 
+    def within(self, now: float, seconds: float) -> bool:
+        """Whether the query is overloaded at its last check, or its last overload period ended at most ``seconds``
+        before ``now``."""
+        if self.overloaded:
+            return True
+        last = self.periods[-1] if self.periods else None
+        return last is not None and last[1] is not None and now - last[1] <= seconds
+
     @property
     def checked_at(self) -> float | None:
         """The clock at the last :meth:`check` (None before any)."""

@@ -213,6 +213,7 @@ def test_every_batch_of_a_paced_aggregation_is_planned_by_rapids_as_pacer_placed
         _wait(lambda: compared() >= 8, 240, "8 batches compared with RAPIDS' plan")
         query.stop()
         report = handle.report()
+        reports = handle.controller.reports("rapids_agg")
     finally:
         if query is not None:
             query.stop()
@@ -242,6 +243,10 @@ def test_every_batch_of_a_paced_aggregation_is_planned_by_rapids_as_pacer_placed
     assert len(gpu_sets) >= 2 and any(gpu_sets), gpu_sets
     enactment = report["spark"]["placement_enactment"]
     assert enactment["enacted"] == enactment["batches"] > 0
+    # gpu_operator_ratio counts what RAPIDS planned for the GPU, not what pacer asked for: batch by batch
+    planned = {b["batch"]: b["rapids_gpu_ratio"] for b in batches}
+    ran = {r.batch_id: r.placement.ran_gpu_ratio for r in reports if r.placement is not None}
+    assert planned and all(ran[b] == pytest.approx(ratio, abs=1e-4) for b, ratio in planned.items()), (planned, ran)
     assert all(note.startswith("explainOnly") for note in enactment["notes"]), enactment["notes"]
     counts = {row.k: row["count"] for row in rapids_spark.table("rapids_agg").collect()}
     assert sum(counts.values()) > 0 and set(counts) <= set(range(7))

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from pacer import Controller, MicroBatch
 from pacer_spark import spark_jvm
-from pacer_spark.plan import EXPLAIN_ONLY, rapids_confs, rapids_loaded
+from pacer_spark.plan import EXPLAIN_ONLY, enacted_devices, rapids_confs, rapids_loaded
 
 log = logging.getLogger("pacer_spark.enact")
 
@@ -86,7 +86,10 @@ class Enactment:
         if not active:
             controller.record_enactment(batch.id, False, NOT_ACTIVE)
             return
-        controller.record_enactment(batch.id, True, _note(note, self.explain_only))
+        # what the confs let RAPIDS run on the GPU (a type placed on both devices runs on the CPU); in explainOnly
+        # mode RAPIDS' own plan of the batch replaces it when the batch completes (completed)
+        ran = enacted_devices(batch.placement, controller.query(batch.query_id).spec.dag)
+        controller.record_enactment(batch.id, True, _note(note, self.explain_only), ran=ran)
 
     def completed(self, controller: Controller, batch_id: str, spark_batch_id: int | None) -> None:
         """A batch's trigger ended (lock held, before the Controller completes it): in ``explainOnly`` mode, compare
@@ -96,8 +99,14 @@ class Enactment:
         if self.check is None or spark_batch_id is None:
             return
         batch = controller.batch(batch_id).batch
-        self.check.check(batch.query_id, stream_id, batch_id, spark_batch_id,
-                         controller.query(batch.query_id).spec.dag, batch.placement)
+        placement = batch.placement
+        result = self.check.check(batch.query_id, stream_id, batch_id, spark_batch_id,
+                                  controller.query(batch.query_id).spec.dag, placement)
+        if placement is not None and placement.enacted and not result.problem:
+            # gpu_operator_ratio counts what RAPIDS planned for the GPU, not what pacer asked for
+            ran = {op.operator_id: op.rapids or "cpu" for op in result.operators}
+            controller.record_enactment(batch_id, True, placement.note,
+                                        ran={op_id: ran.get(op_id, "cpu") for op_id in placement.devices})
 
     def summary(self) -> dict[str, Any]:
         """The report's ``spark.rapids_explain``: per query, RAPIDS' plans against pacer's placements (explainOnly

@@ -38,6 +38,7 @@ from pacer.ledger import ExactlyOnceLedger
 from pacer.model import (
     BatchReport,
     Dataset,
+    Device,
     Devices,
     MicroBatch,
     OperatorDAG,
@@ -376,16 +377,20 @@ class Controller:
         """The feedback on ``run`` took ``seconds``: with its polls and scheduling, pacer's time on the batch."""
         self.overhead.per_batch.add(run.overhead_s + seconds)
 
-    def record_enactment(self, batch_id: str, enacted: bool, note: str = "") -> None:
-        """Record whether the runtime enacted the placement of pending batch ``batch_id``, and why (not).
+    def record_enactment(self, batch_id: str, enacted: bool, note: str = "",
+                         ran: Mapping[str, Device] | None = None) -> None:
+        """Record whether the runtime enacted the placement of pending batch ``batch_id``, and why (not); ``ran``:
+        per operator, the device the engine planned it on where it may differ from the placement (None: as placed).
 
-        The batch's report then carries ``placement.enacted`` and ``placement.note``.
+        The batch's report then carries ``placement.enacted``, ``placement.note`` and ``placement.ran``, and its
+        ``gpu_operator_ratio`` counts what ran on the GPU (:attr:`pacer.Placement.ran_gpu_ratio`).
 
         :raises KeyError: for an unknown or completed batch.
         """
         run = self._state.run(batch_id)
         if run.batch.placement is not None:
-            run.batch = replace(run.batch, placement=replace(run.batch.placement, enacted=enacted, note=note))
+            run.batch = replace(run.batch, placement=replace(run.batch.placement, enacted=enacted, note=note,
+                                                             ran=dict(ran) if ran is not None else None))
 
     # ------------------------------------------------------------------ reading (pacer.views)
 

@@ -237,12 +237,15 @@ class Placement:
     :param strategy: the placement strategy that decided it.
     :param enacted: whether the runtime could apply it (False without RAPIDS).
     :param note: why it was coarsened or not enacted.
+    :param ran: operator id -> the device the engine planned it on, where the runtime knows it and it may differ
+        from ``devices`` (RAPIDS switches whole operator types, and refuses some operators); None: as placed.
     """
 
     devices: Mapping[str, Device]
     strategy: str = ""
     enacted: bool = True
     note: str = ""
+    ran: Mapping[str, Device] | None = None
 
     @property
     def gpu_ratio(self) -> float:
@@ -253,8 +256,13 @@ class Placement:
 
     @property
     def ran_gpu_ratio(self) -> float:
-        """Share of operators that ran on the GPU: the placed share when enacted, else 0 (all ran on the CPU)."""
-        return self.gpu_ratio if self.enacted else 0.0
+        """Share of operators that ran on the GPU: 0 when not enacted (all ran on the CPU), else the share the engine
+        planned there (:attr:`ran`) where the runtime recorded it, else the placed share."""
+        if not self.enacted or not self.devices:
+            return 0.0
+        if self.ran is None:
+            return self.gpu_ratio
+        return sum(1 for op in self.devices if self.ran.get(op) == "gpu") / len(self.devices)
 
     def validate(self, dag: OperatorDAG, devices: Devices | None = None) -> None:
         """Raise ValueError unless every operator has a device, CPU-only ones are on the CPU and,

@@ -13,7 +13,6 @@ log, and whose second says where the whole log is.
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
 import re
@@ -26,6 +25,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pacer.daemons import free_port, process_alive
 from pacer_kafka.distribution import find_java, kafka_classpath, kafka_version
 
 HOST = "127.0.0.1"
@@ -91,13 +91,6 @@ class BrokerInfo:
         return Path(self.directory) / LOG_FILE
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now (the kernel's pick)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
 def port_is_free(port: int) -> bool:
     """True when a listener could bind 127.0.0.1:``port`` now.
 
@@ -112,28 +105,6 @@ def port_is_free(port: int) -> bool:
             sock.bind((HOST, port))
         except OSError:
             return False
-    return True
-
-
-def process_alive(pid: int) -> bool:
-    """True while process ``pid`` exists and is not a zombie (reaping it when it is our own exited child)."""
-    with contextlib.suppress(ChildProcessError, OSError):
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            return False
-    stat = Path(f"/proc/{pid}/stat")
-    if stat.parent.parent.is_dir() and Path("/proc/self").exists():
-        try:
-            state = stat.read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            return False
-        return state not in ("Z", "X")
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
 
 

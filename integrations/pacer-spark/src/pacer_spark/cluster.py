@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pacer.daemons import free_port, process_alive
+
 HOST = "127.0.0.1"
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -99,28 +101,6 @@ def spark_home() -> Path:
         raise ClusterError(f"PySpark at {folder} has no bin/spark-class or jars/: reinstall pyspark (pip install "
                            "--force-reinstall pyspark) or set SPARK_HOME to a Spark distribution")
     return folder
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now (the kernel's pick)."""
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
-def process_alive(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie (reaping it when it is our own exited child)."""
-    with contextlib.suppress(ChildProcessError, OSError):
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 def group_members(pgid: int) -> list[int]:

@@ -1,9 +1,9 @@
-"""Which executors ran each streaming query: read from Spark's status store (what the web UI shows, kept with the UI
-off too), for the report's ``spark.executors``.
+"""Which executors ran each streaming query, for the report's ``spark.executors``: the plain-Python part.
 
-This is JVM-boundary code like :mod:`pacer_spark.spark_jvm` (it returns plain Python values and never raises): every
-job of a streaming query's batch is described by Spark as ``<name>\\nid = <query id>\\nrunId = ...\\nbatch = N``;
-each of its stages' per-executor summary names the executors that ran its tasks.
+:func:`pacer_spark.spark_jvm.query_executors` reads Spark's status store (what the web UI shows, kept with the UI
+off too): every job of a streaming query's batch is described by Spark as ``<name>\\nid = <query id>\\nrunId =
+...\\nbatch = N``; each of its stages' per-executor summary names the executors that ran its tasks. Here: which
+query a job belongs to, and which of its jobs are looked up.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ MAX_JOBS = 500
 SAMPLED_JOBS = 4
 
 
-def _query_key(description: str) -> str | None:
+def query_key(description: str) -> str | None:
     """The query a streaming job belongs to: its name (the description's first line), else its id; None when the
     job is not a streaming batch's."""
     lines = description.split("\n")
@@ -30,7 +30,7 @@ def _query_key(description: str) -> str | None:
     return lines[0] or ids[0]
 
 
-def _spread(items: list[Any], count: int) -> list[Any]:
+def spread(items: list[Any], count: int) -> list[Any]:
     """``count`` of ``items`` evenly spaced, the first and the last among them (all of them when fewer)."""
     if len(items) <= count:
         return items
@@ -38,38 +38,4 @@ def _spread(items: list[Any], count: int) -> list[Any]:
     return [items[round(i * step)] for i in range(count)]
 
 
-def query_executors(spark: Any, *, max_jobs: int = MAX_JOBS, sampled: int = SAMPLED_JOBS) -> dict[str, list[str]]:
-    """``{query name (or id when unnamed): sorted ids of the executors that ran its tasks}``.
-
-    Reads the descriptions of the newest ``max_jobs`` jobs of the SparkContext and, per query, the executors of
-    every stage of ``sampled`` of its jobs spread over the run (its oldest and newest retained ones among them): an
-    executor that ran only a few batches in between may be left out. ``"driver"`` is the id in local mode. Empty
-    when the status store cannot be read (an internal API that moved): the report then says nothing rather than fail.
-    """
-    try:
-        sc = spark.sparkContext
-        convert = sc._jvm.scala.jdk.javaapi.CollectionConverters
-        store = sc._jsc.sc().statusStore()
-        jobs = convert.asJava(store.jobsList(None))  # newest first
-        by_query: dict[str, list[Any]] = {}
-        iterator = jobs.iterator()
-        for _ in range(min(int(jobs.size()), max_jobs)):
-            job = iterator.next()
-            description = str(job.description())  # Scala's "Some(...)" or "None"
-            key = _query_key(description[5:-1]) if description.startswith("Some(") else None
-            if key is not None:
-                by_query.setdefault(key, []).append(job)
-        found: dict[str, list[str]] = {}
-        for key, its_jobs in by_query.items():
-            executors: set[str] = set()
-            for job in _spread(its_jobs, sampled):
-                for stage in convert.asJava(job.stageIds()):
-                    executors.update(str(e) for e in convert.asJava(store.executorSummary(int(stage), 0).keySet()))
-            found[key] = sorted(executors)
-    except Exception as exc:  # the store or an API of it is not there: no executors in the report
-        log.debug("cannot read the executors from Spark's status store: %s", exc)
-        return {}
-    return found
-
-
-__all__ = ["MAX_JOBS", "SAMPLED_JOBS", "query_executors"]
+__all__ = ["MAX_JOBS", "SAMPLED_JOBS", "query_key", "spread"]

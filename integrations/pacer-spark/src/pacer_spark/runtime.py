@@ -36,7 +36,6 @@ from pacer_spark.admission import AdmissionService, ReplayGuard, SourceState
 from pacer_spark.config import PacerConfig
 from pacer_spark.driver import Driver
 from pacer_spark.enact import Enactment
-from pacer_spark.executors import query_executors
 from pacer_spark.files_source import FILES_FORMAT, PacerFilesDataSource
 from pacer_spark.options import OPT_ADDRESS, OPT_QUERY, OPT_TIMEOUT, parse_seconds
 from pacer_spark.paced import PacedQueries
@@ -343,8 +342,8 @@ class PacerSession:
     def report(self, config: Mapping[str, Any] | None = None, *, interval: float = 1.0,
                end: float | None = None) -> dict[str, Any]:
         """The run as a ``pacer.report/1`` document with ``runtime: "spark"``; ``spark.executors`` names, per query,
-        the executors whose tasks ran it (``driver`` in local mode; :func:`pacer_spark.executors.query_executors`)."""
-        executors = query_executors(self.spark)  # Py4J calls to Spark's status store: outside the Controller's lock
+        the executors whose tasks ran it (``driver`` in local mode; :func:`pacer_spark.spark_jvm.query_executors`)."""
+        executors = spark_jvm.query_executors(self.spark)  # Py4J calls to Spark's status store: outside the Controller's lock
         with self.lock:
             return build_report(runtime="spark", config=dict(config or {}), controller=self.controller,
                                 start=self.started_at, end=end or time.time(), interval=interval,

@@ -25,6 +25,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from pacer_spark import executors
 from pacer_spark.plan import PlanNode, base_name, node_of_json
 from pacer_spark.telemetry import TriggerProgress
 
@@ -216,3 +217,38 @@ def decider_registry(spark: Any, registry_class: str) -> Any:
 def java_session(spark: Any) -> Any:
     """The JVM ``SparkSession`` of ``spark`` (the registry prefers registrations made for it)."""
     return spark._jsparkSession
+
+
+def query_executors(spark: Any, *, max_jobs: int = executors.MAX_JOBS,
+                    sampled: int = executors.SAMPLED_JOBS) -> dict[str, list[str]]:
+    """``{query name (or id when unnamed): sorted ids of the executors that ran its tasks}``.
+
+    Reads the descriptions of the newest ``max_jobs`` jobs of the SparkContext and, per query, the executors of
+    every stage of ``sampled`` of its jobs spread over the run (its oldest and newest retained ones among them): an
+    executor that ran only a few batches in between may be left out. ``"driver"`` is the id in local mode. Empty
+    when the status store cannot be read (an internal API that moved): the report then says nothing rather than fail.
+    """
+    try:
+        sc = spark.sparkContext
+        convert = sc._jvm.scala.jdk.javaapi.CollectionConverters
+        store = sc._jsc.sc().statusStore()
+        jobs = convert.asJava(store.jobsList(None))  # newest first
+        by_query: dict[str, list[Any]] = {}
+        iterator = jobs.iterator()
+        for _ in range(min(int(jobs.size()), max_jobs)):
+            job = iterator.next()
+            description = str(job.description())  # Scala's "Some(...)" or "None"
+            key = executors.query_key(description[5:-1]) if description.startswith("Some(") else None
+            if key is not None:
+                by_query.setdefault(key, []).append(job)
+        found: dict[str, list[str]] = {}
+        for key, its_jobs in by_query.items():
+            ran: set[str] = set()
+            for job in executors.spread(its_jobs, sampled):
+                for stage in convert.asJava(job.stageIds()):
+                    ran.update(str(e) for e in convert.asJava(store.executorSummary(int(stage), 0).keySet()))
+            found[key] = sorted(ran)
+    except Exception as exc:  # the store or an API of it is not there: no executors in the report
+        log.debug("cannot read the executors from Spark's status store: %s", exc)
+        return {}
+    return found

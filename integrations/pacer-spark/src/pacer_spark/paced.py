@@ -407,11 +407,8 @@ class PacedQueries:
 
 class _SourceAsk:
     """One ``latestOffset`` of a ``format("pacer")`` source, stepped by the driver's admission loop
-    (:class:`pacer_spark.driver.Ask`).
-
-    :ivar q: the query, once known; :ivar error: why the request was refused (an unknown or invalid query);
-        :ivar index: the answer, the index of the admitted batch's last snapshot (None: wait).
-    """
+    (:class:`pacer_spark.driver.Ask`). :ivar q: the query, once known; :ivar error: why the request was refused;
+    :ivar index: the answer, the index of the admitted batch's last snapshot (None: wait)."""
 
     def __init__(self, queries: PacedQueries, request: DecisionRequest) -> None:
         self.queries = queries

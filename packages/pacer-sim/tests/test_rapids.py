@@ -15,6 +15,7 @@ import pytest
 from pacer import jars
 from pacer.cli import main
 from pacer_sim import CostModel, Simulation
+from pacer_sim import runtime as sim_runtime
 from pacer_sim.rapids import TOOLS_ARTIFACT, TOOLS_GROUP, exec_name, profiles_in, rapids_cost_model, read_tools_jar
 
 SCORES = "CPUOperator,Score\nFilterExec,5.0\nProjectExec,2.0\nHashAggregateExec,4.0\nShuffleExchangeExec,8.0\n" \
@@ -90,6 +91,7 @@ def test_cli_reads_the_profile_from_the_cached_jar(tmp_path: Path, monkeypatch: 
 def test_without_the_jar_the_cli_warns_once_and_uses_the_builtin_curves(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv(jars.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(sim_runtime, "_PROFILES", {})  # forget a profile an earlier test of the process resolved
     monkeypatch.setenv("PATH", "/nonexistent")  # no mvn
     monkeypatch.setenv("PIP_NO_INDEX", "1")  # and no PyPI for the wheel that carries the jar
     args = ["sim", "--workload", "lr2", "--duration", "10", "--gpus", "1", "--gpu-profile", "onprem-a100",

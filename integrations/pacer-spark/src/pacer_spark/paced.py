@@ -251,13 +251,15 @@ class PacedQueries:
         self._batch_query = {b: qid for b, qid in self._batch_query.items() if qid != query_id}
 
     def _arrive(self, held: Held, q: PacedQuery, request: DecisionRequest) -> None:
-        """Each snapshot not seen before, up to the source's read limit, arrives as one dataset, its rows spread from
-        its oldest data to the next snapshot's (the last one's: to now, when they were all seen)."""
-        snapshots = request.snapshots
+        """New snapshots (up to the read limit) arrive, rows spread from their oldest data to the next's; the last one's
+        over the span before it (pieces are cut by rows); one alone to now if fresh, else not spread (a backlog)."""
+        snapshots, now = request.snapshots, time.time()
         for i, snapshot in enumerate(snapshots[: request.admissible]):
             if snapshot.seq not in q.arrived:
-                bound = snapshots[i + 1].data_arrival if i + 1 < len(snapshots) else time.time()
-                dataset = self._dataset(q, snapshot, newest=max(snapshot.data_arrival, bound))
+                start, alone = snapshot.data_arrival, now if snapshot.data_arrival >= snapshot.arrival else None
+                last = start + max(0.0, start - snapshots[i - 1].data_arrival) if i else alone or start
+                bound = snapshots[i + 1].data_arrival if i + 1 < len(snapshots) else last
+                dataset = self._dataset(q, snapshot, newest=min(now, max(start, bound)))
                 self.driver.controller.arrive(q.query_id, dataset)
                 q.arrived[snapshot.seq] = dataset.id
                 if snapshot.source_time is not None and not q.source_timed:

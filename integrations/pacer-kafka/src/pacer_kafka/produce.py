@@ -229,17 +229,20 @@ class _Sender:
                 self.errors.append(error.str())
 
     def send(self, values: Sequence[bytes], stamps: Sequence[int], begin: int, end: int) -> None:
-        """Queue rows ``[begin, end)``; wait for room when librdkafka's queue is full."""
+        """Queue rows ``[begin, end)``; wait for room when librdkafka's queue is full. What was queued counts even
+        when Ctrl-C interrupts the loop (the count printed is then what reached the topic)."""
         produce, topic = self.producer.produce, self.topic
-        i = begin
-        while i < end:
-            try:
-                for i in range(i, end):  # noqa: B020 - resumes at the row that did not fit
-                    produce(topic, values[i], timestamp=stamps[i])
-                i = end
-            except BufferError:
-                self.producer.poll(0.05)
-        self.submitted += end - begin
+        done = begin
+        try:
+            while done < end:
+                try:
+                    for i in range(done, end):
+                        produce(topic, values[i], timestamp=stamps[i])
+                        done = i + 1
+                except BufferError:
+                    self.producer.poll(0.05)
+        finally:
+            self.submitted += done - begin
         self.producer.poll(0)
 
     def flush(self, timeout_s: float) -> int:

@@ -147,10 +147,11 @@ def test_progress_line_fields_are_all_explained() -> None:
         assert f"{key} = " in PROGRESS_LEGEND, key
 
 
-def test_for_one_deadline_after_an_overload_the_controller_still_admits_what_waits() -> None:
+def test_for_as_long_as_an_overload_lasted_the_controller_still_admits_what_waits() -> None:
     """Under ``keep``, an overload's end is judged on the recent arrival rate, before its backlog is gone and with
-    the next burst of bursty traffic near: for one deadline after the period ends the Controller admits everything
-    buffered, as Spark's default trigger does; after that the (patient) strategy decides again."""
+    the next burst of bursty traffic near: for as long as the period lasted (at least one deadline) after it ends,
+    the Controller admits everything buffered, as Spark's default trigger does; after that the (patient) strategy
+    decides again."""
     c, clock = _controller("patient")
     _teach(c, clock)
     start = clock.now
@@ -170,7 +171,42 @@ def test_for_one_deadline_after_an_overload_the_controller_still_admits_what_wai
     assert not c.query("q").overload.overloaded and batch is not None and len(batch.datasets) == 1
     c.start(batch.id)
     c.complete(batch.id, engine_s=FIXED_S + PER_BYTE_S * batch.bytes)
-    clock.now += DEADLINE + 1.0  # more than a deadline after the period ended: the strategy decides again
+    began, ended = c.query("q").overload.periods[-1]
+    assert began is not None and ended is not None and ended - began > DEADLINE + 5.0
+    clock.now = ended + DEADLINE + 1.0  # more than a deadline after it ended, less than it lasted: still eager
     c.arrive("q", Dataset("quiet-1", clock.now, DATASET_BYTES, 10))
     clock.now += 0.5
+    batch = c.poll("q")
+    assert batch is not None and len(batch.datasets) == 1
+    c.start(batch.id)
+    c.complete(batch.id, engine_s=FIXED_S + PER_BYTE_S * batch.bytes)
+    clock.now = ended + (ended - began) + 1.0  # longer after it than it lasted: the strategy decides again
+    c.arrive("q", Dataset("quiet-2", clock.now, DATASET_BYTES, 10))
+    clock.now += 0.5
     assert c.poll("q") is None
+
+
+def test_a_strained_query_is_served_at_once_and_not_reported_overloaded() -> None:
+    """Near overload (the default trigger's own latency at the recent rate, 2 T*, over half the deadline) a waiting
+    strategy would spend the slack the next burst needs: the Controller admits what waits at once, and the report
+    says nothing of an overload the load does not reach."""
+    for rate, strained in ((850.0, True), (300.0, False)):  # bytes/s: 2 T* = 6.7 s and 1.4 s against a 10 s deadline
+        c, clock = _controller("patient")
+        _teach(c, clock)
+        clock.now += DEADLINE + 1.0  # the teaching batches' arrivals out of the rate's window
+        start, n, admitted = clock.now, 0, 0
+        while clock.now < start + 20.0:
+            c.arrive("q", Dataset(f"d-{n}", clock.now, DATASET_BYTES // 10, 1))  # small and frequent: a steady rate
+            n += 1
+            batch = c.poll("q")
+            if batch is not None:
+                admitted += 1
+                c.start(batch.id)
+                c.complete(batch.id, engine_s=FIXED_S + PER_BYTE_S * batch.bytes)
+            clock.now += DATASET_BYTES / 10 / rate
+        monitor = c.query("q").overload
+        assert monitor.strained is strained and not monitor.overloaded and monitor.episodes == 0
+        if strained:
+            assert admitted >= n // 3 and c.query("q").buffered_count <= 2  # nothing held back
+        else:
+            assert admitted <= 1  # the patient strategy holds; at most one catch-up batch once the oldest is late

@@ -277,9 +277,8 @@ class Controller:
         otherwise the admission strategy decides (its sheds done here). Either way the read caps hold, and while
         the overload policy sheds, the batch stays within what meets its oldest dataset's deadline.
         """
-        # overloaded under keep, or within a deadline of it (its backlog still draining, the next burst near): serve
-        # as the default trigger would
-        kept = q.overload.within(now, q.catch_up.deadline) and not shedding
+        # overloaded or near it under keep, or in the hold-over after an overload: serve as the default trigger would
+        kept = q.overload.eager(now) and not shedding
         catching_up = q.catch_up.wanted(q.buffer, now, q.service, kept)
         if catching_up:
             count = q.catch_up.count(q.buffer, q.service, kept)

@@ -14,7 +14,10 @@ Then no admission strategy can keep its promise; the Controller says so (time
 overloaded and episodes, in the report and the progress line) and, under the
 ``shed`` policy, drops the buffered datasets that can no longer meet the
 deadline even alone in a batch — counted, logged, never silent — so latency
-stays bounded for what is admitted.
+stays bounded for what is admitted. Under ``keep`` it serves the query as Spark's
+default trigger would (:meth:`OverloadMonitor.eager`), and also when the query is
+*strained* (``2 T*`` over half the deadline: a waiting strategy would spend the
+slack the next burst needs) and in the hold-over after an overload.
 
 Shedding is this module's too: :func:`shed_if_overloaded`, the overload policy the Controller applies at
 each poll before admission, and :func:`shed`, the one way any dataset is dropped (by that policy or by an
@@ -41,6 +44,13 @@ log = logging.getLogger("pacer.controller")  # the Controller's logger: sheds ar
 MIN_RATE_SPAN_S = 1.0
 #: Completed batches the service-time model needs before overload is judged.
 MIN_OBSERVATIONS = 3
+#: Batches a waiting strategy's cold start runs at once (zStream's, LMStream's): one more than overload judging
+#: needs, so that the load is known before the engine is first left idle (idle time is never won back once it
+#: turns out infeasible).
+EAGER_OBSERVATIONS = MIN_OBSERVATIONS + 1
+#: Share of the deadline the default trigger's own latency at the recent rate (2 T*) may take before the query is
+#: *strained*: near overload, where a strategy's waiting would spend the slack the next burst needs.
+STRAIN = 0.5
 #: Overload periods a monitor remembers (the most recent; totals stay exact).
 RECENT_PERIODS = 64
 
@@ -57,6 +67,7 @@ class OverloadMonitor:
     deadline: float
     window_s: float = 0.0
     overloaded: bool = False
+    strained: bool = False
     overloaded_s: float = 0.0
     episodes: int = 0
     shed_episode: int = 0
@@ -90,8 +101,9 @@ class OverloadMonitor:
             return None
         return self._window_bytes / span
 
-    def infeasible(self, rate: float, service: ServiceTimeModel) -> bool:
-        """True when no batch size serves ``rate`` bytes/s within the deadline (module docstring).
+    def infeasible(self, rate: float, service: ServiceTimeModel, within: float | None = None) -> bool:
+        """True when no batch size serves ``rate`` bytes/s within ``within`` seconds (default: the deadline;
+        module docstring).
 
         Judged on the fitted model without its safety margin: overload is declared only where
         the expected service, not a pessimistic one, cannot keep up.
@@ -100,7 +112,7 @@ class OverloadMonitor:
         utilisation = service.per_byte_s * rate
         if utilisation >= 1.0:
             return True
-        return 2.0 * fixed / (1.0 - utilisation) > self.deadline
+        return 2.0 * fixed / (1.0 - utilisation) > (self.deadline if within is None else within)
 
     def check(self, now: float, service: ServiceTimeModel) -> bool:
         """Re-judge the overload at ``now``, account its duration and episodes; True while overloaded."""
@@ -108,6 +120,7 @@ class OverloadMonitor:
         was = self.overloaded
         if rate is not None and service.observations >= MIN_OBSERVATIONS:
             self.overloaded = self.infeasible(rate, service)
+            self.strained = self.overloaded or self.infeasible(rate, service, STRAIN * self.deadline)
         if was and self._last_check is not None:
             self.overloaded_s += max(0.0, now - self._last_check)
         if self.overloaded and not was:
@@ -118,13 +131,20 @@ class OverloadMonitor:
         self._last_check = now
         return self.overloaded
 
-    def within(self, now: float, seconds: float) -> bool:
-        """Whether the query is overloaded at its last check, or its last overload period ended at most ``seconds``
-        before ``now``."""
-        if self.overloaded:
+    def eager(self, now: float) -> bool:
+        """Whether the Controller should serve the query as Spark's default trigger does (every buffered dataset
+        admitted at once) instead of letting a waiting strategy decide.
+
+        That is while the query is overloaded or strained, and within the hold-over after an overload period: as
+        long as the period lasted, at least one deadline (its backlog is still draining and bursts come in
+        spells).
+        """
+        if self.overloaded or self.strained:
             return True
         last = self.periods[-1] if self.periods else None
-        return last is not None and last[1] is not None and now - last[1] <= seconds
+        if last is None or last[0] is None or last[1] is None:
+            return False
+        return now - last[1] <= max(self.deadline, last[1] - last[0])
 
     @property
     def checked_at(self) -> float | None:

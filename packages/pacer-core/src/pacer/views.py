@@ -27,6 +27,7 @@ class OverloadStatus:
     :ivar episodes: how many times it became overloaded.
     :ivar checked_at: the clock at the last check (None before any).
     :ivar periods: the most recent periods overloaded, ``(start, end)`` (end None while still on).
+    :ivar strained: whether the query is near overload at its last check (served at once under ``keep``).
     """
 
     overloaded: bool
@@ -34,6 +35,7 @@ class OverloadStatus:
     episodes: int
     checked_at: float | None
     periods: tuple[tuple[float, float | None], ...] = ()
+    strained: bool = False
 
     def until(self, end: float) -> float:
         """Seconds overloaded up to ``end`` (an overload still on at ``end`` counts until then)."""
@@ -161,7 +163,7 @@ class QueryView:
         """Its overload so far."""
         o = self._q.overload
         periods = tuple((float(start or 0.0), end) for start, end in o.periods)
-        return OverloadStatus(o.overloaded, o.overloaded_s, o.episodes, o.checked_at, periods)
+        return OverloadStatus(o.overloaded, o.overloaded_s, o.episodes, o.checked_at, periods, o.strained)
 
     @property
     def catch_up(self) -> CatchUpStatus:

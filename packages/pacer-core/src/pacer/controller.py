@@ -177,6 +177,17 @@ class Controller:
             catch_up=CatchUp(deadline=spec.effective_deadline, enabled=self._catches_up(admission)),
         )
 
+    def resize(self, cores: int) -> bool:
+        """The runtime now has ``cores`` task slots (an executor lost or added): every later decision plans for
+        them (the schedule's core shares, placement's devices). True when that changed anything."""
+        if cores < 1:
+            raise ValueError(f"cores must be >= 1, got {cores}")
+        if cores == self.cores:
+            return False
+        self.cores = cores
+        self.devices = replace(self.devices, cpu_cores=cores)
+        return True
+
     def reconfigure(self, spec: QuerySpec, *, admission: str, placement: str,
                     admission_params: Mapping[str, Any] | None = None,
                     placement_params: Mapping[str, Any] | None = None) -> None:
@@ -278,7 +289,7 @@ class Controller:
         the overload policy sheds, the batch stays within what meets its oldest dataset's deadline.
         """
         # overloaded or near it under keep, or in the hold-over after an overload: serve as the default trigger would
-        kept = q.overload.eager(now) and not shedding
+        kept = q.overload.eager(now, q.service) and not shedding
         catching_up = q.catch_up.wanted(q.buffer, now, q.service, kept)
         if catching_up:
             count = q.catch_up.count(q.buffer, q.service, kept)

@@ -16,8 +16,10 @@ overloaded and episodes, in the report and the progress line) and, under the
 deadline even alone in a batch — counted, logged, never silent — so latency
 stays bounded for what is admitted. Under ``keep`` it serves the query as Spark's
 default trigger would (:meth:`OverloadMonitor.eager`), and also when the query is
-*strained* (``2 T*`` over half the deadline: a waiting strategy would spend the
-slack the next burst needs) and in the hold-over after an overload.
+*strained* (its per-byte work alone, ``per_byte × r``, takes at least 80 % of the
+engine: batching can save little there, and a waiting strategy would spend the slack
+the next burst needs), before the model can judge when the load already looks that
+heavy, and in the hold-over after an overload.
 
 Shedding is this module's too: :func:`shed_if_overloaded`, the overload policy the Controller applies at
 each poll before admission, and :func:`shed`, the one way any dataset is dropped (by that policy or by an
@@ -44,13 +46,9 @@ log = logging.getLogger("pacer.controller")  # the Controller's logger: sheds ar
 MIN_RATE_SPAN_S = 1.0
 #: Completed batches the service-time model needs before overload is judged.
 MIN_OBSERVATIONS = 3
-#: Batches a waiting strategy's cold start runs at once (zStream's, LMStream's): one more than overload judging
-#: needs, so that the load is known before the engine is first left idle (idle time is never won back once it
-#: turns out infeasible).
-EAGER_OBSERVATIONS = MIN_OBSERVATIONS + 1
-#: Share of the deadline the default trigger's own latency at the recent rate (2 T*) may take before the query is
-#: *strained*: near overload, where a strategy's waiting would spend the slack the next burst needs.
-STRAIN = 0.5
+#: Share of the engine the per-byte work alone may take before a query is *strained*: near overload, where batching
+#: saves little and a waiting strategy would spend the slack the next burst needs.
+STRAIN_UTILISATION = 0.8
 #: Overload periods a monitor remembers (the most recent; totals stay exact).
 RECENT_PERIODS = 64
 
@@ -120,7 +118,7 @@ class OverloadMonitor:
         was = self.overloaded
         if rate is not None and service.observations >= MIN_OBSERVATIONS:
             self.overloaded = self.infeasible(rate, service)
-            self.strained = self.overloaded or self.infeasible(rate, service, STRAIN * self.deadline)
+            self.strained = self.overloaded or service.per_byte_s * rate >= STRAIN_UTILISATION
         if was and self._last_check is not None:
             self.overloaded_s += max(0.0, now - self._last_check)
         if self.overloaded and not was:
@@ -131,16 +129,22 @@ class OverloadMonitor:
         self._last_check = now
         return self.overloaded
 
-    def eager(self, now: float) -> bool:
+    def eager(self, now: float, service: ServiceTimeModel) -> bool:
         """Whether the Controller should serve the query as Spark's default trigger does (every buffered dataset
         admitted at once) instead of letting a waiting strategy decide.
 
-        That is while the query is overloaded or strained, and within the hold-over after an overload period: as
-        long as the period lasted, at least one deadline (its backlog is still draining and bursts come in
-        spells).
+        That is while the query is overloaded or strained; before the model can judge (fewer than
+        :data:`MIN_OBSERVATIONS` batches) when the load already looks strained by the batches' average cost per
+        byte, an upper bound of the per-byte part (engine time left idle by waiting is never won back if the load
+        turns out infeasible); and within the hold-over after an overload period: as long as the period lasted,
+        at least one deadline (its backlog is still draining and bursts come in spells).
         """
         if self.overloaded or self.strained:
             return True
+        if service.ready and service.observations <= MIN_OBSERVATIONS:
+            rate = self.rate_bytes_per_s(now)
+            if rate is not None and service.average_s_per_byte * rate >= STRAIN_UTILISATION:
+                return True
         last = self.periods[-1] if self.periods else None
         if last is None or last[0] is None or last[1] is None:
             return False

@@ -99,6 +99,12 @@ class ServiceTimeModel:
         return self._n
 
     @property
+    def average_s_per_byte(self) -> float:
+        """Seconds per byte over the observed batches, fixed part included (recency-weighted; 0 before any): an
+        upper bound of :attr:`per_byte_s` that needs one batch, where the fit needs batches of different sizes."""
+        return self._swy / (self._swx * _MB) if self._swx > 0 else 0.0
+
+    @property
     def margin(self) -> float:
         """The multiplier applied by :meth:`predict` (≥ 1): the ``quantile`` of actual ÷ predicted.
 

@@ -19,7 +19,6 @@ from typing import Any
 
 from pacer import AdmissionDecision, DatasetBuffer, QueryHistory, QuerySpec, SystemView
 from pacer.metrics import percentile
-from pacer.overload import EAGER_OBSERVATIONS
 from pacer.queueing import Peers, QueueWait, capped_prefix, capped_size, queue_wait
 from pacer.service_time import ServiceTimeModel
 from pacer_zstream.scheduling import rdas_weights
@@ -125,8 +124,7 @@ class ZStreamAdmission:
     :func:`core_share`.
 
     Cold start (the paper is silent): before the first batch completes there is no service time,
-    so the first micro-batches are admitted at once to measure it, until the model has seen
-    :data:`pacer.overload.EAGER_OBSERVATIONS` batches (the load is known before the engine is first left idle). When even one dataset is predicted
+    so the first micro-batch is admitted at once to measure it. When even one dataset is predicted
     to miss (T_buff + T_sched + T_anal(oldest) > deadline), it is admitted at once (never stall)
     and counted in ``predicted_misses``, logged once per query at INFO level.
     """
@@ -170,9 +168,8 @@ class ZStreamAdmission:
         """Algorithm 1 with the partial fetch."""
         model = service if self.use_model else None
         throughput = history.avg_throughput_bytes_per_s
-        if (model is not None and model.observations < EAGER_OBSERVATIONS) or (model is None and throughput is None):
-            # Cold start: the first batches (the warm-up the model leaves out, then the ones the overload judgement
-            # needs, pacer.overload.EAGER_OBSERVATIONS) run at once.
+        if (model is not None and not model.ready) or (model is None and throughput is None):
+            # Cold start: the first batches (the warm-up the model leaves out, then one to fit) run at once.
             self.admitted += 1
             return AdmissionDecision.admit_all(buffer, "cold start: admit to measure the service time")
         buffering, (scheduling, share) = t_buff(buffer, now), self.scheduling(buffer, now, system, query_id)

@@ -34,6 +34,9 @@ def results_section() -> str:
     parts = []
     for meta_path in sorted(RESULTS.glob("*/meta.json")):
         meta = json.loads(meta_path.read_text())
+        if meta.get("grid"):  # device-sweep --grid: a section written by hand beside its results
+            parts.append((meta_path.parent / "readme-section.md").read_text().strip() + "\n")
+            continue
         md_path = meta_path.parent / f"{meta['scenario']}.md"
         table = md_path.read_text().split("\n", 3)[-1]
         cut = table.find("<!-- readme:end -->")  # long results keep only their summary here, and link the rest

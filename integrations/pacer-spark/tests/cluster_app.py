@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -112,6 +113,14 @@ def kafka_phase(spark: Any, args: argparse.Namespace, work: Path) -> dict[str, A
     pacer = pacer_spark.attach(spark, admission="zstream", scheduler="fifo", deadline="4s",
                                checkpoint_root=str(work / "pacer-kafka"))
     produced = 0
+    cores: list[tuple[float, int]] = []  # (time, the task slots the Controller plans for), every 0.1 s
+    sampling = threading.Event()
+
+    def sample() -> None:
+        while not sampling.wait(0.1):
+            cores.append((time.time(), pacer.controller.cores))
+
+    threading.Thread(target=sample, name="cores-sampler", daemon=True).start()
     try:
         frame = (spark.readStream.format("pacer").option("pacer.source", "kafka").option("kafka.bootstrap.servers",
                  servers).option("subscribe", topic).option("startingOffsets", "earliest").load()
@@ -133,12 +142,13 @@ def kafka_phase(spark: Any, args: argparse.Namespace, work: Path) -> dict[str, A
         report = pacer.report({"test": "cluster-kafka"})
         query.stop()
     finally:
+        sampling.set()
         pacer.stop()
     rows = spark.read.parquet(str(out)).select("key", "value", "executor").collect() if out.exists() else []
     return {"produced": produced, "keys": sorted(int(r.key) for r in rows),
             "values_match": all(r.value == f"record-{r.key}" for r in rows),
             "executors": sorted({r.executor for r in rows}), "error": str(error) if error else None,
-            "killed": json.loads(killed.read_text()) if killed.exists() else None, "report": report}
+            "killed": json.loads(killed.read_text()) if killed.exists() else None, "report": report, "cores": cores}
 
 
 def put_csv(folder: Path, index: int) -> None:

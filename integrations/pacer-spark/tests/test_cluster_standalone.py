@@ -113,6 +113,11 @@ def test_kafka_to_parquet_exactly_once_with_an_executor_killed(cluster_run: Path
     assert len(named) >= 2 and named <= {t["executor"] for t in ran}, (reported["executors"], ran)
     assert reported["master"] == spark_cluster.master_url
     assert result["report"]["queries"]["kafka_cluster"]["rows_processed"] == result["produced"]
+    # the Controller planned for both executors' cores, for the one left once the other was lost, and (the Worker
+    # launching a replacement) for two again
+    before = [n for t, n in result["cores"] if t < killed["at"]]
+    after = [n for t, n in result["cores"] if t > killed["at"]]
+    assert before and before[-1] == 2 and 1 in after and after[-1] == 2, (before[-5:], after)
 
 
 def test_edf_orders_three_queries_whose_tasks_run_in_executors(cluster_run: Path) -> None:

@@ -92,3 +92,23 @@ def test_a_held_proof_kept_past_its_block_is_refused() -> None:
         worker.start()
         worker.join()
     assert len(errors) == 1
+
+
+def test_the_controller_plans_for_the_task_slots_spark_has_now(caplog: pytest.LogCaptureFixture) -> None:
+    """An executor lost takes its cores with it: at the next ask (looked at most once a second) the Controller plans
+    for the slots left, and for more once the cluster manager replaces it; an unreadable count changes nothing."""
+    driver = _driver()
+    slots: dict[str, int | None] = {"now": 2}
+    driver.cores = lambda: slots["now"]
+    seen: list[int] = []
+    caplog.set_level("INFO", logger="pacer.spark")
+    for now, count in ((100.0, 2), (100.5, 1), (101.2, 1), (102.4, None), (103.6, 3)):
+        slots["now"] = count
+        with driver.clock.pinned(now):
+            driver.decide(ListAsk(driver, 0))
+        seen.append(driver.controller.cores)
+    assert seen == [2, 2, 1, 1, 3]  # 100.5: within a second of the last look; 102.4: unreadable, kept
+    assert driver.controller.devices.cpu_cores == 3 and driver.controller.system_view().cores == 3
+    assert "Spark now has 1 task slots (was 2)" in caplog.text and "Spark now has 3 task slots (was 1)" in caplog.text
+    with pytest.raises(ValueError, match="cores must be >= 1"):
+        driver.controller.resize(0)

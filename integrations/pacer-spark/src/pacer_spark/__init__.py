@@ -17,6 +17,7 @@ from pacer_spark.config import PacerConfig  # noqa: E402
 from pacer_spark.files_source import PacerFilesDataSource  # noqa: E402
 from pacer_spark.pools import session_builder  # noqa: E402
 from pacer_spark.runtime import PacerSession, attach, parse_seconds  # noqa: E402
+from pacer_spark.session_kind import UnsupportedSessionError  # noqa: E402
 from pacer_spark.sources import PacerGenDataSource  # noqa: E402
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "PacerGenDataSource",
     "PacerSession",
     "SparkVersionError",
+    "UnsupportedSessionError",
     "attach",
     "check_spark_version",
     "parse_seconds",

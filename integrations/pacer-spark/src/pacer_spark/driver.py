@@ -17,7 +17,8 @@ end it belongs to: whether its query died, whether its trigger is still running,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -29,6 +30,11 @@ from pacer_spark.telemetry import BatchCompletion, PinnedClock, SinkDone, Trigge
 
 if TYPE_CHECKING:
     from pacer_spark.enact import Enactment
+
+log = logging.getLogger("pacer.spark")
+
+#: Seconds between two looks at how many task slots Spark has (a Py4J call; executors come and go in seconds).
+CORES_EVERY_S = 1.0
 
 
 class Owner(Protocol):
@@ -97,6 +103,9 @@ class Driver:
     :param concurrency: batches the gate lets run at once (FIFO/EDF); ``gate_timeout``: seconds a batch waits
         for its turn at most; ``fair``: whether the session runs ``spark.scheduler.mode=FAIR``.
     :param progress_timeout: seconds after a batch's sink when it completes without its progress event.
+    :param cores: reads how many task slots Spark has now (the live executors' cores; None: unreadable now); the
+        Controller follows it, looked at most every :data:`CORES_EVERY_S` seconds at an ask. None:
+        the cores are fixed (the user set ``cores``).
     :ivar guard: the one lock around the Controller (RPC threads, stream threads, the listener all take it);
         its condition is notified on every admission, completion and termination.
     :ivar engine: batch completion from Spark's progress; :ivar gate: the scheduling gate an admitted batch passes
@@ -105,8 +114,10 @@ class Driver:
 
     def __init__(self, controller: Controller, clock: PinnedClock, replay: ReplayGuard, *, concurrency: int,
                  gate_timeout: float, fair: bool, progress_timeout: float,
-                 enactment: Enactment | None = None) -> None:
+                 enactment: Enactment | None = None, cores: Callable[[], int | None] | None = None) -> None:
         self.controller = controller
+        self.cores = cores
+        self._cores_seen_at: float | None = None
         self.clock = clock
         self.replay = replay
         self.guard = Guard()
@@ -129,6 +140,7 @@ class Driver:
         (FAIR/RDAS). None: nothing admitted now.
         """
         with self.guard.held() as held:
+            self.follow_cores(held)
             if not ask.report(held):
                 held.notify_all()
                 return None
@@ -146,6 +158,21 @@ class Driver:
         with self.guard.held() as held:
             ask.passed(held, turn)
         return Admitted(batch, turn)
+
+    def follow_cores(self, held: Held) -> None:
+        """Plan for the task slots Spark has now: an executor lost (a SIGKILL, a node gone) takes its cores with
+        it until the cluster manager replaces it, and one added brings more (dynamic allocation)."""
+        held.check()
+        now = self.clock()
+        if self.cores is None or (self._cores_seen_at is not None and now - self._cores_seen_at < CORES_EVERY_S):
+            return
+        self._cores_seen_at = now
+        before = self.controller.cores
+        cores = self.cores()
+        if cores is None:  # not readable now (a stopping JVM): keep planning for the cores last seen
+            return
+        if self.controller.resize(cores):
+            log.info("pacer: Spark now has %d task slots (was %d); the Controller plans for them", cores, before)
 
     def admit(self, held: Held, query_id: str, *, drain: bool = False) -> MicroBatch | None:
         """Ask the query's admission strategy (nothing while its previous batch runs); with ``drain``

@@ -81,7 +81,7 @@ class PacerSession:
         self.enactment = Enactment(spark)  # placements to RAPIDS confs; explainOnly: RAPIDS' plan checked
         self.driver = Driver(self.controller, self.clock, self.replay, concurrency=config.concurrency,
                              gate_timeout=config.gate_timeout, fair=self.fair, progress_timeout=config.progress_timeout,
-                             enactment=self.enactment)
+                             enactment=self.enactment, cores=None if config.cores else self._task_slots)
         self.lock, self.cond, self.engine = self.driver.guard.lock, self.driver.guard.cond, self.driver.engine
         self.schedule_gate = self.driver.gate
         self.admission = AdmissionService(self.driver, rapids=self.rapids)
@@ -99,6 +99,10 @@ class PacerSession:
         if config.paced:
             self.paced = PacedQueries(self.driver, spark, config, self.register_query)
         self.observer.paced = self.paced
+
+    def _task_slots(self) -> int | None:
+        """How many tasks Spark runs at once now (the executors' cores on a cluster, the threads in local mode)."""
+        return spark_jvm.task_slots(self.spark)
 
     @property
     def sources(self) -> dict[str, SourceState]:

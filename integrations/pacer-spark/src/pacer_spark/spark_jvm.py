@@ -252,3 +252,18 @@ def query_executors(spark: Any, *, max_jobs: int = executors.MAX_JOBS,
         log.debug("cannot read the executors from Spark's status store: %s", exc)
         return {}
     return found
+
+
+def task_slots(spark: Any) -> int | None:
+    """How many tasks Spark can run at once now: the cores of the live executors (the driver's own in local mode),
+    from the status store's executor list. None when it cannot be read (the caller keeps what it had)."""
+    try:
+        convert = spark.sparkContext._jvm.scala.jdk.javaapi.CollectionConverters
+        listed = convert.asJava(spark.sparkContext._jsc.sc().statusStore().executorList(True))  # active only
+        cores = {str(e.id()): int(e.totalCores()) for e in listed}
+    except Exception as exc:  # an internal API that moved, or a stopping JVM
+        log.debug("cannot read the executors' cores from Spark's status store: %s", exc)
+        return None
+    executors_only = [n for name, n in cores.items() if name != "driver"]
+    total = sum(executors_only) if executors_only else cores.get("driver", 0)
+    return total or None

@@ -113,12 +113,15 @@ def kafka_phase(spark: Any, args: argparse.Namespace, work: Path) -> dict[str, A
     pacer = pacer_spark.attach(spark, admission="zstream", scheduler="fifo", deadline="4s",
                                checkpoint_root=str(work / "pacer-kafka"))
     produced = 0
-    cores: list[tuple[float, int]] = []  # (time, the task slots the Controller plans for), every 0.1 s
+    # (time, the task slots the Controller plans for, those Spark's status store lists), every 0.1 s
+    cores: list[tuple[float, int, int | None]] = []
     sampling = threading.Event()
 
     def sample() -> None:
+        from pacer_spark.spark_jvm import task_slots
+
         while not sampling.wait(0.1):
-            cores.append((time.time(), pacer.controller.cores))
+            cores.append((time.time(), pacer.controller.cores, task_slots(spark)))
 
     threading.Thread(target=sample, name="cores-sampler", daemon=True).start()
     try:

@@ -113,11 +113,19 @@ def test_kafka_to_parquet_exactly_once_with_an_executor_killed(cluster_run: Path
     assert len(named) >= 2 and named <= {t["executor"] for t in ran}, (reported["executors"], ran)
     assert reported["master"] == spark_cluster.master_url
     assert result["report"]["queries"]["kafka_cluster"]["rows_processed"] == result["produced"]
-    # the Controller planned for both executors' cores, for the one left once the other was lost, and (the Worker
-    # launching a replacement) for two again
-    before = [n for t, n in result["cores"] if t < killed["at"]]
-    after = [n for t, n in result["cores"] if t > killed["at"]]
-    assert before and before[-1] == 2 and 1 in after and after[-1] == 2, (before[-5:], after)
+    # the Controller planned for both executors' cores and, once the Worker launched a replacement, for two again;
+    # while Spark listed one executor for long enough to be seen (its looks come at a source's asks, at most once a
+    # second, and a stream thread waits out the batch whose task was lost), for the one left
+    samples = result["cores"]
+    before = [planned for t, planned, _ in samples if t < killed["at"]]
+    after = [(planned, listed) for t, planned, listed in samples if t > killed["at"]]
+    assert before and before[-1] == 2 and after and after[-1] == (2, 2), (before[-5:], after)
+    longest = run = 0
+    for _, listed in after:
+        run = run + 1 if listed == 1 else 0
+        longest = max(longest, run)
+    if longest >= 30:  # 3 s of Spark with one executor
+        assert any(planned == 1 for planned, _ in after), after
 
 
 def test_edf_orders_three_queries_whose_tasks_run_in_executors(cluster_run: Path) -> None:

@@ -99,9 +99,8 @@ class OverloadMonitor:
             return None
         return self._window_bytes / span
 
-    def infeasible(self, rate: float, service: ServiceTimeModel, within: float | None = None) -> bool:
-        """True when no batch size serves ``rate`` bytes/s within ``within`` seconds (default: the deadline;
-        module docstring).
+    def infeasible(self, rate: float, service: ServiceTimeModel) -> bool:
+        """True when no batch size serves ``rate`` bytes/s within the deadline (module docstring).
 
         Judged on the fitted model without its safety margin: overload is declared only where
         the expected service, not a pessimistic one, cannot keep up.
@@ -110,7 +109,7 @@ class OverloadMonitor:
         utilisation = service.per_byte_s * rate
         if utilisation >= 1.0:
             return True
-        return 2.0 * fixed / (1.0 - utilisation) > (self.deadline if within is None else within)
+        return 2.0 * fixed / (1.0 - utilisation) > self.deadline
 
     def check(self, now: float, service: ServiceTimeModel) -> bool:
         """Re-judge the overload at ``now``, account its duration and episodes; True while overloaded."""

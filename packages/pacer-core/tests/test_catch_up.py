@@ -116,6 +116,30 @@ def test_before_the_model_is_fitted_the_whole_late_backlog_goes_at_once() -> Non
     assert c.query("q").catch_up.active
 
 
+def test_data_that_waited_through_a_catch_up_batch_that_missed_is_served_at_once() -> None:
+    """A Spark source is seen only between batches: what arrived during a catch-up batch shows up after it, young
+    enough to look comfortably on time. When that batch missed its deadline, the next one is formed at once too,
+    until one meets it; data that arrived after it met is the strategy's again."""
+    c, clock = _controller("patient")
+    _backlog(c, clock, 7, age=40.0)
+    first = c.poll("q")
+    assert first is not None  # the whole late backlog, as Spark would (no model yet)
+    c.start(first.id)
+    clock.now += 6.0
+    c.complete(first.id)  # nothing buffered when it ends: the episode closes there
+    assert not c.query("q").catch_up.active
+    c.arrive("q", Dataset("during", clock.now - 2.0, DATASET_BYTES, 10))  # arrived while it ran, seen after
+    second = c.poll("q")
+    assert second is not None and [d.id for d in second.datasets] == ["during"], "the patient strategy would hold it"
+    c.start(second.id)
+    clock.now += 1.0
+    c.complete(second.id)  # 3 s after its oldest arrival: met
+    assert c.query("q").catch_up.episodes == 1  # one episode, seen a piece at a time
+    c.arrive("q", Dataset("after", clock.now, DATASET_BYTES, 10))
+    clock.now += 1.0
+    assert c.poll("q") is None  # on time again: the strategy decides, and the patient one waits
+
+
 def test_data_within_its_deadline_is_left_to_the_strategy() -> None:
     c, clock = _controller("patient")
     _backlog(c, clock, 5, age=DEADLINE - 1.0)

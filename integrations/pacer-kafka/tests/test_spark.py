@@ -56,3 +56,40 @@ def test_spark_batch_read_counts_what_was_produced(spark: Any, produced_topic: A
     assert summary is not None
     assert summary["records"] == produced_topic.records == 2000
     assert (summary["partitions"], summary["bad"], summary["mismatched"]) == (2, 0, 0)
+
+
+SECOND_SESSION = """
+import sys
+import pacer_spark
+from pyspark.sql import SparkSession
+
+bootstrap, topic, out = sys.argv[1:4]
+first = SparkSession.builder.master("local[1]").appName("first").config("spark.ui.enabled", "false").getOrCreate()
+first.range(3).count()
+first.stop()  # the JVM stays, started without the connector
+spark = pacer_spark.session_builder("local[1]", "second", kafka=True).config("spark.ui.enabled", "false").getOrCreate()
+print("added", pacer_spark.add_kafka_connector(spark))
+stream = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+          .option("startingOffsets", "earliest").load())
+query = (stream.selectExpr("CAST(value AS STRING) AS value").writeStream.format("parquet").trigger(availableNow=True)
+         .option("path", out + "/data").option("checkpointLocation", out + "/ck").start())
+query.awaitTermination(120)
+print("records", spark.read.parquet(out + "/data").count())
+spark.stop()
+"""
+
+
+def test_a_second_session_in_a_process_gets_the_connector_its_jvm_started_without(
+        produced_topic: Any, tmp_path: Any) -> None:
+    """Spark puts spark.jars on the driver's classpath only when it launches the JVM: a session built after an
+    earlier one in the same process finds no ``kafka`` source (the README's notebook case) until
+    ``add_kafka_connector``; then a Kafka stream reads every record. In a child process, for a JVM of its own."""
+    pytest.importorskip("pyspark")
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", SECOND_SESSION, produced_topic.bootstrap_servers,
+                           produced_topic.topic, str(tmp_path)], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "added True" in proc.stdout and f"records {produced_topic.records}" in proc.stdout, proc.stdout

@@ -81,8 +81,9 @@ def _checked(messages: list[Any]) -> list[Any]:
 
 def kafka_spark_session(app_name: str, conf: dict[str, str] | None = None) -> Iterator[Any]:
     """A local SparkSession with Spark's Kafka connector in ``spark.jars`` (``pacer_spark.session_builder(kafka=True)``),
-    for a module-scoped ``spark`` fixture to ``yield from``; skips when pyspark or pacer-spark is missing, or when
-    another session without the connector is already active in this process."""
+    for a module-scoped ``spark`` fixture to ``yield from`` (``pacer_spark.add_kafka_connector`` where the driver's
+    JVM started earlier without it); skips when pyspark or pacer-spark is missing, or when another session
+    without the connector is already active in this process."""
     pytest.importorskip("pyspark")
     pacer_spark = pytest.importorskip("pacer_spark")
     session = (pacer_spark.session_builder("local[2]", app_name, kafka=True, **({"conf": conf} if conf else {}))
@@ -91,6 +92,7 @@ def kafka_spark_session(app_name: str, conf: dict[str, str] | None = None) -> It
     if "spark-sql-kafka-0-10" not in session.sparkContext.getConf().get("spark.jars", ""):
         session.stop()
         pytest.skip("another SparkSession without Spark's Kafka connector is active in this process")
+    pacer_spark.add_kafka_connector(session)  # the JVM may have started for an earlier session, without it
     yield session
     session.stop()
 

@@ -15,7 +15,7 @@ SPARK_VERSION = check_spark_version()
 
 from pacer_spark.config import PacerConfig  # noqa: E402
 from pacer_spark.files_source import PacerFilesDataSource  # noqa: E402
-from pacer_spark.pools import session_builder  # noqa: E402
+from pacer_spark.pools import add_kafka_connector, session_builder  # noqa: E402
 from pacer_spark.runtime import PacerSession, attach, parse_seconds  # noqa: E402
 from pacer_spark.session_kind import UnsupportedSessionError  # noqa: E402
 from pacer_spark.sources import PacerGenDataSource  # noqa: E402
@@ -28,6 +28,7 @@ __all__ = [
     "PacerSession",
     "SparkVersionError",
     "UnsupportedSessionError",
+    "add_kafka_connector",
     "attach",
     "check_spark_version",
     "parse_seconds",

@@ -118,6 +118,8 @@ def comparison_session(master: str, app: str, *, kafka: bool = False) -> Any:
     spark = (pacer_spark.session_builder(master, app, kafka=kafka).config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    if kafka:
+        pacer_spark.add_kafka_connector(spark)  # a JVM this process started earlier, without the connector
     return spark
 
 

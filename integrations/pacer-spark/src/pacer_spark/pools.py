@@ -118,3 +118,29 @@ def kafka_jars() -> list[str]:
             "pip install -e integrations/pacer-kafka)"
         ) from exc
     return [str(path) for path in spark_kafka_jars()]
+
+
+def add_kafka_connector(session: Any) -> bool:
+    """Make ``format("kafka")`` work on ``session`` when its driver JVM started without Spark's Kafka connector.
+
+    Spark puts ``spark.jars`` on the driver's classpath only when it launches the JVM. A Python process that
+    already ran a SparkSession (a notebook, a test run, a job that builds a second session) keeps that JVM, and
+    a new session's ``spark.jars`` then reach the executors but not the driver's data source lookup: Spark
+    answers "Failed to find data source: kafka". Where the driver cannot find the ``kafka`` source, this adds
+    the connector's jars (:func:`kafka_jars`) to the session as SQL's ``ADD JAR`` does: to its class loader and,
+    through ``SparkContext.addJar``, to the executors.
+
+    :return: whether jars were added (False: the driver already had the connector).
+    :raises ImportError: pacer-kafka is not installed.
+    """
+    jvm = session._jvm
+    try:
+        jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
+            "kafka", session._jsparkSession.sessionState().conf())
+        return False
+    except Exception as exc:  # Py4JJavaError: the driver's class loader lacks the connector
+        if "kafka" not in str(exc).lower():
+            raise
+    for jar in kafka_jars():
+        session._jsparkSession.sessionState().resourceLoader().addJar(Path(jar).resolve().as_uri())
+    return True

@@ -178,6 +178,8 @@ def build_session(master: str, app: str, *, partitions: int = 2, rapids_jars: Se
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("FATAL")
+    if kafka:
+        pacer_spark.add_kafka_connector(spark)  # a JVM this process started earlier, without the connector
     logging.getLogger("py4j.clientserver").setLevel(logging.CRITICAL)
     return spark
 

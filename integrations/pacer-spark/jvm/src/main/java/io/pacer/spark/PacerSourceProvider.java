@@ -205,7 +205,9 @@ public final class PacerSourceProvider implements StreamSourceProvider, TablePro
       throw new IllegalArgumentException("pacer.source \"" + name + "\" is not a data source Spark"
           + " knows (" + notFound.getMessage() + "). Use a name format() accepts (csv, json,"
           + " parquet, text, orc, kafka with the spark-sql-kafka package on the classpath, rate,"
-          + " socket, ...) or a provider class name.", notFound);
+          + " socket, ...) or a provider class name. For kafka in a Python process whose JVM started"
+          + " without the connector (an earlier session): pacer_spark.add_kafka_connector(spark).",
+          notFound);
     }
     if (!StreamSourceProvider.class.isAssignableFrom(providing)
         && !FileFormat.class.isAssignableFrom(providing)

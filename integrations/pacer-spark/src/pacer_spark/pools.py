@@ -127,11 +127,14 @@ def add_kafka_connector(session: Any) -> bool:
     already ran a SparkSession (a notebook, a test run, a job that builds a second session) keeps that JVM, and
     a new session's ``spark.jars`` then reach the executors but not the driver's data source lookup: Spark
     answers "Failed to find data source: kafka". Where the driver cannot find the ``kafka`` source, this adds
-    the connector's jars (:func:`kafka_jars`) to the session as SQL's ``ADD JAR`` does: to its class loader and,
-    through ``SparkContext.addJar``, to the executors.
+    the connector's jars (:func:`kafka_jars`) to the class loader ``spark-submit`` gave the driver, as its
+    ``--jars`` would have at launch: every later session and local executor of the process finds one copy of the
+    connector there. (SQL's ``ADD JAR`` is not enough: each session's loader and each local executor's would
+    load the connector again, and its second copy fails on Spark's JVM-wide config registry.)
 
     :return: whether jars were added (False: the driver already had the connector).
     :raises ImportError: pacer-kafka is not installed.
+    :raises RuntimeError: the driver's class loader is not one jars can be added to.
     """
     jvm = session._jvm
     try:
@@ -141,6 +144,11 @@ def add_kafka_connector(session: Any) -> bool:
     except Exception as exc:  # Py4JJavaError: the driver's class loader lacks the connector
         if "kafka" not in str(exc).lower():
             raise
+    loader = jvm.Thread.currentThread().getContextClassLoader()
+    if loader is None or loader.getClass().getName() != "org.apache.spark.util.MutableURLClassLoader":
+        raise RuntimeError("the driver JVM started without Spark's Kafka connector, and its class loader "
+                           f"({loader.getClass().getName() if loader is not None else None}) takes no jars: start "
+                           "the process's first session with pacer_spark.session_builder(..., kafka=True)")
     for jar in kafka_jars():
-        session._jsparkSession.sessionState().resourceLoader().addJar(Path(jar).resolve().as_uri())
+        loader.addURL(jvm.java.io.File(str(Path(jar).resolve())).toURI().toURL())
     return True

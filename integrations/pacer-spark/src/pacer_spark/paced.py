@@ -252,12 +252,13 @@ class PacedQueries:
 
     def _arrive(self, held: Held, q: PacedQuery, request: DecisionRequest) -> None:
         """New snapshots (up to the read limit) arrive, rows spread from their oldest data to the next's; the last one's
-        over the span before it (pieces are cut by rows); one alone to now if fresh, else not spread (a backlog)."""
+        over the span before it (pieces are cut by rows); one alone over as long as the JVM's looks were apart, to now
+        at most (Kafka data visible a little after its timestamp is not all dated by its oldest record)."""
         snapshots, now = request.snapshots, time.time()
         for i, snapshot in enumerate(snapshots[: request.admissible]):
             if snapshot.seq not in q.arrived:
-                start, alone = snapshot.data_arrival, now if snapshot.data_arrival >= snapshot.arrival else None
-                last = start + max(0.0, start - snapshots[i - 1].data_arrival) if i else alone or start
+                start = snapshot.data_arrival
+                last = start + max(0.0, start - snapshots[i - 1].data_arrival) if i else start + max(0.0, now - snapshot.arrival)
                 bound = snapshots[i + 1].data_arrival if i + 1 < len(snapshots) else last
                 dataset = self._dataset(q, snapshot, newest=min(now, max(start, bound)))
                 self.driver.controller.arrive(q.query_id, dataset)

@@ -258,7 +258,8 @@ class PacedQueries:
         for i, snapshot in enumerate(snapshots[: request.admissible]):
             if snapshot.seq not in q.arrived:
                 start = snapshot.data_arrival
-                last = start + max(0.0, start - snapshots[i - 1].data_arrival) if i else start + max(0.0, now - snapshot.arrival)
+                span = start - snapshots[i - 1].data_arrival if i else now - snapshot.arrival
+                last = start + max(0.0, span)
                 bound = snapshots[i + 1].data_arrival if i + 1 < len(snapshots) else last
                 dataset = self._dataset(q, snapshot, newest=min(now, max(start, bound)))
                 self.driver.controller.arrive(q.query_id, dataset)

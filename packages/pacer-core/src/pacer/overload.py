@@ -133,10 +133,10 @@ class OverloadMonitor:
         admitted at once) instead of letting a waiting strategy decide.
 
         That is while the query is overloaded or strained; while the model has at most :data:`MIN_OBSERVATIONS`
-        batches (too few sizes to tell fixed from per-byte cost), when the load already looks strained by the batches' average cost per
-        byte, an upper bound of the per-byte part (engine time left idle by waiting is never won back if the load
-        turns out infeasible); and within the hold-over after an overload period: as long as the period lasted,
-        at least one deadline (its backlog is still draining and bursts come in spells).
+        batches (too few sizes to tell fixed from per-byte cost), when the load already looks strained by the
+        batches' average cost per byte, an upper bound of the per-byte part (engine time left idle by waiting is
+        never won back if the load turns out infeasible); and within the hold-over after an overload period: as
+        long as the period lasted, at least one deadline (its backlog is still draining and bursts come in spells).
         """
         if self.overloaded or self.strained:
             return True

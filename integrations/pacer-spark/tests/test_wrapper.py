@@ -13,7 +13,15 @@ from typing import Any
 import pytest
 
 from pacer_spark import jvm
-from pacer_spark.wrapper import Decision, DecisionRequest, FailedOpen, OffsetSnapshot, PacerBridge, admit_oldest
+from pacer_spark.wrapper import (
+    Decision,
+    DecisionRequest,
+    FailedOpen,
+    OffsetSnapshot,
+    PacerBridge,
+    admit_oldest,
+    snapshot_spans,
+)
 
 SCHEMA = "file INT, row INT"
 ROWS_PER_FILE = 10
@@ -214,6 +222,7 @@ def test_the_request_json_parses_into_snapshots() -> None:
                         "bytes": 56,
                         "bytes_estimated": True,
                         "source_time": 11.5,
+                        "source_newest": 12.25,
                     }
                 ],
                 "spark_run_id": "sr1",
@@ -225,7 +234,7 @@ def test_the_request_json_parses_into_snapshots() -> None:
             }
         )
     )
-    assert request.snapshots == (OffsetSnapshot(4, '{"t":{"0":7}}', 12.0, 7, None, 56, True, 11.5),)
+    assert request.snapshots == (OffsetSnapshot(4, '{"t":{"0":7}}', 12.0, 7, None, 56, True, 11.5, 12.25),)
     assert request.snapshots[0].data_arrival == 11.5  # its own time: earlier than the look that saw it
     assert request.failed_open[0].snapshots[0].data_arrival == 11.0  # no time of its own: the look
     assert (request.run, request.batch_id, request.options) == ("r1", 3, {"pacer.deadline": "5s"})
@@ -235,6 +244,32 @@ def test_the_request_json_parses_into_snapshots() -> None:
     assert request.failed_open_dropped == 2
     with pytest.raises(ValueError, match="rebuild the jar"):
         DecisionRequest.from_json('{"version": 1}')
+
+
+def _snapshot(seq: int, look: float, source: tuple[float, float] | None = None) -> OffsetSnapshot:
+    oldest, newest = source if source is not None else (None, None)
+    return OffsetSnapshot(seq, f'{{"t":{{"0":{seq}}}}}', look, 10, None, 80, True, oldest, newest)
+
+
+def test_a_snapshot_with_both_ends_dated_is_spread_over_its_own_span_not_from_the_earlier_look() -> None:
+    """Records produced between two looks (the previous look at 100.0, the records at 103.0-104.5) are dated by
+    their own times: not from the look before them (which reported 1-2 points more misses than the records on a
+    live topic), and never after the moment the decider asks."""
+    produced_between_looks = _snapshot(1, 100.0, (103.0, 104.5))
+    assert snapshot_spans((produced_between_looks,), 1, now=105.0) == [(103.0, 104.5)]
+    clock_ahead = _snapshot(2, 100.0, (104.0, 107.0))  # a producer clock ahead of the driver's
+    assert snapshot_spans((clock_ahead,), 1, now=105.0) == [(104.0, 105.0)]
+
+
+def test_snapshots_without_a_newest_time_are_spread_to_the_next_one_and_past_the_read_limit_not_at_all() -> None:
+    """Without the newest data's time: up to the next snapshot's oldest; the last one over the span before it;
+    one alone over as long as the looks were apart; no time of its own at all: from the look. Only the
+    admissible ones are dated."""
+    backlog = (_snapshot(1, 90.0, (80.0, None)), _snapshot(2, 90.0, (84.0, None)), _snapshot(3, 90.0))
+    assert backlog[2].data_arrival == 90.0
+    assert snapshot_spans(backlog, 3, now=100.0) == [(80.0, 84.0), (84.0, 90.0), (90.0, 96.0)]
+    assert snapshot_spans(backlog, 1, now=100.0) == [(80.0, 84.0)]
+    assert snapshot_spans((_snapshot(4, 97.0, (95.0, None)),), 1, now=100.0) == [(95.0, 98.0)]
 
 
 def test_the_decider_answers_a_seq_and_refuses_an_index_out_of_range() -> None:

@@ -41,7 +41,15 @@ from pacer_spark.locking import Held
 from pacer_spark.options import parse_seconds
 from pacer_spark.paced_state import InFlight, PacedQuery, changed_options, check_options, without_engine_time
 from pacer_spark.plan import dag_from_plan, operator_metrics
-from pacer_spark.wrapper import Decision, DecisionRequest, FailedOpen, OffsetSnapshot, PacerBridge, StopEvent
+from pacer_spark.wrapper import (
+    Decision,
+    DecisionRequest,
+    FailedOpen,
+    OffsetSnapshot,
+    PacerBridge,
+    StopEvent,
+    snapshot_spans,
+)
 
 if TYPE_CHECKING:
     from pacer_spark.config import PacerConfig
@@ -251,29 +259,24 @@ class PacedQueries:
         self._batch_query = {b: qid for b, qid in self._batch_query.items() if qid != query_id}
 
     def _arrive(self, held: Held, q: PacedQuery, request: DecisionRequest) -> None:
-        """New snapshots (up to the read limit) arrive, rows spread from their oldest data to the next's; the last one's
-        over the span before it (pieces are cut by rows); one alone over as long as the JVM's looks were apart, to now
-        at most (Kafka data visible a little after its timestamp is not all dated by its oldest record)."""
-        snapshots, now = request.snapshots, time.time()
-        for i, snapshot in enumerate(snapshots[: request.admissible]):
+        """New snapshots (up to the read limit) arrive, each dated by :func:`~pacer_spark.wrapper.snapshot_spans`."""
+        spans = snapshot_spans(request.snapshots, request.admissible, min(time.time(), request.now))
+        for snapshot, (oldest, newest) in zip(request.snapshots, spans, strict=False):
             if snapshot.seq not in q.arrived:
-                start = snapshot.data_arrival
-                span = start - snapshots[i - 1].data_arrival if i else now - snapshot.arrival
-                last = start + max(0.0, span)
-                bound = snapshots[i + 1].data_arrival if i + 1 < len(snapshots) else last
-                dataset = self._dataset(q, snapshot, newest=min(now, max(start, bound)))
+                dataset = self._dataset(q, snapshot, arrival=oldest, newest=newest)
                 self.driver.controller.arrive(q.query_id, dataset)
                 q.arrived[snapshot.seq] = dataset.id
                 if snapshot.source_time is not None and not q.source_timed:
                     q.source_timed = True  # the source dates its data: the report says so from now on
                     self.driver.controller.recorder.record(q.query_id).dated_by("source-time")
 
-    def _dataset(self, q: PacedQuery, snapshot: OffsetSnapshot, *, newest: float | None = None) -> Dataset:
+    def _dataset(self, q: PacedQuery, snapshot: OffsetSnapshot, *, arrival: float | None = None,
+                 newest: float | None = None) -> Dataset:
         row_bytes = q.read_bytes / q.read_rows if q.read_rows and q.read_bytes else DEFAULT_ROW_BYTES
         nbytes = snapshot.bytes if snapshot.bytes is not None else int((snapshot.rows or 0) * row_bytes)
         rows = snapshot.rows if snapshot.rows is not None else round(nbytes / max(row_bytes, 1.0))
-        return Dataset(f"{q.run}:{snapshot.seq}", snapshot.data_arrival, max(0, nbytes), max(0, rows),
-                       handle=snapshot.offset, newest=newest)
+        return Dataset(f"{q.run}:{snapshot.seq}", snapshot.data_arrival if arrival is None else arrival,
+                       max(0, nbytes), max(0, rows), handle=snapshot.offset, newest=newest)
 
     def _force(self, held: Held, q: PacedQuery, count: int, why: str) -> MicroBatch | None:
         batch = self.driver.force(held, q.query_id, count)

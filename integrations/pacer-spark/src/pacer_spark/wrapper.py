@@ -63,6 +63,9 @@ class OffsetSnapshot:
     :ivar source_time: the oldest data's own time where the source has one (epoch seconds): the Kafka
         timestamp of the record at the snapshot's start offset (the least over its partitions), the
         oldest file's modification time, the rate source's ``timestamp`` of its first row; else None.
+    :ivar source_newest: the newest data's own time where the source has one (the Kafka timestamp of the
+        record before the snapshot's end offset, the greatest over its partitions; the newest file's
+        modification time; rate's last second), else None.
     """
 
     seq: int
@@ -73,12 +76,14 @@ class OffsetSnapshot:
     bytes: int | None
     bytes_estimated: bool
     source_time: float | None = None
+    source_newest: float | None = None
 
     @property
     def data_arrival(self) -> float:
-        """When the data arrived as the data sees it: its own time where known (never later than when it could
-        first be seen), else :attr:`arrival`."""
-        return self.arrival if self.source_time is None else min(self.source_time, self.arrival)
+        """When the data arrived as the data sees it: its own time where known (a record produced between two
+        looks is dated when it was produced, not at the earlier look), else :attr:`arrival`. The decider caps it
+        at the moment it asks, so that a clock ahead of the driver's dates no data in the future."""
+        return self.arrival if self.source_time is None else self.source_time
 
 
     @classmethod
@@ -93,7 +98,30 @@ class OffsetSnapshot:
             bytes=None if s["bytes"] is None else int(s["bytes"]),
             bytes_estimated=bool(s["bytes_estimated"]),
             source_time=None if s.get("source_time") is None else float(s["source_time"]),
+            source_newest=None if s.get("source_newest") is None else float(s["source_newest"]),
         )
+
+
+def snapshot_spans(snapshots: tuple[OffsetSnapshot, ...], count: int, now: float) -> list[tuple[float, float]]:
+    """When the rows of each of the first ``count`` snapshots arrived, as ``(oldest, newest)``: spread between the
+    two (the report dates each row in between; admission goes by the oldest).
+
+    The data's own span where the source dates both ends (a Kafka snapshot's first and last records, its oldest
+    and newest file). Else up to the next snapshot's oldest data; the last one over the span before it; one seen
+    alone over as long as the JVM's looks were apart. Never later than ``now``, the moment the decider asks: no
+    row is dated after the look that saw it.
+    """
+    spans = []
+    for i, snapshot in enumerate(snapshots[:count]):
+        oldest = min(snapshot.data_arrival, now)
+        if snapshot.source_newest is not None:
+            newest = snapshot.source_newest
+        elif i + 1 < len(snapshots):
+            newest = snapshots[i + 1].data_arrival
+        else:
+            newest = oldest + max(0.0, oldest - snapshots[i - 1].data_arrival if i else now - snapshot.arrival)
+        spans.append((oldest, min(now, max(oldest, newest))))
+    return spans
 
 
 @dataclass(frozen=True)

@@ -6,18 +6,21 @@ import java.lang.reflect.Method;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The Kafka timestamp of the oldest record of a snapshot: one fetch of the record at the
- * snapshot's start offset in each partition that grew, with a consumer of pacer's own built from
- * the source's {@code kafka.*} options (the same brokers and security settings as the query's).
+ * The Kafka timestamps of the oldest and the newest record of a snapshot: in each partition that
+ * grew, one fetch of the record at the snapshot's start offset and one of the record before its
+ * end offset, with a consumer of pacer's own built from the source's {@code kafka.*} options (the
+ * same brokers and security settings as the query's).
  *
  * <p>Kafka's client is on the classpath wherever Spark's Kafka source is, but not at compile
  * time (this jar is compiled against the pyspark wheel's jars only), so it is reached by
@@ -62,18 +65,18 @@ final class KafkaRecordTimes implements AutoCloseable {
   }
 
   /**
-   * The least Kafka timestamp (ms) among the records at {@code prevJson}'s offsets in the
-   * partitions where {@code nextJson} is ahead ({@code {topic: {partition: offset}}}); null when
-   * unknown.
+   * The least Kafka timestamp (ms) among the records at {@code prevJson}'s offsets and the greatest
+   * among the last records before {@code nextJson}'s, over the partitions where {@code nextJson}
+   * is ahead ({@code {topic: {partition: offset}}}); null when unknown.
    */
-  synchronized Long oldestMs(String prevJson, String nextJson) {
+  synchronized long[] spanMs(String prevJson, String nextJson) {
     if (broken || prevJson == null) {
       return null;
     }
     long t0 = System.nanoTime();
     try {
-      Map<Object, Long> starts = starts(prevJson, nextJson);
-      return starts.isEmpty() ? null : fetchOldest(starts);
+      Map<Object, long[]> ranges = ranges(prevJson, nextJson);
+      return ranges.isEmpty() ? null : fetchSpan(ranges);
     } catch (ReflectiveOperationException | RuntimeException | LinkageError failed) {
       broken = true;
       Throwable cause = failed.getCause() != null ? failed.getCause() : failed;
@@ -96,15 +99,16 @@ final class KafkaRecordTimes implements AutoCloseable {
     return fetches;
   }
 
-  private Map<Object, Long> starts(String prevJson, String nextJson) throws ReflectiveOperationException {
-    Map<Object, Long> starts = new HashMap<>();
+  /** Per partition that grew, its {start, end} offsets. */
+  private Map<Object, long[]> ranges(String prevJson, String nextJson) throws ReflectiveOperationException {
+    Map<Object, long[]> ranges = new HashMap<>();
     JsonNode prev;
     JsonNode next;
     try {
       prev = OffsetSnapshot.JSON.readTree(prevJson);
       next = OffsetSnapshot.JSON.readTree(nextJson);
     } catch (Exception notJson) {
-      return starts;
+      return ranges;
     }
     if (partitionClass == null) {
       partitionClass = Class.forName("org.apache.kafka.common.TopicPartition");
@@ -117,42 +121,79 @@ final class KafkaRecordTimes implements AutoCloseable {
         JsonNode before = prev.path(topic.getKey()).path(part.getKey());
         if (before.canConvertToLong() && part.getValue().canConvertToLong()
             && part.getValue().asLong() > before.asLong() && before.asLong() >= 0) {
-          starts.put(partition.newInstance(topic.getKey(), Integer.parseInt(part.getKey())), before.asLong());
+          ranges.put(partition.newInstance(topic.getKey(), Integer.parseInt(part.getKey())),
+              new long[] {before.asLong(), part.getValue().asLong()});
         }
       }
     }
-    return starts;
+    return ranges;
   }
 
-  private Long fetchOldest(Map<Object, Long> starts) throws ReflectiveOperationException {
+  /**
+   * Reads each partition's first record at or after its start (the oldest), then seeks to the
+   * offset before its end and reads on until its position reaches the end (the newest: the last
+   * record read below the end, so transaction markers and compacted gaps are passed over).
+   */
+  private long[] fetchSpan(Map<Object, long[]> ranges) throws ReflectiveOperationException {
     Object kafka = consumer();
     Class<?> kind = kafka.getClass();
-    kind.getMethod("assign", java.util.Collection.class).invoke(kafka, new ArrayList<>(starts.keySet()));
+    kind.getMethod("assign", java.util.Collection.class).invoke(kafka, new ArrayList<>(ranges.keySet()));
     Method seek = kind.getMethod("seek", partitionClass, long.class);
-    for (Map.Entry<Object, Long> e : starts.entrySet()) {
-      seek.invoke(kafka, e.getKey(), e.getValue());
+    Method position = kind.getMethod("position", partitionClass);
+    Method pause = kind.getMethod("pause", java.util.Collection.class);
+    Constructor<?> partition = partitionClass.getConstructor(String.class, int.class);
+    for (Map.Entry<Object, long[]> e : ranges.entrySet()) {
+      seek.invoke(kafka, e.getKey(), e.getValue()[0]);
     }
     Method poll = kind.getMethod("poll", Duration.class);
-    Map<Object, Long> found = new HashMap<>();
+    Map<Object, Long> oldest = new HashMap<>();
+    Map<Object, long[]> newest = new HashMap<>(); // {offset, timestamp} of the last record read below the end
+    Set<Object> done = new HashSet<>();
+    Set<Object> jumped = new HashSet<>();
     long deadline = System.nanoTime() + FETCH_TIMEOUT.toNanos();
-    while (found.size() < starts.size() && System.nanoTime() < deadline) {
+    while (done.size() < ranges.size() && System.nanoTime() < deadline) {
       Object records = poll.invoke(kafka, Duration.ofMillis(100));
       for (Object record : (Iterable<?>) records) {
-        Object tp = partitionClass.getConstructor(String.class, int.class).newInstance(
-            record.getClass().getMethod("topic").invoke(record),
-            record.getClass().getMethod("partition").invoke(record));
-        if (!found.containsKey(tp)) { // the first record at or after the start: the oldest
-          found.put(tp, (Long) record.getClass().getMethod("timestamp").invoke(record));
-          kind.getMethod("pause", java.util.Collection.class).invoke(kafka, List.of(tp));
+        Class<?> rk = record.getClass();
+        Object tp = partition.newInstance(rk.getMethod("topic").invoke(record), rk.getMethod("partition").invoke(record));
+        long offset = (Long) rk.getMethod("offset").invoke(record);
+        long[] range = ranges.get(tp);
+        if (range == null || offset < range[0] || offset >= range[1] || done.contains(tp)) {
+          continue;
+        }
+        long timestamp = (Long) rk.getMethod("timestamp").invoke(record);
+        oldest.putIfAbsent(tp, timestamp);
+        long[] last = newest.get(tp);
+        if (last == null || offset > last[0]) {
+          newest.put(tp, new long[] {offset, timestamp});
+        }
+      }
+      for (Map.Entry<Object, long[]> e : ranges.entrySet()) {
+        Object tp = e.getKey();
+        long end = e.getValue()[1];
+        if (done.contains(tp) || !oldest.containsKey(tp)) {
+          continue;
+        }
+        if (!jumped.contains(tp) && newest.get(tp)[0] < end - 1) {
+          seek.invoke(kafka, tp, end - 1);
+          jumped.add(tp);
+        } else if ((Long) position.invoke(kafka, tp) >= end) {
+          done.add(tp);
+          pause.invoke(kafka, List.of(tp));
         }
       }
     }
     kind.getMethod("unsubscribe").invoke(kafka);
-    if (found.size() < starts.size()) {
-      LOG.debug("pacer: Kafka timestamps of {} of {} partitions fetched within {}", found.size(),
-          starts.size(), FETCH_TIMEOUT);
+    if (done.size() < ranges.size()) {
+      LOG.debug("pacer: Kafka timestamps of {} of {} partitions fetched within {}", done.size(),
+          ranges.size(), FETCH_TIMEOUT);
     }
-    return found.values().stream().filter(t -> t >= 0).min(Long::compare).orElse(null);
+    Long first = oldest.values().stream().filter(t -> t >= 0).min(Long::compare).orElse(null);
+    if (first == null) {
+      return null;
+    }
+    long last = newest.values().stream().mapToLong(n -> n[1]).filter(t -> t >= 0).max().orElse(first);
+    return new long[] {first, Math.max(first, last)};
   }
 
   private Object consumer() throws ReflectiveOperationException {

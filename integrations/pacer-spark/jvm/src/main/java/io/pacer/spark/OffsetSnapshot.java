@@ -15,6 +15,9 @@ import org.apache.spark.sql.connector.read.streaming.Offset;
  * {@code sourceTimeMs} is the oldest data's own time where the delegate has one (a Kafka record's
  * timestamp, a file's modification time, the rate source's {@code timestamp} column), else null:
  * the decider then dates the snapshot at {@code arrivalMs}, the moment it could first be seen.
+ * {@code sourceNewestMs} is the newest data's own time (the Kafka timestamp of the record before
+ * the snapshot's end offset, the newest file's modification time, rate's last second), else null:
+ * the snapshot's rows are dated as spread between the two.
  */
 final class OffsetSnapshot {
 
@@ -29,9 +32,10 @@ final class OffsetSnapshot {
   final Long bytes;
   final boolean bytesEstimated;
   final Long sourceTimeMs;
+  final Long sourceNewestMs;
 
   OffsetSnapshot(long seq, Offset offset, long arrivalMs, Long rows, Long files, Long bytes,
-      boolean bytesEstimated, Long sourceTimeMs) {
+      boolean bytesEstimated, Long sourceTimeMs, Long sourceNewestMs) {
     this.seq = seq;
     this.offset = offset;
     this.json = offset.json();
@@ -41,6 +45,7 @@ final class OffsetSnapshot {
     this.bytes = bytes;
     this.bytesEstimated = bytesEstimated;
     this.sourceTimeMs = sourceTimeMs;
+    this.sourceNewestMs = sourceTimeMs == null ? null : sourceNewestMs;
   }
 
   /** This snapshot as one element of the request's {@code snapshots} array. */
@@ -53,12 +58,17 @@ final class OffsetSnapshot {
     putNullable(node, "files", files);
     putNullable(node, "bytes", bytes);
     node.put("bytes_estimated", bytesEstimated);
-    if (sourceTimeMs == null) {
-      node.putNull("source_time");
-    } else {
-      node.put("source_time", sourceTimeMs / 1000.0);
-    }
+    putSeconds(node, "source_time", sourceTimeMs);
+    putSeconds(node, "source_newest", sourceNewestMs);
     return node;
+  }
+
+  private static void putSeconds(ObjectNode node, String field, Long ms) {
+    if (ms == null) {
+      node.putNull(field);
+    } else {
+      node.put(field, ms / 1000.0);
+    }
   }
 
   private static void putNullable(ObjectNode node, String field, Long value) {

@@ -97,8 +97,12 @@ public final class PacerMicroBatchStream extends PacedStream implements MicroBat
   OffsetSnapshot measure(long seq, Offset prev, Offset next, long now) {
     Long rows = prev == null ? null : rows(prev.json(), next.json());
     Long bytes = rows == null || rowBytes <= 0 ? null : rows * rowBytes;
-    return new OffsetSnapshot(seq, next, now, rows, null, bytes, bytes != null,
-        prev == null ? null : rateTimeMs(prev.json()));
+    if (prev == null) {
+      return new OffsetSnapshot(seq, next, now, rows, null, bytes, bytes != null, null, null);
+    }
+    Long last = rateTimeMs(next.json()); // the rows of rate's last second before next are its newest
+    return new OffsetSnapshot(seq, next, now, rows, null, bytes, bytes != null, rateTimeMs(prev.json()),
+        last == null ? null : last - 1000L);
   }
 
   /**

@@ -218,43 +218,36 @@ public final class PacerSource extends PacedStream implements Source,
         long files = 0;
         long bytes = 0;
         Long oldest = null;
+        Long newest = null;
         for (LogicalPlan leaf : CollectionConverters.asJava(plan.collectLeaves())) {
           if (leaf instanceof LogicalRelation
               && ((LogicalRelation) leaf).relation() instanceof HadoopFsRelation) {
             FileIndex location = ((HadoopFsRelation) ((LogicalRelation) leaf).relation()).location();
             files += location.inputFiles().length;
             bytes += location.sizeInBytes();
-            oldest = min(oldest, oldestModified(location));
+            if (location instanceof PartitioningAwareFileIndex) { // listed already: no further I/O
+              for (FileStatus status
+                  : CollectionConverters.asJava(((PartitioningAwareFileIndex) location).allFiles())) {
+                oldest = oldest == null ? status.getModificationTime()
+                    : Math.min(oldest, status.getModificationTime());
+                newest = newest == null ? status.getModificationTime()
+                    : Math.max(newest, status.getModificationTime());
+              }
+            }
           }
         }
-        return new OffsetSnapshot(seq, next, now, null, files, bytes, false, oldest);
+        return new OffsetSnapshot(seq, next, now, null, files, bytes, false, oldest, newest);
       } catch (Exception unmeasured) { // AnalysisException is a checked exception in Java's eyes
         LOG.warn("cannot measure snapshot {} of {}: {}", seq, sourceName, unmeasured.toString());
-        return new OffsetSnapshot(seq, next, now, null, null, null, false, null);
+        return new OffsetSnapshot(seq, next, now, null, null, null, false, null, null);
       }
     }
     String prevJson = prev == null ? startingOffsetsJson() : prev.json();
     Long rows = OffsetSnapshot.partitionOffsetRows(prevJson, next.json());
     Long bytes = rows == null ? null : rows * (long) source.schema().defaultSize();
-    Long recordTime = kafkaTimes == null ? null : kafkaTimes.oldestMs(prevJson, next.json());
-    return new OffsetSnapshot(seq, next, now, rows, null, bytes, true, recordTime);
-  }
-
-  /** The oldest modification time among a batch's files (listed already: no further I/O), else null. */
-  private static Long oldestModified(FileIndex location) {
-    if (!(location instanceof PartitioningAwareFileIndex)) {
-      return null;
-    }
-    Long oldest = null;
-    for (FileStatus status
-        : CollectionConverters.asJava(((PartitioningAwareFileIndex) location).allFiles())) {
-      oldest = min(oldest, status.getModificationTime());
-    }
-    return oldest;
-  }
-
-  private static Long min(Long a, Long b) {
-    return a == null ? b : b == null ? a : Long.valueOf(Math.min(a, b));
+    long[] recordTimes = kafkaTimes == null ? null : kafkaTimes.spanMs(prevJson, next.json());
+    return recordTimes == null ? new OffsetSnapshot(seq, next, now, rows, null, bytes, true, null, null)
+        : new OffsetSnapshot(seq, next, now, rows, null, bytes, true, recordTimes[0], recordTimes[1]);
   }
 
   /**

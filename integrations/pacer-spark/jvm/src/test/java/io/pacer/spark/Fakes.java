@@ -110,10 +110,10 @@ final class Fakes {
     @Override
     OffsetSnapshot measure(long seq, Offset prev, Offset next, long nowMs) {
       if (unmeasured) {
-        return new OffsetSnapshot(seq, next, nowMs, null, null, null, false, null);
+        return new OffsetSnapshot(seq, next, nowMs, null, null, null, false, null, null);
       }
       long rows = ((Count) next).value - (prev == null ? 0 : ((Count) prev).value);
-      return new OffsetSnapshot(seq, next, nowMs, rows, 1L, rows * 10, false, null);
+      return new OffsetSnapshot(seq, next, nowMs, rows, 1L, rows * 10, false, null, null);
     }
 
     @Override

@@ -360,13 +360,21 @@ class KafkaRun:
                 or root_cause(text) for q, text in self.error_traces().items()}
 
     def stop(self, *, timeout: float = 10.0) -> None:
-        """Stop the queries (after their running trigger, at most ``timeout`` s each), then the session."""
+        """Stop the queries (after their running trigger, at most ``timeout`` s each), then the session.
+
+        The batches that end meanwhile are collected too, once the query has stopped (its progress outlives it):
+        a query that triggers back to back (asap) runs on for the whole ``timeout``, and the record-level figures
+        left out what the report counted (28 batches, 5 % of the rows, in a 180 s asap run)."""
         for q in self.queries:
-            q.collect()
-            limit = time.time() + timeout
+            collected = time.time()
+            limit = collected + timeout
             while time.time() < limit and q.handle.isActive and q.handle.status.get("isTriggerActive"):
+                if time.time() - collected >= 1.0:  # Spark keeps the last 100 progress events only
+                    q.collect()
+                    collected = time.time()
                 time.sleep(0.05)
             q.handle.stop()
+            q.collect()
         self.session.stop(timeout=timeout)
 
     def report(self, config: Mapping[str, Any], *, interval: float = 1.0, end: float | None = None) -> dict[str, Any]:

@@ -155,7 +155,8 @@ final class KafkaRecordTimes implements AutoCloseable {
       Object records = poll.invoke(kafka, Duration.ofMillis(100));
       for (Object record : (Iterable<?>) records) {
         Class<?> rk = record.getClass();
-        Object tp = partition.newInstance(rk.getMethod("topic").invoke(record), rk.getMethod("partition").invoke(record));
+        Object tp = partition.newInstance(rk.getMethod("topic").invoke(record),
+            rk.getMethod("partition").invoke(record));
         long offset = (Long) rk.getMethod("offset").invoke(record);
         long[] range = ranges.get(tp);
         if (range == null || offset < range[0] || offset >= range[1] || done.contains(tp)) {

@@ -7,8 +7,9 @@ their folders, so nothing is written into the source tree. Then:
 - the wheel's metadata asks for what pacer-spark declares (a ``pyspark`` range, ``pacer-core``, ...)
   and nothing of the workspace's dev group, and it carries the jar its manifest names;
 - the three wheels go into a fresh virtualenv whose PATH has ``java`` but no ``javac`` (and no
-  ``JAVA_HOME``): pip pulls what the wheels require (the running PySpark is linked in rather than
-  installed again, see :func:`_share_pyspark`), no dev tool comes with it, and a paced
+  ``JAVA_HOME``): pip installs what the wheels require, PySpark included (held to the running release
+  by a constraints file, :func:`_pin_running_pyspark`; pip's wheel cache makes that seconds after the
+  first install), no dev tool comes with it, and a paced
   ``format("pacer")`` query runs on the packaged jar (an empty jar cache stays empty: nothing was
   compiled).
 """
@@ -152,24 +153,14 @@ def _javaless_path(tmp: Path) -> str:
     return str(folder)
 
 
-def _share_pyspark(env_dir: Path) -> None:
-    """Makes the running PySpark (and its py4j), unchanged, an installed distribution of the new virtualenv.
-
-    Installing pyspark's 450 MB wheel again would take about a minute and test nothing of pacer's: the
-    virtualenv sees this one through a ``.pth`` folder of links to it, its code and its dist-info, so pip
-    counts ``pyspark`` as installed and everything else comes as ``pip install`` brings it.
-    """
+def _pin_running_pyspark(tmp: Path) -> Path:
+    """A pip constraints file holding ``pyspark`` to the running release, the one the wheel's jar was compiled
+    against (a user's cluster fixes its Spark the same way); everything else resolves as the wheels declare."""
     import pyspark
 
-    site = Path(pyspark.__file__).resolve().parents[1]
-    shared = env_dir / "shared-pyspark"
-    shared.mkdir()
-    for pattern in ("pyspark", "pyspark-*.dist-info", "py4j", "py4j-*.dist-info"):
-        for found in site.glob(pattern):
-            (shared / found.name).symlink_to(found)
-    assert len(list(shared.iterdir())) == 4, sorted(p.name for p in shared.iterdir())
-    (site_packages,) = (env_dir / "lib").glob("python3*/site-packages")
-    (site_packages / "shared-pyspark.pth").write_text(str(shared) + "\n")
+    constraints = tmp / "constraints.txt"
+    constraints.write_text(f"pyspark=={pyspark.__version__}\n")
+    return constraints
 
 
 def test_installed_wheels_pace_a_query_with_java_but_no_javac(wheels: Path, tmp_path: Path) -> None:
@@ -182,14 +173,15 @@ def test_installed_wheels_pace_a_query_with_java_but_no_javac(wheels: Path, tmp_
     env.update(PATH=path, PYSPARK_PYTHON=python, PYSPARK_DRIVER_PYTHON=python, PACER_JVM_CACHE=str(tmp_path / "cache"))
     assert shutil.which("javac", path=path) is None and shutil.which("java", path=path) is not None
 
-    _share_pyspark(env_dir)
     ours = [str(_wheel(wheels, d)) for d in ("pacer_spark", "pacer_core", "pacer_workloads")]
-    installed = subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *ours],
+    installed = subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                                "--constraint", str(_pin_running_pyspark(tmp_path)), *ours],
                                capture_output=True, text=True, env=env, check=False)
     assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
     listed = subprocess.run([python, "-m", "pip", "list", "--format", "json"], capture_output=True, text=True,
                             env=env, check=True)
     names = {canonicalize_name(p["name"]) for p in json.loads(listed.stdout)}
+    assert {"pyspark", "py4j", "pacer-core", "pacer-workloads", "pyarrow", "pandas"} <= names, names
     dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["dependency-groups"]["dev"]
     assert not names & {canonicalize_name(Requirement(d).name) for d in dev}, names
     assert not names & {"pacer-sim", "pacer-bench", "pacer-kafka", "pacer-zstream"}, names

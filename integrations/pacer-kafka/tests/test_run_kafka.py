@@ -69,3 +69,31 @@ def test_on_a_live_topic_the_report_counts_the_misses_the_records_see(kafka_brok
     assert 0.02 < kafka["miss_share"] < 0.9, kafka  # the backlog late, what came after on time: a mixed case
     assert q["arrival"] == "source-time" and q["rows_processed"] == kafka["records"]
     assert abs(q["deadline_miss_ratio"] - kafka["miss_share"]) <= 0.01, (q["deadline_miss_ratio"], kafka)
+
+
+def test_an_asap_run_stops_between_batches_and_its_records_are_the_reports_rows(kafka_broker: Any, run_pacer: Any,
+                                                                                 tmp_path: Path) -> None:
+    """asap on a topic still being written triggers back to back. ``pacer run`` stops it between two batches (pacer
+    admits nothing more, then the running batch ends): no batch is interrupted, so the report counts no row that
+    Spark did not commit, and the batches that ended while it stopped are in the record-level figures too."""
+    topic = f"lr2-asap-stop-{int(time.time())}"
+    pacer = str(Path(sys.executable).with_name("pacer"))
+    produce = subprocess.Popen([pacer, "produce", "--bootstrap-servers", kafka_broker.bootstrap_servers, "--topic",
+                                topic, "--workload", "lr2", "--traffic", "constant", "--rate", "400", "--duration", "60",
+                                "--partitions", "2", "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        time.sleep(2.0)
+        out = tmp_path / "report.json"
+        proc = run_pacer("run", "--source", "kafka", "--bootstrap-servers", kafka_broker.bootstrap_servers,
+                         "--topic", topic, "--workload", "lr2", "--admission", "asap", "--deadline", "5s",
+                         "--duration", "10", "--progress-every", "0", "--report", str(out), timeout=400)
+    finally:
+        produce.terminate()
+        produce.wait(timeout=30)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    kafka, q = report["kafka"]["lr2"], report["queries"]["lr2"]
+    assert q["admission"] == "asap" and kafka["records"] > 0
+    assert q["rows_processed"] == kafka["records"], (q["rows_processed"], kafka["records"])
+    assert q["batches"] == kafka["batches"], (q["batches"], kafka["batches"])
+    assert abs(q["deadline_miss_ratio"] - kafka["miss_share"]) <= 0.01, (q["deadline_miss_ratio"], kafka)

@@ -362,9 +362,14 @@ class KafkaRun:
     def stop(self, *, timeout: float = 10.0) -> None:
         """Stop the queries (after their running trigger, at most ``timeout`` s each), then the session.
 
-        The batches that end meanwhile are collected too, once the query has stopped (its progress outlives it):
-        a query that triggers back to back (asap) runs on for the whole ``timeout``, and the record-level figures
-        left out what the report counted (28 batches, 5 % of the rows, in a 180 s asap run)."""
+        A paced query first admits nothing more (:meth:`pacer_spark.paced.PacedQueries.hold`), so the stop comes
+        between batches: a query that triggers back to back (asap) would otherwise run on for the whole ``timeout``
+        and have its last batch interrupted, which the report counted and the records did not. The batches that
+        end meanwhile are collected too, once the query has stopped (its progress outlives it)."""
+        paced = self.session.paced
+        for q in self.queries:
+            if paced is not None:
+                paced.hold(q.query_id)
         for q in self.queries:
             collected = time.time()
             limit = collected + timeout

@@ -9,11 +9,9 @@ The JVM source (``jvm/``) calls :meth:`PacedQueries.decide` on the query's strea
 2. the previous batch of the query is completed from the query's own progress buffer (its trigger
    has ended: the stream thread is asking for the next one), or earlier by the listener's event;
 3. each snapshot not seen before (up to the source's read limit, ``admissible``) arrives as one
-   dataset: arrival = the data's own time where the source has one (the Kafka timestamp of its
-   oldest record, its oldest file's modification time, rate's ``timestamp``; the report's
-   ``arrival`` is then ``"source-time"``), else the JVM's previous look at the delegate (the
-   earliest its data can have come; Spark looks only between batches; ``"first-seen"``), bytes = file sizes (file sources) or rows x the
-   schema's row size (Kafka), rows = the offset delta or bytes / the bytes per row measured so far;
+   dataset, dated by its data's own times where the source has them (:func:`~pacer_spark.wrapper.snapshot_spans`;
+   the report's ``arrival`` is then ``"source-time"``), else by the JVM's previous look (``"first-seen"``);
+   bytes = file sizes or rows x the schema's row size, rows = the offset delta or bytes / bytes per row;
 4. the Controller polls the query's admission strategy; its batch is the oldest snapshots, and
    the batch ends at the last one;
 5. the batch passes the :class:`~pacer_spark.gate.Gate` right there: FIFO/EDF wait for their turn,
@@ -391,6 +389,16 @@ class PacedQueries:
 
     # ------------------------------------------------------------------ reading
 
+    def hold(self, query_id: str) -> bool:
+        """Admit no further batch of ``query_id``, so that stopping it interrupts none (Spark's ``stop()`` interrupts
+        the running batch, which its next run redoes); False when it is no ``format("pacer")`` query here."""
+        with self.driver.guard.held() as held:
+            q = self.queries.get(query_id)
+            if q is not None:
+                q.holding = True
+                held.notify_all()
+            return q is not None
+
     def owns(self, query_id: str) -> bool:
         """Whether ``query_id`` is a ``format("pacer")`` query of this session."""
         return query_id in self.queries
@@ -436,7 +444,7 @@ class _SourceAsk:
             return False
         self.q.decisions += 1
         self.queries._take_reports(held, self.q, self.request)
-        return bool(self.request.snapshots)
+        return bool(self.request.snapshots) and not self.q.holding
 
     def arrive(self, held: Held) -> None:
         """The request's new snapshots arrive."""

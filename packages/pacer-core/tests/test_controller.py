@@ -29,6 +29,7 @@ from pacer import (
 from pacer.cli import Command, main
 from pacer.clock import ManualClock
 from pacer.plugins import PluginManager
+from pacer.report import build_report
 
 
 class Counter:
@@ -260,6 +261,24 @@ def test_latency_is_completion_minus_arrival(clock: ManualClock, spec: QuerySpec
     report = run_batch(c, clock, batch.id, 2.0)
     assert dict(report.dataset_latencies) == {"x": 4.5, "y": 3.5}
     assert (report.buffering_s, report.queueing_s, report.processing_s, report.max_latency_s) == (2.0, 0.5, 2.0, 4.5)
+
+
+def test_rows_the_engine_counted_replace_estimated_ones(clock: ManualClock, spec: QuerySpec) -> None:
+    """A file snapshot's rows are estimated from its bytes; Spark counts the batch's rows. The report, its misses by
+    rows and the rows in then hold the count, shared among the datasets as their estimates were."""
+    c = Controller(clock=clock, cores=2)
+    c.add_query(replace(spec, deadline=2.0))
+    c.arrive("q1", Dataset("old", 0.0, 600, 6))  # estimated 6 and 3 rows: 150 were read
+    c.arrive("q1", Dataset("new", 1.5, 300, 3))
+    clock.now = 1.5
+    batch = c.poll("q1")
+    assert batch is not None and batch.rows == 9
+    c.start(batch.id)
+    clock.now = 3.0  # "old" is 1 s over its 2 s deadline, "new" within it
+    report = c.complete(batch.id, rows=150)
+    assert report.rows == 150 and report.dataset_rows == (100, 50)
+    q = build_report(runtime="sim", config={}, controller=c, start=0.0, end=clock.now)["queries"]["q1"]
+    assert (q["rows_in"], q["rows_processed"], q["miss_rows"]) == (150, 150, 100)
 
 
 def test_ledger_refuses_duplicates_and_double_completion(clock: ManualClock, spec: QuerySpec) -> None:

@@ -50,10 +50,10 @@ def changed_options(old: Mapping[str, str], new: Mapping[str, str]) -> str:
 
 
 def without_engine_time(progress: telemetry.TriggerProgress) -> telemetry.TriggerProgress:
-    """``progress`` with no ``triggerExecution``: for a second batch completed by one trigger (its engine time
-    went to the first)."""
+    """``progress`` with no ``triggerExecution`` and no rows of its own: for a second batch completed by one trigger
+    (its engine time went to the first; its rows are only part of the trigger's)."""
     durations = {k: v for k, v in progress.durations_ms.items() if k != "triggerExecution"}
-    return replace(progress, durations_ms=durations)
+    return replace(progress, durations_ms=durations, source_rows=None)
 
 
 class RecentIds:

@@ -83,6 +83,8 @@ class TriggerProgress:
     :ivar run_id: the id of this run of the query (new at every start): with ``batch_id``, what
         identifies a trigger whatever the query's name.
     :ivar source_metrics: the first source's ``metrics`` (a ``format("pacer")`` source's ``pacer.*`` counters).
+    :ivar source_rows: the batch's rows as Spark counted them, where they are one source's (a query reading one
+        source); None where it read several, or the trigger's rows belong to more than one of pacer's batches.
     """
 
     query: str
@@ -94,6 +96,7 @@ class TriggerProgress:
     stream_id: str | None = None
     run_id: str | None = None
     source_metrics: Mapping[str, str] = field(default_factory=dict)
+    source_rows: int | None = None
 
     @classmethod
     def from_event(cls, progress: Any, *, now: float | None = None) -> TriggerProgress:
@@ -109,6 +112,8 @@ class TriggerProgress:
             run_id=str(progress.runId),
             source_metrics=_first_source_metrics([{"metrics": dict(getattr(src, "metrics", {}) or {})}
                                                   for src in (progress.sources or ())]),
+            source_rows=_only_source_rows([{"numInputRows": getattr(src, "numInputRows", None)}
+                                           for src in (progress.sources or ())]),
         )
 
     @property
@@ -137,6 +142,7 @@ class TriggerProgress:
             stream_id=None if data.get("id") is None else str(data["id"]),
             run_id=None if data.get("runId") is None else str(data["runId"]),
             source_metrics=_first_source_metrics(data.get("sources") or ()),
+            source_rows=_only_source_rows(data.get("sources") or ()),
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -149,6 +155,12 @@ def _first_source_metrics(sources: Any) -> dict[str, str]:
     for source in sources:
         return {str(k): str(v) for k, v in dict(source.get("metrics") or {}).items()}
     return {}
+
+
+def _only_source_rows(sources: Any) -> int | None:
+    """``numInputRows`` of a progress's only source; None when it has several (or none, or no count)."""
+    counts = [source.get("numInputRows") for source in sources]
+    return int(counts[0]) if len(counts) == 1 and counts[0] is not None else None
 
 
 class PinnedClock:
@@ -283,7 +295,9 @@ class BatchCompletion:
         return done
 
     def _complete(self, held: Held, query_id: str, done: SinkDone, progress: TriggerProgress | None) -> None:
-        """At the trigger's end with ``triggerExecution`` as engine time; without an event, at the sink's end."""
+        """At the trigger's end with ``triggerExecution`` as engine time; without an event, at the sink's end. A
+        ``format("pacer")`` batch's rows are Spark's count (its snapshots' were read off offsets or estimated from
+        bytes); pacer's own sources count theirs, a quarantined malformed row included."""
         now = time.time()
         end = progress.ended_at if progress is not None else (now if done.running else done.at)
         at = now if end is None else min(max(end, done.at), now)
@@ -294,7 +308,8 @@ class BatchCompletion:
             if self.before_complete is not None:
                 self.before_complete(held, query_id, done, progress)
             self.controller.complete(done.batch_id, operator_metrics=metrics,
-                                     engine_s=progress.engine_s if progress is not None else None, completed_at=at)
+                                     engine_s=progress.engine_s if progress is not None else None, completed_at=at,
+                                     rows=progress.source_rows if progress is not None and done.running else None)
         finally:
             self.completed(held, query_id, done.batch_id)
             held.notify_all()

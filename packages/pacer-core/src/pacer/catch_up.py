@@ -127,11 +127,13 @@ class CatchUp:
         self.rows += batch.rows
         self.datasets += len(batch.datasets)
 
-    def completed(self, batch_id: str, at: float, buffer: DatasetBuffer) -> None:
+    def completed(self, batch_id: str, at: float, buffer: DatasetBuffer, *, recounted: int = 0) -> None:
         """A batch of the query completed at ``at``; the episode ends there when it was a catch-up batch and
-        nothing waits (else the next poll judges, :meth:`wanted`)."""
+        nothing waits (else the next poll judges, :meth:`wanted`). ``recounted``: the rows the engine counted in it
+        beyond those it was admitted with."""
         if batch_id != self.in_flight:
             return
+        self.rows += recounted
         self.in_flight = None
         self.last_end = at
         earliest = self._in_flight_earliest

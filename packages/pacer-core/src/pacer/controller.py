@@ -357,6 +357,7 @@ class Controller:
         cores_used: float | None = None,
         engine_s: float | None = None,
         completed_at: float | None = None,
+        rows: int | None = None,
     ) -> BatchReport:
         """The runtime finished ``batch_id`` (its sink committed): record and dispatch feedback.
 
@@ -364,6 +365,8 @@ class Controller:
             ``triggerExecution``); the report's ``cost`` falls back to the processing time.
         :param completed_at: when it finished, where the runtime learns it later (Spark: the end of the
             trigger, reported by its listener); default: the clock now.
+        :param rows: the rows the engine counted in the batch (Spark's ``numInputRows``), where the datasets'
+            own counts were estimates (a file snapshot's, from its bytes): the report counts these instead.
         """
         if engine_s is not None and (engine_s < 0 or engine_s != engine_s):
             raise ValueError(f"engine_s must be >= 0 seconds, got {engine_s}")
@@ -371,14 +374,10 @@ class Controller:
         now = self.clock() if completed_at is None else completed_at
         batch = run.batch
         q = self._state.queries[batch.query_id]
-        report = run.report(now, operator_metrics=operator_metrics, cores_used=cores_used, engine_s=engine_s)
-        q.service.observe(report.bytes, report.cost_s)
-        q.overload.check(now, q.service)
+        report = run.report(now, operator_metrics=operator_metrics, cores_used=cores_used, engine_s=engine_s, rows=rows)
         self.ledger.processed(batch.query_id, (d.id for d in batch.datasets))
         self._state.completed(q, batch_id)
-        q.catch_up.completed(batch_id, now, q.buffer)
-        q.history.add(report)
-        q.record.completed(report)
+        q.completed(batch, report, now)
         with timed(self.timer, self._feedback_took, run):
             self._dispatch.feedback(q, report)
         return report

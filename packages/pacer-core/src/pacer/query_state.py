@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +57,17 @@ class QueryState:
     overload_policy: str = "keep"
     catch_up: CatchUp = field(default_factory=lambda: CatchUp(deadline=10.0))
 
+    def completed(self, batch: MicroBatch, report: BatchReport, now: float) -> None:
+        """``batch`` completed at ``now`` as ``report`` tells: the service-time model, the overload monitor, catch-up,
+        the history and the record learn of it (``report.rows`` beyond ``batch.rows``: rows the engine counted
+        beyond the datasets' own counts)."""
+        recounted = report.rows - batch.rows
+        self.service.observe(report.bytes, report.cost_s)
+        self.overload.check(now, self.service)
+        self.catch_up.completed(batch.id, now, self.buffer, recounted=recounted)
+        self.history.add(report)
+        self.record.completed(report, recounted=recounted)
+
     def estimate_run_s(self, nbytes: int) -> float:
         """Processing time estimate: the service-time model (fixed + per-byte, no margin) once it has seen two
         batches, else bytes / the average throughput (0 before history)."""
@@ -79,9 +90,16 @@ class RunningBatch:
     overhead_s: float = 0.0
 
     def report(self, completed_at: float, *, operator_metrics: Iterable[OperatorMetric] = (),
-               cores_used: float | None = None, engine_s: float | None = None) -> BatchReport:
-        """The batch's report, completed at ``completed_at`` (a batch never started counts as started then)."""
+               cores_used: float | None = None, engine_s: float | None = None, rows: int | None = None) -> BatchReport:
+        """The batch's report, completed at ``completed_at`` (a batch never started counts as started then).
+
+        :param rows: the rows the engine counted in the batch, where it counts them: they replace the datasets'
+            own counts (estimates for some sources), shared among the datasets as those counts (or bytes) are.
+        """
         batch = self.batch
+        counts = tuple(d.rows for d in batch.datasets)
+        if rows is not None and rows != batch.rows:
+            counts = apportion(max(0, rows), counts if batch.rows > 0 else tuple(d.bytes for d in batch.datasets))
         return BatchReport(
             batch_id=batch.id,
             query_id=batch.query_id,
@@ -90,7 +108,7 @@ class RunningBatch:
             started_at=self.started_at if self.started_at is not None else completed_at,
             completed_at=completed_at,
             bytes=batch.bytes,
-            rows=batch.rows,
+            rows=sum(counts),
             dataset_latencies=tuple((d.id, completed_at - d.arrival) for d in batch.datasets),
             earliest_arrival=batch.earliest_arrival,
             interval_s=self.interval_s,
@@ -98,7 +116,21 @@ class RunningBatch:
             operator_metrics=tuple(operator_metrics),
             cores_used=cores_used,
             engine_s=engine_s,
-            dataset_rows=tuple(d.rows for d in batch.datasets),
+            dataset_rows=counts,
             dataset_spans=tuple(max(0.0, d.newest - d.arrival) if d.newest is not None else 0.0
                                 for d in batch.datasets),
         )
+
+
+def apportion(total: int, weights: Sequence[int]) -> tuple[int, ...]:
+    """``total`` split into whole parts in proportion to ``weights`` (largest remainders; evenly where every weight
+    is 0); the parts sum to ``total``."""
+    if not weights:
+        return ()
+    weight = sum(weights)
+    shares = [total * w / weight for w in weights] if weight > 0 else [total / len(weights)] * len(weights)
+    parts = [int(share) for share in shares]
+    by_remainder = sorted(range(len(weights)), key=lambda i: parts[i] - shares[i])
+    for i in by_remainder[: total - sum(parts)]:
+        parts[i] += 1
+    return tuple(parts)

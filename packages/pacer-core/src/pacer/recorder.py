@@ -113,8 +113,10 @@ class QueryRecord:
             self.bytes_in -= dataset.bytes
             self.series.withdrawn(dataset.arrival, dataset.rows)
 
-    def completed(self, report: BatchReport) -> None:
-        """Record a completed batch."""
+    def completed(self, report: BatchReport, *, recounted: int = 0) -> None:
+        """Record a completed batch; ``recounted``: the rows the engine counted in it beyond its datasets' own counts
+        (they arrived too: :attr:`rows_in` grows by as many)."""
+        self.rows_in += recounted
         self.reports.add(report)
         self.batches += 1
         self.rows_processed += report.rows

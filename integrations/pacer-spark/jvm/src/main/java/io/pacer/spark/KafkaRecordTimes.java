@@ -151,18 +151,28 @@ final class KafkaRecordTimes implements AutoCloseable {
     Set<Object> done = new HashSet<>();
     Set<Object> jumped = new HashSet<>();
     long deadline = System.nanoTime() + FETCH_TIMEOUT.toNanos();
+    Class<?> recordClass = null;
+    Method topic = null;
+    Method partitionOf = null;
+    Method offsetOf = null;
+    Method timestampOf = null;
     while (done.size() < ranges.size() && System.nanoTime() < deadline) {
       Object records = poll.invoke(kafka, Duration.ofMillis(100));
       for (Object record : (Iterable<?>) records) {
-        Class<?> rk = record.getClass();
-        Object tp = partition.newInstance(rk.getMethod("topic").invoke(record),
-            rk.getMethod("partition").invoke(record));
-        long offset = (Long) rk.getMethod("offset").invoke(record);
+        if (record.getClass() != recordClass) { // looked up once per fetch, not once per record
+          recordClass = record.getClass();
+          topic = recordClass.getMethod("topic");
+          partitionOf = recordClass.getMethod("partition");
+          offsetOf = recordClass.getMethod("offset");
+          timestampOf = recordClass.getMethod("timestamp");
+        }
+        Object tp = partition.newInstance(topic.invoke(record), partitionOf.invoke(record));
+        long offset = (Long) offsetOf.invoke(record);
         long[] range = ranges.get(tp);
         if (range == null || offset < range[0] || offset >= range[1] || done.contains(tp)) {
           continue;
         }
-        long timestamp = (Long) rk.getMethod("timestamp").invoke(record);
+        long timestamp = (Long) timestampOf.invoke(record);
         oldest.putIfAbsent(tp, timestamp);
         long[] last = newest.get(tp);
         if (last == null || offset > last[0]) {

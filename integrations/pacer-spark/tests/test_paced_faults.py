@@ -105,13 +105,16 @@ def accounting(handle: Any, query_id: str) -> tuple[int, bool, int]:
 
 def assert_exact(handle: Any, query: Any, query_id: str, before: int = 0) -> None:
     """Every snapshot this run of the source observed and admitted is one dataset completed once (``before``:
-    datasets completed by earlier runs); nothing is left in flight."""
-    metrics = source_metrics(query)
-    observed, pending = int(metrics["pacer.observedSnapshots"]), int(metrics["pacer.pendingSnapshots"])
+    datasets completed by earlier runs); nothing is left in flight. The source's counters are its last trigger's:
+    read again until a batch still running (its rows may be written already) has ended and reported them."""
     limit = time.time() + 20
-    while accounting(handle, query_id)[0] - before != observed - pending and time.time() < limit:
+    while True:
+        metrics = source_metrics(query)
+        observed, pending = int(metrics["pacer.observedSnapshots"]), int(metrics["pacer.pendingSnapshots"])
+        done, busy, buffered = accounting(handle, query_id)
+        if (done - before == observed - pending and not busy) or time.time() >= limit:
+            break
         time.sleep(0.2)
-    done, busy, buffered = accounting(handle, query_id)
     assert done - before == observed - pending and not busy, (done, before, busy, buffered, metrics,
                                                               handle.paced.summary())
 

@@ -137,7 +137,7 @@ class PacedQueries:
             if q.run is not None:
                 q.withdrawn += s.controller.withdraw(q.query_id)
                 self._close_run(held, q, "restarted")
-            q.run, q.arrived, q.dead, q.error, q.inflight = request.run, {}, False, None, None
+            q.run, q.arrived, q.dead, q.error, q.inflight, q.holding = request.run, {}, False, None, None, False
         if request.spark_run_id and request.spark_run_id != q.spark_run_id:
             q.spark_run_id = request.spark_run_id
             self._by_spark_run[request.spark_run_id] = q.query_id

@@ -129,7 +129,7 @@ class PacedQuery:
     given_up: RecentIds = field(default_factory=RecentIds)
     reconciled: RecentIds = field(default_factory=RecentIds)
     dead: bool = False
-    #: Admit nothing more (:meth:`pacer_spark.paced.PacedQueries.hold`): the query is about to stop.
+    #: Admit nothing more in this run (:meth:`pacer_spark.paced.PacedQueries.hold`): it is about to stop.
     holding: bool = False
     error: str | None = None
     plan_dag: bool = False  # its DAG was read from Spark's executed plan

@@ -43,28 +43,38 @@ def test_pacer_run_reads_a_topic_paced_and_measures_latency_from_kafka(
     assert "latency from the Kafka timestamp" in proc.stdout
 
 
+def _run_on_a_live_topic(broker: Any, run_pacer: Any, tmp_path: Path, topic: str, *, produce_s: int, behind_s: float,
+                         admission: str, duration_s: int) -> dict[str, Any]:
+    """``pacer run --source kafka`` (lr2, 5 s deadline) on ``topic`` while ``pacer produce`` writes it at 400 rows/s
+    for ``produce_s`` seconds, started ``behind_s`` after the producer; its report."""
+    pacer = str(Path(sys.executable).with_name("pacer"))
+    produce = subprocess.Popen([pacer, "produce", "--bootstrap-servers", broker.bootstrap_servers, "--topic",
+                                topic, "--workload", "lr2", "--traffic", "constant", "--rate", "400", "--duration",
+                                str(produce_s), "--partitions", "2", "--quiet"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        time.sleep(behind_s)
+        out = tmp_path / "report.json"
+        proc = run_pacer("run", "--source", "kafka", "--bootstrap-servers", broker.bootstrap_servers,
+                         "--topic", topic, "--workload", "lr2", "--admission", admission, "--deadline", "5s",
+                         "--duration", str(duration_s), "--progress-every", "0", "--report", str(out), timeout=400)
+    finally:
+        produce.terminate()
+        produce.wait(timeout=30)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report: dict[str, Any] = json.loads(out.read_text())
+    return report
+
+
 def test_on_a_live_topic_the_report_counts_the_misses_the_records_see(kafka_broker: Any, run_pacer: Any,
                                                                         tmp_path: Path) -> None:
     """A live topic the query starts behind (its backlog older than the deadline, the producer still writing): some
     records are late, most are not, and the report's miss ratio (rows, dated by the records' own Kafka timestamps and
     spread over each snapshot's span) is the records' own within 1 point."""
     pytest.importorskip("pacer_zstream")
-    topic = f"lr2-live-{int(time.time())}"
-    pacer = str(Path(sys.executable).with_name("pacer"))
-    produce = subprocess.Popen([pacer, "produce", "--bootstrap-servers", kafka_broker.bootstrap_servers, "--topic",
-                                topic, "--workload", "lr2", "--traffic", "constant", "--rate", "400", "--duration", "75",
-                                "--partitions", "2", "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        time.sleep(8.0)  # the backlog the query starts behind (plus Spark's start-up)
-        out = tmp_path / "report.json"
-        proc = run_pacer("run", "--source", "kafka", "--bootstrap-servers", kafka_broker.bootstrap_servers,
-                         "--topic", topic, "--workload", "lr2", "--admission", "zstream", "--deadline", "5s",
-                         "--duration", "40", "--progress-every", "0", "--report", str(out), timeout=400)
-    finally:
-        produce.terminate()
-        produce.wait(timeout=30)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(out.read_text())
+    # the query starts 8 s behind (plus Spark's start-up): its backlog is older than the deadline
+    report = _run_on_a_live_topic(kafka_broker, run_pacer, tmp_path, f"lr2-live-{int(time.time())}", produce_s=75,
+                                  behind_s=8.0, admission="zstream", duration_s=40)
     kafka, q = report["kafka"]["lr2"], report["queries"]["lr2"]
     assert 0.02 < kafka["miss_share"] < 0.9, kafka  # the backlog late, what came after on time: a mixed case
     assert q["arrival"] == "source-time" and q["rows_processed"] == kafka["records"]
@@ -76,22 +86,8 @@ def test_an_asap_run_stops_between_batches_and_its_records_are_the_reports_rows(
     """asap on a topic still being written triggers back to back. ``pacer run`` stops it between two batches (pacer
     admits nothing more, then the running batch ends): no batch is interrupted, so the report counts no row that
     Spark did not commit, and the batches that ended while it stopped are in the record-level figures too."""
-    topic = f"lr2-asap-stop-{int(time.time())}"
-    pacer = str(Path(sys.executable).with_name("pacer"))
-    produce = subprocess.Popen([pacer, "produce", "--bootstrap-servers", kafka_broker.bootstrap_servers, "--topic",
-                                topic, "--workload", "lr2", "--traffic", "constant", "--rate", "400", "--duration", "60",
-                                "--partitions", "2", "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        time.sleep(2.0)
-        out = tmp_path / "report.json"
-        proc = run_pacer("run", "--source", "kafka", "--bootstrap-servers", kafka_broker.bootstrap_servers,
-                         "--topic", topic, "--workload", "lr2", "--admission", "asap", "--deadline", "5s",
-                         "--duration", "10", "--progress-every", "0", "--report", str(out), timeout=400)
-    finally:
-        produce.terminate()
-        produce.wait(timeout=30)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(out.read_text())
+    report = _run_on_a_live_topic(kafka_broker, run_pacer, tmp_path, f"lr2-asap-stop-{int(time.time())}",
+                                  produce_s=60, behind_s=2.0, admission="asap", duration_s=10)
     kafka, q = report["kafka"]["lr2"], report["queries"]["lr2"]
     assert q["admission"] == "asap" and kafka["records"] > 0
     assert q["rows_processed"] == kafka["records"], (q["rows_processed"], kafka["records"])

@@ -63,6 +63,8 @@ def test_judging_and_outputs(tmp_path: Path) -> None:
     assert tuple(rows[0]) == CSV_COLUMNS and [r["placement"] for r in rows] == list(g.PLACEMENTS)
     text = paths["md"].read_text()
     assert "| dstream | 1 |" in text and "## Every cell" in text and cell.name in text
+    assert "| strategy | conditions |" in text and "seeds=7 " in text  # one repetition: a condition of one seed
+    assert next(iter(csv.DictReader(paths["conditions"].open())))["seed"] == "7"
 
 
 def test_grid_is_only_for_device_sweep_and_needs_a_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -72,3 +74,29 @@ def test_grid_is_only_for_device_sweep_and_needs_a_gpu(tmp_path: Path, capsys: p
     assert "--grid applies to device-sweep" in capsys.readouterr().err
     assert main(["bench", "device-sweep", "--grid", "--gpus", "0", "--out", str(tmp_path)]) == 2
     assert "needs --gpus >= 1" in capsys.readouterr().err
+
+
+def test_a_condition_sums_its_repetitions_before_judging() -> None:
+    """Per seed the single devices swap places by where the batch boundaries fall (lr1 random at 2x, keep: gpu-only
+    0.87x, 1.06x and 1.13x cpu-only per row on seeds 7-9); a condition is judged on its repetitions summed."""
+    def outcome(placement: str, engine_s: float, rows: int, misses: float) -> g.Outcome:
+        return g.Outcome(placement, engine_s, rows, rows, misses, 5, 0, 0.0, True)
+
+    runs = {7: {"cpu-only": (10.0, 100, 0.10), "gpu-only": (8.0, 100, 0.30), "dstream": (10.0, 100, 0.10),
+                "lmstream": (9.0, 100, 0.20)},
+            8: {"cpu-only": (10.0, 300, 0.00), "gpu-only": (13.0, 300, 0.00), "dstream": (10.0, 300, 0.00),
+                "lmstream": (12.0, 300, 0.00)}}
+    judged = []
+    for seed, by_placement in runs.items():
+        cell = _cell("lr1", "random", 2.0, "keep", seed)
+        judged += g.judge(cell, {p: outcome(p, *o) for p, o in by_placement.items()})
+    per_seed = {(j.cell.seed, j.strategy): j for j in judged}
+    assert per_seed[7, "dstream"].x_best == pytest.approx(1.25)  # gpu-only's lucky seed: 0.08 s/row against 0.10
+    (dstream, lmstream) = g.conditions(judged)
+    assert dstream.cell.seeds == (7, 8) and "seeds=7,8" in dstream.cell.name
+    assert dstream.best == "cpu-only"  # 20 s / 400 rows against gpu-only's 21 s / 400
+    assert dstream.x_best == pytest.approx(1.0) and dstream.holds
+    assert lmstream.x_best == pytest.approx(21.0 / 20.0)
+    # misses weighted by rows in: (0.2 * 100 + 0) / 400 = 5 %, against cpu-only's 2.5 %
+    assert lmstream.outcomes["lmstream"].miss_ratio == pytest.approx(0.05)
+    assert lmstream.miss_points == pytest.approx(2.5) and not lmstream.holds

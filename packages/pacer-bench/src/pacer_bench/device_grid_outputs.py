@@ -1,5 +1,6 @@
-"""The outputs of ``pacer bench device-sweep --grid``: ``grid.csv`` (one row per cell and placement), ``grid.md``
-(the summary, each strategy's worst cells with what every placement did there, then every cell) and
+"""The outputs of ``pacer bench device-sweep --grid``: ``grid.csv`` (one row per cell and placement),
+``conditions.csv`` (the same per condition, its repetitions summed), ``grid.md`` (the summary per condition and per
+run, each strategy's worst conditions and cells with what every placement did there, then every cell) and
 ``meta.json``."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pacer_bench.device_grid import BOUND, MISS_POINTS, PLACEMENTS, STRATEGIES, Judged, worst
+from pacer_bench.device_grid import BOUND, MISS_POINTS, PLACEMENTS, STRATEGIES, Judged, conditions, worst
 
 CSV_COLUMNS = ("workload", "traffic", "rate_x_cpu", "rate_rows_s", "gpus", "seed", "overload", "placement",
                "engine_s", "rows_in", "rows_processed", "engine_us_per_row", "miss_pct", "batches", "datasets_shed",
@@ -38,7 +39,8 @@ def write_csv(path: Path, judged: Sequence[Judged]) -> None:
             for placement in PLACEMENTS:
                 o = group[0].outcomes[placement]
                 j = mine.get(placement)
-                w.writerow([c.workload, c.traffic, f"{c.factor:g}", f"{c.rate:.1f}", c.gpus, c.seed, c.overload,
+                seed = ",".join(map(str, c.seeds)) if c.seeds else c.seed
+                w.writerow([c.workload, c.traffic, f"{c.factor:g}", f"{c.rate:.1f}", c.gpus, seed, c.overload,
                             placement, f"{o.engine_s:.6f}", o.rows_in, o.rows_processed, f"{o.per_row_us:.4f}",
                             f"{100 * o.miss_ratio:.3f}", o.batches, o.datasets_shed, f"{o.gpu_share:.3f}",
                             int(o.drained), group[0].best, f"{j.x_best:.4f}" if j else "",
@@ -58,14 +60,11 @@ def _detail(j: Judged) -> list[str]:
     return [*lines, ""]
 
 
-def markdown(judged: Sequence[Judged], *, title: str, notes: Sequence[str] = ()) -> str:
-    """The summary (per strategy: cells within both bounds, worst cell per row and in misses), the worst cells in
-    full, and a table of every cell."""
-    out = [f"# {title}", "", *[f"- {n}" for n in notes], ""]
-    out += [f"Bounds: engine time per row processed ≤ {BOUND}× the better single device's (the one of cpu-only and "
-            f"gpu-only with the lower engine time per row in the cell), misses ≤ its + {MISS_POINTS:g} point.", "",
-            "| strategy | cells | within both bounds | worst × best per row (cell, its miss points) | "
-            "worst miss points (cell, its × best) |", "|---|---|---|---|---|"]
+def _summary(judged: Sequence[Judged], unit: str) -> list[str]:
+    """Per strategy: how many ``unit`` (cells or conditions) are within both bounds, and the worst per row and in
+    misses."""
+    out = [f"| strategy | {unit} | within both bounds | worst × best per row (where, its miss points) | "
+           "worst miss points (where, its × best) |", "|---|---|---|---|---|"]
     for s in STRATEGIES:
         mine = [j for j in judged if j.strategy == s]
         if not mine:
@@ -73,14 +72,35 @@ def markdown(judged: Sequence[Judged], *, title: str, notes: Sequence[str] = ())
         by_x, by_miss = worst(judged, s)
         out.append(f"| {s} | {len(mine)} | {sum(j.holds for j in mine)} | {by_x.x_best:.3f} ({by_x.cell.name}, "
                    f"{by_x.miss_points:+.1f}) | {by_miss.miss_points:+.1f} ({by_miss.cell.name}, {by_miss.x_best:.3f}) |")
-    out.append("")
+    return [*out, ""]
+
+
+def _worst_shown(judged: Sequence[Judged], unit: str) -> list[str]:
+    out: list[str] = []
     for s in STRATEGIES:
         mine = sorted((j for j in judged if j.strategy == s), key=lambda j: j.severity, reverse=True)
-        if not mine:
-            continue
-        out += [f"## {s}: the {min(WORST_SHOWN, len(mine))} worst cells", ""]
-        for j in mine[:WORST_SHOWN]:
-            out += _detail(j)
+        if mine:
+            out += [f"## {s}: the {min(WORST_SHOWN, len(mine))} worst {unit}", ""]
+            for j in mine[:WORST_SHOWN]:
+                out += _detail(j)
+    return out
+
+
+def markdown(judged: Sequence[Judged], *, title: str, notes: Sequence[str] = ()) -> str:
+    """The summary per condition (its repetitions summed, :func:`pacer_bench.device_grid.conditions`) and per run,
+    the worst conditions and cells in full, and a table of every cell."""
+    summed = conditions(judged)
+    repetitions = max(len(j.cell.seeds) for j in summed) if summed else 0
+    out = [f"# {title}", "", *[f"- {n}" for n in notes], ""]
+    out += [f"Bounds: engine time per row processed ≤ {BOUND}× the better single device's (the one of cpu-only and "
+            f"gpu-only with the lower engine time per row), misses ≤ its + {MISS_POINTS:g} point.", "",
+            f"Per condition (workload × traffic × rate × GPUs × overload policy), its {repetitions} repetition(s) "
+            "summed: engine time and rows processed summed, misses weighted by rows in.", ""]
+    out += _summary(summed, "conditions")
+    out += ["Per run (each seed alone: under overload the batch boundaries, and so the cost per row, differ from "
+            "seed to seed for every placement, the single devices included).", ""]
+    out += _summary(judged, "cells")
+    out += _worst_shown(summed, "conditions") + _worst_shown(judged, "cells")
     out += ["## Every cell", "", "| cell | better single | " + " | ".join(
         f"{s} × best | {s} miss pts" for s in STRATEGIES) + " |", "|---|---|" + "---|---|" * len(STRATEGIES)]
     for group in _cells(judged).values():
@@ -95,8 +115,10 @@ def write_grid(out: str | Path, judged: Sequence[Judged], *, meta: dict[str, Any
     """``grid.csv``, ``grid.md`` and ``meta.json`` under ``out``; returns their paths by kind."""
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    paths = {"csv": folder / "grid.csv", "md": folder / "grid.md", "meta": folder / "meta.json"}
+    paths = {"csv": folder / "grid.csv", "conditions": folder / "conditions.csv", "md": folder / "grid.md",
+             "meta": folder / "meta.json"}
     write_csv(paths["csv"], judged)
+    write_csv(paths["conditions"], conditions(judged))
     title = "device-sweep --grid: placement per row processed against the better single device (simulated, pacer-sim)"
     paths["md"].write_text(markdown(judged, title=title, notes=notes))
     meta = {**meta, "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "notes": list(notes)}

@@ -176,7 +176,35 @@ class Monitor:
                 bound = max(bound, bound + slope * (size - near.mean_bytes))
         return bound
 
-    def scaled(self, index: int, op_id: str, device: Device, size: float, *, spread: float = 2.0) -> float | None:
+    def growth_exponent(self, device: Device, *, spread: float = 2.0) -> float | None:
+        """How ``device``'s costs grow with the batch's size, pooled over its operators: the median over every
+        operator measured on it in two buckets at least ``spread`` times apart in size of
+        ``ln(T_large / T_small) / ln(S_large / S_small)`` (1: proportional to the size; below 1: a fixed part, as a
+        GPU's launches; above 1: superlinear, as a join), clamped to [0, 2]; None when no operator has two such
+        buckets."""
+        exponents: list[float] = []
+        ops = {op for table in self.tables.values() for op, dev in table.entries if dev == device}
+        for op_id in ops:
+            measured = sorted((t for t in self.tables.values() if (op_id, device) in t.entries and t.mean_bytes > 0),
+                              key=lambda t: t.mean_bytes, reverse=True)
+            if len(measured) < 2:
+                continue
+            near = measured[0]
+            far = next((t for t in measured[1:] if t.mean_bytes <= near.mean_bytes / spread), None)
+            if far is None:
+                continue
+            t_near, t_far = near.entries[(op_id, device)].t_exec, far.entries[(op_id, device)].t_exec
+            if t_near > 0 and t_far > 0:
+                exponents.append(math.log(t_near / t_far) / math.log(near.mean_bytes / far.mean_bytes))
+        if not exponents:
+            return None
+        exponents.sort()
+        middle = len(exponents) // 2
+        median = exponents[middle] if len(exponents) % 2 else (exponents[middle - 1] + exponents[middle]) / 2
+        return min(2.0, max(0.0, median))
+
+    def scaled(self, index: int, op_id: str, device: Device, size: float, *, spread: float = 2.0,
+               exponent: float = 1.0) -> float | None:
         """T_exec of ``op_id`` on ``device`` for a batch of ``size`` bytes in bucket ``index``, normalised by size
         from the buckets below it that measured it; None when none did (``cold_start=scaled``).
 
@@ -200,7 +228,7 @@ class Monitor:
             if 0 < far.mean_bytes <= near.mean_bytes / spread:
                 slope = (t_exec - far.entries[(op_id, device)].t_exec) / (near.mean_bytes - far.mean_bytes)
                 return max(t_exec, t_exec + slope * (size - near.mean_bytes))
-        return t_exec * size / near.mean_bytes
+        return t_exec * (size / near.mean_bytes) ** exponent
 
     def lower_bound_entry(self, index: int, op_id: str, device: Device) -> CostEntry | None:
         """The entry of the largest *smaller* bucket that has one: a lower bound when costs grow with size."""

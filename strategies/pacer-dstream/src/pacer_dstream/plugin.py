@@ -32,6 +32,12 @@ PARAMS: tuple[Param, ...] = (
         "zero (the paper's 0) or nearest (the nearest bucket's, else 0)",
     ),
     Param(
+        "growth", "pooled",
+        "cold_start=scaled with one smaller bucket: how its estimate grows to this batch's size: pooled (by the "
+        "exponent the device's operators measured in two buckets show, their median; proportional until one has) "
+        "or proportional (per byte)",
+    ),
+    Param(
         "theta", "reported",
         "θ from a metric: reported (its time as is: the operator's wall time in the batch, as pacer_sim reports it), "
         "summed (time summed over partitions, as Spark SQL metrics: CPU / cores used, GPU / gpu_parallelism) "

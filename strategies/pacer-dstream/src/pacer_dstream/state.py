@@ -13,6 +13,7 @@ from pacer_dstream.monitor import CostEntry, CostTable, Monitor, input_transfer,
 
 NAME = "dstream"
 COLD_STARTS = ("scaled", "bound", "zero", "nearest")
+GROWTHS = ("pooled", "proportional")
 THETA_BASES = ("reported", "summed", "per-partition")
 METRIC_TRANSFERS = ("included", "excluded")
 #: what a placement's note starts with when its plan uses an entry never measured in the batch's bucket
@@ -39,6 +40,11 @@ class DStreamState:
         self.stale_factor = float(params.get("stale_factor", 2.0))
         self.prior_inflection = float(params.get("prior_inflection_bytes", 150_000.0))
         self.growth = float(params.get("explore_growth", 1.25))
+        growth = str(params.get("growth", "pooled"))
+        if growth not in GROWTHS:
+            raise ValueError(f"dstream: growth must be one of {GROWTHS}, got {growth!r}")
+        self.pooled_growth = growth == "pooled"
+        self._exponent: dict[Device, float] = {}
         self.min_bytes: float | None = None
         self.budget = ExplorationBudget(float(params.get("explore_share", 0.25)), float(params.get("explore_budget", 0.02)))
         if self.exploration not in EXPLORATIONS:
@@ -88,13 +94,19 @@ class DStreamState:
         if entry is not None:
             return entry.t_exec, True
         if self.cold_start in ("bound", "scaled"):
-            known = self.monitor.scaled if self.cold_start == "scaled" else self.monitor.lower_bound
-            bound = known(index, op_id, device, size)
+            bound = self._known(index, op_id, device, size)
             return (bound if bound is not None else 0.0), False
         if self.cold_start == "nearest":
             entry = self.monitor.nearest_entry(index, op_id, device)
         # Never run here: an optimistic estimate (0 when nothing else is known), so the path tries it.
         return (entry.t_exec if entry is not None else 0.0), False
+
+    def _known(self, index: int, op_id: str, device: Device, size: float) -> float | None:
+        """``cold_start`` ``scaled`` or ``bound``: T_exec of an entry not measured in bucket ``index``, from the
+        buckets that measured it; ``scaled`` grows a single measurement by the device's pooled exponent."""
+        if self.cold_start == "scaled":
+            return self.monitor.scaled(index, op_id, device, size, exponent=self._exponent.get(device, 1.0))
+        return self.monitor.lower_bound(index, op_id, device, size)
 
     def _estimate_of(self, table: CostTable | None, index: int, op_id: str, device: Device, size: float) -> Estimate:
         """What ``exploration=budgeted`` knows of ``op_id`` on ``device`` for a batch of ``size`` bytes."""
@@ -103,8 +115,7 @@ class DStreamState:
             return Estimate(entry.t_exec, entry.t_exec, MEASURED)
         below = self.monitor.nearest_table(index, op_id, device, above=False)
         if below is not None:
-            known = self.monitor.scaled if self.cold_start == "scaled" else self.monitor.lower_bound
-            point = known(index, op_id, device, size)
+            point = self._known(index, op_id, device, size)
             bound = below.entries[(op_id, device)].t_exec
             stale = below.mean_bytes * self.stale_factor < size
             return Estimate(point if point is not None else bound, bound, EXTRAPOLATED, stale)
@@ -179,6 +190,8 @@ class DStreamState:
     def place(self, batch: MicroBatch, dag: OperatorDAG, devices: Devices) -> Placement:
         """Build G_d's costs from the batch's bucket and take the shortest path."""
         compiled = self.compiled(dag)
+        if self.pooled_growth and self.cold_start == "scaled":
+            self._exponent = {d: e for d in ("cpu", "gpu") if (e := self.monitor.growth_exponent(d)) is not None}
         index = self.monitor.index(batch.bytes)
         table = self.monitor.tables.get(index)
         sizes = table.sizes if table is not None else {}

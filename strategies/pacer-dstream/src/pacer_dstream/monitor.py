@@ -228,7 +228,7 @@ class Monitor:
             if 0 < far.mean_bytes <= near.mean_bytes / spread:
                 slope = (t_exec - far.entries[(op_id, device)].t_exec) / (near.mean_bytes - far.mean_bytes)
                 return max(t_exec, t_exec + slope * (size - near.mean_bytes))
-        return t_exec * (size / near.mean_bytes) ** exponent
+        return float(t_exec * (size / near.mean_bytes) ** exponent)
 
     def lower_bound_entry(self, index: int, op_id: str, device: Device) -> CostEntry | None:
         """The entry of the largest *smaller* bucket that has one: a lower bound when costs grow with size."""

@@ -43,6 +43,9 @@ OVERLOADS = ("keep", "shed")
 SINGLE_DEVICES = ("cpu-only", "gpu-only")
 STRATEGIES = ("dstream", "lmstream")
 PLACEMENTS = SINGLE_DEVICES + STRATEGIES
+#: Placements seeded from the cells' own cost profile (the machine the paper's "pre-experimental results" would come
+#: from): LMStream's InfPT_0 is the query's crossover under it (``inflection_profile``, ``pacer_lmstream.profile``).
+PROFILED = ("lmstream",)
 #: The admission every placement runs under.
 ADMISSION = "asap"
 #: Seconds of traffic per cell (``--quick``: :data:`QUICK_DURATION`); every cell then drains its backlog.
@@ -181,13 +184,16 @@ def run_cell(cell: Cell, duration: float) -> dict[str, Outcome]:
     """Every placement of :data:`PLACEMENTS` in ``cell`` (simulated, in this process)."""
     from pacer import QueryRun, RunConfig
     from pacer.plugins import get_plugin_manager
-    from pacer_sim.rapids import DEFAULT_GPU_PROFILE
+    from pacer_sim.rapids import BUILTIN_PROFILE, DEFAULT_GPU_PROFILE
     from pacer_sim.runtime import SIM_RUNTIME
 
     pm = get_plugin_manager()
     out: dict[str, Outcome] = {}
+    # the profile the cells really run on: the built-in curves where the GPU profile's jar could not be had
+    profile = DEFAULT_GPU_PROFILE if cost_model(cell.gpus)[1] is None else BUILTIN_PROFILE
     for placement in PLACEMENTS:
-        query = QueryRun(cell.workload, traffic=cell.traffic, rate=cell.rate, admission=ADMISSION, placement=placement)
+        query = QueryRun(cell.workload, traffic=cell.traffic, rate=cell.rate, admission=ADMISSION, placement=placement,
+                         placement_params={"inflection_profile": profile} if placement in PROFILED else {})
         config = RunConfig((query,), duration=duration, seed=cell.seed, cores=CORES, gpus=cell.gpus,
                            overload=cell.overload).with_options("sim", gpu_profile=DEFAULT_GPU_PROFILE)
         with _quiet():

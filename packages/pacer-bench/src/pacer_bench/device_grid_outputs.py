@@ -146,6 +146,9 @@ def run_device_grid(out: str | Path, *, quick: bool = False, duration: float | N
              f"admission {g.ADMISSION} for every placement, {g.CORES} cores, deadline = the workload's window slide",
              "rates are multiples of the workload's CPU capacity (rows/s one-second batches keep up with all on the "
              "CPU): " + ", ".join(f"{w} {g.cpu_capacity(w, g.cost_model(1)[0]):,.0f}" for w in g.WORKLOADS)]
+    notes.append("placements with their defaults, except " + ", ".join(
+        f"{p} inflection_profile = the cells' cost profile" for p in g.PROFILED)
+        + " (its InfPT_0 the query's crossover under that profile)")
     warning = g.cost_model(1)[1]
     if warning:
         notes.append(warning.split(" [remembered")[0])

@@ -22,6 +22,7 @@ from pacer.queueing import SHARE_SCHEDULERS, Peers, QueueWait, capped_prefix, ca
 from pacer_lmstream.admission import MaxLatencyAverage, construct_micro_batch
 from pacer_lmstream.calibration import load_rows
 from pacer_lmstream.placement import PREFERENCES, OperatorCost, map_device
+from pacer_lmstream.profile import crossover_bytes, profile_cost_model
 from pacer_lmstream.regression import InflectionRegressor, Sample
 
 if TYPE_CHECKING:
@@ -49,8 +50,14 @@ class LMStreamState:
         if self.base_trans_cost < 0:
             raise ValueError(f"lmstream: base_trans_cost must be >= 0, got {self.base_trans_cost}")
         self.max_latency = MaxLatencyAverage()
+        self.inflection_profile = str(params.get("inflection_profile", "") or "")
+        initial = float(params["initial_inflection_bytes"])
+        if self.inflection_profile and spec is not None:
+            initial = crossover_bytes(profile_cost_model(self.inflection_profile), spec,
+                                      low=float(params["inflection_min_bytes"]),
+                                      high=float(params["inflection_max_bytes"]))
         self.regressor = InflectionRegressor(
-            float(params["initial_inflection_bytes"]),
+            initial,
             window=int(params["regression_window"]),
             min_bytes=float(params["inflection_min_bytes"]),
             max_bytes=float(params["inflection_max_bytes"]),
@@ -166,7 +173,11 @@ class LMStreamState:
         )
         self.last_costs = costs
         self._inflection_of[batch.id] = inflection
-        note = f"Part={part:.0f}B InfPT={inflection:.0f}B" + ("" if devices.has_gpu else " (no GPU on offer)")
+        note = f"Part={part:.0f}B InfPT={inflection:.0f}B"
+        if self.inflection_profile:
+            note += f" (InfPT_0 from {self.inflection_profile})"
+        if not devices.has_gpu:
+            note += " (no GPU on offer)"
         return Placement(devices=chosen, strategy=NAME, note=note)
 
     @property

@@ -31,8 +31,9 @@ SCHEMA = "id INT, file STRING, value DOUBLE"
 
 
 def _between_batches(checkpoint: Path | str) -> bool:
-    """Every batch in the checkpoint's offset log committed: stopping now leaves none half done (Spark refuses to
-    restart a checkpoint whose batch 0 was logged but never committed, ``STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY``)."""
+    """Every batch file of the checkpoint's offset log has its commit. A write in flight (Spark's temp file) is not
+    seen: a stop may still interrupt the first offsets write (a held backlog's empty batch 0), which pacer.start
+    clears on restart (:func:`pacer_spark.checkpoint.clear_interrupted_first_batch`)."""
     def batches(folder: str) -> set[str]:
         path = Path(checkpoint) / folder
         return {p.name for p in path.iterdir() if p.name.isdigit()} if path.is_dir() else set()
@@ -190,6 +191,61 @@ def test_a_query_restarted_in_its_session_gets_its_held_backlog_once_within_the_
         pacer.stop()
     assert [len(batch) for batch in sink.seen] == [20, 20, 20], "each batch within max_rows, the first too"
     assert sink.ids() == list(range(60))
+
+
+def test_a_checkpoint_whose_first_offsets_write_was_interrupted_starts(spark: Any, tmp_path: Path) -> None:
+    """``query.stop()`` while Spark logs batch 0 (an empty one when the Controller holds every file) can leave the
+    write's temp file (and its checksum) in ``offsets/`` and no batch: Spark 4.1+ refuses such a checkpoint
+    (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY). ``PacerSession.start`` clears them: the run reads every file once."""
+    incoming, checkpoint = tmp_path / "in", tmp_path / "ck"
+    incoming.mkdir()
+    (checkpoint / "offsets").mkdir(parents=True)
+    (checkpoint / "commits").mkdir()
+    temp = ".0.0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0.tmp"
+    (checkpoint / "offsets" / temp).write_text('v1\n{"batchWatermarkMs":0')  # cut short
+    (checkpoint / "offsets" / f".{temp}.crc").write_bytes(b"crc")
+    for n in range(3):
+        _drop(incoming, f"f{n}.csv", range(10 * n, 10 * n + 10))
+    sink = Batches()
+    pacer = _files_query(spark, tmp_path / "root", incoming, checkpoint, sink)
+    try:
+        assert _wait(lambda: len(sink.ids()) == 30 or bool(pacer.errors()), 30), pacer.errors()
+        assert not pacer.errors()
+    finally:
+        pacer.stop()
+    assert sink.ids() == list(range(30))
+    assert not any(p.name.endswith((".tmp", ".tmp.crc")) for p in (checkpoint / "offsets").iterdir())
+
+
+def test_only_an_interrupted_first_offsets_write_is_cleared(tmp_path: Path) -> None:
+    """What :func:`clear_interrupted_first_batch` removes (no Spark): Spark's temp files while no batch is logged;
+    never a logged checkpoint, a file it does not know, a remote checkpoint or a running query's checkpoint."""
+    from pacer_spark.checkpoint import clear_interrupted_first_batch, is_interrupted_write
+
+    temp = ".0.0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0.tmp"
+    assert is_interrupted_write(temp) and is_interrupted_write(f".{temp}.crc")
+    assert not any(is_interrupted_write(n) for n in ("0", ".0.crc", "metadata", ".0.tmp", f"{temp}.crc"))
+
+    def checkpoint(name: str, *files: str) -> Path:
+        root = tmp_path / name
+        for rel in ("offsets/x", "commits/x", *files):
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            if not rel.endswith("/x"):
+                (root / rel).write_text("")
+        (root / "metadata").write_text('{"id":"q-1"}\n')
+        return root
+
+    fresh = checkpoint("fresh", f"offsets/{temp}", f"offsets/.{temp}.crc", f"commits/{temp}")
+    assert sorted(p.name for p in clear_interrupted_first_batch(f"file://{fresh}")) == sorted([temp, temp, f".{temp}.crc"])
+    assert not any((fresh / "offsets").iterdir()) and not any((fresh / "commits").iterdir())
+    logged = checkpoint("logged", "offsets/0", "offsets/.0.crc", f"offsets/{temp.replace('.0.', '.1.')}")
+    odd = checkpoint("odd", f"offsets/{temp}", "offsets/notes.txt")
+    running = checkpoint("running", f"offsets/{temp}")
+    assert clear_interrupted_first_batch(str(logged)) == clear_interrupted_first_batch(str(odd)) == []
+    assert clear_interrupted_first_batch(str(running), active=["q-1"]) == []
+    assert clear_interrupted_first_batch("hdfs://nn/ck") == []
+    assert len(list((logged / "offsets").iterdir())) == 3 and len(list((odd / "offsets").iterdir())) == 2
+    assert (running / "offsets" / temp).exists()
 
 
 def test_first_pacer_gen_batch_after_a_restart_honours_the_read_cap(spark: Any, tmp_path: Path) -> None:

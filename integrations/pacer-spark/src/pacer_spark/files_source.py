@@ -25,6 +25,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
+from pacer_spark.checkpoint import local_checkpoint
 from pacer_spark.compat import SupportsTriggerAvailableNow
 from pacer_spark.file_rows import MalformedRowError, RowParser, arrow_table, csv_records, json_records, session_zone
 from pacer_spark.rpc import ControllerUnavailable
@@ -75,13 +76,9 @@ def manifest_in_checkpoint(checkpoint: str, legacy: Path | None = None) -> Path 
         a checkpoint Spark has written offsets to but that has no manifest yet, so such a query keeps its offsets
         (a new checkpoint starts a new manifest).
     """
-    if checkpoint.startswith("file:"):
-        checkpoint = checkpoint[len("file:"):]
-        if checkpoint.startswith("//"):
-            checkpoint = checkpoint[2:]
-    elif "://" in checkpoint:
+    root = local_checkpoint(checkpoint)
+    if root is None:
         return None
-    root = Path(checkpoint).expanduser().resolve()
     manifest = root.joinpath(*MANIFEST_IN_CHECKPOINT)
     if legacy is not None and legacy.is_file() and (root / "offsets").is_dir() and not manifest.exists():
         manifest.parent.mkdir(parents=True, exist_ok=True)

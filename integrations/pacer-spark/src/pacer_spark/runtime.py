@@ -33,6 +33,7 @@ from pacer.plugins import get_plugin_manager
 from pacer.report import build_report
 from pacer_spark import spark_jvm, telemetry
 from pacer_spark.admission import AdmissionService, ReplayGuard, SourceState
+from pacer_spark.checkpoint import clear_interrupted_first_batch
 from pacer_spark.config import PacerConfig
 from pacer_spark.driver import Driver
 from pacer_spark.enact import Enactment
@@ -237,6 +238,8 @@ class PacerSession:
         source.observe_only = trigger is not None and ends is None
         location = checkpoint or str(self.checkpoint_root / query_id / "checkpoint")
         self.admission.checkpointed(query_id, location)  # a pacer-files manifest lives in it: before Spark asks
+        # a run stopped while Spark logged its first batch (even an empty one) can leave a temp file Spark refuses
+        clear_interrupted_first_batch(location, active=[str(q.id) for q in self.spark.streams.active])
         writer = (
             frame.writeStream.queryName(query_id)
             .foreachBatch(self.gate(query_id, sink))

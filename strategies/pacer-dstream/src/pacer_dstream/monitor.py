@@ -210,8 +210,9 @@ class Monitor:
 
         The line through the nearest smaller bucket and the nearest one whose batches were at most ``1/spread`` of
         its size (exact for an affine cost; two buckets of nearly the same size would turn per-batch noise into a
-        slope); without such a bucket, the nearest's estimate per byte of its batches times ``size`` (exact for a
-        cost proportional to the size, an upper bound for an affine one). Never below the nearest's estimate.
+        slope); without such a bucket, the nearest's estimate grown by ``(size / its batches' size) ** exponent``
+        (``exponent`` 1, per byte: exact for a cost proportional to the size, an upper bound for an affine one;
+        ``growth=pooled`` passes :meth:`growth_exponent`). Never below the nearest's estimate.
         """
         below = sorted(
             (other for other, table in self.tables.items() if other < index and (op_id, device) in table.entries),

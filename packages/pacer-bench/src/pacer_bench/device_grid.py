@@ -24,6 +24,7 @@ which the grid's notes then say).
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import logging
 import os
@@ -124,8 +125,10 @@ class Judged:
         return max(self.x_best / BOUND - 1.0, (self.miss_points - MISS_POINTS) / 100.0)
 
 
+@functools.cache
 def cost_model(gpus: int) -> tuple[Any, str | None]:
-    """``pacer sim``'s default cost model for ``gpus`` GPUs, and the warning when its GPU profile was not had."""
+    """``pacer sim``'s default cost model for ``gpus`` GPUs, and the warning when its GPU profile was not had (built
+    once per process: every cell asks which profile it runs on)."""
     from pacer_sim.rapids import DEFAULT_GPU_PROFILE
     from pacer_sim.runtime import build_cost_model
 
@@ -135,20 +138,18 @@ def cost_model(gpus: int) -> tuple[Any, str | None]:
 def cpu_capacity(workload: str, model: Any, cores: int = CORES) -> float:
     """Rows/s the CPU keeps up with in batches of one second: the rate at which a batch of one second of data, run
     all on the CPU alone on ``cores`` cores (no noise), takes one second. Found by bisection on the cost model."""
-    from pacer import Dataset, MicroBatch, Placement
-    from pacer_sim.costs import batch_work
+    from pacer import Device
+    from pacer_sim.costs import alone_seconds
     from pacer_workloads import WORKLOADS as KNOWN
     from pacer_workloads import bytes_per_row, make_query
 
     spec = make_query(workload, query_id=workload, partitions=cores)
     per_row = bytes_per_row(KNOWN[workload].stream)
     quiet = replace(model, noise=0.0)
-    on_cpu = Placement({op.id: "cpu" for op in spec.dag.operators})
+    on_cpu: dict[str, Device] = {op.id: "cpu" for op in spec.dag.operators}
 
     def seconds(rows: float) -> float:
-        data = (Dataset("capacity", 0.0, int(rows * per_row), int(rows)),)
-        batch = MicroBatch("capacity", workload, 1, data, 0.0, placement=on_cpu)
-        return float(batch_work(quiet, spec, batch, gpus=0, seed=0).alone_s(cores))
+        return alone_seconds(quiet, spec, on_cpu, int(rows * per_row), cores=cores, gpus=0)
 
     low, high = 1.0, 1e8
     for _ in range(80):

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from pacer import Device, MicroBatch, OperatorDAG, QuerySpec
+from pacer import Dataset, Device, MicroBatch, OperatorDAG, Placement, QuerySpec
 
 MB = 1_000_000.0
 #: ``CostModel.source`` of the built-in curves.
@@ -346,3 +346,13 @@ def batch_work(model: CostModel, spec: QuerySpec, batch: MicroBatch, *, gpus: in
         fixed += transfer
         ops.append(OperatorWork(op_id, device, cpu_s, gpu_s, transfer, int(nbytes), int(nbytes * rows_per_byte)))
     return BatchWork(fixed, gpu_total, cpu_total, partitions, tuple(ops), enacted)
+
+
+def alone_seconds(model: CostModel, spec: QuerySpec, devices: Mapping[str, Device], nbytes: float, *, cores: float,
+                  gpus: int) -> float:
+    """Seconds one batch of ``nbytes`` of query ``spec``, placed on ``devices``, takes alone on ``cores`` cores and an
+    idle GPU under ``model`` (:func:`batch_work` of its first batch, seed 0: pass a noise-free model for the curve
+    itself)."""
+    batch = MicroBatch("alone", spec.id, 0, (Dataset("alone", 0.0, int(nbytes), 1),), 0.0,
+                       placement=Placement(dict(devices)))
+    return float(batch_work(model, spec, batch, gpus=gpus, seed=0).alone_s(cores))

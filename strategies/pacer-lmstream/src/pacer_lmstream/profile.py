@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pacer.model import Dataset, Device, MicroBatch, Placement, QuerySpec
+from pacer.model import Device, QuerySpec
 
 #: Bytes per partition the search covers (the regression's default clamps).
 LOW_BYTES, HIGH_BYTES = 1_000.0, 256_000_000.0
@@ -51,13 +51,11 @@ def profile_cost_model(profile: str) -> Any:
 def query_seconds(model: Any, spec: QuerySpec, part_bytes: float, *, on_gpu: bool) -> float:
     """Seconds a batch of ``part_bytes`` per partition takes alone under ``model``: every operator on the CPU, or
     every GPU-capable one on the GPU."""
-    from pacer_sim.costs import batch_work
+    from pacer_sim.costs import alone_seconds
 
     partitions = max(1, spec.partitions)
     devices: dict[str, Device] = {op.id: "gpu" if on_gpu and not op.cpu_only else "cpu" for op in spec.dag.operators}
-    data = (Dataset("inflection", 0.0, int(part_bytes * partitions), 1),)
-    batch = MicroBatch("inflection", spec.id, 0, data, 0.0, placement=Placement(devices))
-    return float(batch_work(model, spec, batch, gpus=1, seed=0).alone_s(partitions))
+    return alone_seconds(model, spec, devices, part_bytes * partitions, cores=partitions, gpus=1)
 
 
 def crossover_bytes(model: Any, spec: QuerySpec, *, low: float = LOW_BYTES, high: float = HIGH_BYTES) -> float:

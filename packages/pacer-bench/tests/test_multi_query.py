@@ -16,7 +16,7 @@ from pacer.report import build_report
 from pacer_bench.multi_query import analyse, busy_seconds
 from pacer_bench.plots import figures
 from pacer_bench.runner import record_latencies, run_scenario
-from pacer_bench.tables import BenchRun, miss_ratio, miss_ratio_datasets, table_rows
+from pacer_bench.tables import BenchRun, miss_ratio, miss_ratio_datasets, repetition_statement, table_rows
 
 DEADLINES = {"q1": 5.0, "q2": 10.0}
 
@@ -61,6 +61,23 @@ def test_the_winner_meets_every_deadline_at_the_least_summed_engine_time() -> No
     assert rows["fair + static 1s"]["mark"] == "cheapest fair static"
     assert first["mark"] == "" and first["cost_vs_static"] == pytest.approx(20.0 / 30.0, abs=1e-3)
     assert rows["edf + zstream"]["bound_s"] is None  # no batches recorded: no fit, no bound
+    # the issue's yardstick: engine time over asap + EDF's (which missed here: the ratio is shown all the same)
+    assert analysis["asap"] == "edf + asap" and rows["edf + zstream"]["cost_vs_asap"] == pytest.approx(24.0 / 18.0,
+                                                                                                      abs=1e-3)
+    assert rows["edf + asap"]["cost_vs_asap"] == 1.0 and analysis["floor_vs_asap"] is None
+
+
+def test_the_repetitions_line_names_the_seeds_when_they_vary() -> None:
+    """--vary-seed runs are held-out draws, not the same traffic again: the tables say which seeds."""
+    def run(*seeds: int) -> BenchRun:
+        first, *more = ({"queries": {}, "config": {"seed": s}} for s in seeds)
+        return BenchRun("edf + zstream", first, repeats=tuple(more))
+
+    assert repetition_statement([run(7)]) is None
+    assert repetition_statement([run(7, 7, 7)]) == (
+        "3 repetitions per configuration, interleaved; cells show the median [min–max] where they differ")
+    assert repetition_statement([run(11, 12, 13)]).startswith(  # type: ignore[union-attr]
+        "3 repetitions per configuration (seeds 11, 12, 13: repetition i has seed SEED + i − 1), interleaved")
 
 
 def test_busy_time_counts_overlapping_batches_once() -> None:
@@ -114,7 +131,10 @@ def test_multi_query_quick_on_the_simulator(tmp_path: Path) -> None:
         assert bound["bound_s"] > 0 and bound["min_batches"] >= 1 and bound["fixed_ms"] > 0
     total = analysis["bounds"][-1]["bound_s"]
     assert total == pytest.approx(sum(b["bound_s"] for b in analysis["bounds"][:3]), rel=1e-3)
+    asap = next(r for r in analysis["rows"] if r["config"] == "edf + asap")
+    assert analysis["floor_vs_asap"] == pytest.approx(total / asap["engine_s"], abs=1e-3)
     for row in analysis["rows"]:
+        assert row["cost_vs_asap"] == pytest.approx(row["engine_s"] / asap["engine_s"], abs=1e-3)
         assert row["bound_s"] == pytest.approx(total, rel=1e-3)
         assert row["cost_vs_bound"] == pytest.approx(row["engine_s"] / total, rel=1e-2)
         assert row["busy_s"] <= row["engine_s"] + 1e-6

@@ -301,4 +301,8 @@ def repetition_statement(runs: Sequence[BenchRun]) -> str | None:
     if counts == {1}:
         return None
     n = "/".join(str(c) for c in sorted(counts))
-    return f"{n} repetitions per configuration, interleaved; cells show the median [min–max] where they differ"
+    seeds = sorted({int(r["config"]["seed"]) for run in runs for r in run.reports
+                    if isinstance(r.get("config"), Mapping) and r["config"].get("seed") is not None})
+    each = f" (seeds {', '.join(map(str, seeds))}: repetition i has seed SEED + i − 1)" if len(seeds) > 1 else ""
+    return (f"{n} repetitions per configuration{each}, interleaved; cells show the median [min–max] where they "
+            "differ")

@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 from pacer import Dataset, MicroBatch, OperatorMetric
 from pacer_spark import spark_jvm, telemetry
-from pacer_spark.gate import Turn
 from pacer_spark.locking import Held
 from pacer_spark.options import parse_seconds
+from pacer_spark.paced_ask import SourceAsk
 from pacer_spark.paced_state import InFlight, PacedQuery, changed_options, check_options, without_engine_time
 from pacer_spark.plan import dag_from_plan, operator_metrics
 from pacer_spark.wrapper import (
@@ -91,7 +91,7 @@ class PacedQueries:
         """Answer one ``latestOffset`` of a ``format("pacer")`` source (module docstring) through the driver's
         admission loop (:meth:`pacer_spark.driver.Driver.decide`)."""
         t0 = time.perf_counter()
-        ask = _SourceAsk(self, request)
+        ask = SourceAsk(self, request)
         admitted = self.driver.decide(ask)
         waited = admitted.turn.waited_s if admitted is not None and admitted.turn is not None else 0.0
         if ask.q is not None:
@@ -102,7 +102,7 @@ class PacedQueries:
             return Decision(None)
         return Decision(ask.index, pool=admitted.turn.pool if admitted.turn is not None else None)
 
-    def _admitted(self, held: Held, q: PacedQuery, request: DecisionRequest, batch: MicroBatch) -> int:
+    def admitted(self, held: Held, q: PacedQuery, request: DecisionRequest, batch: MicroBatch) -> int:
         """Record the admitted batch (it runs in the request's Spark batch); the index of its last snapshot."""
         index = self._end_index(q, batch, request.snapshots)
         seqs = frozenset(snap.seq for snap in request.snapshots[: index + 1])
@@ -114,7 +114,7 @@ class PacedQueries:
         self._batch_query[batch.id] = q.query_id
         return index
 
-    def _query(self, held: Held, request: DecisionRequest) -> PacedQuery:
+    def query_for(self, held: Held, request: DecisionRequest) -> PacedQuery:
         """The query of ``request``, registered with the Controller on first sight."""
         s = self.driver
         q = self.queries.get(request.query)
@@ -166,7 +166,7 @@ class PacedQueries:
                          placement_params=params["placement"], overload="keep")
         s.controller.recorder.record(query_id).dated_by("first-seen")  # until a snapshot brings its own time
 
-    def _take_reports(self, held: Held, q: PacedQuery, request: DecisionRequest) -> None:
+    def take_reports(self, held: Held, q: PacedQuery, request: DecisionRequest) -> None:
         """What the request reports before its snapshots: the progress of finished batches, the
         admissions the source made without an answer, and batches Spark replayed from its offset log."""
         progress = [telemetry.TriggerProgress.from_json(p) for p in request.progress if "batchId" in p]
@@ -256,7 +256,7 @@ class PacedQueries:
         """No batch of ``query_id`` is running any more."""
         self._batch_query = {b: qid for b, qid in self._batch_query.items() if qid != query_id}
 
-    def _arrive(self, held: Held, q: PacedQuery, request: DecisionRequest) -> None:
+    def arrive(self, held: Held, q: PacedQuery, request: DecisionRequest) -> None:
         """New snapshots (up to the read limit) arrive, each dated by :func:`~pacer_spark.wrapper.snapshot_spans`."""
         spans = snapshot_spans(request.snapshots, request.admissible, min(time.time(), request.now))
         for snapshot, (oldest, newest) in zip(request.snapshots, spans, strict=False):
@@ -311,7 +311,7 @@ class PacedQueries:
         """A trigger of the current run of a paced query ended: complete its batch.
 
         Batches Spark replays from its offset log, and admissions the source made without an answer, are
-        accounted from the source's next request, which reports both (:meth:`_take_reports`).
+        accounted from the source's next request, which reports both (:meth:`take_reports`).
         """
         q = self.queries[query_id]
         if self.driver.engine.waiting_spark_batch(held, q.query_id) == progress.batch_id:
@@ -418,46 +418,3 @@ class PacedQueries:
     def close(self) -> None:
         """Unregister from the JVM: a ``format("pacer")`` query still running then admits everything."""
         self.bridge.close()
-
-
-class _SourceAsk:
-    """One ``latestOffset`` of a ``format("pacer")`` source, stepped by the driver's admission loop
-    (:class:`pacer_spark.driver.Ask`). :ivar q: the query, once known; :ivar error: why the request was refused;
-    :ivar index: the answer, the index of the admitted batch's last snapshot (None: wait)."""
-
-    def __init__(self, queries: PacedQueries, request: DecisionRequest) -> None:
-        self.queries = queries
-        self.request = request
-        self.query_id = request.query
-        self.drain = request.available_now
-        self.stream_id = request.query_id  # the source asks from its query's stream thread: the query runs
-        self.q: PacedQuery | None = None
-        self.error: str | None = None
-        self.index: int | None = None
-
-    def report(self, held: Held) -> bool:
-        """Register the query on first sight, then take its reports; False without new snapshots."""
-        try:
-            self.q = self.queries._query(held, self.request)
-        except (ValueError, KeyError, LookupError) as exc:
-            self.error = f"query {self.request.query!r}: {exc}"
-            return False
-        self.q.decisions += 1
-        self.queries._take_reports(held, self.q, self.request)
-        return bool(self.request.snapshots) and not self.q.holding
-
-    def arrive(self, held: Held) -> None:
-        """The request's new snapshots arrive."""
-        assert self.q is not None
-        self.queries._arrive(held, self.q, self.request)
-
-    def admitted(self, held: Held, batch: MicroBatch) -> bool:
-        """Record the batch; it always passes the gate (the JVM sets its pool on the stream thread)."""
-        assert self.q is not None
-        self.index = self.queries._admitted(held, self.q, self.request, batch)
-        return True
-
-    def passed(self, held: Held, turn: Turn) -> None:
-        """Keep the gate's wait."""
-        assert self.q is not None
-        self.q.gate_wait_s.add(turn.waited_s)

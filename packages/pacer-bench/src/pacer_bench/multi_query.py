@@ -192,9 +192,9 @@ def sections(analysis: Mapping[str, Any], queries: Sequence[str], deadlines: Map
                     "cost_vs_static": ("×static", 3), "cost_vs_asap": ("×asap", 3),
                     "bound_s": ("bound s", 1), "cost_vs_bound": ("×bound", 3), "mark": ("", 0)})
     winner = next((r for r in rows if r["config"] == analysis["winner"]), None)
+    floor = analysis.get("floor_vs_asap")
     if winner is None:
         text = f"No configuration kept every query's misses within {MISS_LIMIT:.0%}"
-        floor = analysis.get("floor_vs_asap")
         text += f"; the bound is {floor:.3f}× {analysis['asap']}." if floor is not None else "."
     else:
         parts = [f"Winner: {winner['config']}, {winner['engine_s']:.1f} engine s with every query's misses "
@@ -205,7 +205,6 @@ def sections(analysis: Mapping[str, Any], queries: Sequence[str], deadlines: Map
         if winner.get("cost_vs_bound") is not None:
             parts.append(f"{winner['cost_vs_bound']:.3f}× the bound ({winner['bound_s']:.1f} s)")
         if winner.get("cost_vs_asap") is not None:
-            floor = analysis.get("floor_vs_asap")
             parts.append(f"{winner['cost_vs_asap']:.3f}× {analysis['asap']}"
                          + (f", where the bound is {floor:.3f}×" if floor is not None else ""))
         text = "; ".join(parts) + "."

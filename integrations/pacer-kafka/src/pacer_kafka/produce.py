@@ -14,9 +14,12 @@ from __future__ import annotations
 import io
 import math
 import re
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -229,25 +232,56 @@ class _Sender:
                 self.errors.append(error.str())
 
     def send(self, values: Sequence[bytes], stamps: Sequence[int], begin: int, end: int) -> None:
-        """Queue rows ``[begin, end)``; wait for room when librdkafka's queue is full. What was queued counts even
-        when Ctrl-C interrupts the loop (the count printed is then what reached the topic)."""
+        """Queue rows ``[begin, end)``; wait for room when librdkafka's queue is full."""
         produce, topic = self.producer.produce, self.topic
         done = begin
-        try:
-            while done < end:
-                try:
-                    for i in range(done, end):
-                        produce(topic, values[i], timestamp=stamps[i])
-                        done = i + 1
-                except BufferError:
-                    self.producer.poll(0.05)
-        finally:
-            self.submitted += done - begin
+        while done < end:
+            try:
+                for i in range(done, end):
+                    produce(topic, values[i], timestamp=stamps[i])
+                    done = i + 1
+            except BufferError:
+                self.producer.poll(0.05)
+        self.submitted += done - begin
         self.producer.poll(0)
 
-    def flush(self, timeout_s: float) -> int:
-        """Wait for outstanding deliveries; return how many are still unacknowledged."""
-        return int(self.producer.flush(timeout_s))
+    def flush(self, timeout_s: float, interrupts: _Interrupts) -> int:
+        """Wait for outstanding deliveries, up to ``timeout_s`` or a second Ctrl-C; return how many are still
+        unacknowledged."""
+        limit = time.monotonic() + timeout_s
+        while (left := int(self.producer.flush(0.2))) and time.monotonic() < limit and interrupts.count < 2:
+            pass
+        return left
+
+
+class _Interrupts:
+    """Ctrl-C (SIGINT) counted, not raised, while records are handed to librdkafka: a KeyboardInterrupt raised
+    between librdkafka queueing a record and the count of queued records would leave a record in the topic that
+    ``produced N records`` does not count. Only the main thread receives signals; elsewhere nothing is counted."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, _signum: int, _frame: Any) -> None:
+        self.count += 1
+
+    @property
+    def requested(self) -> bool:
+        """Whether Ctrl-C was pressed."""
+        return self.count > 0
+
+
+@contextmanager
+def _counting_interrupts() -> Iterator[_Interrupts]:
+    interrupts = _Interrupts()
+    if threading.current_thread() is not threading.main_thread():
+        yield interrupts
+        return
+    previous = signal.signal(signal.SIGINT, interrupts)
+    try:
+        yield interrupts
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def produce(bootstrap_servers: str, topic: str, plan: ProducePlan, *, partitions: int | None = None,
@@ -266,13 +300,13 @@ def produce(bootstrap_servers: str, topic: str, plan: ProducePlan, *, partitions
     start = float(start_time) if start_time is not None else float(math.ceil(time.time()) + 1)
     arrivals = plan.arrivals
     next_report = start + 10.0
-    try:
+    with _counting_interrupts() as interrupts:
         pending: EncodedDataset | None = encode_dataset(plan, arrivals[0][0], arrivals[0][2], start)
         for position, _arrival in enumerate(arrivals):
             current, pending = pending, None
             assert current is not None
             sent, rows = 0, len(current.values)
-            while sent < rows or (pending is None and position + 1 < len(arrivals)):
+            while not interrupts.requested and (sent < rows or (pending is None and position + 1 < len(arrivals))):
                 now = time.time()
                 due = int(np.searchsorted(current.event_s, now, side="right"))
                 if due > sent:
@@ -288,13 +322,10 @@ def produce(bootstrap_servers: str, topic: str, plan: ProducePlan, *, partitions
                 if progress is not None and now >= next_report:
                     next_report += 10.0
                     progress(f"{now - start:5.0f} s: {sender.submitted} records sent, {sender.failed} failed")
-    except KeyboardInterrupt:
-        result.interrupted = True
-    try:
-        unacknowledged = sender.flush(flush_timeout_s)
-    except KeyboardInterrupt:
-        unacknowledged = len(sender.producer)
-        result.interrupted = True
+            if interrupts.requested:
+                break
+        unacknowledged = sender.flush(flush_timeout_s, interrupts)
+        result.interrupted = interrupts.requested
     end = time.time()
     result.failed = sender.failed + unacknowledged
     result.produced = sender.submitted - result.failed

@@ -46,7 +46,8 @@ def _install(session: nox.Session, *extra: str, spark: str | None = None) -> Non
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Every package's tests, Spark included (the README's test command, in its own virtualenv)."""
+    """Every package's tests, Spark included (the README's test command, in its own virtualenv; CI's default run,
+    without the tests marked ``full``: set PACER_FULL_SUITE=1 for those)."""
     _install(session)
     session.run("python", "-m", "pytest", *session.posargs)
 
@@ -57,6 +58,7 @@ def conformance(session: nox.Session, runtime: str) -> None:
     """The shared conformance suite over every installed strategy, on one runtime (sim or spark)."""
     _install(session)
     paths = {"sim": ["conformance/tests"], "spark": ["integrations/pacer-spark/tests/test_conformance.py"]}[runtime]
+    session.env["PACER_FULL_SUITE"] = "1"  # every strategy, not CI's subset (conftest.py)
     strategy_suites = [str(p) for p in ROOT.glob("strategies/*/tests/test_conformance.py")] if runtime == "sim" else []
     session.run("python", "-m", "pytest", *paths, *strategy_suites, *session.posargs)
 
@@ -112,6 +114,7 @@ def spark(session: nox.Session, spark: str) -> None:
     the wheel's jar, both against this release; pacer-kafka), then the tests marked ``spark`` elsewhere.
     """
     _install(session, spark=spark)
+    session.env["PACER_FULL_SUITE"] = "1"  # the tests marked full too (conftest.py)
     session.run("python", "-c", f"import pyspark, sys; sys.exit(pyspark.__version__ != {spark!r} and "
                 f"'pyspark ' + pyspark.__version__ + ' installed, {spark} asked for')")
     session.run("python", "-m", "pytest", "integrations/pacer-spark/tests", "integrations/pacer-kafka/tests",
@@ -193,6 +196,7 @@ def cluster(session: nox.Session) -> None:
     """A short stream on local-cluster[2,1,1024]: two executor JVMs on loopback."""
     _install(session)
     session.env["PACER_TEST_MASTER"] = "local-cluster[2,1,1024]"
+    session.env["PACER_FULL_SUITE"] = "1"  # test_cluster_standalone.py is marked full
     session.run("python", "-m", "pytest", "integrations/pacer-spark/tests", "-m", "cluster", *session.posargs)
 
 

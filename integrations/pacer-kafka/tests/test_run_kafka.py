@@ -74,7 +74,7 @@ def test_on_a_live_topic_the_report_counts_the_misses_the_records_see(kafka_brok
     pytest.importorskip("pacer_zstream")
     # the query starts 8 s behind (plus Spark's start-up): its backlog is older than the deadline
     report = _run_on_a_live_topic(kafka_broker, run_pacer, tmp_path, f"lr2-live-{int(time.time())}", produce_s=75,
-                                  behind_s=8.0, admission="zstream", duration_s=40)
+                                  behind_s=8.0, admission="zstream", duration_s=25)
     kafka, q = report["kafka"]["lr2"], report["queries"]["lr2"]
     assert 0.02 < kafka["miss_share"] < 0.9, kafka  # the backlog late, what came after on time: a mixed case
     assert q["arrival"] == "source-time" and q["rows_processed"] == kafka["records"]

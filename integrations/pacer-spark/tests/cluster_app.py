@@ -141,6 +141,11 @@ def kafka_phase(spark: Any, args: argparse.Namespace, work: Path) -> dict[str, A
         deadline = time.monotonic() + 150
         while rows_done(query) < produced and query.exception() is None and time.monotonic() < deadline:
             time.sleep(0.5)
+        # the Worker launches a replacement executor, and the Controller plans for it at the source's next asks
+        # (the stream keeps asking while idle); a slow machine may finish the rows before either
+        deadline = time.monotonic() + 90
+        while cores[-1:] and cores[-1][1:] != (2, 2) and query.exception() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
         error = query.exception()
         report = pacer.report({"test": "cluster-kafka"})
         query.stop()

@@ -30,7 +30,8 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.spark, pytest.mark.cluster]
+pytestmark = [pytest.mark.spark, pytest.mark.cluster,
+              pytest.mark.full(reason="about 2 min on 2 cores; the local-mode tests prove the same paths in one JVM")]
 
 APP = Path(__file__).with_name("cluster_app.py")
 #: The driver program's whole run at most (its phases take about 100 s here).

@@ -70,7 +70,10 @@ def logs(tmp: Path) -> str:
 
 @pytest.mark.parametrize(
     ("source", "foreach_batch"),
-    [("csv", False), ("json", False), ("parquet", False), ("csv", True)],
+    [("csv", False),
+     pytest.param("json", False, marks=pytest.mark.full(reason="the csv and csv-foreachBatch cases prove it")),
+     pytest.param("parquet", False, marks=pytest.mark.full(reason="the csv and csv-foreachBatch cases prove it")),
+     ("csv", True)],
     ids=["csv", "json", "parquet", "csv-foreachBatch"],
 )
 def test_a_paced_word_count_killed_and_restarted_equals_plain_spark(

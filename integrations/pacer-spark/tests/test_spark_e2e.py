@@ -111,6 +111,7 @@ class RaisingAdmission:
         return None
 
 
+@pytest.mark.full(reason="the Spark conformance suite's test_raising_strategy_falls_back_when_asked proves it")
 def test_raising_strategy_falls_back_and_the_run_goes_on(spark: Any, tmp_path: Path,
                                                          caplog: pytest.LogCaptureFixture) -> None:
     import pacer_spark

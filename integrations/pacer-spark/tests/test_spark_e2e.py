@@ -200,6 +200,7 @@ def _installed(name: str) -> bool:
 
 
 @pytest.mark.skipif(not _installed("zstream"), reason="pacer-zstream is not installed")
+@pytest.mark.full(reason="the Spark conformance suite runs zStream admission and EDF scheduling on Spark")
 def test_zstream_admission_with_edf(spark: Any, tmp_path: Path) -> None:
     import pacer_spark
 

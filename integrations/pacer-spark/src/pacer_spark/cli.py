@@ -107,6 +107,12 @@ def check_spark_flags(args: argparse.Namespace, config: RunConfig) -> float | No
                              "format('pacer'), and Spark reads every offset it logged, so pacer cannot drop records "
                              "(they would be written and still counted as dropped). Leave --overload at keep; "
                              "--max-offsets caps a batch")
+        from pacer_spark.kafka_run import KafkaSourceError, check_topics
+
+        try:  # before Spark starts: a missing topic or an absent broker is said in seconds, not after Spark's start
+            check_topics(args.bootstrap_servers, args.topic)
+        except KafkaSourceError as exc:
+            raise UsageError(str(exc)) from None
     elif args.bootstrap_servers or args.topic:
         raise UsageError("--bootstrap-servers/--topic apply to --source kafka; add --source kafka")
     if source == "files" and args.input is None:

@@ -15,6 +15,8 @@ import pytest
 pytestmark = pytest.mark.spark
 
 
+@pytest.mark.full(reason="the live-topic and asap-stop runs below read a topic with pacer run and check its report "
+                 "against the records; test_paced_kafka.py the read cap")
 def test_pacer_run_reads_a_topic_paced_and_measures_latency_from_kafka(
     produced_topic: Any, run_pacer: Any, tmp_path: Path
 ) -> None:

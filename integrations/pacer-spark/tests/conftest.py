@@ -19,10 +19,10 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 #: The CI subset: for a parametrised test, the strategies it runs with (None: all installed);
 #: tests not listed run unparametrised or over everything. See ``pytest_collection_modifyitems``.
 REDUCED: dict[str, frozenset[str] | None] = {
-    # the papers' strategies and PID backpressure (asap and static run on Spark in the CLI's, the demo's and
-    # pacer-kafka's tests; min-rows' threshold is the simplest): CI has 30 minutes; the full suite (nox) and the
-    # simulator's conformance cover every strategy
-    "test_admission_nothing_lost_or_duplicated": frozenset({"pid", "fixed-point", "lmstream", "zstream"}),
+    # the deadline-aware admissions and PID backpressure (asap and static run on Spark in the CLI's and
+    # pacer-kafka's tests, fixed-point in the demo's and a strategy mix; min-rows' threshold is the simplest): CI
+    # has 30 minutes; the full suite (nox) and the simulator's conformance cover every strategy
+    "test_admission_nothing_lost_or_duplicated": frozenset({"pid", "lmstream", "zstream"}),
     "test_scheduler_with_three_queries": frozenset({"edf", "rdas"}),
     "test_placement_nothing_lost": frozenset({"dstream", "lmstream"}),
     "test_zero_byte_datasets_and_idle_periods": frozenset({"zstream"}),

@@ -15,13 +15,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pacer import AdmissionDecision, StrategyInfo, hookimpl
 from pacer.plugins import get_plugin_manager
 
 pytestmark = [
@@ -156,12 +157,33 @@ def test_an_unnamed_query_on_another_session_and_a_named_one_share_the_gate(spar
         handle.stop()
 
 
+class HoldThree:
+    """Holds snapshots until three wait, then admits them together: the state at the fault below is the same on
+    every machine (how many snapshots zStream holds depends on the machine's speed: on a slow one it admitted each
+    at once, over 80 files)."""
+
+    @hookimpl
+    def pacer_strategies(self) -> Sequence[StrategyInfo]:
+        return [StrategyInfo(name="test-hold-three", provides=frozenset({"admission"}), summary="admits in threes")]
+
+    @hookimpl
+    def pacer_admit(self, ctx: Any, buffer: Any) -> AdmissionDecision | None:
+        if ctx.chosen != "test-hold-three":
+            return None
+        return AdmissionDecision.admit_all(buffer, "three wait") if len(buffer) >= 3 else AdmissionDecision.wait()
+
+
 def test_a_decider_that_raises_or_answers_late_fails_open_and_the_driver_accounts_it(
     spark: Any, tmp_path: Path
 ) -> None:
-    """One exception while zStream holds >= 3 snapshots, then one answer past the timeout: the source admits
+    """One exception while the admission holds >= 3 snapshots, then one answer past the timeout: the source admits
     without an answer both times, reports it, and the query goes on forming paced batches, every row once."""
-    handle = attach(spark, tmp_path, admission="zstream", decide_timeout=2.0)
+    import pacer_spark
+
+    pm = get_plugin_manager(entry_points=False)
+    pm.register(HoldThree())
+    handle = pacer_spark.attach(spark, plugin_manager=pm, checkpoint_root=str(tmp_path / "pacer"),
+                                admission="test-hold-three", decide_timeout=2.0)
     inbox = tmp_path / "in"
     inbox.mkdir()
     faults: list[str] = []
@@ -180,20 +202,19 @@ def test_a_decider_that_raises_or_answers_late_fails_open_and_the_driver_account
     files = 0
     try:
         query = to_parquet(paced_csv(spark, inbox, "10s"), tmp_path / "out", "flaky")
-        # Files arrive until both faults have happened: how many snapshots zStream holds at once depends on the
-        # machine's speed (a slow one admits sooner), so a fixed number of files may never reach three.
-        while faults != ["raised", "slow"]:
-            assert files < 80, f"zStream never held 3 snapshots in one request over {files} files: {faults}"
+        while faults != ["raised", "slow"]:  # files arrive until both faults have happened
+            assert files < 40, f"the decider never saw 3 held snapshots in one request over {files} files: {faults}"
             put_csv(inbox, files)
             files += 1
             time.sleep(0.4)
         wait_for(lambda: written_ids(spark, tmp_path / "out") == list(range(files * ROWS)))
         before = len(data_batches(query))
-        feed(inbox, 4, 0.3, first=files).join()  # after both faults, zStream still paces the query
-        wait_for(lambda: written_ids(spark, tmp_path / "out") == list(range((files + 4) * ROWS)))
+        feed(inbox, 6, 0.3, first=files).join()  # after both faults, the admission still paces the query
+        wait_for(lambda: written_ids(spark, tmp_path / "out") == list(range((files + 6) * ROWS)))
         assert len(data_batches(query)) > before
         summary = handle.paced.summary()["flaky"]
-        assert summary["failed_open"] == 2 and summary["error"] is None
+        # the two faults, and on a loaded machine a request that queued behind the 4 s answer past its own 2 s
+        assert summary["failed_open"] >= 2 and summary["error"] is None, summary
         assert_exact(handle, query, "flaky")
         assert query.exception() is None
     finally:

@@ -15,10 +15,11 @@ import pytest
 #: The environment variable that asks for the full suite.
 FULL_SUITE_ENV = "PACER_FULL_SUITE"
 
-# The Spark driver JVMs the tests start (the suite's sessions and every ``pacer run`` child process) compile with C1
-# only, as the Kafka broker and the standalone cluster's daemons do: on 2 shared cores C2's compiler threads compete
-# with the short runs (a 4 s ``pacer run`` on Spark: 52 s -> 45 s end to end, its batches 2.5 s -> 2.0 s on
-# average). A PYSPARK_SUBMIT_ARGS set by the caller is kept.
+# The short-lived Spark driver JVMs the tests start (every ``pacer run`` child process, the apps the tests launch)
+# compile with C1 only, as the Kafka broker and the standalone cluster's daemons do: on 2 shared cores C2's compiler
+# threads compete with the short runs (a 4 s ``pacer run`` on Spark: 52 s -> 45 s end to end, its batches 2.5 s ->
+# 2.0 s on average). pacer-spark's long-lived suite session keeps C2 (its conftest.py). A PYSPARK_SUBMIT_ARGS set by
+# the caller is kept.
 os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 pyspark-shell")
 
 

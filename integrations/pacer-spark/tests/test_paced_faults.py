@@ -157,20 +157,36 @@ def test_an_unnamed_query_on_another_session_and_a_named_one_share_the_gate(spar
         handle.stop()
 
 
-class HoldThree:
-    """Holds snapshots until three wait, then admits them together: the state at the fault below is the same on
-    every machine (how many snapshots zStream holds depends on the machine's speed: on a slow one it admitted each
-    at once, over 80 files)."""
+class Holding:
+    """A test admission strategy named ``name``: it holds snapshots until ``admit_at`` wait, then admits them all;
+    with ``admit_at`` None it never admits (only the Controller's catch-up moves late data). Unlike zStream's, its
+    holding does not depend on the machine's speed (on a slow one zStream admitted each file at once, over 80)."""
+
+    def __init__(self, name: str, admit_at: int | None) -> None:
+        self.name, self.admit_at = name, admit_at
 
     @hookimpl
     def pacer_strategies(self) -> Sequence[StrategyInfo]:
-        return [StrategyInfo(name="test-hold-three", provides=frozenset({"admission"}), summary="admits in threes")]
+        return [StrategyInfo(name=self.name, provides=frozenset({"admission"}), summary="holds snapshots")]
 
     @hookimpl
     def pacer_admit(self, ctx: Any, buffer: Any) -> AdmissionDecision | None:
-        if ctx.chosen != "test-hold-three":
+        if ctx.chosen != self.name:
             return None
-        return AdmissionDecision.admit_all(buffer, "three wait") if len(buffer) >= 3 else AdmissionDecision.wait()
+        if self.admit_at is not None and len(buffer) >= self.admit_at:
+            return AdmissionDecision.admit_all(buffer, f"{self.admit_at} wait")
+        return AdmissionDecision(0, 0, "holding")
+
+
+def attach_holding(spark: Any, tmp_path: Path, holding: Holding, **options: Any) -> Any:
+    """``pacer_spark.attach`` with ``holding`` registered (no other plugin), its admission unless ``options`` names
+    another."""
+    import pacer_spark
+
+    pm = get_plugin_manager(entry_points=False)
+    pm.register(holding)
+    options.setdefault("admission", holding.name)
+    return pacer_spark.attach(spark, plugin_manager=pm, checkpoint_root=str(tmp_path / "pacer"), **options)
 
 
 def test_a_decider_that_raises_or_answers_late_fails_open_and_the_driver_accounts_it(
@@ -178,12 +194,7 @@ def test_a_decider_that_raises_or_answers_late_fails_open_and_the_driver_account
 ) -> None:
     """One exception while the admission holds >= 3 snapshots, then one answer past the timeout: the source admits
     without an answer both times, reports it, and the query goes on forming paced batches, every row once."""
-    import pacer_spark
-
-    pm = get_plugin_manager(entry_points=False)
-    pm.register(HoldThree())
-    handle = pacer_spark.attach(spark, plugin_manager=pm, checkpoint_root=str(tmp_path / "pacer"),
-                                admission="test-hold-three", decide_timeout=2.0)
+    handle = attach_holding(spark, tmp_path, Holding("test-hold-three", 3), decide_timeout=2.0)
     inbox = tmp_path / "in"
     inbox.mkdir()
     faults: list[str] = []

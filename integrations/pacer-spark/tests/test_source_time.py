@@ -11,18 +11,14 @@ from __future__ import annotations
 import importlib.util
 import os
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pacer import AdmissionDecision, StrategyInfo, hookimpl
-from pacer.plugins import get_plugin_manager
-
 pytestmark = pytest.mark.spark
 
-# put_csv, paced_csv, to_parquet, written_ids, wait_for: shared with test_paced_faults.py (loaded by its path, as
+# put_csv, paced_csv, to_parquet, written_ids, wait_for, Holding, attach_holding: shared with test_paced_faults.py (loaded by its path, as
 # pytest imports test modules with --import-mode=importlib)
 _spec = importlib.util.spec_from_file_location("_faults_helpers", Path(__file__).with_name("test_paced_faults.py"))
 assert _spec is not None and _spec.loader is not None
@@ -32,24 +28,9 @@ put_csv, paced_csv, to_parquet = _helpers.put_csv, _helpers.paced_csv, _helpers.
 written_ids, wait_for, ROWS = _helpers.written_ids, _helpers.wait_for, _helpers.ROWS
 
 
-class Hold:
-    """An admission strategy that never admits: only the Controller's catch-up moves late data."""
-
-    @hookimpl
-    def pacer_strategies(self) -> Sequence[StrategyInfo]:
-        return [StrategyInfo(name="test-hold", provides=frozenset({"admission"}), summary="never admits")]
-
-    @hookimpl
-    def pacer_admit(self, ctx: Any) -> AdmissionDecision | None:
-        return AdmissionDecision(0, 0, "holding") if ctx.chosen == "test-hold" else None
-
-
 def _attach(spark: Any, tmp_path: Path, admission: str) -> Any:
-    import pacer_spark
-
-    pm = get_plugin_manager(entry_points=False)
-    pm.register(Hold())
-    return pacer_spark.attach(spark, plugin_manager=pm, checkpoint_root=str(tmp_path / "pacer"), admission=admission)
+    """A session with ``test-hold`` (an admission that never admits) registered; ``admission`` chosen."""
+    return _helpers.attach_holding(spark, tmp_path, _helpers.Holding("test-hold", None), admission=admission)
 
 
 def test_files_older_than_the_deadline_are_late_by_their_mtime_and_caught_up(spark: Any, tmp_path: Path) -> None:

@@ -201,7 +201,7 @@ def test_the_request_json_parses_into_snapshots() -> None:
     request = DecisionRequest.from_json(
         json.dumps(
             {
-                "version": 4,
+                "version": 5,
                 "query": "q",
                 "query_id": None,
                 "run": "r1",
@@ -277,7 +277,7 @@ def test_the_decider_answers_a_seq_and_refuses_an_index_out_of_range() -> None:
 
     request = json.dumps(
         {
-            "version": 4,
+            "version": 5,
             "query": "q",
             "query_id": "id",
             "run": "r",

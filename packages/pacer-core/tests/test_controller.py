@@ -420,3 +420,33 @@ def test_reconfigure_gives_a_restarted_query_new_strategies_and_deadline_and_kee
     assert report.rows == 30 and c.recorder.record("q1").misses == 3  # judged by the new 2 s deadline
     with pytest.raises(KeyError):
         c.reconfigure(replace(spec, id="nope"), admission="asap", placement="cpu-only")
+
+
+def test_retract_puts_a_batch_that_never_ran_back_in_front_and_admit_exactly_takes_what_the_runtime_read(
+    clock: ManualClock, spec: QuerySpec
+) -> None:
+    """A source that admitted other data than decided: the decided batch is taken back (its datasets wait again, in
+    order, the query idle, the ledger balanced) and exactly the datasets the runtime read form the batch, wherever
+    they wait and whatever the strategy or a read cap would say."""
+    c = Controller(clock=clock, cores=2, plugin_manager=_pm(EveryN()))
+    c.add_query(spec, admission="every-n", admission_params={"n": 2}, max_rows=10)
+    _feed(c, "q1", clock, 4)
+    batch = c.poll("q1")
+    assert batch is not None and [d.id for d in batch.datasets] == ["q1-0"]  # the read cap: 10 rows
+    with pytest.raises(RuntimeError, match="in flight"):
+        c.admit_exactly("q1", ["q1-1"])
+    assert c.retract(batch.id) == batch
+    assert not c.busy("q1") and [d.id for d in c.buffered("q1")] == ["q1-0", "q1-1", "q1-2", "q1-3"]
+    c.ledger.check_balance("q1")
+    read = c.admit_exactly("q1", ["q1-2", "q1-0", "q1-1"])
+    assert [d.id for d in read.datasets] == ["q1-0", "q1-1", "q1-2"] and c.busy("q1")
+    assert [d.id for d in c.buffered("q1")] == ["q1-3"] and c.buffered("q1")[0].rows == 10
+    with pytest.raises(KeyError, match="not buffered"):
+        c.retract(read.id) and c.admit_exactly("q1", ["q1-9"])
+    assert [d.id for d in c.buffered("q1")] == ["q1-0", "q1-1", "q1-2", "q1-3"]
+    done = run_batch(c, clock, c.admit_exactly("q1", ["q1-0", "q1-1", "q1-2", "q1-3"]).id, 1.0)
+    assert done.rows == 40
+    with pytest.raises(LedgerViolation, match="retracted but is not admitted"):
+        c.ledger.retracted("q1", ["q1-0"])
+    c.ledger.check_balance("q1")
+    assert c.ledger.finished("q1", "q1-3") and not c.ledger.finished("q1", "q1-4")

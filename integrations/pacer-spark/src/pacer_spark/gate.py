@@ -66,7 +66,7 @@ class Gate:
         :param excluded: batches the order should skip (asked with the lock held): their query died, or their
             work is done and they only wait to be reported (a sink that returned while its trigger commits).
         """
-        t0 = time.time()
+        t0 = time.monotonic()  # a wall-clock step (NTP) must not end or stretch a wait
         timed_out = False
         pool = None
         with self.guard.held() as held:
@@ -88,7 +88,7 @@ class Gate:
                     break
                 if excluded(held, batch_id):  # its own query is stopping or dead: never hold its stream thread
                     break
-                if time.time() - t0 > self.timeout_s:
+                if time.monotonic() - t0 > self.timeout_s:
                     timed_out = True
                     self.warn_once(f"gate-timeout-{self.controller.batch(batch_id).query_id}",
                                    "batch %s waited %.0f s for its turn; running it anyway", batch_id, self.timeout_s)
@@ -101,7 +101,7 @@ class Gate:
                            "are not enacted (build the session with pacer_spark.session_builder)",
                            self.controller.scheduler)
             pool = None
-        return Turn(pool, time.time() - t0, timed_out)
+        return Turn(pool, time.monotonic() - t0, timed_out)
 
     def warn_once(self, key: str, message: str, *args: object) -> None:
         """Log ``message`` at WARNING the first time ``key`` is seen."""

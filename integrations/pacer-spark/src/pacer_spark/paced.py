@@ -37,7 +37,7 @@ from pacer_spark import spark_jvm, telemetry
 from pacer_spark.locking import Held
 from pacer_spark.options import parse_seconds
 from pacer_spark.paced_ask import SourceAsk
-from pacer_spark.paced_state import InFlight, PacedQuery, changed_options, check_options, without_engine_time
+from pacer_spark.paced_state import InFlight, PacedQuery, SourceRun, changed_options, check_options, merged_options
 from pacer_spark.plan import dag_from_plan, operator_metrics
 from pacer_spark.wrapper import (
     Decision,
@@ -57,6 +57,12 @@ log = logging.getLogger("pacer_spark.paced")
 
 #: Bytes per row assumed for a file source's snapshot before any batch measured it.
 DEFAULT_ROW_BYTES = 64
+
+
+def _source_of(dataset_id: str) -> tuple[str, int]:
+    """The source run and snapshot seq of a snapshot's dataset id (``<run>:<seq>``)."""
+    run, _, seq = dataset_id.rpartition(":")
+    return run, int(seq)
 
 
 class PacedQueries:
@@ -79,10 +85,14 @@ class PacedQueries:
         self.config = config
         self.register_query = register_query
         driver.register(self)
-        self.bridge = PacerBridge(spark, timeout_s=config.decide_timeout_s)
+        self.bridge: PacerBridge | None = None
         self.queries: dict[str, PacedQuery] = {}
         self._batch_query: dict[str, str] = {}
         self._by_spark_run: dict[str, str] = {}
+
+    def connect(self) -> None:
+        """Build and load the JVM source if needed and decide every query (``"*"``) of the session from now on."""
+        self.bridge = PacerBridge(self.spark, timeout_s=self.config.decide_timeout_s)
         self.bridge.register_handler("*", self.decide, self.stopped)
 
     # ------------------------------------------------------------------ the decision
@@ -98,28 +108,78 @@ class PacedQueries:
             ask.q.decide_s.add(time.perf_counter() - t0 - waited)
         if ask.error is not None:
             return Decision(None, error=ask.error)
-        if admitted is None or ask.index is None:
-            return Decision(None)
+        if admitted is None:  # nothing now, or its part of the batch another source of the query admitted
+            return Decision(ask.index)
         return Decision(ask.index, pool=admitted.turn.pool if admitted.turn is not None else None)
 
-    def admitted(self, held: Held, q: PacedQuery, request: DecisionRequest, batch: MicroBatch) -> int:
-        """Record the admitted batch (it runs in the request's Spark batch); the index of its last snapshot."""
-        index = self._end_index(q, batch, request.snapshots)
-        seqs = frozenset(snap.seq for snap in request.snapshots[: index + 1])
-        for seq in seqs:
-            q.arrived.pop(seq, None)
-        q.inflight = InFlight(batch.id, request.batch_id, seqs)
+    def admitted(self, held: Held, q: PacedQuery, request: DecisionRequest, batch: MicroBatch) -> int | None:
+        """Record the admitted batch (it runs in the request's Spark batch); the index of the asking source's last
+        snapshot in it (None: the batch holds none of this source's data; another source of the query reads it)."""
+        parts: dict[str, set[int]] = {}
+        for dataset in batch.datasets:
+            run, seq = _source_of(dataset.id)
+            parts.setdefault(run, set()).add(seq)
+        q.inflight = InFlight(batch.id, request.batch_id, {run: frozenset(seqs) for run, seqs in parts.items()})
         self.driver.engine.sink_done(q.query_id, telemetry.SinkDone(batch.id, request.batch_id, time.time(),
                                                                     running=True))
         self._batch_query[batch.id] = q.query_id
-        return index
+        return self.answer(q, request)
 
-    def query_for(self, held: Held, request: DecisionRequest) -> PacedQuery:
-        """The query of ``request``, registered with the Controller on first sight."""
-        s = self.driver
+    @staticmethod
+    def first_ask(q: PacedQuery, request: DecisionRequest) -> bool:
+        """Whether ``request`` is the first ask of its trigger (only then may it admit a batch, which can span every
+        source of the query: a source asked before it in the trigger was answered already). Spark asks a query's
+        sources in one order each trigger; a source asking again in the same Spark batch starts a new trigger (the
+        last one ran nothing)."""
+        if request.trigger >= 0:
+            key, new_trigger = request.trigger, q.asked_trigger != request.trigger
+        elif request.batch_id >= 0:  # no trigger stamp: a source asking twice in one batch starts a new trigger
+            key = request.batch_id
+            new_trigger = q.asked_trigger != request.batch_id or request.run in q.asked_runs
+        else:
+            return True
+        if new_trigger:
+            q.asked_trigger, q.asked_runs = key, set()
+        q.asked_runs.add(request.run)
+        return len(q.asked_runs) == 1
+
+    def answer(self, q: PacedQuery, request: DecisionRequest) -> int | None:
+        """The asking source's part of the batch in flight: the index of its last snapshot (None: no part)."""
+        assert q.inflight is not None
+        mine = q.inflight.seqs(request.run)
+        if not mine:
+            return None
+        last = max(mine)
+        for index, snapshot in enumerate(request.snapshots):
+            if snapshot.seq == last:
+                return index
+        raise RuntimeError(f"query {q.query_id!r}: snapshot {last} of the batch in flight is not pending at source "
+                           f"{request.run}")
+
+    def stale(self, held: Held, request: DecisionRequest) -> bool:
+        """Whether ``request`` reached the driver after a later one of its source, or of a later run of its query
+        (its source gave up waiting and went on): nothing in it is the source's state any more."""
         q = self.queries.get(request.query)
         if q is None:
-            options = check_options(request.options)
+            return False
+        old_run = request.spark_run_id is not None and request.spark_run_id != q.spark_run_id and \
+            request.spark_run_id in self._by_spark_run
+        src = q.sources.get(request.run)
+        if old_run or (src is not None and 0 < request.ask <= src.last_ask):
+            q.stale += 1
+            log.info("query %r: a request of source %s came after a later one (ask %d); dropped", q.query_id,
+                     request.run, request.ask)
+            return True
+        return False
+
+    def query_for(self, held: Held, request: DecisionRequest) -> PacedQuery:
+        """The query of ``request``, registered with the Controller on first sight; a new Spark run of it (a
+        restart) gives back what its previous run held; a second paced source of the same run (a union, a join)
+        joins it, its options merged with the others'."""
+        s = self.driver
+        q = self.queries.get(request.query)
+        options = check_options(request.options)
+        if q is None:
             self._register(held, request.query, options)
             q = self.queries[request.query] = PacedQuery(request.query, source=request.source, options=options)
             log.info("query %r: paced by pacer (source %s, admission %s, deadline %s)", request.query,
@@ -127,21 +187,37 @@ class PacedQueries:
                      s.controller.query(request.query).spec.deadline)
         if request.query_id and request.query_id != q.stream_id:
             q.stream_id = request.query_id
-        if q.run != request.run:  # a new run of the query (a restart, in this session or after a crash)
-            options = check_options(request.options)
-            if options != q.options:  # restarted with other options: they hold from this run on
-                log.info("query %r: restarted with other pacer options (%s)", q.query_id,
-                         changed_options(q.options, options))
-                self._register(held, q.query_id, options, again=True)
+        if request.run not in q.sources:
+            new_run = (request.spark_run_id is None or request.spark_run_id != q.spark_run_id) if q.sources else True
+            if new_run:  # the first source of a new run of the query: a start, or a restart
+                if q.runs_seen:
+                    self._restart(held, q)
+                if q.runs_seen and options != q.options:  # restarted with other options: they hold from now on
+                    log.info("query %r: restarted with other pacer options (%s)", q.query_id,
+                             changed_options(q.options, options))
+                    self._register(held, q.query_id, options, again=True)
                 q.options = options
-            if q.run is not None:
-                q.withdrawn += s.controller.withdraw(q.query_id)
-                self._close_run(held, q, "restarted")
-            q.run, q.arrived, q.dead, q.error, q.inflight, q.holding = request.run, {}, False, None, None, False
+                q.sources = {}
+                q.dead, q.error, q.holding, q.first_batch, q.asked_trigger = False, None, False, None, None
+            else:  # another paced source of the same run: one query, one deadline
+                merged = merged_options(q.query_id, q.options, options)
+                if merged != q.options:
+                    self._register(held, q.query_id, merged, again=True)
+                    q.options = merged
+            q.sources[request.run] = SourceRun(request.run)
+            q.runs_seen = True
+        q.sources[request.run].last_ask = max(q.sources[request.run].last_ask, request.ask)
         if request.spark_run_id and request.spark_run_id != q.spark_run_id:
             q.spark_run_id = request.spark_run_id
             self._by_spark_run[request.spark_run_id] = q.query_id
         return q
+
+    def _restart(self, held: Held, q: PacedQuery) -> None:
+        """A new run of ``q`` started: its previous run's batch completes (or is taken back when it never ran), and
+        what that run observed but never admitted is given back (the new run observes it again from Spark's last
+        committed offset)."""
+        self._close_run(held, q, "restarted")
+        self._give_back(q)
 
     def _register(self, held: Held, query_id: str, options: dict[str, str], *, again: bool = False) -> None:
         """Register the query with the Controller under its options (``again``: give a known one new options)."""
@@ -166,114 +242,256 @@ class PacedQueries:
                          placement_params=params["placement"], overload="keep")
         s.controller.recorder.record(query_id).dated_by("first-seen")  # until a snapshot brings its own time
 
-    def take_reports(self, held: Held, q: PacedQuery, request: DecisionRequest) -> None:
-        """What the request reports before its snapshots: the progress of finished batches, the
-        admissions the source made without an answer, and batches Spark replayed from its offset log."""
-        progress = [telemetry.TriggerProgress.from_json(p) for p in request.progress if "batchId" in p]
-        by_batch = {p.batch_id: p for p in progress if p.run_id in (None, q.spark_run_id)}
-        waiting = self.driver.engine.waiting_spark_batch(held, q.query_id)
-        if waiting is not None and waiting in by_batch:
-            self._complete(held, q, by_batch[waiting], event=False)
+    # ------------------------------------------------------------------ the source's truth
+
+    def take_reports(self, held: Held, q: PacedQuery, request: DecisionRequest) -> bool:
+        """Rebuild the query's state from what the asking source reports before any decision (the protocol in
+        ``integrations/pacer-spark/README.md``): the admissions it made without an answer, the end of the batch in
+        flight, batches Spark replayed from its offset log, and its pending snapshots. Whether the ask is answered
+        already (another source of the query asked first in this Spark batch: its part of that batch stands)."""
+        src = q.sources[request.run]
+        by_batch = self._progress(q, request.progress)
         q.failed_open_lost += request.failed_open_dropped
         for record in request.failed_open:
-            self._failed_open(held, q, record, by_batch.get(record.batch_id))
-        for p in by_batch.values():
-            key = (p.run_id, p.batch_id)
-            if p.rows > 0 and key not in q.accounted and not self.driver.controller.busy(q.query_id):
+            self._failed_open(held, q, src, record, by_batch)
+        self._settle(held, q, src, request, by_batch)
+        if request.first_batch_id >= 0:
+            q.first_batch = request.first_batch_id
+        self._replays(held, q, by_batch)
+        self._unreported(held, q, src, {snap.seq for snap in request.snapshots})
+        return q.inflight is not None and q.inflight.spark_batch_id == request.batch_id
+
+    def _replays(self, held: Held, q: PacedQuery, by_batch: dict[int, telemetry.TriggerProgress]) -> None:
+        """Account the batches Spark ran before the run's first ask (it re-runs the last logged batch at a start
+        without asking any source), each once."""
+        for p in sorted(by_batch.values(), key=lambda p: p.batch_id):
+            if p.rows > 0 and (p.run_id, p.batch_id) not in q.accounted and q.inflight is None and \
+                    (q.first_batch is None or p.batch_id < q.first_batch):
                 self._replayed(held, q, p)
 
-    def _complete(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress, *, event: bool) -> None:
-        """Complete the query's waiting batch from its trigger's progress."""
-        self._measured(held, q, progress)
-        self.driver.engine.on_progress(held, progress, event=event, query_id=q.query_id)
+    @staticmethod
+    def _progress(q: PacedQuery, entries: tuple[dict[str, Any], ...]) -> dict[int, telemetry.TriggerProgress]:
+        """The progress entries of the query's current Spark run, by Spark batch id, with the batch in flight's
+        progress heard before (kept while a source's report of what it admitted into that batch is awaited)."""
+        progress = [telemetry.TriggerProgress.from_json(p) for p in entries if "batchId" in p]
+        by_batch = {p.batch_id: p for p in progress if p.run_id in (None, q.spark_run_id)}
+        if q.inflight_progress is not None:
+            by_batch.setdefault(q.inflight_progress.batch_id, q.inflight_progress)
+        return by_batch
 
-    def _failed_open(self, held: Held, q: PacedQuery, record: FailedOpen,
-                     progress: telemetry.TriggerProgress | None) -> None:
-        """The source admitted ``record``'s snapshots without an answer: account them as one batch.
-
-        A decision the driver made too late (the JVM had given up waiting) covers the oldest of them: that batch
-        stands, the rest is admitted after it. Idempotent: the source reports a record until an answer reaches it,
-        and an answer can be lost after the driver acted on it (a broken connection, a timeout).
-        """
-        s = self.driver
-        if (q.run, record.batch_id) in q.reconciled:  # reported again: an answer the source never got
+    def _settle(self, held: Held, q: PacedQuery, src: SourceRun, request: DecisionRequest,
+                by_batch: dict[int, telemetry.TriggerProgress]) -> None:
+        """The batch in flight, against the asking source: complete it when its trigger reported; take back this
+        source's part when Spark went on to a later batch while the source still holds that part pending (it never
+        admitted it: the answer never reached it)."""
+        inflight = q.inflight
+        if inflight is None:
             return
-        q.reconciled.add((q.run, record.batch_id))
+        progress = by_batch.get(inflight.spark_batch_id)
+        if progress is not None and not progress.unanswered:
+            self._complete(held, q, progress, event=False)
+            return
+        if progress is not None:  # a source admitted otherwise: its own ask reports what, and completes it
+            q.inflight_progress = progress
+            return
+        pending = {snap.seq for snap in request.snapshots}
+        if request.batch_id != inflight.spark_batch_id and inflight.seqs(src.run) & pending:
+            log.warning("query %r: Spark batch %d ran without the part pacer admitted from source %s (the answer "
+                        "never reached it); that part waits again", q.query_id, inflight.spark_batch_id, src.run)
+            self._rebuild(held, q, {**inflight.parts, src.run: frozenset()}, inflight.spark_batch_id)
+
+    def _failed_open(self, held: Held, q: PacedQuery, src: SourceRun, record: FailedOpen,
+                     by_batch: dict[int, telemetry.TriggerProgress]) -> None:
+        """The source admitted ``record``'s snapshots in Spark batch ``record.batch_id`` without an answer: that is
+        what Spark ran. A decision the driver made for that batch that never reached the source is taken back; an
+        earlier batch still in flight ran (Spark went on) and completes. Idempotent: the source reports a record
+        until an answer reaches it, and an answer can be lost after the driver acted on it."""
+        key = (src.run, record.batch_id)
+        if key in q.reconciled:
+            return
+        q.reconciled.add(key)
         q.failed_open += 1
-        late = q.inflight if q.inflight is not None and q.inflight.spark_batch_id == record.batch_id and \
-            q.inflight.seqs <= {snap.seq for snap in record.snapshots} else None
-        rest = [snap for snap in record.snapshots if late is None or snap.seq not in late.seqs]
+        seqs = frozenset(snap.seq for snap in record.snapshots)
         log.warning("query %r: Spark batch %d was admitted without pacer's decision (%s); accounted from the "
-                    "source's report (%d snapshots)", q.query_id, record.batch_id, record.reason, len(record.snapshots))
-        if s.controller.busy(q.query_id):  # a late decision never completed: the source moved on without it
-            s.engine.give_up(held, q.query_id)
-            self._forget_batches(held, q.query_id)
-        if rest:
-            for snap in rest:
-                if snap.seq not in q.arrived:
-                    dataset = self._dataset(q, snap)
-                    s.controller.arrive(q.query_id, dataset)
-                    q.arrived[snap.seq] = dataset.id
-            ids = [q.arrived.pop(snap.seq) for snap in rest]
-            oldest = [d.id for d in s.controller.buffered(q.query_id)][: len(ids)]
-            if oldest != ids:
-                log.error("query %r: the source's failed-open admission %s is not the oldest buffered %s",
-                          q.query_id, ids, oldest)
-            batch = self._force(held, q, len(ids), f"Spark batch {record.batch_id} admitted without a decision")
-            if batch is not None:
-                s.controller.start(batch.id)
-                done = telemetry.SinkDone(batch.id, record.batch_id, time.time(), running=True)
-                s.engine.sink_done(q.query_id, done)
-                self._batch_query[batch.id] = q.query_id
-                if progress is not None:
-                    self._complete(held, q, progress if late is None else without_engine_time(progress), event=False)
-        q.inflight = None
-        q.accounted.add((q.spark_run_id, record.batch_id))
+                    "source's report (%d snapshots)", q.query_id, record.batch_id, record.reason, len(seqs))
+        inflight = q.inflight
+        later: InFlight | None = None
+        if inflight is not None and inflight.spark_batch_id == record.batch_id:
+            parts = {**inflight.parts, src.run: seqs}  # what Spark read from this source, beside the others' parts
+        else:
+            if inflight is not None and 0 <= record.batch_id < inflight.spark_batch_id:
+                later = inflight  # decided after this record's batch ran (its source never reached the driver)
+                self._retract(held, q)
+            elif inflight is not None:  # an earlier batch: Spark went on to this one, so that one ran
+                self._finish(held, q, by_batch.get(inflight.spark_batch_id))
+            parts = {src.run: seqs}
+        done = {snap.seq for snap in record.snapshots if self.driver.controller.ledger.finished(
+            q.query_id, f"{src.run}:{snap.seq}")}
+        if done:  # completed already as the batch decided for them (the same snapshots): accounted once
+            parts[src.run] = seqs - done
+        for snap in record.snapshots:
+            if snap.seq not in src.arrived and snap.seq not in done:
+                self._arrive(q, src, snap)
+        self._rebuild(held, q, parts, record.batch_id)
+        progress = by_batch.get(record.batch_id)
+        if progress is not None:
+            self._complete(held, q, progress, event=False)
+        if later is not None:  # the batch decided after it is in flight again, less what this source read here
+            if q.inflight is not None:
+                self._finish(held, q, None)
+            self._rebuild(held, q, {**later.parts, src.run: later.seqs(src.run) - seqs}, later.spark_batch_id)
 
-    def stopped(self, event: StopEvent) -> None:
-        """A source run stopped (the JVM's ``stop``): account what it admitted unanswered, release its batch."""
-        with self.driver.guard.held() as held:
-            q = self.queries.get(event.query)
-            if q is None or q.run != event.run:
-                return
-            for record in event.failed_open:
-                self._failed_open(held, q, record, None)
-            self._close_run(held, q, "stopped")
-            q.dead = True
-            held.notify_all()
+    def _rebuild(self, held: Held, q: PacedQuery, parts: dict[str, frozenset[int]], spark_batch_id: int) -> None:
+        """Make the batch in flight for ``spark_batch_id`` exactly ``parts`` (what the sources really admitted):
+        the driver's own batch, if any, is taken back first; no batch when ``parts`` is empty."""
+        if q.inflight is not None and q.inflight.spark_batch_id == spark_batch_id:
+            self._retract(held, q)
+        parts = {run: seqs for run, seqs in parts.items() if seqs}
+        if not parts:
+            return
+        ids = [q.sources[run].arrived[seq] for run, seqs in parts.items() for seq in sorted(seqs)]
+        batch = self.driver.controller.admit_exactly(q.query_id, ids)
+        q.forced += 1
+        self.driver.controller.start(batch.id)
+        self.driver.engine.sink_done(q.query_id, telemetry.SinkDone(batch.id, spark_batch_id, time.time(),
+                                                                    running=True))
+        self._batch_query[batch.id] = q.query_id
+        q.inflight = InFlight(batch.id, spark_batch_id, parts)
 
-    def _close_run(self, held: Held, q: PacedQuery, why: str) -> None:
-        """The run of ``q`` ended: its batch still running completes now, without its progress."""
+    def _retract(self, held: Held, q: PacedQuery) -> None:
+        """Take back the batch in flight: Spark never ran it as admitted. Its snapshots wait again."""
+        inflight = q.inflight
+        assert inflight is not None
+        self.driver.engine.forget(held, q.query_id)
+        self.driver.controller.retract(inflight.batch_id)
+        self._batch_query.pop(inflight.batch_id, None)
+        for run, seqs in inflight.parts.items():  # buffered again: their sources' books hold them
+            src = q.sources.get(run)
+            for seq in seqs if src is not None else ():
+                src.arrived[seq] = f"{run}:{seq}"  # type: ignore[union-attr]
+        q.inflight, q.inflight_progress = None, None
+        q.retracted += 1
+        held.notify_all()
+
+    def _finish(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress | None) -> None:
+        """The batch in flight ran: complete it from its progress, or without it when none came."""
+        if progress is not None:
+            self._complete(held, q, progress, event=False)
+            return
         done = self.driver.engine.give_up(held, q.query_id)
         if done is not None:
             q.given_up.add((None, done.spark_batch_id))
-            log.debug("query %r: run %s %s; batch %s completed without its progress", q.query_id, q.run, why,
-                      done.batch_id)
-        self._forget_batches(held, q.query_id)
-        q.inflight = None
+            q.accounted.add((q.spark_run_id, done.spark_batch_id))
+        self._done(q)
 
-    def _forget_batches(self, held: Held, query_id: str) -> None:
-        """No batch of ``query_id`` is running any more."""
-        self._batch_query = {b: qid for b, qid in self._batch_query.items() if qid != query_id}
+    def _done(self, q: PacedQuery) -> None:
+        """The batch in flight completed: its snapshots leave their sources' books."""
+        inflight = q.inflight
+        if inflight is None:
+            return
+        for run, seqs in inflight.parts.items():
+            src = q.sources.get(run)
+            for seq in seqs if src is not None else ():
+                src.arrived.pop(seq, None)  # type: ignore[union-attr]
+        self._batch_query.pop(inflight.batch_id, None)
+        q.inflight, q.inflight_progress = None, None
+
+    def _unreported(self, held: Held, q: PacedQuery, src: SourceRun, pending: set[int]) -> None:
+        """Snapshots the driver buffers that the source no longer holds pending, outside the batch in flight: Spark
+        read them in admissions whose records the source could no longer keep (``failed_open_dropped``). They ran:
+        accounted as one batch, completed without its progress."""
+        inflight = q.inflight.seqs(src.run) if q.inflight is not None else frozenset()
+        gone = frozenset(seq for seq in src.arrived if seq not in pending and seq not in inflight)
+        if not gone or q.inflight is not None:
+            return
+        log.warning("query %r: %d snapshots of source %s were read by Spark in admissions it could not report; "
+                    "accounted as one batch", q.query_id, len(gone), src.run)
+        self._rebuild(held, q, {src.run: gone}, -1)
+        self._finish(held, q, None)
+
+    def _complete(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress, *, event: bool) -> None:
+        """Complete the query's batch in flight from its trigger's progress."""
+        self._measured(held, q, progress)
+        if self.driver.engine.on_progress(held, progress, event=event, query_id=q.query_id) is not None:
+            self._done(q)
+
+    def stopped(self, event: StopEvent) -> None:
+        """A source run stopped (the JVM's ``stop``, after Spark's stream thread ended): a batch whose trigger
+        reported completes; one whose trigger never ended is taken back (Spark replays it from its offset log at
+        the next start, or the next run observes its data again); what the source held is given back."""
+        with self.driver.guard.held() as held:
+            q = self.queries.get(event.query)
+            if (q is None or event.run not in q.sources) and (event.failed_open or event.progress):
+                # its asks never reached the driver, yet Spark ran batches: account them
+                try:
+                    q = self.query_for(held, event.as_request())
+                except (ValueError, KeyError, LookupError):
+                    log.warning("query %r: its source stopped after admissions pacer could not account (its pacer "
+                                "options are refused)", event.query, exc_info=True)
+                    return
+            src = q.sources.get(event.run) if q is not None else None
+            if q is None or src is None:
+                return
+            by_batch = self._progress(q, event.progress)
+            if event.first_batch_id >= 0:
+                q.first_batch = event.first_batch_id
+            self._replays(held, q, {b: p for b, p in by_batch.items()
+                                    if b not in {r.batch_id for r in event.failed_open}})
+            for record in event.failed_open:
+                if record.batch_id in by_batch:  # the trigger ended: it ran; else it never happened for Spark
+                    self._failed_open(held, q, src, record, by_batch)
+            inflight = q.inflight
+            progress = by_batch.get(inflight.spark_batch_id) if inflight is not None else None
+            if inflight is not None and progress is None:
+                self._retract(held, q)
+            elif progress is not None and not progress.unanswered:
+                self._complete(held, q, progress, event=False)
+            # else: another source of the query admitted into it unanswered; its stop event reports what
+            self._give_back(q)
+            q.dead = True
+            held.notify_all()
+
+    def _give_back(self, q: PacedQuery) -> int:
+        """Withdraw every buffered snapshot of ``q`` (their sources offer them again: a restart re-observes them from
+        the last committed offset, a source's next ask reports them pending); the batch in flight keeps its own."""
+        withdrawn = self.driver.controller.withdraw(q.query_id)
+        q.withdrawn += withdrawn
+        for src in q.sources.values():
+            keep = q.inflight.seqs(src.run) if q.inflight is not None else frozenset()
+            src.arrived = {seq: dataset for seq, dataset in src.arrived.items() if seq in keep}
+        return withdrawn
+
+    def _close_run(self, held: Held, q: PacedQuery, why: str) -> None:
+        """The run of ``q`` ended without telling which batch its trigger finished: its batch in flight completes
+        now, without its progress (a replay of it by the next run is then not counted again)."""
+        if q.inflight is not None:
+            log.debug("query %r: run ended (%s); batch %s completed without its progress", q.query_id, why,
+                      q.inflight.batch_id)
+            self._finish(held, q, None)
 
     def arrive(self, held: Held, q: PacedQuery, request: DecisionRequest) -> None:
         """New snapshots (up to the read limit) arrive, each dated by :func:`~pacer_spark.wrapper.snapshot_spans`."""
+        src = q.sources[request.run]
         spans = snapshot_spans(request.snapshots, request.admissible, min(time.time(), request.now))
         for snapshot, (oldest, newest) in zip(request.snapshots, spans, strict=False):
-            if snapshot.seq not in q.arrived:
-                dataset = self._dataset(q, snapshot, arrival=oldest, newest=newest)
-                self.driver.controller.arrive(q.query_id, dataset)
-                q.arrived[snapshot.seq] = dataset.id
-                if snapshot.source_time is not None and not q.source_timed:
-                    q.source_timed = True  # the source dates its data: the report says so from now on
-                    self.driver.controller.recorder.record(q.query_id).dated_by("source-time")
+            if snapshot.seq not in src.arrived:
+                self._arrive(q, src, snapshot, arrival=oldest, newest=newest)
 
-    def _dataset(self, q: PacedQuery, snapshot: OffsetSnapshot, *, arrival: float | None = None,
+    def _arrive(self, q: PacedQuery, src: SourceRun, snapshot: OffsetSnapshot, *, arrival: float | None = None,
+                newest: float | None = None) -> None:
+        dataset = self._dataset(q, src, snapshot, arrival=arrival, newest=newest)
+        self.driver.controller.arrive(q.query_id, dataset)
+        src.arrived[snapshot.seq] = dataset.id
+        if snapshot.source_time is not None and not q.source_timed:
+            q.source_timed = True  # the source dates its data: the report says so from now on
+            self.driver.controller.recorder.record(q.query_id).dated_by("source-time")
+
+    def _dataset(self, q: PacedQuery, src: SourceRun, snapshot: OffsetSnapshot, *, arrival: float | None = None,
                  newest: float | None = None) -> Dataset:
         row_bytes = q.read_bytes / q.read_rows if q.read_rows and q.read_bytes else DEFAULT_ROW_BYTES
         nbytes = snapshot.bytes if snapshot.bytes is not None else int((snapshot.rows or 0) * row_bytes)
         rows = snapshot.rows if snapshot.rows is not None else round(nbytes / max(row_bytes, 1.0))
-        return Dataset(f"{q.run}:{snapshot.seq}", snapshot.data_arrival if arrival is None else arrival,
+        return Dataset(f"{src.run}:{snapshot.seq}", snapshot.data_arrival if arrival is None else arrival,
                        max(0, nbytes), max(0, rows), handle=snapshot.offset, newest=newest)
 
     def _force(self, held: Held, q: PacedQuery, count: int, why: str) -> MicroBatch | None:
@@ -282,14 +500,6 @@ class PacedQueries:
             q.forced += 1
             log.debug("query %r: %s (%d datasets)", q.query_id, why, count)
         return batch
-
-    @staticmethod
-    def _end_index(q: PacedQuery, batch: MicroBatch, snapshots: tuple[OffsetSnapshot, ...]) -> int:
-        last = batch.datasets[-1].id
-        for index, snapshot in enumerate(snapshots):
-            if q.arrived.get(snapshot.seq) == last:
-                return index
-        raise RuntimeError(f"query {q.query_id!r}: admitted dataset {last} is not among the pending snapshots")
 
     # ------------------------------------------------------------------ listener
 
@@ -310,14 +520,19 @@ class PacedQueries:
     def on_progress(self, held: Held, query_id: str, progress: telemetry.TriggerProgress) -> None:
         """A trigger of the current run of a paced query ended: complete its batch.
 
-        Batches Spark replays from its offset log, and admissions the source made without an answer, are
-        accounted from the source's next request, which reports both (:meth:`take_reports`).
+        Batches Spark replays from its offset log, and admissions the source made without an answer (its progress
+        says ``pacer.unanswered``), are accounted from the source's next request, which reports both
+        (:meth:`take_reports`).
         """
         q = self.queries[query_id]
-        if self.driver.engine.waiting_spark_batch(held, q.query_id) == progress.batch_id:
+        if self.driver.engine.waiting_spark_batch(held, q.query_id) == progress.batch_id and not progress.unanswered:
             self._complete(held, q, progress, event=True)
             return
-        self.driver.engine.on_progress(held, progress, query_id=q.query_id)  # counts the trigger's engine time
+        # counts the trigger's engine time; a batch a source admitted without an answer is not the one decided: it
+        # completes from that source's next ask, which reports what it admitted
+        if q.inflight is not None and q.inflight.spark_batch_id == progress.batch_id:
+            q.inflight_progress = progress
+        self.driver.engine.on_progress(held, progress, query_id=q.query_id, complete=False)
 
     def _replayed(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress) -> None:
         """Spark ran a batch from its offset log without asking the source: account it once."""
@@ -326,13 +541,11 @@ class PacedQueries:
         if (None, progress.batch_id) in q.given_up:  # completed when the run that first ran it stopped
             return
         arrival = progress.started_at or progress.delivered_at
-        withdrawn = s.controller.withdraw(q.query_id)  # keeps the order: the replay came before them
+        self._give_back(q)  # keeps the order: the replay came before them
         dataset = Dataset(f"replay:{q.stream_id}:{progress.batch_id}", arrival, progress.rows * DEFAULT_ROW_BYTES,
                           progress.rows)
         s.controller.arrive(q.query_id, dataset)
         batch = self._force(held, q, 1, f"Spark replayed batch {progress.batch_id} from its offset log")
-        if withdrawn:
-            q.arrived = {}  # the withdrawn snapshots arrive again at the next decision
         if batch is not None:
             s.controller.start(batch.id)
             s.controller.complete(batch.id, engine_s=progress.engine_s, completed_at=progress.ended_at)
@@ -341,16 +554,14 @@ class PacedQueries:
                      q.query_id, progress.batch_id, progress.rows)
 
     def _measured(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress) -> None:
+        """Keep what the trigger of the batch in flight measured (bytes per row: how snapshots are sized)."""
         q.accounted.add((progress.run_id, progress.batch_id))
         if progress.source_metrics:
             q.source_metrics = dict(progress.source_metrics)
-        q.inflight = None
-        done_batch = next((b for b, qid in self._batch_query.items() if qid == q.query_id), None)
-        if done_batch is None:
+        if q.inflight is None or q.inflight.spark_batch_id != progress.batch_id:
             return
-        del self._batch_query[done_batch]
         try:
-            q.read_bytes += self.driver.controller.batch(done_batch).batch.bytes
+            q.read_bytes += self.driver.controller.batch(q.inflight.batch_id).batch.bytes
             q.read_rows += progress.rows
         except KeyError:
             pass
@@ -417,4 +628,5 @@ class PacedQueries:
 
     def close(self) -> None:
         """Unregister from the JVM: a ``format("pacer")`` query still running then admits everything."""
-        self.bridge.close()
+        if self.bridge is not None:
+            self.bridge.close()

@@ -28,7 +28,8 @@ class SourceAsk:
         self.queries = queries
         self.request = request
         self.query_id = request.query
-        self.drain = request.available_now
+        # availableNow ends at the first empty trigger, processAllAvailable() returns at one: take what is held
+        self.drain = request.available_now or request.caller_waiting
         self.stream_id = request.query_id  # the source asks from its query's stream thread: the query runs
         self.q: PacedQuery | None = None
         self.error: str | None = None
@@ -36,13 +37,21 @@ class SourceAsk:
 
     def report(self, held: Held) -> bool:
         """Register the query on first sight, then take its reports; False without new snapshots."""
+        if self.queries.stale(held, self.request):
+            return False
         try:
             self.q = self.queries.query_for(held, self.request)
         except (ValueError, KeyError, LookupError) as exc:
             self.error = f"query {self.request.query!r}: {exc}"
             return False
         self.q.decisions += 1
-        self.queries.take_reports(held, self.q, self.request)
+        if self.queries.take_reports(held, self.q, self.request):  # another source of the query asked first
+            self.queries.arrive(held, self.q, self.request)
+            self.index = self.queries.answer(self.q, self.request)
+            return False
+        if not self.queries.first_ask(self.q, self.request):  # a source asked before it in this Spark batch and
+            self.queries.arrive(held, self.q, self.request)  # was answered: a batch now could not include its part
+            return False
         return bool(self.request.snapshots) and not self.q.holding
 
     def arrive(self, held: Held) -> None:
@@ -54,6 +63,8 @@ class SourceAsk:
         """Record the batch; it always passes the gate (the JVM sets its pool on the stream thread)."""
         assert self.q is not None
         self.index = self.queries.admitted(held, self.q, self.request, batch)
+        if self.request.caller_waiting and not self.request.available_now:
+            self.q.drained += 1
         return True
 
     def passed(self, held: Held, turn: Turn) -> None:

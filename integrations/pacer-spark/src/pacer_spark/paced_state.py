@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from pacer.summary import StreamingSummary
-from pacer_spark import telemetry
 from pacer_spark.options import parse_seconds
 
 #: The ``pacer.*`` source options the service reads (besides ``pacer.param.*``); ``pacer.source`` and
@@ -49,13 +48,6 @@ def changed_options(old: Mapping[str, str], new: Mapping[str, str]) -> str:
     return ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in names if old.get(k) != new.get(k))
 
 
-def without_engine_time(progress: telemetry.TriggerProgress) -> telemetry.TriggerProgress:
-    """``progress`` with no ``triggerExecution`` and no rows of its own: for a second batch completed by one trigger
-    (its engine time went to the first; its rows are only part of the trigger's)."""
-    durations = {k: v for k, v in progress.durations_ms.items() if k != "triggerExecution"}
-    return replace(progress, durations_ms=durations, source_rows=None)
-
-
 class RecentIds:
     """The most recent ``size`` ids added (a set with a bounded memory): Spark batch ids already accounted."""
 
@@ -76,13 +68,45 @@ class RecentIds:
         return key in self._ids
 
 
+def merged_options(query: str, current: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str]:
+    """The ``pacer.*`` options of two paced sources of one query (a union or a join), merged: an option one source
+    leaves out is the other's; one they both give must agree (``ValueError`` naming both values)."""
+    clash = sorted(k for k in set(current) & set(new) if current[k] != new[k])
+    if clash:
+        both = "; ".join(f"{k}: {current[k]!r} on one source, {new[k]!r} on another" for k in clash)
+        raise ValueError(f"the format('pacer') sources of query {query!r} disagree ({both}). A query has one "
+                         "deadline and one strategy: give the option the same value on every source, or on one "
+                         "source only")
+    return {**current, **new}
+
+
 @dataclass(frozen=True)
 class InFlight:
-    """The batch the driver admitted last for a query: pacer's id, Spark's batch id, the snapshots it ends."""
+    """The batch of a query Spark runs (or is about to): pacer's id, Spark's batch id, and per paced source of the
+    query (its run id) the snapshot seqs the batch ends (a union of two paced sources reads from both)."""
 
     batch_id: str
     spark_batch_id: int
-    seqs: frozenset[int]
+    parts: Mapping[str, frozenset[int]]
+
+    def seqs(self, run: str) -> frozenset[int]:
+        """The seqs of source run ``run`` in the batch (empty: none of its data)."""
+        return self.parts.get(run, frozenset())
+
+
+@dataclass
+class SourceRun:
+    """One paced source of a query's current Spark run (a query reading two is a union or a join).
+
+    :ivar run: the JVM source instance's id (a new one at every start of the query).
+    :ivar arrived: snapshot seq -> dataset id for every snapshot the source holds pending and the Controller
+        buffers (or holds in the batch in flight): what the source's next ask is checked against.
+    """
+
+    run: str
+    arrived: dict[int, str] = field(default_factory=dict)
+    #: the number of the latest request of this source the driver took (a lower one is stale)
+    last_ask: int = 0
 
 
 @dataclass
@@ -90,24 +114,24 @@ class PacedQuery:
     """Driver-side state of one ``format("pacer")`` query.
 
     :ivar query_id: pacer's id: the source's ``pacer.query``, else the stream's ``queryName``, else its id.
-    :ivar run: the JVM source run whose snapshots the Controller holds.
-    :ivar spark_run_id: the streaming query's run id of ``run`` (Spark's ``runId``): listener events of
+    :ivar sources: source run id -> its state, for every paced source of the current Spark run.
+    :ivar spark_run_id: the streaming query's current run id (Spark's ``runId``): listener events of
         any other run (an older one that ended after this one started) are not this run's.
-    :ivar arrived: snapshot seq (of ``run``) -> dataset id, for every snapshot handed to the Controller
-        that the JVM has not admitted yet.
-    :ivar inflight: the batch the driver admitted last, until it completes.
+    :ivar inflight: the batch Spark runs or is about to, until its trigger reports (or it is taken back).
     :ivar stream_id: the streaming query's id (UUID, stable across restarts from one checkpoint).
     :ivar accounted: (spark run id, Spark batch id) of batches already completed or accounted (bounded).
     :ivar reconciled: (source run, Spark batch id) of the failed-open admissions already accounted.
+    :ivar runs_seen: whether a run of the query was seen before (a new one is then a restart).
     :ivar given_up: Spark batch ids (of the stream) completed without their progress when a run stopped:
         if the next run replays one from its offset log, it was accounted already.
     """
 
     query_id: str
-    run: str | None = None
+    sources: dict[str, SourceRun] = field(default_factory=dict)
     spark_run_id: str | None = None
-    arrived: dict[int, str] = field(default_factory=dict)
     inflight: InFlight | None = None
+    #: the progress of the batch in flight, heard while a source's report of what it really admitted is awaited
+    inflight_progress: Any = None
     stream_id: str | None = None
     source: str = ""
     options: dict[str, str] = field(default_factory=dict)
@@ -117,6 +141,12 @@ class PacedQuery:
     replays: int = 0
     failed_open: int = 0
     failed_open_lost: int = 0
+    #: batches the driver admitted that Spark never ran (taken back: a late answer, a stop before the batch)
+    retracted: int = 0
+    #: requests that reached the driver after a later one of their source (answers past the timeout): dropped
+    stale: int = 0
+    #: batches that took everything held because a caller waited for the data (``processAllAvailable()``)
+    drained: int = 0
     #: Whether a snapshot of this query came with the data's own time (its arrivals are then source-time).
     source_timed: bool = False
     #: The source's metrics at its latest measured batch (``pacer.*`` counters of the JVM source).
@@ -128,6 +158,12 @@ class PacedQuery:
     accounted: RecentIds = field(default_factory=RecentIds)
     given_up: RecentIds = field(default_factory=RecentIds)
     reconciled: RecentIds = field(default_factory=RecentIds)
+    runs_seen: bool = False
+    #: the latest trigger (its start, else its Spark batch), and the sources that asked in it (the first may admit)
+    asked_trigger: int | None = None
+    asked_runs: set[str] = field(default_factory=set)
+    #: the Spark batch id of the current run's first ask: a batch before it that Spark ran is a replay
+    first_batch: int | None = None
     dead: bool = False
     #: Admit nothing more in this run (:meth:`pacer_spark.paced.PacedQueries.hold`): it is about to stop.
     holding: bool = False
@@ -148,7 +184,9 @@ class PacedQuery:
 
         return {"source": self.source, "decisions": self.decisions, "forced": self.forced,
                 "withdrawn": self.withdrawn, "replays": self.replays, "failed_open": self.failed_open,
-                "failed_open_lost": self.failed_open_lost, "gate_wait_ms_avg": ms(self.gate_wait_s),
+                "failed_open_lost": self.failed_open_lost, "retracted": self.retracted, "drained": self.drained,
+                "stale": self.stale,
+                "sources": len(self.sources), "gate_wait_ms_avg": ms(self.gate_wait_s),
                 "gate_wait_ms_max": 1e3 * self.gate_wait_s.max if self.gate_wait_s.count else None,
                 "decide_ms_avg": ms(self.decide_s), "decide_ms_p99": ms(self.decide_s, 99),
                 "arrival": "source-time" if self.source_timed else "first-seen",

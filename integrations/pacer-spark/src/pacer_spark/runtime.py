@@ -99,6 +99,7 @@ class PacerSession:
         self.paced: PacedQueries | None = None
         if config.paced:
             self.paced = PacedQueries(self.driver, spark, config, self.register_query)
+            self.paced.connect()
         self.observer.paced = self.paced
 
     def _task_slots(self) -> int | None:

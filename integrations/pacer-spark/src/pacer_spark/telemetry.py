@@ -85,6 +85,8 @@ class TriggerProgress:
     :ivar source_metrics: the first source's ``metrics`` (a ``format("pacer")`` source's ``pacer.*`` counters).
     :ivar source_rows: the batch's rows as Spark counted them, where they are one source's (a query reading one
         source); None where it read several, or the trigger's rows belong to more than one of pacer's batches.
+    :ivar unanswered: a ``format("pacer")`` source of the query admitted into this batch without the driver's
+        answer (its metric ``pacer.unanswered``): the batch ran as the source's next ask reports, not as decided.
     """
 
     query: str
@@ -97,6 +99,7 @@ class TriggerProgress:
     run_id: str | None = None
     source_metrics: Mapping[str, str] = field(default_factory=dict)
     source_rows: int | None = None
+    unanswered: bool = False
 
     @classmethod
     def from_event(cls, progress: Any, *, now: float | None = None) -> TriggerProgress:
@@ -114,6 +117,8 @@ class TriggerProgress:
                                                   for src in (progress.sources or ())]),
             source_rows=_only_source_rows([{"numInputRows": getattr(src, "numInputRows", None)}
                                            for src in (progress.sources or ())]),
+            unanswered=_unanswered([{"metrics": dict(getattr(src, "metrics", {}) or {})}
+                                    for src in (progress.sources or ())]),
         )
 
     @property
@@ -143,6 +148,7 @@ class TriggerProgress:
             run_id=None if data.get("runId") is None else str(data["runId"]),
             source_metrics=_first_source_metrics(data.get("sources") or ()),
             source_rows=_only_source_rows(data.get("sources") or ()),
+            unanswered=_unanswered(data.get("sources") or ()),
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -155,6 +161,11 @@ def _first_source_metrics(sources: Any) -> dict[str, str]:
     for source in sources:
         return {str(k): str(v) for k, v in dict(source.get("metrics") or {}).items()}
     return {}
+
+
+def _unanswered(sources: Any) -> bool:
+    """Whether a source of the progress says it admitted into the batch without the driver's answer."""
+    return any(str(dict(source.get("metrics") or {}).get("pacer.unanswered")) == "true" for source in sources)
 
 
 def _only_source_rows(sources: Any) -> int | None:
@@ -266,7 +277,7 @@ class BatchCompletion:
             return len(self._waiting)
 
     def on_progress(self, held: Held, progress: TriggerProgress, *, event: bool = True,
-                    query_id: str | None = None) -> SinkDone | None:
+                    query_id: str | None = None, complete: bool = True) -> SinkDone | None:
         """Complete the batch this progress reports, at the trigger's end with its engine time.
 
         Every listener event (``event``) counts towards the query's total trigger time, pacer's batches
@@ -275,6 +286,7 @@ class BatchCompletion:
 
         :param query_id: pacer's id of the query (default: the progress's name; a ``format("pacer")``
             query is matched by its run id instead, whatever its name).
+        :param complete: False: only count the trigger (its batch completes later, from what its source reports).
 
         :return: the completed batch; None for a no-data trigger or an event without a waiting batch.
         :raises StrategyError: when a feedback hook raised and fallback is off (the batch is completed).
@@ -286,7 +298,7 @@ class BatchCompletion:
         if event and progress.ended_at is not None:
             self.lags_s.add(max(0.0, progress.delivered_at - progress.ended_at))
         done = self._waiting.get(query_id)
-        if done is None or done.spark_batch_id != progress.batch_id:
+        if not complete or done is None or done.spark_batch_id != progress.batch_id:
             return None
         del self._waiting[query_id]
         self.from_progress += 1
@@ -328,6 +340,10 @@ class BatchCompletion:
             self.without_progress += 1
             self._complete(held, query_id, done, None)
         return done
+
+    def forget(self, held: Held, query_id: str) -> SinkDone | None:
+        """Drop the query's waiting batch without completing it: the Controller took it back (it never ran)."""
+        return self._waiting.pop(query_id, None)
 
     def settle(self, timeout: float) -> None:
         """Wait up to ``timeout`` s for the progress events on their way, then give up on the rest."""

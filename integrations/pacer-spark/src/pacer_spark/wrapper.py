@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pacer_spark import jvm, spark_jvm
@@ -41,7 +42,7 @@ RequestHandler = Callable[["DecisionRequest"], "Decision"]
 StopHandler = Callable[["StopEvent"], None]
 
 #: The version of the request JSON this module reads (``version`` in the request).
-WIRE_VERSION = 4
+WIRE_VERSION = 5
 
 #: Seconds the JVM waits for one answer before it admits without one (``PacerBridge(timeout_s=...)``).
 DEFAULT_DECIDE_TIMEOUT_S = 120.0
@@ -154,6 +155,10 @@ class StopEvent:
     :ivar spark_run_id: the streaming query run's id (None when unknown).
     :ivar query_id: the streaming query's id.
     :ivar failed_open: admissions of the run no request reported.
+    :ivar progress: the query's progress entries no request carried (whether the last batch's trigger ended).
+    :ivar options: the source's ``pacer.*`` options; ``source``: the wrapped source's name (a query whose every
+        ask failed is registered from them, so its admissions are accounted).
+    :ivar first_batch_id: as in :class:`DecisionRequest` (-1: the run never asked).
     """
 
     query: str
@@ -161,6 +166,16 @@ class StopEvent:
     spark_run_id: str | None
     query_id: str | None
     failed_open: tuple[FailedOpen, ...]
+    progress: tuple[dict[str, Any], ...] = ()
+    options: dict[str, str] = field(default_factory=dict)
+    source: str = ""
+    first_batch_id: int = -1
+
+    def as_request(self) -> DecisionRequest:
+        """The stop as a request that reports only (no snapshots), for a query the driver has not seen yet."""
+        return DecisionRequest(query=self.query, query_id=self.query_id, run=self.run, batch_id=-1,
+                               options=self.options, source=self.source, start=None, limit="", available_now=False,
+                               admissible=0, now=time.time(), snapshots=(), spark_run_id=self.spark_run_id)
 
     @classmethod
     def from_json(cls, query: str, text: str) -> StopEvent:
@@ -168,7 +183,10 @@ class StopEvent:
         try:
             raw = json.loads(text)
             return cls(query, str(raw["run"]), raw.get("spark_run_id"), raw.get("query_id"),
-                       tuple(FailedOpen.from_json(r) for r in raw.get("failed_open") or ()))
+                       tuple(FailedOpen.from_json(r) for r in raw.get("failed_open") or ()),
+                       tuple(p for p in raw.get("progress") or () if isinstance(p, dict)),
+                       {str(k): str(v) for k, v in (raw.get("options") or {}).items()}, str(raw.get("source") or ""),
+                       int(raw.get("first_batch_id", -1)))
         except (KeyError, TypeError, json.JSONDecodeError) as exc:
             raise ValueError(f"malformed format('pacer') stop event ({exc!r}): {text[:200]}") from exc
 
@@ -209,6 +227,14 @@ class DecisionRequest:
         name or session.
     :ivar failed_open: admissions the source made without an answer since the last answered request.
     :ivar failed_open_dropped: older such admissions the source could no longer keep (bounded).
+    :ivar caller_waiting: a caller waits for the query's data (``processAllAvailable()``): Spark ends that wait
+        at the first trigger without new data, so what pacer holds is drained now.
+    :ivar first_batch_id: the Spark batch id of the source run's first ask (-1: unknown): a batch before it ran
+        from Spark's offset log without asking any source (a replay).
+    :ivar ask: the request's number in its source run (from 1): one the driver sees after a later one is stale
+        (an answer past the timeout), and is dropped.
+    :ivar trigger: when the trigger asking started (Spark's clock, ms; -1: unreadable): the same for every source
+        of the query asked in one trigger.
     """
 
     query: str
@@ -227,6 +253,10 @@ class DecisionRequest:
     progress: tuple[dict[str, Any], ...] = ()
     failed_open: tuple[FailedOpen, ...] = ()
     failed_open_dropped: int = 0
+    caller_waiting: bool = False
+    first_batch_id: int = -1
+    trigger: int = -1
+    ask: int = 0
 
     @classmethod
     def from_json(cls, text: str) -> DecisionRequest:
@@ -256,6 +286,10 @@ class DecisionRequest:
                 progress=tuple(p for p in raw.get("progress") or () if isinstance(p, dict)),
                 failed_open=tuple(FailedOpen.from_json(r) for r in raw.get("failed_open") or ()),
                 failed_open_dropped=int(raw.get("failed_open_dropped") or 0),
+                caller_waiting=bool(raw.get("caller_waiting")),
+                first_batch_id=int(raw.get("first_batch_id", -1)),
+                trigger=int(raw.get("trigger", -1)),
+                ask=int(raw.get("ask", 0)),
             )
         except (KeyError, TypeError, json.JSONDecodeError) as exc:
             raise ValueError(f"malformed format('pacer') decision request ({exc!r}): {text[:200]}") from exc

@@ -127,6 +127,14 @@ class CatchUp:
         self.rows += batch.rows
         self.datasets += len(batch.datasets)
 
+    def retracted(self, batch: MicroBatch) -> None:
+        """A catch-up batch was taken back before it ran (:meth:`pacer.Controller.retract`): it counts no more."""
+        if batch.id != self.in_flight:
+            return
+        self.in_flight = None
+        self.rows -= batch.rows
+        self.datasets -= len(batch.datasets)
+
     def completed(self, batch_id: str, at: float, buffer: DatasetBuffer, *, recounted: int = 0) -> None:
         """A batch of the query completed at ``at``; the episode ends there when it was a catch-up batch and
         nothing waits (else the next poll judges, :meth:`wanted`). ``recounted``: the rows the engine counted in it

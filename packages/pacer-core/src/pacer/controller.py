@@ -312,7 +312,37 @@ class Controller:
 
     def _admit(self, q: QueryState, count: int, now: float) -> MicroBatch:
         """Take the ``count`` oldest datasets of ``q`` into its next batch, estimated, placed and queued."""
-        datasets = q.buffer.take(count)
+        return self._admit_datasets(q, q.buffer.take(count), now)
+
+    def admit_exactly(self, query_id: str, dataset_ids: Sequence[str]) -> MicroBatch:
+        """Admit exactly the buffered datasets ``dataset_ids`` of ``query_id`` as its next batch, without asking its
+        strategy and without read caps: the runtime already read them (a source that admitted without the
+        Controller's answer). The batch is placed and queued like any other.
+
+        :raises RuntimeError: while the query has a batch in flight; ``KeyError``: for an id not buffered.
+        """
+        q = self._state.query(query_id)
+        if q.in_flight is not None:
+            raise RuntimeError(f"query {query_id!r} has batch {q.in_flight} in flight: complete or retract it first")
+        if not dataset_ids:
+            raise ValueError("a batch needs at least one dataset")
+        return self._admit_datasets(q, q.buffer.take_ids(dataset_ids), self.clock())
+
+    def retract(self, batch_id: str) -> MicroBatch:
+        """Take back the admitted batch ``batch_id`` that its runtime never ran (it admitted other data, or stopped
+        before the batch began): its datasets wait again at the front of the query's buffer, in order, and the
+        query is idle. :raises KeyError: for an unknown or completed batch."""
+        run = self._state.run(batch_id)
+        batch = run.batch
+        q = self._state.queries[batch.query_id]
+        self.ledger.retracted(batch.query_id, (d.id for d in batch.datasets))
+        self._state.completed(q, batch_id)
+        q.catch_up.retracted(batch)
+        q.buffer.put_back(batch.datasets)
+        return batch
+
+    def _admit_datasets(self, q: QueryState, datasets: tuple[Dataset, ...], now: float) -> MicroBatch:
+        """``datasets`` (taken from ``q``'s buffer) form its next batch, estimated, placed and queued."""
         q.seq += 1
         estimate = q.estimate_run_s(sum(d.bytes for d in datasets))
         batch = MicroBatch(f"{q.spec.id}#{q.seq}", q.spec.id, q.seq, datasets, now, estimated_run_s=estimate)

@@ -196,6 +196,21 @@ class ExactlyOnceLedger:
             del ledger.live[dataset_id]
             self._count(query_id, "arrived", -1)
 
+    def retracted(self, query_id: str, dataset_ids: Iterable[str]) -> None:
+        """Admitted datasets wait again: the runtime never ran the batch that held them."""
+        ledger = self._ledger(query_id)
+        for dataset_id in dataset_ids:
+            if ledger.live.get(dataset_id) is not _Stage.ADMITTED:
+                raise LedgerViolation(f"dataset {dataset_id!r} of query {query_id!r} was retracted but is not admitted")
+            ledger.live[dataset_id] = _Stage.ARRIVED
+            self._count(query_id, "admitted", -1)
+
+    def finished(self, query_id: str, dataset_id: str) -> bool:
+        """Whether ``dataset_id`` of ``query_id`` was processed or shed (as far as the bounded memory tells)."""
+        ledger = self._queries.get(query_id)
+        stage = ledger.stage(dataset_id) if ledger is not None else None
+        return stage is not None and stage not in (_Stage.ARRIVED, _Stage.ADMITTED)
+
     def pending(self, query_id: str) -> int:
         """How many datasets of ``query_id`` arrived and are not yet processed or shed (buffered or in flight)."""
         ledger = self._queries.get(query_id)

@@ -103,6 +103,26 @@ class DatasetBuffer:
         self._rows -= sum(d.rows for d in out)
         return out
 
+    def take_ids(self, dataset_ids: Iterable[str]) -> tuple[Dataset, ...]:
+        """Remove and return the datasets ``dataset_ids`` wherever they wait, in the buffer's order (a runtime
+        that read exactly these, whatever was decided); ``KeyError`` naming one that is not buffered."""
+        wanted = set(dataset_ids)
+        out = tuple(d for d in self._items if d.id in wanted)
+        if len(out) != len(wanted):
+            missing = sorted(wanted - {d.id for d in out})
+            raise KeyError(f"datasets {missing} are not buffered")
+        self._items = deque(d for d in self._items if d.id not in wanted)
+        self._bytes -= sum(d.bytes for d in out)
+        self._rows -= sum(d.rows for d in out)
+        return out
+
+    def put_back(self, datasets: Sequence[Dataset]) -> None:
+        """Return ``datasets`` (oldest first) to the front of the buffer, where they waited before admission."""
+        for dataset in reversed(datasets):
+            self._items.appendleft(dataset)
+            self._bytes += dataset.bytes
+            self._rows += dataset.rows
+
     def __len__(self) -> int:
         return len(self._items)
 

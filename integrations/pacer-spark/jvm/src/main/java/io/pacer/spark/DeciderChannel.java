@@ -12,7 +12,9 @@ import java.util.UUID;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -50,11 +52,19 @@ final class DeciderChannel {
   /** How long a stop event may take at most. */
   static final long STOP_TIMEOUT_MS = 5_000L;
 
-  private static final ExecutorService CALLS = Executors.newCachedThreadPool(task -> {
-    Thread t = new Thread(task, "pacer-decider-call");
-    t.setDaemon(true);
-    return t;
-  });
+  /**
+   * Calls in flight to Python deciders at most, JVM-wide. A call that timed out keeps its thread
+   * until Python answers (a blocking socket read ignores interrupts), so an unbounded pool would
+   * grow by one thread per late answer; past this bound a call fails open at once instead.
+   */
+  static final int MAX_CALLS = 32;
+
+  private static final ExecutorService CALLS = new ThreadPoolExecutor(0, MAX_CALLS, 30L,
+      TimeUnit.SECONDS, new SynchronousQueue<>(), task -> {
+        Thread t = new Thread(task, "pacer-decider-call");
+        t.setDaemon(true);
+        return t;
+      });
 
   private final SparkSession session;
   private final String runId;
@@ -169,7 +179,8 @@ final class DeciderChannel {
   }
 
   /** Tells the decider of {@code name} that this run stopped (bounded, failures logged). */
-  void stopped(String name, String queryId) {
+  void stopped(String name, String queryId, java.util.Map<String, String> options, String source,
+      long firstBatchId) {
     PacerRegistry.Entry entry = PacerRegistry.lookupEntry(name, session);
     if (entry == null) {
       return;
@@ -181,6 +192,14 @@ final class DeciderChannel {
     StreamingQuery q = query(queryId);
     event.put("spark_run_id", q == null ? null : q.runId().toString());
     putFailedOpen(event);
+    ObjectNode opts = event.putObject("options"); // a query whose every ask failed is registered from them
+    options.forEach(opts::put);
+    event.put("source", source);
+    event.put("first_batch_id", firstBatchId);
+    ArrayNode progress = event.putArray("progress"); // did the last batch's trigger end? the driver asks
+    for (StreamingQueryProgress p : newProgress(queryId)) {
+      progress.add(parse(p.json()));
+    }
     String text = event.toString();
     boolean interrupted = Thread.interrupted(); // Spark stops a query by interrupting this thread
     try {
@@ -210,7 +229,13 @@ final class DeciderChannel {
    */
   private static String call(Callable<String> work, long timeoutMs)
       throws TimeoutException, ExecutionException {
-    Future<String> future = CALLS.submit(work);
+    Future<String> future;
+    try {
+      future = CALLS.submit(work);
+    } catch (RejectedExecutionException full) {
+      throw new ExecutionException("pacer: " + MAX_CALLS + " decider calls are still waiting for Python"
+          + " (earlier calls timed out); not calling again until one returns", full);
+    }
     try {
       return future.get(timeoutMs, TimeUnit.MILLISECONDS);
     } catch (TimeoutException late) {

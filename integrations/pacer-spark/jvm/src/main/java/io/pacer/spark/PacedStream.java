@@ -40,7 +40,7 @@ abstract class PacedStream {
   private static final Logger LOG = LoggerFactory.getLogger(PacedStream.class);
   static final String QUERY_ID_PROPERTY = "sql.streaming.queryId";
   /** The version of the request JSON ({@code pacer_spark.wrapper.WIRE_VERSION} reads it). */
-  static final int WIRE_VERSION = 4;
+  static final int WIRE_VERSION = 5;
   /** How many limit-sized snapshots one trigger may observe from a delegate with a read limit. */
   static final int MAX_OBSERVATIONS_PER_TRIGGER = 100;
   /**
@@ -75,6 +75,19 @@ abstract class PacedStream {
   /** Why the last consultation gave no answer (null: it answered). */
   private String lastFailure;
   private long fallbacks;
+  /**
+   * Whether this trigger's admission was made without the decider's answer: reported in the batch's
+   * progress (metric {@code pacer.unanswered}), so the driver's listener does not complete the batch
+   * it decided for a batch that ran otherwise.
+   */
+  private boolean admittedUnanswered;
+  /**
+   * The Spark batch id of this run's first {@code latestOffset} (-1: unknown yet): a batch before it
+   * was one Spark replayed from its offset log without asking any source.
+   */
+  private long firstBatchId = -1;
+  /** How many requests this run sent: each request's number, so the driver drops one that comes late. */
+  private long asks;
 
   PacedStream(SparkSession session, SparkDataStream delegate, String sourceName,
       String queryOption, Map<String, String> pacerOptions) {
@@ -143,7 +156,8 @@ abstract class PacedStream {
   /** Tells the decider this run stopped (bounded; see {@link DeciderChannel}), then stops the delegate. */
   public void stop() {
     try {
-      channel.stopped(queryName(), session.sparkContext().getLocalProperty(QUERY_ID_PROPERTY));
+      channel.stopped(queryName(), session.sparkContext().getLocalProperty(QUERY_ID_PROPERTY),
+          pacerOptions, sourceName, firstBatchId);
     } catch (RuntimeException failed) {
       LOG.warn("{}: telling the pacer decider that the query stopped failed: {}", this,
           failed.toString());
@@ -163,6 +177,7 @@ abstract class PacedStream {
     metrics.put("pacer.fallback", Boolean.toString(warned));
     metrics.put("pacer.fallbacks", Long.toString(fallbacks));
     metrics.put("pacer.failedOpen", Long.toString(channel.failedOpenTotal()));
+    metrics.put("pacer.unanswered", Boolean.toString(admittedUnanswered));
     sourceTimeMetrics(metrics);
     return metrics;
   }
@@ -176,8 +191,12 @@ abstract class PacedStream {
   // ---------------------------------------------------------------- the decision
 
   public synchronized Offset latestOffset(Offset start, ReadLimit limit) {
+    admittedUnanswered = false;
     observe(start, limit);
     String queryId = session.sparkContext().getLocalProperty(QUERY_ID_PROPERTY);
+    if (firstBatchId < 0) { // Spark asks every source at every trigger: this run's first ask of any source
+      firstBatchId = currentBatchId();
+    }
     if (pending.isEmpty()) {
       if (channel.hasReport(queryId)) { // a finished batch's progress or failed-open records
         consult(start, limit, queryId, currentBatchId());
@@ -205,6 +224,7 @@ abstract class PacedStream {
     if (unanswered != null) { // admitted without the decider's answer: tell it later
       channel.recordFailedOpen(batchId, taken, unanswered);
     }
+    admittedUnanswered = unanswered != null;
     return taken.get(taken.size() - 1).offset;
   }
 
@@ -328,6 +348,9 @@ abstract class PacedStream {
     req.put("query_id", queryId);
     req.put("run", runId);
     req.put("batch_id", batchId);
+    req.put("ask", ++asks); // a call the driver sees after a later one of this run is stale
+    req.put("first_batch_id", firstBatchId);
+    req.put("trigger", triggerStamp(queryId));
     req.put("source", sourceName);
     ObjectNode opts = req.putObject("options");
     pacerOptions.forEach(opts::put);
@@ -338,6 +361,7 @@ abstract class PacedStream {
     }
     req.put("limit", String.valueOf(limit));
     req.put("available_now", availableNow);
+    req.put("caller_waiting", callerWaiting(queryId));
     req.put("admissible", capToLimit(pending.size() - 1, limit) + 1);
     req.put("now", System.currentTimeMillis() / 1000.0);
     ArrayNode snaps = req.putArray("snapshots");
@@ -426,6 +450,96 @@ abstract class PacedStream {
       LOG.debug("no current batch id for query {}", id, unknown);
     }
     return -1L;
+  }
+
+  /**
+   * Whether a caller waits for this query's data right now ({@code processAllAvailable()} or
+   * {@code awaitOffset} in another thread): Spark ends such a wait at the first trigger that finds
+   * no new data, and a snapshot pacer holds looks like none, so the driver then drains what it
+   * holds. Spark calls {@code latestOffset} holding the query's progress lock, so a waiter is
+   * either parked on its condition or queued for the lock: neither can slip in between this look
+   * and the trigger's end. False when the query or its lock cannot be read (Spark internals
+   * moved), as before this check existed.
+   */
+  boolean callerWaiting(String queryId) {
+    if (queryId == null) {
+      return false;
+    }
+    try {
+      StreamingQuery query = session.streams().get(UUID.fromString(queryId));
+      if (query == null) {
+        return false;
+      }
+      Object execution = query.getClass().getMethod("streamingQuery").invoke(query);
+      Object lock = method(execution, "awaitProgressLock").invoke(execution);
+      Object condition = method(execution, "awaitProgressLockCondition").invoke(execution);
+      if (!(lock instanceof java.util.concurrent.locks.ReentrantLock)
+          || !(condition instanceof java.util.concurrent.locks.Condition)) {
+        return false;
+      }
+      java.util.concurrent.locks.ReentrantLock progressLock =
+          (java.util.concurrent.locks.ReentrantLock) lock;
+      if (!progressLock.isHeldByCurrentThread()) {
+        return progressLock.hasQueuedThreads();
+      }
+      return progressLock.hasWaiters((java.util.concurrent.locks.Condition) condition)
+          || progressLock.hasQueuedThreads();
+    } catch (ReflectiveOperationException | RuntimeException unknown) {
+      LOG.debug("cannot tell whether a caller waits for query {}", queryId, unknown);
+      return false;
+    }
+  }
+
+  /**
+   * When the trigger now running started (Spark's progress context, {@code currentTriggerStartTimestamp},
+   * ms): the same for every source of the query asked in one trigger, another in the next one, even
+   * when the batch id stays (a trigger that ran nothing). -1 when it cannot be read.
+   */
+  long triggerStamp(String queryId) {
+    if (queryId == null) {
+      return -1L;
+    }
+    try {
+      StreamingQuery query = session.streams().get(UUID.fromString(queryId));
+      if (query == null) {
+        return -1L;
+      }
+      Object execution = query.getClass().getMethod("streamingQuery").invoke(query);
+      List<Object> owners = new ArrayList<>();
+      try { // 4.x: the execution context of the batch being constructed holds the trigger's progress
+        owners.add(method(execution, "getLatestExecutionContext").invoke(execution));
+      } catch (NoSuchMethodException older) {
+        // 3.x: the execution is its own progress reporter
+      }
+      owners.add(execution);
+      for (Object owner : owners) {
+        for (Class<?> c = owner == null ? null : owner.getClass(); c != null; c = c.getSuperclass()) {
+          for (java.lang.reflect.Field f : c.getDeclaredFields()) {
+            if (f.getName().endsWith("currentTriggerStartTimestamp") && f.getType() == long.class) {
+              f.setAccessible(true);
+              return f.getLong(owner);
+            }
+          }
+        }
+      }
+    } catch (ReflectiveOperationException | RuntimeException unknown) {
+      LOG.debug("no trigger start for query {}", queryId, unknown);
+    }
+    return -1L;
+  }
+
+  /** The no-argument method {@code name} of {@code owner}'s class or a superclass, made accessible. */
+  private static Method method(Object owner, String name) throws NoSuchMethodException {
+    for (Class<?> c = owner.getClass(); c != null; c = c.getSuperclass()) {
+      try {
+        Method m = c.getDeclaredMethod(name);
+        m.setAccessible(true);
+        return m;
+      } catch (NoSuchMethodException notHere) {
+        // look in the superclass
+      }
+    }
+    throw new NoSuchMethodException(owner.getClass().getName() + "." + name + "()");
   }
 
   String queryName() {

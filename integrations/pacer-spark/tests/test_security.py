@@ -161,6 +161,19 @@ def test_a_planted_jar_with_a_matching_stamp_is_not_used(tmp_path: Path, builds:
     assert len(builds) == 2
 
 
+def test_a_planted_lock_link_is_never_followed(tmp_path: Path, builds: list[Path]) -> None:
+    """A ``.lock`` planted as a link to a victim's file: the build refuses it, naming it, and the victim's file is
+    intact (before, the cache opened it with "w", truncating the target)."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the victim's data\n")
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o755)
+    (cache / ".lock").symlink_to(victim)
+    with pytest.raises(jvm.JvmBuildError, match=r"\.lock is a symbolic link"):
+        jvm.build_jar(cache=cache)
+    assert victim.read_text() == "the victim's data\n" and not builds
+
+
 def test_a_jar_others_can_write_is_rebuilt(tmp_path: Path, builds: list[Path]) -> None:
     jar = jvm.build_jar(cache=tmp_path).jar
     jar.chmod(0o666)

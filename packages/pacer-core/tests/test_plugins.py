@@ -138,3 +138,16 @@ def test_feedback_and_catalogue_go_through_the_plugin_manager_so_wrappers_see_th
     c.start(batch.id)
     c.complete(batch.id)
     assert "catalogue" in seen and "feedback" in seen
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", float("inf"), float("nan"), 1e400])
+def test_a_non_finite_parameter_is_refused_naming_it(value: object) -> None:
+    """``pacer.param.admission.initial_interval=inf`` raised OverflowError deep in a decision (every batch then
+    failed open); it is refused where the parameters are resolved, naming the parameter."""
+    from pacer.strategy import Param
+
+    with pytest.raises(ValueError, match="parameter 'initial_interval' must be a finite number"):
+        Param("initial_interval", 1.0, "seconds").coerce(value)
+    assert Param("cap", float("inf"), "no cap by default").coerce("inf") == float("inf")
+    with pytest.raises(ValueError, match="parameter 'n' expects int"):
+        Param("n", 2, "count").coerce("inf")

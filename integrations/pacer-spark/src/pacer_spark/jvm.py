@@ -209,15 +209,26 @@ def _locked(folder: Path) -> Iterator[None]:
     """Holds an exclusive lock on ``folder`` so that two processes never build at once (a folder this
     user owns loses group and other write, which :func:`_jar_problem` refuses)."""
     folder.mkdir(parents=True, exist_ok=True)
-    st = folder.stat()
-    if st.st_uid == os.geteuid() and st.st_mode & 0o022:
+    st = folder.lstat()
+    if st.st_uid == os.geteuid() and st.st_mode & 0o022 and not folder.is_symlink():
         folder.chmod(st.st_mode & 0o755)
-    with open(folder / ".lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    unsafe = _private(folder)  # before anything is opened in it: another user could swap what is built here
+    if unsafe:
+        raise JvmBuildError(f"refusing to build format('pacer')'s jar into {folder}: {unsafe}; set "
+                            "PACER_JVM_CACHE to a folder of your own")
+    lock = folder / ".lock"
+    try:  # never through a link, never truncating: a planted .lock must not reach another file
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise JvmBuildError(f"{lock} is a symbolic link: pacer does not open it (it may point at another file); "
+                            "remove it, or set PACER_JVM_CACHE to a folder of your own") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _sha256(path: Path) -> str:
@@ -287,10 +298,6 @@ def build_jar(*, force: bool = False, cache: Path | None = None) -> JarBuild:
             problem = "was asked to rebuild" if force else _jar_problem(folder, wanted)  # built meanwhile?
             if problem is None:
                 return JarBuild(jar, False, time.perf_counter() - started)
-            unsafe = _private(folder)
-            if unsafe:  # another user could swap whatever is built here
-                raise JvmBuildError(f"refusing to build format('pacer')'s jar into {folder}: {unsafe}; set "
-                                    "PACER_JVM_CACHE to a folder of your own")
             if jar.exists():
                 log.warning("the jar cache %s %s: rebuilding the jar", folder, problem)
             _compile(sources_dir(), jar)

@@ -17,11 +17,15 @@ The JVM source (``jvm/``) calls :meth:`PacedQueries.decide` on the query's strea
 5. the batch passes the :class:`~pacer_spark.gate.Gate` right there: FIFO/EDF wait for their turn,
    FAIR/RDAS get their pool, which the JVM sets on the stream thread.
 
-Under ``trigger(availableNow=True)`` a "wait" admits every admissible snapshot instead (Spark ends
-such a query at its first empty trigger). A restarted query (a new source run) gives back the
-snapshots its previous run observed but never admitted (:meth:`pacer.Controller.withdraw`): the
-new run observes the same data again from the last committed offset. A batch Spark replays from its
-offset log without asking the source (after a crash) is accounted once, from its progress event.
+Under ``trigger(availableNow=True)``, or while a caller waits in ``processAllAvailable()``, a "wait" admits every
+admissible snapshot instead (Spark ends both at the first trigger without new data).
+
+The source is the truth: before each decision the query's state is rebuilt from what the asking source reports
+(the protocol, its messages and the state machine of one query are in the README of pacer-spark): admissions it
+made without an answer become exactly the batch Spark ran (a decided batch Spark did not run is taken back), a
+batch Spark replayed from its offset log is accounted once, a request overtaken by a later one is dropped, a new
+Spark run gives back what the previous one held, and several paced sources of one query (a union, a join) are
+one query with one deadline.
 """
 
 from __future__ import annotations

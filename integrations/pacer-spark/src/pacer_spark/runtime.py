@@ -18,6 +18,7 @@ is wrapped in the scheduling gate. The parts, one module each:
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
 from collections.abc import Mapping
@@ -89,6 +90,8 @@ class PacerSession:
         self.sinks = SinkGate(self.driver, self.admission, collect_metrics=config.operator_metrics)
         self.observer = SessionTelemetry(spark, self.driver, self.admission, fair=self.fair, rapids=self.rapids)
         self.started_at = time.time()
+        #: a checkpoint root pacer made (none given) is pacer's to remove at stop()
+        self._own_root = config.checkpoint_root is None
         self.checkpoint_root = Path(config.checkpoint_root or tempfile.mkdtemp(prefix="pacer-spark-"))
         spark.dataSource.register(PacerGenDataSource)
         spark.dataSource.register(PacerFilesDataSource)
@@ -373,6 +376,9 @@ class PacerSession:
             self.paced.close()
         self.enactment.close()
         self.pm.unregister(self.replay)
+        _ATTACHED.pop(id(self.spark), None)
+        if self._own_root:
+            shutil.rmtree(self.checkpoint_root, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------- attach
@@ -411,11 +417,22 @@ def attach(spark: SparkSession, **options: Any) -> PacerSession:
 
     require_classic(spark)  # a Spark Connect session is refused by name, before anything is asked of it
     check_spark_version()
+    earlier = _ATTACHED.get(id(spark))
+    if earlier is not None and not earlier.closed:
+        raise RuntimeError("pacer is attached to this SparkSession already (a second PacerSession would leave the "
+                           "first one's listener, RPC server and deciders running beside it): call stop() on the "
+                           "first one, or attach to spark.newSession()")
     config = PacerConfig.from_spark(spark, **options)
     pm = config.plugin_manager or get_plugin_manager()
     for decision, name in config.strategies().items():
         pm.find(name, decision)  # fail now, with the list of installed strategies
-    return PacerSession(spark, replace(config, plugin_manager=pm))
+    session = PacerSession(spark, replace(config, plugin_manager=pm))
+    _ATTACHED[id(spark)] = session
+    return session
+
+
+#: id(SparkSession) -> the PacerSession attached to it and not stopped (the session object is kept alive by it)
+_ATTACHED: dict[int, PacerSession] = {}
 
 
 __all__ = ["DEFAULT_LADDER", "PacerConfig", "PacerSession", "ReplayGuard", "Sink", "attach", "parse_seconds"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,16 +27,20 @@ class Param:
     def coerce(self, value: Any) -> Any:
         """Convert ``value`` (often a string from a CLI or a Spark conf) to the default's type."""
         kind = type(self.default)
-        if self.default is None or isinstance(value, kind):
+        if self.default is None or (isinstance(value, kind) and not isinstance(value, float)):
             return value
         if kind is bool and isinstance(value, str):
             return value.strip().lower() in ("1", "true", "yes", "on")
         try:
-            return kind(value)
-        except (TypeError, ValueError) as exc:
+            coerced = kind(value)
+        except (TypeError, ValueError, OverflowError) as exc:
             raise ValueError(
                 f"parameter {self.name!r} expects {kind.__name__} (default {self.default!r}), got {value!r}"
             ) from exc
+        if kind is float and not math.isfinite(coerced) and math.isfinite(self.default):
+            raise ValueError(f"parameter {self.name!r} must be a finite number (default {self.default!r}), got "
+                             f"{value!r}")
+        return coerced
 
 
 #: Builds a strategy's state for one query (or, for a scheduler, for the whole runtime).

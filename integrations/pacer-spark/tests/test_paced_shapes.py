@@ -1,0 +1,117 @@
+"""Query shapes users write, on real Spark: two paced sources in one query, and ``processAllAvailable()``.
+
+A union of two ``format("pacer")`` sources is one query with one deadline: each source's ask is accounted, none
+withdraws the other's snapshots, and it forms about as many batches as one source alone. ``processAllAvailable()``
+in a user's own test or notebook returns once every row available when it was called is written, although pacer
+holds them for a long deadline (Spark ends that wait at the first trigger without new data, so a caller waiting
+makes pacer drain what it holds).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+# put_csv, feed, paced_csv, to_parquet, written_ids, wait_for, data_batches, Holding, attach_holding: shared with
+# test_paced_faults.py (loaded by its path, as pytest imports test modules with --import-mode=importlib)
+_spec = importlib.util.spec_from_file_location("_faults_helpers", Path(__file__).with_name("test_paced_faults.py"))
+assert _spec is not None and _spec.loader is not None
+_helpers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_helpers)
+put_csv, paced_csv, to_parquet, feed = _helpers.put_csv, _helpers.paced_csv, _helpers.to_parquet, _helpers.feed
+written_ids, wait_for, ROWS, data_batches = _helpers.written_ids, _helpers.wait_for, _helpers.ROWS, _helpers.data_batches
+
+
+def test_process_all_available_returns_with_every_held_row_written(spark: Any, tmp_path: Path) -> None:
+    """A strategy that never admits, a 60 s deadline: ``processAllAvailable()`` still returns promptly with every
+    row written (before the change it returned at once with the held rows unwritten), and the report counts the
+    batch drained on request."""
+    handle = _helpers.attach_holding(spark, tmp_path, _helpers.Holding("test-hold-all", None))
+    inbox, out = tmp_path / "in", tmp_path / "out"
+    inbox.mkdir()
+    try:
+        query = to_parquet(paced_csv(spark, inbox, "60s"), out, "held")
+        for index in range(6):
+            put_csv(inbox, index)
+        wait_for(lambda: int(_helpers.source_metrics(query).get("pacer.pendingSnapshots", "0") or 0) >= 1
+                 if query.lastProgress else False)
+        assert written_ids(spark, out) == []  # held: the deadline is far
+        t0 = time.monotonic()
+        query.processAllAvailable()
+        waited = time.monotonic() - t0
+        assert written_ids(spark, out) == list(range(6 * ROWS)), (waited, handle.paced.summary())
+        assert waited < 60.0  # not the deadline's wait
+        summary = handle.paced.summary()["held"]
+        assert summary["drained"] >= 1 and summary["failed_open"] == 0 and summary["error"] is None, summary
+        put_csv(inbox, 6)  # held again once nobody waits
+        time.sleep(3.0)
+        assert written_ids(spark, out) == list(range(6 * ROWS))
+        query.processAllAvailable()
+        assert written_ids(spark, out) == list(range(7 * ROWS))
+    finally:
+        for active in spark.streams.active:
+            active.stop()
+        handle.stop()
+
+
+def _union(spark: Any, left: Path, right: Path, left_deadline: str, right_deadline: str) -> Any:
+    return paced_csv(spark, left, left_deadline).union(paced_csv(spark, right, right_deadline))
+
+
+def test_a_union_of_two_paced_sources_is_one_query(spark: Any, tmp_path: Path) -> None:
+    """One deadline for the query: different deadlines are refused naming both; with one deadline every row is
+    written once, no source's ask withdraws the other's snapshots, and the query forms about as many batches as
+    one source alone (before the change: 16 where one source formed 6)."""
+    handle = _helpers.attach_holding(spark, tmp_path, _helpers.Holding("test-hold-four", 4))
+    left, right, out = tmp_path / "left", tmp_path / "right", tmp_path / "out"
+    left.mkdir()
+    right.mkdir()
+    try:
+        put_csv(left, 0)
+        put_csv(right, 1)
+        refused = to_parquet(_union(spark, left, right, "20s", "30s"), tmp_path / "refused", "refused")
+        with pytest.raises(Exception, match="disagree") as failed:
+            refused.awaitTermination(60)
+        assert "'20s'" in str(failed.value) and "'30s'" in str(failed.value)
+
+        query = to_parquet(_union(spark, left, right, "20s", "20s"), out, "union")
+        feeders = [feed(left, 8, 0.5, first=100), feed(right, 8, 0.5, first=200)]
+        for feeder in feeders:
+            feeder.join()
+        expected = sorted([*range(2 * ROWS)] + [i for f in (100, 200) for i in range(f * ROWS, (f + 8) * ROWS)])
+        query.processAllAvailable()
+        wait_for(lambda: written_ids(spark, out) == expected)
+        summary = handle.paced.summary()["union"]
+        assert summary["sources"] == 2 and summary["withdrawn"] == 0 and summary["error"] is None, summary
+        assert summary["failed_open"] == 0, summary
+        # 18 files held in fours (each source's part capped at its 2 files a trigger): far from one per file
+        assert len(data_batches(query)) <= 8, data_batches(query)
+        with handle.lock:
+            assert not handle.controller.busy("union") and not handle.controller.buffered("union")
+    finally:
+        for active in spark.streams.active:
+            active.stop()
+        handle.stop()
+
+
+def test_a_second_attach_is_refused_and_stop_removes_pacer_s_temporary_folder(spark: Any) -> None:
+    """A second ``attach()`` on one session would leave the first one's listener, RPC server and deciders running
+    (before: silently); it is refused while the first runs. ``stop()`` removes the checkpoint root pacer made."""
+    import pacer_spark
+
+    first = pacer_spark.attach(spark, paced=False)
+    root = first.checkpoint_root
+    try:
+        assert root.is_dir()
+        with pytest.raises(RuntimeError, match="attached to this SparkSession already"):
+            pacer_spark.attach(spark, paced=False)
+    finally:
+        first.stop()
+    assert not root.exists()
+    pacer_spark.attach(spark, paced=False).stop()  # once stopped, the session takes a new one

@@ -1,9 +1,9 @@
 """Repository-wide pytest hooks: the default run (CI's ``python -m pytest``) and the full suite.
 
 A test marked ``full`` is a longer variant of behaviour that the default run already proves with another test
-(another source format, the other signal, another strategy of the same kind, a standalone cluster beside the
-local one). The default run skips it, saying why and how to run it; ``PACER_FULL_SUITE=1`` runs it, as the Spark
-sessions of nox do (``nox -s spark``, ``nox -s cluster``). The default run has to fit CI's 30 minutes on 2 cores.
+(another source format, the other signal, another strategy of the same kind). The default run skips it, saying
+why and how to run it; ``PACER_FULL_SUITE=1`` runs it, as the Spark sessions of nox do (``nox -s spark``,
+``nox -s cluster``). The default run has to fit CI's 45 minutes on 2 cores.
 """
 
 from __future__ import annotations

@@ -149,6 +149,37 @@ def test_numinputrows_and_latest_offset_of_a_paced_kafka_query(
     assert paced.paced.bridge.fallback_warnings("kafka_capped") == 0
 
 
+def test_a_start_with_100000_records_waiting_begins_with_a_bounded_probe(
+    spark: Any, paced: Any, kafka_broker: BrokerInfo
+) -> None:
+    """No read cap, no fitted service model, 100 000 records waiting: the first batch is a probe within
+    ``PROBE_ROWS`` (before: every record in one batch, the out-of-memory users report about Spark's default
+    trigger after an outage), the next ones grow from what it measured, and every record is read once."""
+    from pacer_spark.paced import PROBE_ROWS
+
+    servers = kafka_broker.bootstrap_servers
+    topic = new_topic(servers, "paced-probe")
+    produce(servers, topic, 0, 100_000)
+    query = (spark.readStream.format("pacer").option("pacer.source", "kafka").option("pacer.deadline", "10s")
+             .option("kafka.bootstrap.servers", servers).option("subscribe", topic)
+             .option("startingOffsets", "earliest").load().selectExpr("CAST(key AS STRING) AS key")
+             .writeStream.queryName("kafka_probe").format("memory").start())
+    try:
+        limit = time.monotonic() + 180
+        while spark.sql("SELECT count(*) FROM kafka_probe").first()[0] < 100_000:
+            assert query.exception() is None and time.monotonic() < limit, query.exception()
+            time.sleep(1.0)
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"] > 0]
+    assert 0 < sizes[0] <= PROBE_ROWS and sizes[1] <= 2 * PROBE_ROWS, sizes
+    assert sum(sizes) == 100_000 and len(sizes) >= 3, sizes
+    assert spark.sql("SELECT count(DISTINCT key), count(*) FROM kafka_probe").first() == (100_000, 100_000)
+    summary = paced.report()["spark"]["paced"]["kafka_probe"]
+    assert summary["error"] is None and summary["failed_open"] == 0, summary
+
+
 def launch(tmp: Path, servers: str, topic: str, out: Path, *extra: str) -> subprocess.Popen[bytes]:
     """The user's job in its own process group (SIGKILL takes its JVM too)."""
     log = (tmp / f"{out.name}-{len(list(tmp.glob(out.name + '-*.log')))}.log").open("wb")

@@ -1,6 +1,6 @@
 """The driver program of ``test_cluster_standalone.py``: paced queries on a Spark standalone master.
 
-Run as ``python cluster_app.py --master spark://… --work DIR --phases kafka,edf,rdas [--bootstrap-servers …]``,
+Run as ``python cluster_app.py --master spark://… --work DIR --cluster-dir DIR --phases kafka,edf,rdas [--bootstrap-servers …]``,
 in a process of its own (one SparkContext per process; the suite's own session is ``local[2]``). Every phase
 writes ``DIR/<phase>.json``. Rows pass through :func:`tag`, a ``mapInArrow`` function that runs in the executors'
 Python workers and stamps each row with what ``TaskContext`` says there (the task's FAIR pool, its stream's query
@@ -223,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", required=True)
     parser.add_argument("--phases", default="kafka,edf,rdas")
     parser.add_argument("--bootstrap-servers")
+    parser.add_argument("--cluster-dir", required=True, help="the folder of `pacer cluster up` (its secret)")
     args = parser.parse_args(argv)
     import pacer_spark
 
@@ -230,9 +231,14 @@ def main(argv: list[str] | None = None) -> int:
     for sub in ("busy", "tasks"):
         (work / sub).mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
+    from pacer_spark.cluster import running_cluster
+
+    cluster = running_cluster(args.cluster_dir)
+    assert cluster is not None, f"no cluster runs in {args.cluster_dir}"
     spark = pacer_spark.session_builder(args.master, f"pacer-cluster-{uuid.uuid4().hex[:6]}", kafka=True, conf={
         "spark.executor.memory": "512m", "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-        "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}).getOrCreate()
+        "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+        **cluster.app_conf()}).getOrCreate()  # the cluster runs with spark.authenticate
     spark.sparkContext.setLogLevel("ERROR")
     print(f"session: {time.monotonic() - began:.1f} s", flush=True)
     wait_for_executors(spark, 2)

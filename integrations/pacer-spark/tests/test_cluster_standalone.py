@@ -30,8 +30,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.spark, pytest.mark.cluster,
-              pytest.mark.full(reason="about 2 min on 2 cores; the local-mode tests prove the same paths in one JVM")]
+pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
 APP = Path(__file__).with_name("cluster_app.py")
 #: The driver program's whole run at most (its phases take about 100 s here).
@@ -64,7 +63,7 @@ def cluster_run(spark_cluster: Any, kafka_broker: Any, tmp_path_factory: pytest.
     work = tmp_path_factory.mktemp("cluster-run")
     log = work / "app.log"
     command = [sys.executable, str(APP), "--master", spark_cluster.master_url, "--work", str(work),
-               "--bootstrap-servers", kafka_broker.bootstrap_servers]
+               "--bootstrap-servers", kafka_broker.bootstrap_servers, "--cluster-dir", spark_cluster.directory]
     started = time.monotonic()
     with open(log, "wb") as out:
         app = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -199,6 +198,59 @@ def test_pacer_cluster_up_serves_two_workers_and_refuses_a_second_start(spark_cl
                              spark_cluster.directory], capture_output=True, text=True, timeout=60, check=False, env=env)
     assert status.returncode == 0 and status.stdout.startswith("2 of 2 workers alive"), status
     assert status.stdout.strip().splitlines()[-1] == spark_cluster.master_url
+
+
+INTRUDER = """
+import sys
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master(sys.argv[1]).appName("intruder").config("spark.ui.enabled", "false")
+         .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
+print("counted", spark.range(10).count(), flush=True)
+"""
+
+
+def test_an_application_without_the_cluster_s_secret_is_refused(spark_cluster: Any, tmp_path: Path) -> None:
+    """``pacer cluster up`` runs with ``spark.authenticate``: its secret sits in a 0600 file of a 0700 folder (no
+    command line shows it), and an application that does not present it never registers, so it runs nothing
+    (before, any local user could run code on the owner's cluster)."""
+    from pacer_spark.cluster import master_state
+
+    conf = spark_cluster.properties_file
+    assert oct(conf.stat().st_mode & 0o777) == "0o600" and oct(conf.parent.stat().st_mode & 0o777) == "0o700"
+    assert spark_cluster.app_conf()["spark.authenticate"] == "true"
+    secret = spark_cluster.app_conf()["spark.authenticate.secret"]
+    assert len(secret) == 64 and not any(secret in " ".join(_cmdline(pid)) for pid in spark_cluster.worker_pids)
+    log = tmp_path / "intruder.log"
+    script = tmp_path / "intruder.py"
+    script.write_text(INTRUDER)
+    with open(log, "wb") as out:
+        intruder = subprocess.Popen([sys.executable, str(script), spark_cluster.master_url], stdout=out,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    refused = "Expected SaslMessage"  # the master's answer to a client without the secret
+    try:
+        limit = time.monotonic() + 60
+        while time.monotonic() < limit and intruder.poll() is None:
+            apps = master_state(spark_cluster).get("activeapps", [])
+            assert not any(app.get("name") == "intruder" for app in apps), apps
+            if refused in log.read_text(errors="replace") or "counted" in log.read_text(errors="replace"):
+                break
+            time.sleep(0.5)
+        time.sleep(1.0)  # had it registered after all, the master would list it by now
+        assert not any(app.get("name") == "intruder" for app in master_state(spark_cluster).get("activeapps", []))
+    finally:
+        intruder.kill()
+        intruder.wait()
+    text = log.read_text(errors="replace")
+    assert refused in text and "counted" not in text, text[-2000:]
+    completed = master_state(spark_cluster).get("completedapps", [])
+    assert not any(app.get("name") == "intruder" for app in completed), completed
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
 
 
 def test_bad_sizes_and_an_empty_folder_are_answered_without_starting_anything(tmp_path: Path) -> None:

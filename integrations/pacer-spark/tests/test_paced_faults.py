@@ -235,9 +235,11 @@ def test_a_decider_that_raises_or_answers_late_fails_open_and_the_driver_account
 
 
 def test_a_decider_failure_with_a_held_backlog_keeps_the_query_paced(spark: Any, tmp_path: Path) -> None:
-    """zStream with its model fitted, then a backlog of 20 one-file snapshots and one decider exception while >= 16
-    are pending: the source admits one (its read cap) without an answer, the driver accounts exactly that, and the
-    query goes on forming batches it decides (before the change the query stayed busy for good)."""
+    """zStream with its model fitted, then a backlog of 20 one-file snapshots, late by their files' times, and one
+    decider exception while >= 16 are pending: the source admits one (its read cap) without an answer, the driver
+    accounts exactly that whatever catch-up would take, and the query goes on forming batches it decides. (This
+    passed before the change too: the stall needs a fail-open larger than catch-up's batch, which a read cap of one
+    file never gives; ``test_paced_protocol.py`` reaches that case.)"""
     handle = attach(spark, tmp_path, admission="zstream")
     inbox = tmp_path / "in"
     inbox.mkdir()
@@ -255,8 +257,10 @@ def test_a_decider_failure_with_a_held_backlog_keeps_the_query_paced(spark: Any,
         query = to_parquet(paced_csv(spark, inbox, "4s", maxFilesPerTrigger="1"), tmp_path / "out", "backlog")
         feed(inbox, 6, 0.5).join()  # zStream fits its model on these
         wait_for(lambda: written_ids(spark, tmp_path / "out") == list(range(6 * ROWS)))
+        old = time.time() - 60.0  # a backlog that waited: late by its files' own times, so catch-up drains it
         for index in range(6, 26):  # one look sees them all: 20 snapshots of one file
             put_csv(inbox, index)
+            os.utime(inbox / f"part-{index:05d}.csv", (old, old))
         wait_for(lambda: bool(faults))
         decisions = handle.paced.summary()["backlog"]["decisions"]
         wait_for(lambda: written_ids(spark, tmp_path / "out") == list(range(26 * ROWS)))

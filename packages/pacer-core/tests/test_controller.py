@@ -450,3 +450,31 @@ def test_retract_puts_a_batch_that_never_ran_back_in_front_and_admit_exactly_tak
         c.ledger.retracted("q1", ["q1-0"])
     c.ledger.check_balance("q1")
     assert c.ledger.finished("q1", "q1-3") and not c.ledger.finished("q1", "q1-4")
+
+
+def test_a_cold_query_admits_a_probe_that_doubles_until_its_service_model_is_fitted(
+    clock: ManualClock, spec: QuerySpec
+) -> None:
+    """A restart with a backlog and no fitted model: without a probe the first batch is the whole backlog (the
+    batch that runs out of memory); with ``probe_rows`` it is at most that many rows, then twice as many, until
+    the model is fitted, and never less than one dataset."""
+    late = replace(spec, deadline=1.0)
+    plain = Controller(clock=clock, cores=2, plugin_manager=_pm(EveryN()))
+    plain.add_query(late, admission="every-n", admission_params={"n": 1})
+    _feed(plain, "q1", clock, 40)  # 40 x 10 rows, all waiting past the deadline: catch-up
+    clock.advance(5.0)
+    first = plain.poll("q1")
+    assert first is not None and first.rows == 400
+    c = Controller(clock=clock, cores=2, plugin_manager=_pm(EveryN()))
+    c.add_query(late, admission="every-n", admission_params={"n": 1}, probe_rows=25)
+    _feed(c, "q1", clock, 40)
+    clock.advance(5.0)
+    sizes = []
+    while c.has_buffered("q1") and len(sizes) < 10:
+        batch = c.poll("q1")
+        assert batch is not None
+        sizes.append(batch.rows)
+        run_batch(c, clock, batch.id, 0.5)
+    assert sizes[:2] == [20, 50] and sum(sizes) == 400, sizes  # 25 rows, then 50: the model fits after two
+    with pytest.raises(ValueError, match="probe_rows must be >= 0"):
+        c.add_query(replace(spec, id="q2"), probe_rows=-1)

@@ -10,6 +10,11 @@ process of those groups is left: no Worker, no executor, no Python worker, no Ma
 
 A failed start raises :class:`ClusterError` whose first line is the root cause read from the logs, and whose
 second says where they are; whatever was started is stopped.
+
+Every cluster runs with ``spark.authenticate``: a fresh secret per start, in ``conf/spark-defaults.conf`` (mode
+0600, which the daemons read; never on a command line, where any local user would see it). An application that
+does not present it cannot register with the master; :meth:`ClusterInfo.app_conf` gives the two confs an
+application needs, ``spark-submit --properties-file DIR/conf/spark-defaults.conf`` does the same.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -35,6 +41,8 @@ MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 STATE_FILE = "cluster.json"
+#: The daemons' (and the applications') Spark properties, in the cluster's private conf folder.
+DEFAULTS_FILE = "spark-defaults.conf"
 #: Seconds ``start_cluster`` waits for the master and every worker before giving up.
 DEFAULT_START_TIMEOUT_S = 120.0
 #: Seconds ``stop_cluster`` waits after SIGTERM before SIGKILL.
@@ -81,6 +89,20 @@ class ClusterInfo:
     def webui_url(self) -> str:
         """The master's web UI."""
         return f"http://{HOST}:{self.webui_port}"
+
+    @property
+    def properties_file(self) -> Path:
+        """The daemons' ``spark-defaults.conf``: ``spark.authenticate`` and the cluster's secret (mode 0600)."""
+        return Path(self.directory) / "conf" / DEFAULTS_FILE
+
+    def app_conf(self) -> dict[str, str]:
+        """The confs an application of this cluster needs: ``spark.authenticate`` and the cluster's secret."""
+        conf = {}
+        for line in self.properties_file.read_text(encoding="utf-8").splitlines():
+            key, _, value = line.strip().partition(" ")
+            if key.startswith("spark.authenticate"):
+                conf[key] = value.strip()
+        return conf
 
     @property
     def logs(self) -> list[Path]:
@@ -173,10 +195,23 @@ def root_cause(log_text: str) -> str:
     return errors[0] if errors else (lines[-1] if lines else "(the log is empty)")
 
 
+def _write_secret(conf: Path) -> None:
+    """A fresh secret in ``conf``'s ``spark-defaults.conf``, readable by its owner alone (written before it is
+    opened to anyone: the file is created 0600)."""
+    path = conf / DEFAULTS_FILE
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(f"spark.authenticate true\nspark.authenticate.secret {secrets.token_hex(32)}\n")
+
+
 def _environment(folder: Path, heap: str) -> dict[str, str]:
-    """The daemons' environment: loopback only, no REST server, small heaps, an empty conf folder of their own."""
+    """The daemons' environment: loopback only, no REST server, small heaps, a private conf folder of their own
+    holding only the authentication secret."""
     conf = folder / "conf"
-    conf.mkdir(exist_ok=True)
+    conf.mkdir(mode=0o700, exist_ok=True)
+    conf.chmod(0o700)
+    _write_secret(conf)
     env = dict(os.environ)
     env.update({
         "SPARK_HOME": str(spark_home()),

@@ -49,6 +49,8 @@ def _run(args: argparse.Namespace, pm: Any) -> int:
             print(f"Spark {info.spark_version} standalone cluster in {info.directory}: master pid {info.master_pid}, "
                   f"{len(info.worker_pids)} workers x {info.cores} core(s), {info.memory} (pids "
                   f"{', '.join(map(str, info.worker_pids))}); web UI {info.webui_url}; logs {info.directory}/*.log")
+            print(f"spark.authenticate is on: applications need the cluster's secret (spark-submit --properties-file "
+                  f"{info.properties_file}, or ClusterInfo.app_conf())")
             print(info.master_url)
             return 0
         if args.cluster_action == "down":

@@ -62,6 +62,11 @@ log = logging.getLogger("pacer_spark.paced")
 #: Bytes per row assumed for a file source's snapshot before any batch measured it.
 DEFAULT_ROW_BYTES = 64
 
+#: Rows of the first batch of a query whose service-time model is not fitted yet (a start or restart with a
+#: backlog), doubling with each batch until it is: a Kafka query started with 480 000 records waiting took them
+#: all in its first batch before. The wrapped source's own read cap, when set, bounds it further.
+PROBE_ROWS = 10_000
+
 
 def _source_of(dataset_id: str) -> tuple[str, int]:
     """The source run and snapshot seq of a snapshot's dataset id (``<run>:<seq>``)."""
@@ -243,7 +248,7 @@ class PacedQueries:
                                       "(overload=shed applies to pacer-gen/pacer-files queries)", query_id)
         self.register_query(query_id, deadline=deadline, admission=options.get("pacer.admission"),
                          placement=options.get("pacer.placement"), admission_params=params["admission"],
-                         placement_params=params["placement"], overload="keep")
+                         placement_params=params["placement"], overload="keep", probe_rows=PROBE_ROWS)
         s.controller.recorder.record(query_id).dated_by("first-seen")  # until a snapshot brings its own time
 
     # ------------------------------------------------------------------ the source's truth

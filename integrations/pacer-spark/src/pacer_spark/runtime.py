@@ -137,6 +137,7 @@ class PacerSession:
         max_rows: int = 0,
         max_bytes: int = 0,
         overload: str | None = None,
+        probe_rows: int = 0,
     ) -> QuerySpec:
         """Add a query to the Controller with its admission and placement strategies.
 
@@ -145,6 +146,8 @@ class PacerSession:
 
         ``max_rows``/``max_bytes`` cap every admission (Spark's ``maxOffsetsPerTrigger`` /
         ``maxBytesPerTrigger``; 0: no cap): the Controller trims a batch to the largest prefix within them.
+        ``probe_rows``: until the query's service-time model is fitted, each batch is a probe of at most this many
+        rows, doubling per batch (0: none; :meth:`pacer.Controller.add_query`).
 
         The operator DAG is the workload's template (``workload``), or ``dag``, or a minimal
         scan -> project -> sink chain (use :func:`pacer_spark.plan.dag_from_plan` on an executed
@@ -176,7 +179,7 @@ class PacerSession:
                 admission_params={**self.config.admission_params, **(admission_params or {})},
                 placement_params={**self.config.placement_params, **(placement_params or {})},
                 max_rows=max_rows, max_bytes=max_bytes,
-                overload=overload,
+                overload=overload, probe_rows=probe_rows,
             )
         return spec
 

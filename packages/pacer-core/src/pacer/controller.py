@@ -150,6 +150,7 @@ class Controller:
         max_rows: int = 0,
         max_bytes: int = 0,
         overload: str | None = None,
+        probe_rows: int = 0,
     ) -> None:
         """Register a query with its admission and placement strategies (by name).
 
@@ -157,13 +158,17 @@ class Controller:
             (Spark's ``maxOffsetsPerTrigger``; 0: no cap). A batch keeps at least one dataset.
         :param max_bytes: likewise in bytes (Spark's ``maxBytesPerTrigger``; 0: no cap).
         :param overload: this query's overload policy, ``"shed"`` or ``"keep"`` (None: the Controller's).
+        :param probe_rows: until the query's service-time model is fitted, every batch is a probe of at most this
+            many rows, doubling with each completed batch (a restart with a backlog: nothing yet says how much
+            fits a deadline, and the whole backlog at once is the batch that runs out of memory); 0: no probe
+            (the whole backlog, as Spark's default trigger). A batch keeps at least one dataset.
         :raises UnknownStrategyError: for a name no installed plugin provides.
         :raises ValueError: for a duplicate query id, an unknown parameter or overload policy, or a negative cap.
         """
         if spec.id in self._state.queries:
             raise ValueError(f"query {spec.id!r} is already registered")
-        if max_rows < 0 or max_bytes < 0:
-            raise ValueError(f"query {spec.id!r}: max_rows and max_bytes must be >= 0 (0: no cap)")
+        if max_rows < 0 or max_bytes < 0 or probe_rows < 0:
+            raise ValueError(f"query {spec.id!r}: max_rows, max_bytes and probe_rows must be >= 0 (0: none)")
         if overload is not None and overload not in OVERLOAD_POLICIES:
             raise ValueError(f"query {spec.id!r}: overload policy must be one of {OVERLOAD_POLICIES}, got {overload!r}")
         chosen = {"admission": admission, "placement": placement}
@@ -174,6 +179,7 @@ class Controller:
             service=ServiceTimeModel(quantile=self.service_quantile),
             overload=OverloadMonitor(deadline=spec.effective_deadline),
             max_rows=int(max_rows), max_bytes=int(max_bytes), overload_policy=overload or self.overload_policy,
+            probe_rows=int(probe_rows),
             catch_up=CatchUp(deadline=spec.effective_deadline, enabled=self._catches_up(admission)),
         )
 
@@ -300,6 +306,8 @@ class Controller:
             count = decision.count
         if q.max_rows or q.max_bytes:
             count = read_cap_count(q.buffer, count, q.max_rows, q.max_bytes)
+        if q.probe_rows and not q.service.ready:  # cold start: a probe, doubling with each batch until the model fits
+            count = read_cap_count(q.buffer, count, q.probe_rows * 2 ** min(len(q.history), 16), 0)
         if shedding and not catching_up:
             count = q.overload.feasible_prefix(q.buffer, count, now, q.service)
         return count, catching_up

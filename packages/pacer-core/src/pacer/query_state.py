@@ -55,6 +55,8 @@ class QueryState:
     max_rows: int = 0
     max_bytes: int = 0
     overload_policy: str = "keep"
+    #: rows of a cold-start probe batch (0: none; :meth:`pacer.Controller.add_query`)
+    probe_rows: int = 0
     catch_up: CatchUp = field(default_factory=lambda: CatchUp(deadline=10.0))
 
     def completed(self, batch: MicroBatch, report: BatchReport, now: float) -> None:

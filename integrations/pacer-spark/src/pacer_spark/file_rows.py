@@ -143,6 +143,22 @@ class RowParser:
             tmp.replace(self.quarantine / f"{path.name}.bad")
 
 
+    def missing(self, path: Path, offset: str) -> None:
+        """``path`` was listed but is gone before its batch read it: under ``malformed=quarantine`` it is skipped and
+        recorded (``<quarantine>/<name>.missing``, rewritten whole: a replay records it once), as Spark's
+        ``ignoreMissingFiles`` would skip it; under ``fail`` the batch fails, naming it and what to do."""
+        if self.mode == "fail" or self.quarantine is None:
+            raise FileNotFoundError(
+                f"pacer-files: {path} ({offset}) was listed, but it is gone before its batch read it. Restore the "
+                "file, or start the stream with option malformed=quarantine (pacer run: --malformed quarantine) to "
+                "skip such files, recorded in the quarantine folder")
+        self.quarantine.mkdir(parents=True, exist_ok=True)
+        tmp = self.quarantine / f".{path.name}.missing.tmp"
+        tmp.write_text(json.dumps({"file": path.name, "offset": offset, "reason": "gone before its batch read it"})
+                       + "\n")
+        tmp.replace(self.quarantine / f"{path.name}.missing")
+
+
 def csv_records(path: Path, header: bool) -> Iterator[tuple[int, str, Sequence[Any] | None]]:
     with path.open(newline="") as fh:
         for number, raw in enumerate(fh, start=1):

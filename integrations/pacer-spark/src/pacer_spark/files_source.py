@@ -14,9 +14,11 @@ back to :class:`~pacer_spark.file_rows.RowParser` to name or quarantine a malfor
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import time
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +38,8 @@ __all__ = ["MalformedRowError", "RowParser"]  # re-exported: where users of pace
 FILES_FORMAT = "pacer-files"
 FILE_FORMATS = ("csv", "json", "parquet")
 MALFORMED_MODES = ("quarantine", "fail")
+log = logging.getLogger("pacer_spark.files_source")
+
 #: Where a query's manifest lives inside its checkpoint directory (Spark ignores what it does not know there).
 MANIFEST_IN_CHECKPOINT = ("pacer-files", "manifest.jsonl")
 FILES_OPTIONS = frozenset({"path", "format", "header", "manifest", "malformed", "quarantine", "stream", "timezone",
@@ -103,48 +107,114 @@ def ignored_name(name: str) -> bool:
     return name.startswith(("_", ".")) or name.endswith((".tmp", ".crc", ".inprogress"))
 
 
+class ManifestDamaged(ValueError):
+    """A manifest line other than a torn last one cannot be read back: which file holds which offset is unknown."""
+
+
+def _line(entry: ManifestEntry) -> str:
+    """One manifest line: the entry and a CRC-32 of its canonical JSON, newline-terminated."""
+    body = json.dumps(entry.as_json(), sort_keys=True)
+    return json.dumps({**entry.as_json(), "crc": zlib.crc32(body.encode())}, sort_keys=True) + "\n"
+
+
+def _entry(line: str) -> ManifestEntry:
+    """The entry of a manifest line; ``ValueError`` for a line that is not one, or whose checksum differs (a
+    line without ``crc`` is an older pacer's, taken as it is)."""
+    raw = json.loads(line)
+    crc = raw.pop("crc", None)
+    entry = ManifestEntry(**raw)
+    if crc is not None and crc != zlib.crc32(json.dumps(entry.as_json(), sort_keys=True).encode()):
+        raise ValueError("its checksum does not match")
+    return entry
+
+
 class Manifest:
     """The durable record of which file got which offset and when it arrived (JSON lines, append-only).
 
-    A restart reads it back, so offsets and arrival times stay stable across restarts.
+    A restart reads it back, so offsets and arrival times stay stable across restarts. Each line is written
+    whole (one write of a newline-terminated line with its CRC-32, flushed and fsynced before the offsets that
+    name it are answered). On load, a last line without its newline was torn by a crash before any offset named
+    it: it is cut off (the file is listed again at the next look, under the same offset). Any other line that
+    cannot be read, a checksum that does not match, or offsets out of order refuse the load
+    (:class:`ManifestDamaged`): skipping it would shift every later file to another offset.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.entries: list[ManifestEntry] = []
         self._names: set[str] = set()
-        if path.exists():
-            for line in path.read_text().splitlines():
-                if line.strip():
-                    try:
-                        entry = ManifestEntry(**json.loads(line))
-                    except (ValueError, TypeError):
-                        continue  # a torn last line from a crash: the file is listed again
-                    if entry.index == len(self.entries):
-                        self.entries.append(entry)
-                        self._names.add(entry.name)
+        if not path.exists():
+            return
+        text = path.read_text()
+        if text and not text.endswith("\n"):  # a torn append: never acknowledged, so never in an offset
+            whole = text[: text.rfind("\n") + 1]
+            log.warning("pacer-files: the last line of the manifest %s was torn by a crash (%d bytes); it is cut "
+                        "off and its file listed again", path, len(text) - len(whole))
+            tmp = path.with_name(f".{path.name}.repair")
+            tmp.write_text(whole)
+            os.replace(tmp, path)
+            text = whole
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                entry = _entry(line)
+            except (ValueError, TypeError) as exc:
+                raise ManifestDamaged(self._damaged(number, f"line {number} cannot be read ({exc})")) from exc
+            if entry.index != len(self.entries):
+                raise ManifestDamaged(self._damaged(number, f"line {number} holds offset {entry.index} where "
+                                                            f"{len(self.entries)} was due"))
+            self.entries.append(entry)
+            self._names.add(entry.name)
+
+    def _damaged(self, number: int, what: str) -> str:
+        return (f"pacer-files: the manifest {self.path} is damaged: {what}. It records which file holds which offset "
+                "of the query's checkpoint; reading on would read some files twice or never. Restore it from a "
+                "backup of the checkpoint, or start the query on a new checkpoint (every file in the folder is then "
+                "read again)")
+
+    def check_covers(self, index: int) -> None:
+        """Refuse a checkpoint whose offsets reach past the files the manifest names (it was lost or replaced).
+
+        :raises ManifestDamaged: naming both counts and what to do.
+        """
+        if index > len(self.entries):
+            raise ManifestDamaged(f"pacer-files: the query's checkpoint has read up to file offset {index}, but its "
+                                  f"manifest {self.path} names {len(self.entries)} files: the manifest was lost, cut "
+                                  "or is not this checkpoint's (it lives in <checkpoint>/pacer-files/). Restore it "
+                                  "with the checkpoint, or start the query on a new checkpoint")
 
     def refresh(self, directory: Path, fmt: str, header: bool, now: float) -> list[ManifestEntry]:
-        """List ``directory``, give new files the next offsets (oldest mtime first) and persist them."""
+        """List ``directory``, give new files the next offsets (oldest mtime first) and persist them. A file that
+        vanishes between the listing and its measuring is left out (it is no dataset)."""
         try:
             names = [e for e in os.scandir(directory) if e.is_file() and not ignored_name(e.name)]
         except FileNotFoundError:
             return []
-        fresh = sorted(
-            ((e.stat().st_mtime, e.name, e.stat().st_size) for e in names if e.name not in self._names),
-            key=lambda t: (t[0], t[1]),
-        )
+        fresh = []
+        for e in names:
+            if e.name in self._names:
+                continue
+            try:
+                st = e.stat()
+            except FileNotFoundError:
+                continue
+            fresh.append((st.st_mtime, e.name, st.st_size))
+        fresh.sort(key=lambda t: (t[0], t[1]))
         added = []
         for mtime, name, size in fresh:
-            entry = ManifestEntry(len(self.entries), name, min(mtime, now), size, count_rows(directory / name, fmt, header))
+            try:
+                rows = count_rows(directory / name, fmt, header)
+            except FileNotFoundError:
+                continue
+            entry = ManifestEntry(len(self.entries), name, min(mtime, now), size, rows)
             self.entries.append(entry)
             self._names.add(name)
             added.append(entry)
         if added:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("a") as fh:
-                for entry in added:
-                    fh.write(json.dumps(entry.as_json()) + "\n")
+                fh.write("".join(_line(entry) for entry in added))  # whole lines, in one write
                 fh.flush()
                 os.fsync(fh.fileno())
         return added
@@ -223,6 +293,7 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """List new files, tell the driver about them, and ask it how far the next micro-batch reaches (the
         files it shed in that range are recorded in the offset: :func:`pacer_spark.sources.offset_with_shed`)."""
         begin = int(start["index"])
+        self.manifest.check_covers(begin)
         if self.target is None:  # availableNow lists once, in prepareForTriggerAvailableNow
             self.manifest.refresh(self.directory, self.format, self.header, time.time())
         available = max(begin, available_until(len(self.manifest.entries), self.target))
@@ -262,7 +333,11 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                            self.time_zone)
         for name in partition.paths:
             path = Path(name)
-            table = arrow_table(path, self.format, self.schema, header=self.header, time_zone=self.time_zone)
+            try:
+                table = arrow_table(path, self.format, self.schema, header=self.header, time_zone=self.time_zone)
+            except FileNotFoundError:  # deleted between its listing and this read: skipped or failed, named
+                parser.missing(path, f"listed in {self._manifest_option or 'the manifest'}")
+                continue
             if table is not None:  # the fast path; a file Arrow cannot parse is parsed row by row below
                 yield from table.to_batches()
                 continue

@@ -20,7 +20,10 @@ by zStream, 9.3 s after, so the records met the deadline again only 18.9 s after
 default trigger took 9.3 s.
 
 Before the service-time model is fitted (cold start) there is nothing to bound a batch by: the whole
-buffer is taken, as Spark's default trigger would.
+buffer is taken, as Spark's default trigger would, unless the query was registered with ``probe_rows``
+(:meth:`pacer.Controller.add_query`; pacer-spark's ``format("pacer")`` queries are): then every batch until the
+model is fitted is a probe of at most that many rows, doubling with each batch, and catch-up sizes the batches
+from the model after that.
 
 While the query is overloaded (:mod:`pacer.overload`: no batch size serves the offered load within the
 deadline) under the ``keep`` policy, and for one deadline after an overload period ended, waiting only adds

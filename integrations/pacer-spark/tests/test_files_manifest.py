@@ -13,10 +13,10 @@ import os
 from pathlib import Path
 
 import pytest
+from pyspark.sql.types import IntegerType, StructField, StructType
 
 from pacer_spark.file_rows import RowParser
 from pacer_spark.files_source import Manifest, ManifestDamaged
-from pyspark.sql.types import IntegerType, StructField, StructType
 
 
 def _folder(tmp_path: Path, count: int) -> Path:

@@ -14,9 +14,10 @@ batch Spark is running.
 from __future__ import annotations
 
 import itertools
+import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -308,3 +309,35 @@ def test_two_sources_of_one_query_share_one_batch_and_conflicting_deadlines_are_
     decision = paced.decide(refused.request(1))
     assert decision.error is not None and "'30s'" in decision.error and "'5s'" in decision.error
     controller.ledger.check_balance("q")
+
+
+def _timed(seq: int, source_time: float | None) -> OffsetSnapshot:
+    return OffsetSnapshot(seq=seq, offset=str(seq), arrival=time.time() - 1.0, rows=ROWS, files=None, bytes=640,
+                          bytes_estimated=True, source_time=source_time)
+
+
+def test_source_times_that_are_no_arrivals_are_dated_when_seen_counted_and_the_option_chooses() -> None:
+    """Zero, in the future, or older than the query's start by more than ``pacer.arrival.maxAge``: a producer's event
+    time or a copy that kept old mtimes, not an arrival (before: every row late, an epoch-0 time collapsed the
+    report's series into 12-day buckets); a snapshot that lost its time is counted; ``pacer.arrival=observed``
+    ignores source times altogether; a bad option is refused naming it."""
+    paced, controller = _paced([0])
+    now = time.time()
+    snaps = (_timed(0, now - 5.0), _timed(1, 0.0), _timed(2, now + 3600.0), _timed(3, now - 30 * 86400.0),
+             _timed(4, None))
+    request = DecisionRequest(query="q", query_id="s", run="r", batch_id=0, options={"pacer.deadline": "30s"},
+                              source="kafka", start=None, limit="", available_now=False, admissible=5, now=now,
+                              snapshots=snaps, spark_run_id="run-1")
+    paced.decide(request)
+    summary = paced.summary()["q"]
+    assert (summary["source_time_clamped"], summary["source_time_missing"], summary["arrival"]) == (3, 1, "source-time")
+    arrivals = [d.arrival for d in controller.buffered("q")]
+    assert abs(arrivals[0] - (now - 5.0)) < 1e-6 and all(now - 2.0 <= a <= now for a in arrivals[1:]), arrivals
+
+    observed, other = _paced([0])
+    paced_request = replace(request, query="o", options={"pacer.deadline": "30s", "pacer.arrival": "observed"})
+    observed.decide(paced_request)
+    assert all(now - 2.0 <= d.arrival <= now for d in other.buffered("o"))
+    assert observed.summary()["o"]["arrival"] == "first-seen"
+    refused = observed.decide(replace(request, query="bad", options={"pacer.arrival": "event"}))
+    assert refused.error is not None and "pacer.arrival must be one of source, observed" in refused.error

@@ -41,7 +41,15 @@ from pacer_spark import spark_jvm, telemetry
 from pacer_spark.locking import Held
 from pacer_spark.options import parse_seconds
 from pacer_spark.paced_ask import SourceAsk
-from pacer_spark.paced_state import InFlight, PacedQuery, SourceRun, changed_options, check_options, merged_options
+from pacer_spark.paced_state import (
+    DEFAULT_MAX_AGE_S,
+    InFlight,
+    PacedQuery,
+    SourceRun,
+    changed_options,
+    check_options,
+    merged_options,
+)
 from pacer_spark.plan import dag_from_plan, operator_metrics
 from pacer_spark.wrapper import (
     Decision,
@@ -190,7 +198,8 @@ class PacedQueries:
         options = check_options(request.options)
         if q is None:
             self._register(held, request.query, options)
-            q = self.queries[request.query] = PacedQuery(request.query, source=request.source, options=options)
+            q = self.queries[request.query] = PacedQuery(request.query, source=request.source, options=options,
+                                                         seen_at=time.time())
             log.info("query %r: paced by pacer (source %s, admission %s, deadline %s)", request.query,
                      request.source, s.controller.query(request.query).admission,
                      s.controller.query(request.query).spec.deadline)
@@ -479,21 +488,51 @@ class PacedQueries:
             self._finish(held, q, None)
 
     def arrive(self, held: Held, q: PacedQuery, request: DecisionRequest) -> None:
-        """New snapshots (up to the read limit) arrive, each dated by :func:`~pacer_spark.wrapper.snapshot_spans`."""
+        """New snapshots (up to the read limit) arrive, each dated by :func:`~pacer_spark.wrapper.snapshot_spans`
+        (after :meth:`_dated`)."""
         src = q.sources[request.run]
-        spans = snapshot_spans(request.snapshots, request.admissible, min(time.time(), request.now))
-        for snapshot, (oldest, newest) in zip(request.snapshots, spans, strict=False):
+        now = min(time.time(), request.now)
+        dated = tuple(self._dated(q, snap, now) if snap.seq not in src.arrived else snap for snap in request.snapshots)
+        spans = snapshot_spans(dated, request.admissible, now)
+        for snapshot, (oldest, newest) in zip(dated, spans, strict=False):
             if snapshot.seq not in src.arrived:
                 self._arrive(q, src, snapshot, arrival=oldest, newest=newest)
 
-    def _arrive(self, q: PacedQuery, src: SourceRun, snapshot: OffsetSnapshot, *, arrival: float | None = None,
-                newest: float | None = None) -> None:
-        dataset = self._dataset(q, src, snapshot, arrival=arrival, newest=newest)
-        self.driver.controller.arrive(q.query_id, dataset)
-        src.arrived[snapshot.seq] = dataset.id
+    def _dated(self, q: PacedQuery, snapshot: OffsetSnapshot, now: float) -> OffsetSnapshot:
+        """``snapshot`` as the query dates it: its source time kept where ``pacer.arrival`` is ``source`` and the time
+        is believable; else dated when the JVM first saw it (zero, in the future, or older than the query's start by
+        more than ``pacer.arrival.maxAge``: a producer's event time, a copy that kept old mtimes), counted and
+        warned once. A source-timed query's snapshot that came without its time (reading it failed) is counted."""
+        if q.options.get("pacer.arrival", "source").strip().lower() == "observed":
+            return replace(snapshot, source_time=None, source_newest=None)
         if snapshot.source_time is not None and not q.source_timed:
             q.source_timed = True  # the source dates its data: the report says so from now on
             self.driver.controller.recorder.record(q.query_id).dated_by("source-time")
+        if snapshot.source_time is None:
+            if q.source_timed:
+                q.source_time_missing += 1
+                self.driver.gate.warn_once(f"undated-{q.query_id}", "query %r: a snapshot came without its data's "
+                                           "own time (reading it failed); such snapshots are dated when first seen, "
+                                           "counted in the report's source_time_missing", q.query_id)
+            return snapshot
+        max_age = parse_seconds(q.options.get("pacer.arrival.maxAge")) or DEFAULT_MAX_AGE_S
+        believable = 0 < snapshot.source_time <= now + 1.0 and snapshot.source_time >= q.seen_at - max_age
+        if believable:
+            return snapshot
+        q.source_time_clamped += 1
+        self.driver.gate.warn_once(f"clamped-{q.query_id}", "query %r: a snapshot's source time %.3f is not an "
+                                   "arrival (zero, in the future, or older than the query's start by more than "
+                                   "pacer.arrival.maxAge, %.0f s): dated when pacer saw it. Set pacer.arrival=observed "
+                                   "for a source whose times are event times", q.query_id, snapshot.source_time, max_age)
+        return replace(snapshot, source_time=None, source_newest=None)
+
+    def _arrive(self, q: PacedQuery, src: SourceRun, snapshot: OffsetSnapshot, *, arrival: float | None = None,
+                newest: float | None = None) -> None:
+        if arrival is None:  # an admission the source reported: dated as any other snapshot
+            snapshot = self._dated(q, snapshot, time.time())
+        dataset = self._dataset(q, src, snapshot, arrival=arrival, newest=newest)
+        self.driver.controller.arrive(q.query_id, dataset)
+        src.arrived[snapshot.seq] = dataset.id
 
     def _dataset(self, q: PacedQuery, src: SourceRun, snapshot: OffsetSnapshot, *, arrival: float | None = None,
                  newest: float | None = None) -> Dataset:

@@ -16,7 +16,14 @@ from pacer_spark.options import parse_seconds
 
 #: The ``pacer.*`` source options the service reads (besides ``pacer.param.*``); ``pacer.source`` and
 #: ``pacer.query`` are the JVM's.
-KNOWN_OPTIONS = frozenset({"pacer.deadline", "pacer.admission", "pacer.placement", "pacer.query", "pacer.overload"})
+KNOWN_OPTIONS = frozenset({"pacer.deadline", "pacer.admission", "pacer.placement", "pacer.query", "pacer.overload",
+                           "pacer.arrival", "pacer.arrival.maxAge"})
+#: How the arrivals of a query's data are dated (``pacer.arrival``): by the data's own time where the source has one
+#: (Kafka record timestamps, file mtimes, rate's timestamp column), or when pacer first saw it.
+ARRIVAL_MODES = ("source", "observed")
+#: A source time older than the query's start by more than this (``pacer.arrival.maxAge``) is taken for a
+#: producer's event time or a copy that kept old mtimes, not an arrival: the row is dated when pacer saw it.
+DEFAULT_MAX_AGE_S = 7 * 24 * 3600.0
 
 
 def check_options(options: Mapping[str, str]) -> dict[str, str]:
@@ -39,6 +46,13 @@ def check_options(options: Mapping[str, str]) -> dict[str, str]:
                          "maxFilesPerTrigger)")
     if overload != "keep":
         raise ValueError(f"pacer.overload must be 'keep', got {options['pacer.overload']!r}")
+    arrival = options.get("pacer.arrival", "source").strip().lower()
+    if arrival not in ARRIVAL_MODES:
+        raise ValueError(f"pacer.arrival must be one of {', '.join(ARRIVAL_MODES)}, got {options['pacer.arrival']!r}")
+    if "pacer.arrival.maxAge" in options:
+        age = parse_seconds(options["pacer.arrival.maxAge"])
+        if age is None or not age > 0:
+            raise ValueError(f"pacer.arrival.maxAge must be > 0 seconds, got {options['pacer.arrival.maxAge']!r}")
     return dict(options)
 
 
@@ -149,6 +163,12 @@ class PacedQuery:
     drained: int = 0
     #: Whether a snapshot of this query came with the data's own time (its arrivals are then source-time).
     source_timed: bool = False
+    #: when the driver first saw the query (the bound of ``pacer.arrival.maxAge`` counts from it)
+    seen_at: float = 0.0
+    #: snapshots whose source time was not believable (zero, in the future, older than maxAge): dated when seen
+    source_time_clamped: int = 0
+    #: snapshots of a source-timed query that came without their time (reading it failed): dated when seen
+    source_time_missing: int = 0
     #: The source's metrics at its latest measured batch (``pacer.*`` counters of the JVM source).
     source_metrics: dict[str, str] = field(default_factory=dict)
     gate_wait_s: StreamingSummary = field(default_factory=StreamingSummary)
@@ -190,6 +210,8 @@ class PacedQuery:
                 "gate_wait_ms_max": 1e3 * self.gate_wait_s.max if self.gate_wait_s.count else None,
                 "decide_ms_avg": ms(self.decide_s), "decide_ms_p99": ms(self.decide_s, 99),
                 "arrival": "source-time" if self.source_timed else "first-seen",
+                "arrival_option": self.options.get("pacer.arrival", "source"),
+                "source_time_clamped": self.source_time_clamped, "source_time_missing": self.source_time_missing,
                 # the JVM source's time reading the data's own times (Kafka: one fetch per partition of each new
                 # snapshot), and how many snapshots it read them for
                 "source_time_ms": metric("pacer.sourceTimeMs"),

@@ -158,12 +158,13 @@ def test_an_unnamed_query_on_another_session_and_a_named_one_share_the_gate(spar
 
 
 class Holding:
-    """A test admission strategy named ``name``: it holds snapshots until ``admit_at`` wait, then admits them all;
+    """A test admission strategy named ``name``: it holds snapshots until ``admit_at`` wait, then admits them all
+    (``take``: only the oldest ``take``);
     with ``admit_at`` None it never admits (only the Controller's catch-up moves late data). Unlike zStream's, its
     holding does not depend on the machine's speed (on a slow one zStream admitted each file at once, over 80)."""
 
-    def __init__(self, name: str, admit_at: int | None) -> None:
-        self.name, self.admit_at = name, admit_at
+    def __init__(self, name: str, admit_at: int | None, take: int | None = None) -> None:
+        self.name, self.admit_at, self.take = name, admit_at, take
 
     @hookimpl
     def pacer_strategies(self) -> Sequence[StrategyInfo]:
@@ -174,6 +175,8 @@ class Holding:
         if ctx.chosen != self.name:
             return None
         if self.admit_at is not None and len(buffer) >= self.admit_at:
+            if self.take is not None:  # only the oldest few
+                return AdmissionDecision(min(self.take, len(buffer)), 0, f"{self.admit_at} wait, {self.take} taken")
             return AdmissionDecision.admit_all(buffer, f"{self.admit_at} wait")
         return AdmissionDecision(0, 0, "holding")
 

@@ -115,3 +115,80 @@ def test_a_second_attach_is_refused_and_stop_removes_pacer_s_temporary_folder(sp
         first.stop()
     assert not root.exists()
     pacer_spark.attach(spark, paced=False).stop()  # once stopped, the session takes a new one
+
+
+def test_a_pacer_gen_reader_that_gives_up_waiting_is_accounted_from_spark_s_offset_log(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FIFO, a strategy that holds five datasets and admits the oldest two; the driver's answer comes 1.5 s after the
+    reader's 1 s timeout, so the reader admits all that is available on its own (and backs off). The batch the driver admitted is taken back, the
+    range Spark logged is the batch, and every dataset is processed once (before: the late batch stayed in flight
+    and the query stalled)."""
+    handle = _helpers.attach_holding(spark, tmp_path, _helpers.Holding("test-hold-five", 5, take=2), scheduler="fifo")
+    wiring = handle.source_options
+    monkeypatch.setattr(handle, "source_options", lambda query_id: {**wiring(query_id), "pacer.timeout": "1"})
+    answer = handle.admission.handle
+    late: list[int] = []
+
+    def slow(request: Any) -> Any:
+        reply = answer(request)
+        if not late and request.get("op") == "latest" and reply.get("end", request.get("start")) != request["start"]:
+            late.append(int(reply["end"]))
+            time.sleep(1.5)  # the driver admitted; the reader gave up 0.5 s ago
+        return reply
+
+    handle.server.handler = slow
+    try:
+        handle.run_workload("lr2", query_id="gen", rate=400, duration=6)
+        assert handle.await_drained(120), handle.errors()
+        report = handle.report({"test": "reader-fail-open"})
+    finally:
+        handle.stop()
+    assert late, "the driver never admitted a batch"
+    handle.controller.ledger.check_complete()
+    q = report["queries"]["gen"]
+    assert q["datasets_in"] == q["datasets_processed"] and q["rows_in"] == q["rows_processed"] > 0, q
+    assert report["spark"]["reader_unanswered"]["gen"] >= 1, report["spark"]
+    assert report["spark"]["reader_retracted"]["gen"] >= 1, report["spark"]
+
+
+def test_a_pacer_gen_query_stopped_while_its_batch_waits_for_its_turn_restarts_in_the_same_session(
+    spark: Any, tmp_path: Path
+) -> None:
+    """FIFO, one batch at a time: query ``a``'s slow sink holds the gate, ``b``'s admitted batch waits for its turn
+    and ``b`` is stopped right then. Started again on its checkpoint in the same session, ``b`` runs and every
+    dataset is processed once (before: its admitted batch was never taken back, the new run offered its datasets
+    again, and every restart failed with ``LedgerViolation``)."""
+    import pacer_spark
+    from pacer_spark.workloads import build_workload, noop_sink
+
+    handle = pacer_spark.attach(spark, admission="asap", scheduler="fifo", gate_timeout=120.0,
+                                checkpoint_root=str(tmp_path / "pacer"))
+
+    def slow(frame: Any, batch_id: int) -> None:
+        frame.write.format("noop").mode("append").save()  # runs the batch (its state stores commit)
+        time.sleep(2.0)
+
+    checkpoint = str(tmp_path / "b-checkpoint")
+    try:
+        handle.run_workload("cm2", query_id="a", rate=200, duration=8, sink=slow)
+        b = handle.run_workload("lr2", query_id="b", rate=200, duration=6, checkpoint=checkpoint)
+        def waiting() -> bool:  # b's batch admitted, not started: it waits for its turn behind a's
+            with handle.lock:
+                q = handle.controller.query("b")
+                return q.in_flight is not None and not q.in_flight_started
+
+        wait_for(waiting, timeout=60)
+        b.stop()
+        frame = handle.read_stream("b", "pacer-gen", stream="linear_road", traffic="constant", rate=200, duration=6,
+                                   seed=7)
+        query = build_workload("lr2", frame, watermark=60.0)
+        handle.start(query.frame, "b", noop_sink(query.finish), checkpoint=checkpoint, output_mode=query.output_mode)
+        assert handle.await_drained(180), handle.errors()
+        report = handle.report({"test": "restart-in-gate"})
+    finally:
+        handle.stop()
+    assert report["spark"]["reader_retracted"]["b"] >= 1, report["spark"]
+    handle.controller.ledger.check_complete()
+    q = report["queries"]["b"]
+    assert q["datasets_processed"] == q["datasets_in"] > 0 and q["rows_processed"] == q["rows_in"], q

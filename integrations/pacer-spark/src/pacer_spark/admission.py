@@ -119,10 +119,19 @@ class AdmissionService:
                 source.manifest = Path(opts["manifest"])
         else:
             raise ValueError(f"unknown pacer source {fmt!r}; use {GEN_FORMAT!r} or {FILES_FORMAT!r}")
-        with self.driver.guard.held():
+        with self.driver.guard.held() as held:
             if query_id in self.sources and query_id in self.controller.query_ids():
                 # the query restarts in this session: its new reader offers again, from the committed offset, what
-                # the Controller still holds from the last run (observed, never admitted), so it is taken back
+                # the Controller still holds from the last run (observed, never admitted), so it is taken back; a
+                # batch admitted that never began (stopped while it waited for its turn) is taken back with it
+                q = self.controller.query(query_id)
+                stale = q.in_flight if q.in_flight is not None and q.in_flight != self.sources[query_id].claimed \
+                    else None
+                source.unanswered, source.retracted = self.sources[query_id].unanswered, \
+                    self.sources[query_id].retracted
+                self.sources[query_id] = source
+                if stale is not None:
+                    self._retract(held, query_id, stale, "its run stopped before Spark ran the batch")
                 self.controller.withdraw(query_id)
             self.sources[query_id] = source
         return opts
@@ -251,10 +260,15 @@ class AdmissionService:
     def claim(self, query_id: str, spark_batch_id: int) -> str | None:
         """The pacer batch Spark's batch ``spark_batch_id`` runs: the admitted one, or a replay admitted now.
 
+        The offset log is the truth: an admitted batch whose range is not the one Spark logged for this batch was
+        never answered to the reader (it gave up waiting and admitted what was available on its own): it is taken
+        back, and the logged range is the batch, exactly (datasets already handed to the Controller included).
+
         :return: None for a no-data batch (a watermark's) or one pacer did not form.
         """
+        source = self.sources[query_id]
+        span = source.logged_range(spark_batch_id)  # a file read through Py4J: outside the lock
         with self.driver.guard.held() as held:
-            source = self.sources[query_id]
             source.spark_batches += 1
             q = self.controller.query(query_id)
             if q.in_flight is not None:
@@ -262,38 +276,64 @@ class AdmissionService:
                 # not run yet (one that ran waits only for its progress: this is a batch pacer did not form)
                 fresh = not q.in_flight_started or (q.in_flight in self.gated
                                                    and not self.engine.awaiting(held, q.in_flight))
-                return q.in_flight if fresh else None
-        # No admitted batch: a replay after restart, or a no-data batch. The offset log tells which.
-        span = source.logged_range(spark_batch_id)
-        with self.driver.guard.held() as held:
+                if not fresh:
+                    return None
+                decided = source.ranges.get(q.in_flight)
+                if span is None or decided is None or decided == span[:2]:
+                    source.claimed = q.in_flight
+                    return q.in_flight
+                self._retract(held, query_id, q.in_flight, f"Spark batch {spark_batch_id} reads datasets "
+                              f"{span[0]}..{span[1] - 1}, not {decided[0]}..{decided[1] - 1}: the reader admitted "
+                              "without the answer")
+            # No admitted batch: a replay after restart, an admission the reader made alone, or a no-data batch.
             if span is None or span[1] <= span[0]:
                 return None
             begin, end, shed = span
+            buffered = {int(d.handle): d.id for d in self.controller.buffered(query_id)}
+            ids: list[str] = []
             if source.next_index is None or source.next_index < begin:
                 source.next_index = begin
-            arrived = 0
-            while source.next_index < end:
-                if source.next_index in shed:  # shed by the first attempt: the replay does not read it either
-                    source.next_index += 1
+            for index in range(begin, end):
+                if index in shed:  # shed by the first attempt: the replay does not read it either
                     continue
-                dataset = source.dataset(source.next_index)
+                if index in buffered:
+                    ids.append(buffered[index])
+                    continue
+                if index < source.next_index:  # handed over and processed before: not read twice
+                    continue
+                dataset = source.dataset(index)
                 if dataset is None:
                     source.load_manifest()
-                    dataset = source.dataset(source.next_index)
+                    dataset = source.dataset(index)
                 if dataset is None:
-                    log.warning("query %r: cannot describe dataset %d of replayed batch %d; not tracked",
-                                query_id, source.next_index, spark_batch_id)
+                    log.warning("query %r: cannot describe dataset %d of Spark batch %d; not tracked",
+                                query_id, index, spark_batch_id)
                     return None
                 self.controller.arrive(query_id, dataset)
-                arrived += 1
-                source.next_index += 1
-            batch = self.driver.force(held, query_id, arrived) if arrived else None
-            if batch is None:
+                ids.append(dataset.id)
+                source.next_index = index + 1
+            if not ids:
                 return None
+            batch = self.controller.admit_exactly(query_id, ids)
             self._admitted(held, source, batch)
-            log.info("query %r: replaying batch %d (datasets %d..%d) from the checkpoint", query_id,
-                     spark_batch_id, begin, end - 1)
+            source.claimed = batch.id
+            source.unanswered += 1
+            log.info("query %r: Spark batch %d reads datasets %d..%d, admitted without a decision (a replay from "
+                     "the checkpoint, or the reader's own); accounted exactly", query_id, spark_batch_id, begin,
+                     end - 1)
             return batch.id
+
+    def _retract(self, held: Held, query_id: str, batch_id: str, why: str) -> None:
+        """Take back an admitted batch Spark never ran: its datasets wait again (:meth:`pacer.Controller.retract`)."""
+        source = self.sources[query_id]
+        self.controller.retract(batch_id)
+        self.engine.forget(held, query_id)
+        self.gated.discard(batch_id)
+        source.ranges.pop(batch_id, None)
+        source.admitted_end = None
+        source.retracted += 1
+        log.warning("query %r: batch %s taken back: %s", query_id, batch_id, why)
+        held.notify_all()
 
     def completed(self, held: Held, query_id: str, batch_id: str) -> None:
         """The batch completed: forget its offsets."""

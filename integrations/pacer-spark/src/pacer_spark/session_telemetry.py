@@ -160,6 +160,12 @@ class SessionTelemetry:
             "engine": self.driver.engine.summary(),
             "errors": self.errors(),
             "quarantined_rows": {q: s.quarantined() for q, s in sources.items() if s.fmt == FILES_FORMAT},
+            # files listed but gone before their batch read them (skipped under malformed=quarantine)
+            "missing_files": {q: s.missing_files() for q, s in sources.items() if s.fmt == FILES_FORMAT},
+            # batches Spark ran without the driver's answer (replays, a reader admitting on its own), and admitted
+            # batches Spark never ran
+            "reader_unanswered": {q: s.unanswered for q, s in sources.items()},
+            "reader_retracted": {q: s.retracted for q, s in sources.items()},
             "paced": self.paced.summary() if self.paced is not None else {},
         }
 

@@ -48,6 +48,12 @@ class SourceState:
     durations: telemetry.DurationAverages = field(default_factory=telemetry.DurationAverages)
     shed: list[int] = field(default_factory=list)
     spark_batches: int = 0
+    #: batches Spark ran without the driver's answer (a replay after a restart, or the reader admitting on its own:
+    #: accounted from Spark's offset log), and batches the driver admitted that Spark never ran (taken back)
+    unanswered: int = 0
+    retracted: int = 0
+    #: the pacer batch a ``foreachBatch`` of this run last ran (a batch admitted but never claimed never ran)
+    claimed: str | None = None
     listed: bool = False
     manifest: Path | None = None
     default_manifest: Path | None = None
@@ -90,6 +96,11 @@ class SourceState:
         if not directory.is_dir():
             return 0
         return sum(len(p.read_text().splitlines()) for p in directory.glob("*.bad"))
+
+    def missing_files(self) -> int:
+        """Files a ``pacer-files`` source listed that were gone before their batch read them (quarantine records)."""
+        directory = Path(self.options.get("quarantine") or Path(self.options["path"]) / "_pacer_quarantine")
+        return len(list(directory.glob("*.missing"))) if directory.is_dir() else 0
 
     def load_manifest(self) -> None:
         """Describe a ``pacer-files`` source's datasets from its manifest (a replay after a restart)."""

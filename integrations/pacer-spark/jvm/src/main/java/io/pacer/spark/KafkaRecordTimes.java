@@ -40,6 +40,7 @@ final class KafkaRecordTimes implements AutoCloseable {
   private Object consumer;
   private Class<?> partitionClass;
   private boolean broken;
+  private long failures;
   private long spentNanos;
   private long fetches;
 
@@ -77,11 +78,20 @@ final class KafkaRecordTimes implements AutoCloseable {
     try {
       Map<Object, long[]> ranges = ranges(prevJson, nextJson);
       return ranges.isEmpty() ? null : fetchSpan(ranges);
-    } catch (ReflectiveOperationException | RuntimeException | LinkageError failed) {
+    } catch (ReflectiveOperationException | LinkageError missing) { // no Kafka client to read them with
       broken = true;
-      Throwable cause = failed.getCause() != null ? failed.getCause() : failed;
+      Throwable cause = missing.getCause() != null ? missing.getCause() : missing;
       LOG.warn("pacer: cannot read Kafka record timestamps ({}); this query's arrivals are the moments"
           + " pacer first saw the data", cause.toString());
+      return null;
+    } catch (RuntimeException failed) { // one fetch failed (a timeout, a leader moving): this snapshot only
+      if (failures++ == 0) {
+        LOG.warn("pacer: reading Kafka record timestamps failed ({}); that snapshot is dated when pacer"
+            + " saw it, later ones are read again (the driver's report counts source_time_missing)",
+            failed.toString());
+      } else {
+        LOG.debug("reading Kafka record timestamps failed again", failed);
+      }
       return null;
     } finally {
       spentNanos += System.nanoTime() - t0;

@@ -115,12 +115,15 @@ def test_rdas_pools_are_where_spark_runs_a_plain_sinks_tasks(spark: Any, tmp_pat
     seen = tmp_path / "pools"
     seen.mkdir()
 
-    def record_pool(row: Any) -> None:  # Spark's foreach sink, on an executor: the task's own pool
-        from pyspark import TaskContext
+    def record_pool(name: str) -> Any:
+        def record(row: Any) -> None:  # Spark's foreach sink, on an executor: the task's own pool
+            from pyspark import TaskContext
 
-        context = TaskContext.get()
-        pool = context.getLocalProperty("spark.scheduler.pool") if context is not None else None
-        (seen / f"{row.id}.pool").write_text(str(pool))
+            context = TaskContext.get()
+            pool = context.getLocalProperty("spark.scheduler.pool") if context is not None else None
+            (seen / f"{name}-{row.id}.pool").write_text(str(pool))
+
+        return record
 
     files = 4
     handle = pacer_spark.attach(spark, admission="asap", scheduler="rdas",
@@ -131,7 +134,8 @@ def test_rdas_pools_are_where_spark_runs_a_plain_sinks_tasks(spark: Any, tmp_pat
     try:
         for name in names:
             queries.append(paced_reader(spark, folders[name], "10s").writeStream.queryName(name)
-                           .foreach(record_pool).option("checkpointLocation", str(tmp_path / "ck" / name)).start())
+                           .foreach(record_pool(name)).option("checkpointLocation", str(tmp_path / "ck" / name))
+                           .start())
         feed(list(folders.values()), files, 0.5, stop)
         report, batches = drained_report(handle, queries)
     finally:
@@ -140,7 +144,8 @@ def test_rdas_pools_are_where_spark_runs_a_plain_sinks_tasks(spark: Any, tmp_pat
         handle.stop()
 
     pools = [p.read_text() for p in seen.glob("*.pool")]
-    assert len(pools) == files * ROWS  # ids repeat across the two folders: one file per id
+    for name in names:  # every row of each query, its own file: one query's lost rows cannot hide behind the other's
+        assert sorted(int(p.stem.split("-")[1]) for p in seen.glob(f"{name}-*.pool")) == list(range(files * ROWS)), name
     assert all(pool.startswith("pacer-w") for pool in pools), set(pools)
     assert report["scheduler"] == "rdas"
     assert {b.query_id for b in batches} == set(names)

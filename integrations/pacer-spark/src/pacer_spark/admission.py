@@ -371,9 +371,9 @@ class AdmissionService:
             handle = source.handle
             if handle is None or not handle.isActive:
                 continue
-            limit = time.time() + timeout
+            limit = time.monotonic() + timeout
             try:
-                while time.time() < limit and handle.isActive and handle.status.get("isTriggerActive"):
+                while time.monotonic() < limit and handle.isActive and handle.status.get("isTriggerActive"):
                     time.sleep(0.05)
                 handle.stop()
             except Exception:  # already failing or stopped

@@ -371,12 +371,12 @@ class KafkaRun:
             if paced is not None:
                 paced.hold(q.query_id)
         for q in self.queries:
-            collected = time.time()
+            collected = time.monotonic()
             limit = collected + timeout
-            while time.time() < limit and q.handle.isActive and q.handle.status.get("isTriggerActive"):
-                if time.time() - collected >= 1.0:  # Spark keeps the last 100 progress events only
+            while time.monotonic() < limit and q.handle.isActive and q.handle.status.get("isTriggerActive"):
+                if time.monotonic() - collected >= 1.0:  # Spark keeps the last 100 progress events only
                     q.collect()
-                    collected = time.time()
+                    collected = time.monotonic()
                 time.sleep(0.05)
             q.handle.stop()
             q.collect()

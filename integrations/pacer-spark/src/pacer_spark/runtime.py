@@ -332,8 +332,8 @@ class PacerSession:
 
     def await_drained(self, timeout: float, *, poll: float = 0.2) -> bool:
         """Wait until :meth:`drained` (or a query failed, or ``timeout``); True when drained."""
-        limit = time.time() + timeout
-        while time.time() < limit:
+        limit = time.monotonic() + timeout
+        while time.monotonic() < limit:
             if self.drained():
                 return True
             if self.admission.failed():

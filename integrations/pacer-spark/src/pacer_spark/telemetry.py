@@ -347,8 +347,8 @@ class BatchCompletion:
 
     def settle(self, timeout: float) -> None:
         """Wait up to ``timeout`` s for the progress events on their way, then give up on the rest."""
-        limit = time.time() + timeout
-        while self.waiting() and time.time() < limit:
+        limit = time.monotonic() + timeout
+        while self.waiting() and time.monotonic() < limit:
             time.sleep(0.02)
         with self.guard.held() as held:
             for query_id in list(self._waiting):

@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -341,3 +342,38 @@ def test_source_times_that_are_no_arrivals_are_dated_when_seen_counted_and_the_o
     assert observed.summary()["o"]["arrival"] == "first-seen"
     refused = observed.decide(replace(request, query="bad", options={"pacer.arrival": "event"}))
     assert refused.error is not None and "pacer.arrival must be one of source, observed" in refused.error
+
+
+def test_the_fitted_service_model_is_kept_with_the_checkpoint_and_restored_by_the_next_run(tmp_path: Path) -> None:
+    """A run saves its fitted model beside Spark's logs; a new session's run on the same checkpoint starts from it
+    (no probe batches); a model file that cannot be read is ignored with a warning (probes then)."""
+    from pacer_spark import model_store
+
+    checkpoint = tmp_path / "ck"
+    source_folder = str(checkpoint / "sources" / "0")
+    paced, controller = _paced([1])
+    src = ModelSource("run-a", "q", "spark-1", {"pacer.deadline": "30s"})
+    for batch in range(4):
+        src.observe(frozenset(range(batch * 10, batch * 10 + 1 + batch)))
+        request = replace(src.request(batch), source_checkpoint=source_folder)
+        assert paced.decide(request).index is not None
+        src.pending.clear()
+        src.unsent = [_progress("spark-1", batch, [ROWS * (1 + batch)])]
+        paced.queries["q"].model_saved_at = float("-inf")  # save at every completion here
+    paced.decide(replace(src.request(4), source_checkpoint=source_folder))
+    saved = checkpoint / "pacer" / "service-model.json"
+    assert saved.is_file() and model_store.load(saved) == controller.service_state("q")
+    assert controller.query("q").service_time["observations"] > 0
+
+    again, fresh = _paced([1])
+    restarted = ModelSource("run-b", "q", "spark-2", {"pacer.deadline": "30s"})
+    restarted.observe(frozenset({99}))
+    again.decide(replace(restarted.request(5), source_checkpoint=source_folder))
+    assert again.summary()["q"]["model_restored"] and fresh.query("q").service_time["observations"] > 0
+    assert fresh.service_state("q") == controller.service_state("q")
+
+    saved.write_text("{not json")
+    broken, cold = _paced([1])
+    broken.decide(replace(ModelSource("run-c", "q", "spark-3", {}).request(0), source_checkpoint=source_folder))
+    assert not broken.summary()["q"]["model_restored"] and cold.query("q").service_time["observations"] == 0
+    assert model_store.model_path("hdfs://nn/ck/sources/0") is None and model_store.model_path(None) is None

@@ -267,3 +267,25 @@ def test_min_rows_waits_for_rows_or_the_trigger_delay() -> None:
     assert c.poll("q") is None
     clock.now += 0.2
     assert c.poll("q") is not None, "maxTriggerDelay passed"
+
+
+def test_a_saved_service_model_restores_the_same_predictions_and_a_foreign_one_is_refused() -> None:
+    """What a runtime keeps with a checkpoint (JSON) predicts as the model it came from; another version, another
+    halflife or values that are not finite are refused, naming it, and the model stays as it was."""
+    import json
+    import math
+
+    model = ServiceTimeModel()
+    for nbytes, seconds in [(1e6, 0.5), (2e6, 0.7), (4e6, 1.1), (8e6, 1.9), (3e6, 0.95)]:
+        model.observe(nbytes, seconds)
+    state = json.loads(json.dumps(model.state()))
+    restored = ServiceTimeModel()
+    restored.restore(state)
+    assert restored.describe() == model.describe() and restored.ready
+    assert restored.predict(5e6) == model.predict(5e6)
+    for bad in ({**state, "version": 99}, {**state, "halflife": 5.0}, {**state, "sums": [math.nan, 1, 1, 1, 1]},
+                {**state, "seen": 0}):
+        fresh = ServiceTimeModel()
+        with pytest.raises(ValueError):
+            fresh.restore(bad)
+        assert not fresh.ready

@@ -37,7 +37,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pacer import Dataset, MicroBatch, OperatorMetric
-from pacer_spark import spark_jvm, telemetry
+from pacer_spark import model_store, spark_jvm, telemetry
 from pacer_spark.locking import Held
 from pacer_spark.options import parse_seconds
 from pacer_spark.paced_ask import SourceAsk
@@ -224,11 +224,39 @@ class PacedQueries:
                     q.options = merged
             q.sources[request.run] = SourceRun(request.run)
             q.runs_seen = True
+            if new_run:
+                self._restore_model(q, request.source_checkpoint)
         q.sources[request.run].last_ask = max(q.sources[request.run].last_ask, request.ask)
         if request.spark_run_id and request.spark_run_id != q.spark_run_id:
             q.spark_run_id = request.spark_run_id
             self._by_spark_run[request.spark_run_id] = q.query_id
         return q
+
+    def _restore_model(self, q: PacedQuery, source_checkpoint: str | None) -> None:
+        """A run starts: take over the service-time model its checkpoint keeps (:mod:`pacer_spark.model_store`)."""
+        q.model_file = model_store.model_path(source_checkpoint)
+        state = model_store.load(q.model_file) if q.model_file is not None else None
+        if state is None:
+            return
+        try:
+            self.driver.controller.restore_service(q.query_id, state)
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("query %r: the service-time model in %s is not usable (%s); the query starts with probe "
+                        "batches", q.query_id, q.model_file, exc)
+            return
+        q.model_restored = True
+        log.info("query %r: service-time model restored from %s", q.query_id, q.model_file)
+
+    def _save_model(self, q: PacedQuery) -> None:
+        """Keep the query's fitted model with its checkpoint, at most every ``SAVE_EVERY_S``."""
+        now = time.monotonic()
+        if q.model_file is None or now - q.model_saved_at < model_store.SAVE_EVERY_S:
+            return
+        state = self.driver.controller.service_state(q.query_id)
+        if not state.get("n"):
+            return
+        q.model_saved_at = now
+        model_store.save(q.model_file, state)
 
     def _restart(self, held: Held, q: PacedQuery) -> None:
         """A new run of ``q`` started: its previous run's batch completes (or is taken back when it never ran), and
@@ -432,6 +460,7 @@ class PacedQueries:
         self._measured(held, q, progress)
         if self.driver.engine.on_progress(held, progress, event=event, query_id=q.query_id) is not None:
             self._done(q)
+            self._save_model(q)
 
     def stopped(self, event: StopEvent) -> None:
         """A source run stopped (the JVM's ``stop``, after Spark's stream thread ended): a batch whose trigger

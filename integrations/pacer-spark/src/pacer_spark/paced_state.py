@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pacer.summary import StreamingSummary
@@ -165,6 +166,11 @@ class PacedQuery:
     source_timed: bool = False
     #: when the driver first saw the query (the bound of ``pacer.arrival.maxAge`` counts from it)
     seen_at: float = 0.0
+    #: the query's service-time model file in its checkpoint (None: not on this machine), when it was last saved,
+    #: and whether this run started from a saved one
+    model_file: Path | None = None
+    model_saved_at: float = float("-inf")
+    model_restored: bool = False
     #: snapshots whose source time was not believable (zero, in the future, older than maxAge): dated when seen
     source_time_clamped: int = 0
     #: snapshots of a source-timed query that came without their time (reading it failed): dated when seen
@@ -205,7 +211,7 @@ class PacedQuery:
         return {"source": self.source, "decisions": self.decisions, "forced": self.forced,
                 "withdrawn": self.withdrawn, "replays": self.replays, "failed_open": self.failed_open,
                 "failed_open_lost": self.failed_open_lost, "retracted": self.retracted, "drained": self.drained,
-                "stale": self.stale,
+                "stale": self.stale, "model_restored": self.model_restored,
                 "sources": len(self.sources), "gate_wait_ms_avg": ms(self.gate_wait_s),
                 "gate_wait_ms_max": 1e3 * self.gate_wait_s.max if self.gate_wait_s.count else None,
                 "decide_ms_avg": ms(self.decide_s), "decide_ms_p99": ms(self.decide_s, 99),

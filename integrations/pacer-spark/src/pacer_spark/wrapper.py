@@ -233,6 +233,8 @@ class DecisionRequest:
         from Spark's offset log without asking any source (a replay).
     :ivar ask: the request's number in its source run (from 1): one the driver sees after a later one is stale
         (an answer past the timeout), and is dropped.
+    :ivar source_checkpoint: the source's folder in the query's checkpoint (``<checkpoint>/sources/<i>``; None:
+        unknown): the driver keeps the query's service-time model beside it.
     :ivar trigger: when the trigger asking started (Spark's clock, ms; -1: unreadable): the same for every source
         of the query asked in one trigger.
     """
@@ -257,6 +259,7 @@ class DecisionRequest:
     first_batch_id: int = -1
     trigger: int = -1
     ask: int = 0
+    source_checkpoint: str | None = None
 
     @classmethod
     def from_json(cls, text: str) -> DecisionRequest:
@@ -290,6 +293,7 @@ class DecisionRequest:
                 first_batch_id=int(raw.get("first_batch_id", -1)),
                 trigger=int(raw.get("trigger", -1)),
                 ask=int(raw.get("ask", 0)),
+                source_checkpoint=raw.get("source_checkpoint"),
             )
         except (KeyError, TypeError, json.JSONDecodeError) as exc:
             raise ValueError(f"malformed format('pacer') decision request ({exc!r}): {text[:200]}") from exc

@@ -261,6 +261,17 @@ class Controller:
             allocated_cores=dict(self._state.allocated),
         )
 
+    def service_state(self, query_id: str) -> dict[str, object]:
+        """The query's fitted service-time model as plain values (:meth:`pacer.ServiceTimeModel.state`)."""
+        return self._state.query(query_id).service.state()
+
+    def restore_service(self, query_id: str, state: dict[str, object]) -> None:
+        """Give the query the service-time model a previous run saved (a restart predicts from its first batch).
+
+        :raises ValueError: for a model this pacer cannot take (:meth:`pacer.ServiceTimeModel.restore`).
+        """
+        self._state.query(query_id).service.restore(state)
+
     def estimate_run_s(self, query_id: str, nbytes: int) -> float:
         """Processing time estimate: the query's service-time model (fixed + per-byte, no margin)
         once it has seen two batches, else bytes / the query's average throughput (0 before history)."""

@@ -164,6 +164,38 @@ class ServiceTimeModel:
         self.fixed_s = fixed
         self.per_byte_s = slope / _MB
 
+    #: The version of :meth:`state`'s form.
+    STATE_VERSION = 1
+
+    def state(self) -> dict[str, object]:
+        """The fitted model as plain values (JSON): a runtime keeps it with a query's checkpoint, so a restart
+        predicts from the first batch on (:meth:`restore`)."""
+        return {"version": self.STATE_VERSION, "halflife": self.halflife, "seen": self._seen, "n": self._n,
+                "sums": [self._sw, self._swx, self._swy, self._swxx, self._swxy], "errors": list(self._errors)}
+
+    def restore(self, state: dict[str, object]) -> None:
+        """Take over a model saved by :meth:`state` (of this version and halflife).
+
+        :raises ValueError: naming what does not fit (another version, another halflife, values that are not
+            finite numbers): the caller keeps its own (empty) model.
+        """
+        if state.get("version") != self.STATE_VERSION or state.get("halflife") != self.halflife:
+            raise ValueError(f"a service-time model of version {state.get('version')!r} and halflife "
+                             f"{state.get('halflife')!r}; this pacer keeps version {self.STATE_VERSION}, halflife "
+                             f"{self.halflife}")
+        sums = [float(v) for v in state["sums"]]  # type: ignore[attr-defined]
+        errors = [float(v) for v in state["errors"]]  # type: ignore[attr-defined]
+        seen, n = int(state["seen"]), int(state["n"])  # type: ignore[call-overload]
+        if len(sums) != 5 or not all(math.isfinite(v) and v >= 0 for v in [*sums[:2], sums[3], *errors]) or \
+                not all(math.isfinite(v) for v in sums) or n < 0 or seen < n:
+            raise ValueError("the saved service-time model holds values that are not finite, or counts out of order")
+        self._sw, self._swx, self._swy, self._swxx, self._swxy = sums
+        self._errors.clear()
+        self._errors.extend(errors[-self.error_window:])
+        self._seen, self._n = seen, n
+        if n:
+            self._fit()
+
     def describe(self) -> dict[str, float | int]:
         """The fitted parts, margin and observation count, for reports and logs."""
         return {

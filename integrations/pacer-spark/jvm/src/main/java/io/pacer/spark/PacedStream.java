@@ -88,6 +88,11 @@ abstract class PacedStream {
   private long firstBatchId = -1;
   /** How many requests this run sent: each request's number, so the driver drops one that comes late. */
   private long asks;
+  /**
+   * This source's folder in the query's checkpoint ({@code <checkpoint>/sources/<i>}, as Spark gives
+   * it to the source; null when unknown): the driver keeps the query's service-time model beside it.
+   */
+  String sourceCheckpoint;
 
   PacedStream(SparkSession session, SparkDataStream delegate, String sourceName,
       String queryOption, Map<String, String> pacerOptions) {
@@ -352,6 +357,7 @@ abstract class PacedStream {
     req.put("first_batch_id", firstBatchId);
     req.put("trigger", triggerStamp(queryId));
     req.put("source", sourceName);
+    req.put("source_checkpoint", sourceCheckpoint);
     ObjectNode opts = req.putObject("options");
     pacerOptions.forEach(opts::put);
     if (start == null) {

@@ -79,8 +79,10 @@ public final class PacerSourceProvider implements StreamSourceProvider, TablePro
           + " Spark asked for a V1 source instead: remove " + PacerSourceProvider.class.getName()
           + " from spark.sql.streaming.disabledV2MicroBatchReaders");
     }
-    return new PacerSource(session, delegate.createSource(metadataPath), sourceName(options),
-        options.get(QUERY_OPTION), pacerOptions(options), forwarded(options));
+    PacerSource source = new PacerSource(session, delegate.createSource(metadataPath),
+        sourceName(options), options.get(QUERY_OPTION), pacerOptions(options), forwarded(options));
+    source.sourceCheckpoint = metadataPath;
+    return source;
   }
 
   // ---------------------------------------------------------------- V2: TableProvider

@@ -104,8 +104,10 @@ final class PacerTable implements SupportsRead {
 
     @Override
     public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
-      return new PacerMicroBatchStream(session, scan.toMicroBatchStream(
+      PacerMicroBatchStream stream = new PacerMicroBatchStream(session, scan.toMicroBatchStream(
           checkpointLocation), scan.readSchema(), options, sourceName, queryOption, pacerOptions);
+      stream.sourceCheckpoint = checkpointLocation;
+      return stream;
     }
 
     @Override

@@ -50,7 +50,9 @@ def test_files_older_than_the_deadline_are_late_by_their_mtime_and_caught_up(spa
         # waited through a batch that missed its deadline, and the Controller rightly catches it up as well
         wait_for(lambda: handle.report()["queries"]["old"]["datasets_processed"] == 3, 60)
         put_csv(inbox, 6)  # fresh: the holding strategy decides for it again, and holds it
-        time.sleep(4.0)
+        wait_for(lambda: handle.report()["queries"]["old"]["datasets_in"] == 4, 60)  # Spark listed it, pacer holds it
+        asked = handle.paced.summary()["old"]["decisions"]
+        wait_for(lambda: handle.paced.summary()["old"]["decisions"] >= asked + 2, 60)  # two more triggers held it
         assert len(written_ids(spark, out)) == 6 * ROWS
         assert query.isActive
         report = handle.report()

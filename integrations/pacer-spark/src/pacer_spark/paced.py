@@ -467,6 +467,8 @@ class PacedQueries:
         reported completes; one whose trigger never ended is taken back (Spark replays it from its offset log at
         the next start, or the next run observes its data again); what the source held is given back."""
         with self.driver.guard.held() as held:
+            if self.stale(held, event.as_request()):  # a run the query has since left behind
+                return
             q = self.queries.get(event.query)
             if (q is None or event.run not in q.sources) and (event.failed_open or event.progress):
                 # its asks never reached the driver, yet Spark ran batches: account them

@@ -427,17 +427,11 @@ abstract class PacedStream {
   /** The id of the batch Spark is constructing (the stream's currentBatchId), -1 when unknown. */
   private long currentBatchId() {
     String id = session.sparkContext().getLocalProperty(QUERY_ID_PROPERTY);
-    if (id == null) {
-      return -1L;
-    }
     try {
-      StreamingQuery query = session.streams().get(UUID.fromString(id));
-      if (query == null) {
+      Object execution = execution(id);
+      if (execution == null) {
         return -1L;
       }
-      // StreamingQueryWrapper.streamingQuery(), by name: the classes moved package between Spark
-      // releases (4.3: execution.streaming.runtime)
-      Object execution = query.getClass().getMethod("streamingQuery").invoke(query);
       Method batchId;
       Object owner = execution;
       try { // StreamExecution.currentBatchId() of older releases (3.x)
@@ -468,15 +462,11 @@ abstract class PacedStream {
    * moved), as before this check existed.
    */
   boolean callerWaiting(String queryId) {
-    if (queryId == null) {
-      return false;
-    }
     try {
-      StreamingQuery query = session.streams().get(UUID.fromString(queryId));
-      if (query == null) {
+      Object execution = execution(queryId);
+      if (execution == null) {
         return false;
       }
-      Object execution = query.getClass().getMethod("streamingQuery").invoke(query);
       Object lock = method(execution, "awaitProgressLock").invoke(execution);
       Object condition = method(execution, "awaitProgressLockCondition").invoke(execution);
       if (!(lock instanceof java.util.concurrent.locks.ReentrantLock)
@@ -502,15 +492,11 @@ abstract class PacedStream {
    * when the batch id stays (a trigger that ran nothing). -1 when it cannot be read.
    */
   long triggerStamp(String queryId) {
-    if (queryId == null) {
-      return -1L;
-    }
     try {
-      StreamingQuery query = session.streams().get(UUID.fromString(queryId));
-      if (query == null) {
+      Object execution = execution(queryId);
+      if (execution == null) {
         return -1L;
       }
-      Object execution = query.getClass().getMethod("streamingQuery").invoke(query);
       List<Object> owners = new ArrayList<>();
       try { // 4.x: the execution context of the batch being constructed holds the trigger's progress
         owners.add(method(execution, "getLatestExecutionContext").invoke(execution));
@@ -532,6 +518,19 @@ abstract class PacedStream {
       LOG.debug("no trigger start for query {}", queryId, unknown);
     }
     return -1L;
+  }
+
+  /**
+   * The {@code StreamExecution} of query {@code queryId} in this source's session, null when unknown:
+   * {@code StreamingQueryWrapper.streamingQuery()}, by name (the classes moved package between Spark
+   * releases; 4.3: execution.streaming.runtime).
+   */
+  private Object execution(String queryId) throws ReflectiveOperationException {
+    if (queryId == null) {
+      return null;
+    }
+    StreamingQuery query = session.streams().get(UUID.fromString(queryId));
+    return query == null ? null : query.getClass().getMethod("streamingQuery").invoke(query);
   }
 
   /** The no-argument method {@code name} of {@code owner}'s class or a superclass, made accessible. */

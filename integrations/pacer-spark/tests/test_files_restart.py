@@ -5,6 +5,7 @@ after a restart honours the read cap, and what a batch shed is shed again when S
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 import threading
 import time
@@ -101,6 +102,45 @@ def test_restart_from_a_new_session_reads_every_file_once(spark: Any, tmp_path: 
     assert sink.ids() == list(range(50)), "every file's rows once: none skipped, none read again"
     assert (checkpoint / "pacer-files" / "manifest.jsonl").is_file(), "the manifest lives in the checkpoint"
     assert not (tmp_path / "root2" / "files").exists(), "not under the new session's checkpoint_root"
+
+
+def test_a_manifest_torn_by_a_crash_mid_append_restarts_twice_and_reads_every_file_once(spark: Any,
+                                                                                       tmp_path: Path) -> None:
+    """A crash while the manifest appended a new file's line leaves that line torn (never acknowledged, so in no
+    offset). Restarted, the torn tail is cut off and the file gets its offset again; a read file archived and new
+    ones added, restarted a second time: every file's rows once (before: the torn line and every later one were
+    skipped and the next append was glued onto it)."""
+    incoming, archive, checkpoint = tmp_path / "in", tmp_path / "archive", tmp_path / "ck"
+    incoming.mkdir()
+    archive.mkdir()
+    for n in range(3):
+        _drop(incoming, f"f{n}.csv", range(10 * n, 10 * n + 10))
+    sink = Batches()
+    first = _files_query(spark, tmp_path / "root1", incoming, checkpoint, sink)
+    try:
+        assert _wait(lambda: len(sink.ids()) == 30, 30), first.errors()
+    finally:
+        first.stop()
+    manifest = checkpoint / "pacer-files" / "manifest.jsonl"
+    with manifest.open("a") as torn:  # the crash: half of the next file's line, no newline
+        torn.write('{"arrival": 1764000000.0, "bytes": 120, "crc": 12')
+    _drop(incoming, "g.csv", range(30, 40))
+    second = _files_query(spark, tmp_path / "root2", incoming, checkpoint, sink)
+    try:
+        assert _wait(lambda: len(sink.ids()) >= 40, 30), second.errors()
+    finally:
+        second.stop()
+    shutil.move(incoming / "f1.csv", archive / "f1.csv")
+    _drop(incoming, "h.csv", range(40, 50))
+    third = _files_query(spark, tmp_path / "root3", incoming, checkpoint, sink)
+    try:
+        assert _wait(lambda: len(sink.ids()) >= 50, 30), third.errors()
+        third.await_drained(5)
+    finally:
+        third.stop()
+    assert sink.ids() == list(range(50)), "every file's rows once: none skipped, none read again"
+    lines = manifest.read_text().splitlines()
+    assert manifest.read_text().endswith("\n") and [json.loads(line)["index"] for line in lines] == list(range(5))
 
 
 class HoldAll:

@@ -362,7 +362,7 @@ def test_the_fitted_service_model_is_kept_with_the_checkpoint_and_restored_by_th
         paced.queries["q"].model_saved_at = float("-inf")  # save at every completion here
     paced.decide(replace(src.request(4), source_checkpoint=source_folder))
     saved = checkpoint / "pacer" / "service-model.json"
-    assert saved.is_file() and model_store.load(saved) == controller.service_state("q")
+    assert saved.is_file() and model_store.load(saved) == controller.reconcile.service_state("q")
     assert controller.query("q").service_time["observations"] > 0
 
     again, fresh = _paced([1])
@@ -370,7 +370,7 @@ def test_the_fitted_service_model_is_kept_with_the_checkpoint_and_restored_by_th
     restarted.observe(frozenset({99}))
     again.decide(replace(restarted.request(5), source_checkpoint=source_folder))
     assert again.summary()["q"]["model_restored"] and fresh.query("q").service_time["observations"] > 0
-    assert fresh.service_state("q") == controller.service_state("q")
+    assert fresh.reconcile.service_state("q") == controller.reconcile.service_state("q")
 
     saved.write_text("{not json")
     broken, cold = _paced([1])

@@ -434,17 +434,17 @@ def test_retract_puts_a_batch_that_never_ran_back_in_front_and_admit_exactly_tak
     batch = c.poll("q1")
     assert batch is not None and [d.id for d in batch.datasets] == ["q1-0"]  # the read cap: 10 rows
     with pytest.raises(RuntimeError, match="in flight"):
-        c.admit_exactly("q1", ["q1-1"])
-    assert c.retract(batch.id) == batch
+        c.reconcile.admit_exactly("q1", ["q1-1"])
+    assert c.reconcile.retract(batch.id) == batch
     assert not c.busy("q1") and [d.id for d in c.buffered("q1")] == ["q1-0", "q1-1", "q1-2", "q1-3"]
     c.ledger.check_balance("q1")
-    read = c.admit_exactly("q1", ["q1-2", "q1-0", "q1-1"])
+    read = c.reconcile.admit_exactly("q1", ["q1-2", "q1-0", "q1-1"])
     assert [d.id for d in read.datasets] == ["q1-0", "q1-1", "q1-2"] and c.busy("q1")
     assert [d.id for d in c.buffered("q1")] == ["q1-3"] and c.buffered("q1")[0].rows == 10
     with pytest.raises(KeyError, match="not buffered"):
-        c.retract(read.id) and c.admit_exactly("q1", ["q1-9"])
+        c.reconcile.retract(read.id) and c.reconcile.admit_exactly("q1", ["q1-9"])
     assert [d.id for d in c.buffered("q1")] == ["q1-0", "q1-1", "q1-2", "q1-3"]
-    done = run_batch(c, clock, c.admit_exactly("q1", ["q1-0", "q1-1", "q1-2", "q1-3"]).id, 1.0)
+    done = run_batch(c, clock, c.reconcile.admit_exactly("q1", ["q1-0", "q1-1", "q1-2", "q1-3"]).id, 1.0)
     assert done.rows == 40
     with pytest.raises(LedgerViolation, match="retracted but is not admitted"):
         c.ledger.retracted("q1", ["q1-0"])

@@ -314,7 +314,7 @@ class AdmissionService:
                 source.next_index = index + 1
             if not ids:
                 return None
-            batch = self.controller.admit_exactly(query_id, ids)
+            batch = self.controller.reconcile.admit_exactly(query_id, ids)
             self._admitted(held, source, batch)
             source.claimed = batch.id
             source.unanswered += 1
@@ -324,9 +324,9 @@ class AdmissionService:
             return batch.id
 
     def _retract(self, held: Held, query_id: str, batch_id: str, why: str) -> None:
-        """Take back an admitted batch Spark never ran: its datasets wait again (:meth:`pacer.Controller.retract`)."""
+        """Take back an admitted batch Spark never ran: its datasets wait again (:meth:`pacer.reconcile.Reconciliation.retract`)."""
         source = self.sources[query_id]
-        self.controller.retract(batch_id)
+        self.controller.reconcile.retract(batch_id)
         self.engine.forget(held, query_id)
         self.gated.discard(batch_id)
         source.ranges.pop(batch_id, None)

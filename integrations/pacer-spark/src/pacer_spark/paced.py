@@ -36,13 +36,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from pacer import Dataset, MicroBatch, OperatorMetric
+from pacer import MicroBatch, OperatorMetric
 from pacer_spark import model_store, spark_jvm, telemetry
 from pacer_spark.locking import Held
 from pacer_spark.options import parse_seconds
+from pacer_spark.paced_arrivals import Arrivals
 from pacer_spark.paced_ask import SourceAsk
 from pacer_spark.paced_state import (
-    DEFAULT_MAX_AGE_S,
     InFlight,
     PacedQuery,
     SourceRun,
@@ -50,15 +50,13 @@ from pacer_spark.paced_state import (
     check_options,
     merged_options,
 )
+from pacer_spark.paced_truth import SourceTruth
 from pacer_spark.plan import dag_from_plan, operator_metrics
 from pacer_spark.wrapper import (
     Decision,
     DecisionRequest,
-    FailedOpen,
-    OffsetSnapshot,
     PacerBridge,
     StopEvent,
-    snapshot_spans,
 )
 
 if TYPE_CHECKING:
@@ -66,9 +64,6 @@ if TYPE_CHECKING:
     from pacer_spark.driver import Driver
 
 log = logging.getLogger("pacer_spark.paced")
-
-#: Bytes per row assumed for a file source's snapshot before any batch measured it.
-DEFAULT_ROW_BYTES = 64
 
 #: Rows of the first batch of a query whose service-time model is not fitted yet (a start or restart with a
 #: backlog), doubling with each batch until it is: a Kafka query started with 480 000 records waiting took them
@@ -104,7 +99,8 @@ class PacedQueries:
         driver.register(self)
         self.bridge: PacerBridge | None = None
         self.queries: dict[str, PacedQuery] = {}
-        self._batch_query: dict[str, str] = {}
+        self.arrivals = Arrivals(driver)
+        self.truth = SourceTruth(driver, self.arrivals)
         self._by_spark_run: dict[str, str] = {}
 
     def connect(self) -> None:
@@ -139,7 +135,7 @@ class PacedQueries:
         q.inflight = InFlight(batch.id, request.batch_id, {run: frozenset(seqs) for run, seqs in parts.items()})
         self.driver.engine.sink_done(q.query_id, telemetry.SinkDone(batch.id, request.batch_id, time.time(),
                                                                     running=True))
-        self._batch_query[batch.id] = q.query_id
+        self.truth.batch_query[batch.id] = q.query_id
         return self.answer(q, request)
 
     @staticmethod
@@ -239,7 +235,7 @@ class PacedQueries:
         if state is None:
             return
         try:
-            self.driver.controller.restore_service(q.query_id, state)
+            self.driver.controller.reconcile.restore_service(q.query_id, state)
         except (ValueError, KeyError, TypeError) as exc:
             log.warning("query %r: the service-time model in %s is not usable (%s); the query starts with probe "
                         "batches", q.query_id, q.model_file, exc)
@@ -247,23 +243,13 @@ class PacedQueries:
         q.model_restored = True
         log.info("query %r: service-time model restored from %s", q.query_id, q.model_file)
 
-    def _save_model(self, q: PacedQuery) -> None:
-        """Keep the query's fitted model with its checkpoint, at most every ``SAVE_EVERY_S``."""
-        now = time.monotonic()
-        if q.model_file is None or now - q.model_saved_at < model_store.SAVE_EVERY_S:
-            return
-        state = self.driver.controller.service_state(q.query_id)
-        if not state.get("n"):
-            return
-        q.model_saved_at = now
-        model_store.save(q.model_file, state)
 
     def _restart(self, held: Held, q: PacedQuery) -> None:
         """A new run of ``q`` started: its previous run's batch completes (or is taken back when it never ran), and
         what that run observed but never admitted is given back (the new run observes it again from Spark's last
         committed offset)."""
-        self._close_run(held, q, "restarted")
-        self._give_back(q)
+        self.truth.close_run(held, q, "restarted")
+        self.truth.give_back(q)
 
     def _register(self, held: Held, query_id: str, options: dict[str, str], *, again: bool = False) -> None:
         """Register the query with the Controller under its options (``again``: give a known one new options)."""
@@ -288,184 +274,11 @@ class PacedQueries:
                          placement_params=params["placement"], overload="keep", probe_rows=PROBE_ROWS)
         s.controller.recorder.record(query_id).dated_by("first-seen")  # until a snapshot brings its own time
 
-    # ------------------------------------------------------------------ the source's truth
-
-    def take_reports(self, held: Held, q: PacedQuery, request: DecisionRequest) -> bool:
-        """Rebuild the query's state from what the asking source reports before any decision (the protocol in
-        ``integrations/pacer-spark/README.md``): the admissions it made without an answer, the end of the batch in
-        flight, batches Spark replayed from its offset log, and its pending snapshots. Whether the ask is answered
-        already (another source of the query asked first in this Spark batch: its part of that batch stands)."""
-        src = q.sources[request.run]
-        by_batch = self._progress(q, request.progress)
-        q.failed_open_lost += request.failed_open_dropped
-        for record in request.failed_open:
-            self._failed_open(held, q, src, record, by_batch)
-        self._settle(held, q, src, request, by_batch)
-        if request.first_batch_id >= 0:
-            q.first_batch = request.first_batch_id
-        self._replays(held, q, by_batch)
-        self._unreported(held, q, src, {snap.seq for snap in request.snapshots})
-        return q.inflight is not None and q.inflight.spark_batch_id == request.batch_id
-
-    def _replays(self, held: Held, q: PacedQuery, by_batch: dict[int, telemetry.TriggerProgress]) -> None:
-        """Account the batches Spark ran before the run's first ask (it re-runs the last logged batch at a start
-        without asking any source), each once."""
-        for p in sorted(by_batch.values(), key=lambda p: p.batch_id):
-            if p.rows > 0 and (p.run_id, p.batch_id) not in q.accounted and q.inflight is None and \
-                    (q.first_batch is None or p.batch_id < q.first_batch):
-                self._replayed(held, q, p)
-
-    @staticmethod
-    def _progress(q: PacedQuery, entries: tuple[dict[str, Any], ...]) -> dict[int, telemetry.TriggerProgress]:
-        """The progress entries of the query's current Spark run, by Spark batch id, with the batch in flight's
-        progress heard before (kept while a source's report of what it admitted into that batch is awaited)."""
-        progress = [telemetry.TriggerProgress.from_json(p) for p in entries if "batchId" in p]
-        by_batch = {p.batch_id: p for p in progress if p.run_id in (None, q.spark_run_id)}
-        if q.inflight_progress is not None:
-            by_batch.setdefault(q.inflight_progress.batch_id, q.inflight_progress)
-        return by_batch
-
-    def _settle(self, held: Held, q: PacedQuery, src: SourceRun, request: DecisionRequest,
-                by_batch: dict[int, telemetry.TriggerProgress]) -> None:
-        """The batch in flight, against the asking source: complete it when its trigger reported; take back this
-        source's part when Spark went on to a later batch while the source still holds that part pending (it never
-        admitted it: the answer never reached it)."""
-        inflight = q.inflight
-        if inflight is None:
-            return
-        progress = by_batch.get(inflight.spark_batch_id)
-        if progress is not None and not progress.unanswered:
-            self._complete(held, q, progress, event=False)
-            return
-        if progress is not None:  # a source admitted otherwise: its own ask reports what, and completes it
-            q.inflight_progress = progress
-            return
-        pending = {snap.seq for snap in request.snapshots}
-        if request.batch_id != inflight.spark_batch_id and inflight.seqs(src.run) & pending:
-            log.warning("query %r: Spark batch %d ran without the part pacer admitted from source %s (the answer "
-                        "never reached it); that part waits again", q.query_id, inflight.spark_batch_id, src.run)
-            self._rebuild(held, q, {**inflight.parts, src.run: frozenset()}, inflight.spark_batch_id)
-
-    def _failed_open(self, held: Held, q: PacedQuery, src: SourceRun, record: FailedOpen,
-                     by_batch: dict[int, telemetry.TriggerProgress]) -> None:
-        """The source admitted ``record``'s snapshots in Spark batch ``record.batch_id`` without an answer: that is
-        what Spark ran. A decision the driver made for that batch that never reached the source is taken back; an
-        earlier batch still in flight ran (Spark went on) and completes. Idempotent: the source reports a record
-        until an answer reaches it, and an answer can be lost after the driver acted on it."""
-        key = (src.run, record.batch_id)
-        if key in q.reconciled:
-            return
-        q.reconciled.add(key)
-        q.failed_open += 1
-        seqs = frozenset(snap.seq for snap in record.snapshots)
-        log.warning("query %r: Spark batch %d was admitted without pacer's decision (%s); accounted from the "
-                    "source's report (%d snapshots)", q.query_id, record.batch_id, record.reason, len(seqs))
-        inflight = q.inflight
-        later: InFlight | None = None
-        if inflight is not None and inflight.spark_batch_id == record.batch_id:
-            parts = {**inflight.parts, src.run: seqs}  # what Spark read from this source, beside the others' parts
-        else:
-            if inflight is not None and 0 <= record.batch_id < inflight.spark_batch_id:
-                later = inflight  # decided after this record's batch ran (its source never reached the driver)
-                self._retract(held, q)
-            elif inflight is not None:  # an earlier batch: Spark went on to this one, so that one ran
-                self._finish(held, q, by_batch.get(inflight.spark_batch_id))
-            parts = {src.run: seqs}
-        done = {snap.seq for snap in record.snapshots if self.driver.controller.ledger.finished(
-            q.query_id, f"{src.run}:{snap.seq}")}
-        if done:  # completed already as the batch decided for them (the same snapshots): accounted once
-            parts[src.run] = seqs - done
-        for snap in record.snapshots:
-            if snap.seq not in src.arrived and snap.seq not in done:
-                self._arrive(q, src, snap)
-        self._rebuild(held, q, parts, record.batch_id)
-        progress = by_batch.get(record.batch_id)
-        if progress is not None:
-            self._complete(held, q, progress, event=False)
-        if later is not None:  # the batch decided after it is in flight again, less what this source read here
-            if q.inflight is not None:
-                self._finish(held, q, None)
-            self._rebuild(held, q, {**later.parts, src.run: later.seqs(src.run) - seqs}, later.spark_batch_id)
-
-    def _rebuild(self, held: Held, q: PacedQuery, parts: dict[str, frozenset[int]], spark_batch_id: int) -> None:
-        """Make the batch in flight for ``spark_batch_id`` exactly ``parts`` (what the sources really admitted):
-        the driver's own batch, if any, is taken back first; no batch when ``parts`` is empty."""
-        if q.inflight is not None and q.inflight.spark_batch_id == spark_batch_id:
-            self._retract(held, q)
-        parts = {run: seqs for run, seqs in parts.items() if seqs}
-        if not parts:
-            return
-        ids = [q.sources[run].arrived[seq] for run, seqs in parts.items() for seq in sorted(seqs)]
-        batch = self.driver.controller.admit_exactly(q.query_id, ids)
-        q.forced += 1
-        self.driver.controller.start(batch.id)
-        self.driver.engine.sink_done(q.query_id, telemetry.SinkDone(batch.id, spark_batch_id, time.time(),
-                                                                    running=True))
-        self._batch_query[batch.id] = q.query_id
-        q.inflight = InFlight(batch.id, spark_batch_id, parts)
-
-    def _retract(self, held: Held, q: PacedQuery) -> None:
-        """Take back the batch in flight: Spark never ran it as admitted. Its snapshots wait again."""
-        inflight = q.inflight
-        assert inflight is not None
-        self.driver.engine.forget(held, q.query_id)
-        self.driver.controller.retract(inflight.batch_id)
-        self._batch_query.pop(inflight.batch_id, None)
-        for run, seqs in inflight.parts.items():  # buffered again: their sources' books hold them
-            src = q.sources.get(run)
-            for seq in seqs if src is not None else ():
-                src.arrived[seq] = f"{run}:{seq}"  # type: ignore[union-attr]
-        q.inflight, q.inflight_progress = None, None
-        q.retracted += 1
-        held.notify_all()
-
-    def _finish(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress | None) -> None:
-        """The batch in flight ran: complete it from its progress, or without it when none came."""
-        if progress is not None:
-            self._complete(held, q, progress, event=False)
-            return
-        done = self.driver.engine.give_up(held, q.query_id)
-        if done is not None:
-            q.given_up.add((None, done.spark_batch_id))
-            q.accounted.add((q.spark_run_id, done.spark_batch_id))
-        self._done(q)
-
-    def _done(self, q: PacedQuery) -> None:
-        """The batch in flight completed: its snapshots leave their sources' books."""
-        inflight = q.inflight
-        if inflight is None:
-            return
-        for run, seqs in inflight.parts.items():
-            src = q.sources.get(run)
-            for seq in seqs if src is not None else ():
-                src.arrived.pop(seq, None)  # type: ignore[union-attr]
-        self._batch_query.pop(inflight.batch_id, None)
-        q.inflight, q.inflight_progress = None, None
-
-    def _unreported(self, held: Held, q: PacedQuery, src: SourceRun, pending: set[int]) -> None:
-        """Snapshots the driver buffers that the source no longer holds pending, outside the batch in flight: Spark
-        read them in admissions whose records the source could no longer keep (``failed_open_dropped``). They ran:
-        accounted as one batch, completed without its progress."""
-        inflight = q.inflight.seqs(src.run) if q.inflight is not None else frozenset()
-        gone = frozenset(seq for seq in src.arrived if seq not in pending and seq not in inflight)
-        if not gone or q.inflight is not None:
-            return
-        log.warning("query %r: %d snapshots of source %s were read by Spark in admissions it could not report; "
-                    "accounted as one batch", q.query_id, len(gone), src.run)
-        self._rebuild(held, q, {src.run: gone}, -1)
-        self._finish(held, q, None)
-
-    def _complete(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress, *, event: bool) -> None:
-        """Complete the query's batch in flight from its trigger's progress."""
-        self._measured(held, q, progress)
-        if self.driver.engine.on_progress(held, progress, event=event, query_id=q.query_id) is not None:
-            self._done(q)
-            self._save_model(q)
+    # ------------------------------------------------------------------ a source's stop
 
     def stopped(self, event: StopEvent) -> None:
-        """A source run stopped (the JVM's ``stop``, after Spark's stream thread ended): a batch whose trigger
-        reported completes; one whose trigger never ended is taken back (Spark replays it from its offset log at
-        the next start, or the next run observes its data again); what the source held is given back."""
+        """A source run stopped (the JVM's ``stop``): a query whose asks never reached the driver is registered from
+        the event, so what Spark ran is accounted; then the source's truth decides (:meth:`SourceTruth.stop_run`)."""
         with self.driver.guard.held() as held:
             if self.stale(held, event.as_request()):  # a run the query has since left behind
                 return
@@ -481,104 +294,7 @@ class PacedQueries:
             src = q.sources.get(event.run) if q is not None else None
             if q is None or src is None:
                 return
-            by_batch = self._progress(q, event.progress)
-            if event.first_batch_id >= 0:
-                q.first_batch = event.first_batch_id
-            self._replays(held, q, {b: p for b, p in by_batch.items()
-                                    if b not in {r.batch_id for r in event.failed_open}})
-            for record in event.failed_open:
-                if record.batch_id in by_batch:  # the trigger ended: it ran; else it never happened for Spark
-                    self._failed_open(held, q, src, record, by_batch)
-            inflight = q.inflight
-            progress = by_batch.get(inflight.spark_batch_id) if inflight is not None else None
-            if inflight is not None and progress is None:
-                self._retract(held, q)
-            elif progress is not None and not progress.unanswered:
-                self._complete(held, q, progress, event=False)
-            # else: another source of the query admitted into it unanswered; its stop event reports what
-            self._give_back(q)
-            q.dead = True
-            held.notify_all()
-
-    def _give_back(self, q: PacedQuery) -> int:
-        """Withdraw every buffered snapshot of ``q`` (their sources offer them again: a restart re-observes them from
-        the last committed offset, a source's next ask reports them pending); the batch in flight keeps its own."""
-        withdrawn = self.driver.controller.withdraw(q.query_id)
-        q.withdrawn += withdrawn
-        for src in q.sources.values():
-            keep = q.inflight.seqs(src.run) if q.inflight is not None else frozenset()
-            src.arrived = {seq: dataset for seq, dataset in src.arrived.items() if seq in keep}
-        return withdrawn
-
-    def _close_run(self, held: Held, q: PacedQuery, why: str) -> None:
-        """The run of ``q`` ended without telling which batch its trigger finished: its batch in flight completes
-        now, without its progress (a replay of it by the next run is then not counted again)."""
-        if q.inflight is not None:
-            log.debug("query %r: run ended (%s); batch %s completed without its progress", q.query_id, why,
-                      q.inflight.batch_id)
-            self._finish(held, q, None)
-
-    def arrive(self, held: Held, q: PacedQuery, request: DecisionRequest) -> None:
-        """New snapshots (up to the read limit) arrive, each dated by :func:`~pacer_spark.wrapper.snapshot_spans`
-        (after :meth:`_dated`)."""
-        src = q.sources[request.run]
-        now = min(time.time(), request.now)
-        dated = tuple(self._dated(q, snap, now) if snap.seq not in src.arrived else snap for snap in request.snapshots)
-        spans = snapshot_spans(dated, request.admissible, now)
-        for snapshot, (oldest, newest) in zip(dated, spans, strict=False):
-            if snapshot.seq not in src.arrived:
-                self._arrive(q, src, snapshot, arrival=oldest, newest=newest)
-
-    def _dated(self, q: PacedQuery, snapshot: OffsetSnapshot, now: float) -> OffsetSnapshot:
-        """``snapshot`` as the query dates it: its source time kept where ``pacer.arrival`` is ``source`` and the time
-        is believable; else dated when the JVM first saw it (zero, in the future, or older than the query's start by
-        more than ``pacer.arrival.maxAge``: a producer's event time, a copy that kept old mtimes), counted and
-        warned once. A source-timed query's snapshot that came without its time (reading it failed) is counted."""
-        if q.options.get("pacer.arrival", "source").strip().lower() == "observed":
-            return replace(snapshot, source_time=None, source_newest=None)
-        if snapshot.source_time is not None and not q.source_timed:
-            q.source_timed = True  # the source dates its data: the report says so from now on
-            self.driver.controller.recorder.record(q.query_id).dated_by("source-time")
-        if snapshot.source_time is None:
-            if q.source_timed:
-                q.source_time_missing += 1
-                self.driver.gate.warn_once(f"undated-{q.query_id}", "query %r: a snapshot came without its data's "
-                                           "own time (reading it failed); such snapshots are dated when first seen, "
-                                           "counted in the report's source_time_missing", q.query_id)
-            return snapshot
-        max_age = parse_seconds(q.options.get("pacer.arrival.maxAge")) or DEFAULT_MAX_AGE_S
-        believable = 0 < snapshot.source_time <= now + 1.0 and snapshot.source_time >= q.seen_at - max_age
-        if believable:
-            return snapshot
-        q.source_time_clamped += 1
-        self.driver.gate.warn_once(f"clamped-{q.query_id}", "query %r: a snapshot's source time %.3f is not an "
-                                   "arrival (zero, in the future, or older than the query's start by more than "
-                                   "pacer.arrival.maxAge, %.0f s): dated when pacer saw it. Set pacer.arrival=observed "
-                                   "for a source whose times are event times", q.query_id, snapshot.source_time, max_age)
-        return replace(snapshot, source_time=None, source_newest=None)
-
-    def _arrive(self, q: PacedQuery, src: SourceRun, snapshot: OffsetSnapshot, *, arrival: float | None = None,
-                newest: float | None = None) -> None:
-        if arrival is None:  # an admission the source reported: dated as any other snapshot
-            snapshot = self._dated(q, snapshot, time.time())
-        dataset = self._dataset(q, src, snapshot, arrival=arrival, newest=newest)
-        self.driver.controller.arrive(q.query_id, dataset)
-        src.arrived[snapshot.seq] = dataset.id
-
-    def _dataset(self, q: PacedQuery, src: SourceRun, snapshot: OffsetSnapshot, *, arrival: float | None = None,
-                 newest: float | None = None) -> Dataset:
-        row_bytes = q.read_bytes / q.read_rows if q.read_rows and q.read_bytes else DEFAULT_ROW_BYTES
-        nbytes = snapshot.bytes if snapshot.bytes is not None else int((snapshot.rows or 0) * row_bytes)
-        rows = snapshot.rows if snapshot.rows is not None else round(nbytes / max(row_bytes, 1.0))
-        return Dataset(f"{src.run}:{snapshot.seq}", snapshot.data_arrival if arrival is None else arrival,
-                       max(0, nbytes), max(0, rows), handle=snapshot.offset, newest=newest)
-
-    def _force(self, held: Held, q: PacedQuery, count: int, why: str) -> MicroBatch | None:
-        batch = self.driver.force(held, q.query_id, count)
-        if batch is not None:
-            q.forced += 1
-            log.debug("query %r: %s (%d datasets)", q.query_id, why, count)
-        return batch
+            self.truth.stop_run(held, q, src, event)
 
     # ------------------------------------------------------------------ listener
 
@@ -594,7 +310,7 @@ class PacedQueries:
 
     def running(self, held: Held, batch_id: str) -> bool:
         """Whether ``batch_id`` is a ``format("pacer")`` batch whose trigger has not reported yet."""
-        return batch_id in self._batch_query
+        return batch_id in self.truth.batch_query
 
     def on_progress(self, held: Held, query_id: str, progress: telemetry.TriggerProgress) -> None:
         """A trigger of the current run of a paced query ended: complete its batch.
@@ -605,7 +321,7 @@ class PacedQueries:
         """
         q = self.queries[query_id]
         if self.driver.engine.waiting_spark_batch(held, q.query_id) == progress.batch_id and not progress.unanswered:
-            self._complete(held, q, progress, event=True)
+            self.truth.complete(held, q, progress, event=True)
             return
         # counts the trigger's engine time; a batch a source admitted without an answer is not the one decided: it
         # completes from that source's next ask, which reports what it admitted
@@ -613,37 +329,6 @@ class PacedQueries:
             q.inflight_progress = progress
         self.driver.engine.on_progress(held, progress, query_id=q.query_id, complete=False)
 
-    def _replayed(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress) -> None:
-        """Spark ran a batch from its offset log without asking the source: account it once."""
-        s = self.driver
-        q.accounted.add((progress.run_id, progress.batch_id))
-        if (None, progress.batch_id) in q.given_up:  # completed when the run that first ran it stopped
-            return
-        arrival = progress.started_at or progress.delivered_at
-        self._give_back(q)  # keeps the order: the replay came before them
-        dataset = Dataset(f"replay:{q.stream_id}:{progress.batch_id}", arrival, progress.rows * DEFAULT_ROW_BYTES,
-                          progress.rows)
-        s.controller.arrive(q.query_id, dataset)
-        batch = self._force(held, q, 1, f"Spark replayed batch {progress.batch_id} from its offset log")
-        if batch is not None:
-            s.controller.start(batch.id)
-            s.controller.complete(batch.id, engine_s=progress.engine_s, completed_at=progress.ended_at)
-            q.replays += 1
-            log.info("query %r: batch %d was replayed from the checkpoint (%d rows); accounted once",
-                     q.query_id, progress.batch_id, progress.rows)
-
-    def _measured(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress) -> None:
-        """Keep what the trigger of the batch in flight measured (bytes per row: how snapshots are sized)."""
-        q.accounted.add((progress.run_id, progress.batch_id))
-        if progress.source_metrics:
-            q.source_metrics = dict(progress.source_metrics)
-        if q.inflight is None or q.inflight.spark_batch_id != progress.batch_id:
-            return
-        try:
-            q.read_bytes += self.driver.controller.batch(q.inflight.batch_id).batch.bytes
-            q.read_rows += progress.rows
-        except KeyError:
-            pass
 
     def executed_metrics(self, held: Held, query_id: str, done: telemetry.SinkDone,
                          progress: telemetry.TriggerProgress) -> list[OperatorMetric]:
@@ -675,7 +360,7 @@ class PacedQueries:
         """The current run of the query stopped or failed (the listener, matched by run id)."""
         q = self.queries[query_id]
         q.dead, q.error = True, q.error or error
-        self._close_run(held, q, "terminated")
+        self.truth.close_run(held, q, "terminated")
 
     # ------------------------------------------------------------------ reading
 

@@ -45,19 +45,19 @@ class SourceAsk:
             self.error = f"query {self.request.query!r}: {exc}"
             return False
         self.q.decisions += 1
-        if self.queries.take_reports(held, self.q, self.request):  # another source of the query asked first
-            self.queries.arrive(held, self.q, self.request)
+        if self.queries.truth.take_reports(held, self.q, self.request):  # another source of the query asked first
+            self.queries.arrivals.arrive(held, self.q, self.request)
             self.index = self.queries.answer(self.q, self.request)
             return False
         if not self.queries.first_ask(self.q, self.request):  # a source asked before it in this Spark batch and
-            self.queries.arrive(held, self.q, self.request)  # was answered: a batch now could not include its part
+            self.queries.arrivals.arrive(held, self.q, self.request)  # was answered: a batch now could not include its part
             return False
         return bool(self.request.snapshots) and not self.q.holding
 
     def arrive(self, held: Held) -> None:
         """The request's new snapshots arrive."""
         assert self.q is not None
-        self.queries.arrive(held, self.q, self.request)
+        self.queries.arrivals.arrive(held, self.q, self.request)
 
     def admitted(self, held: Held, batch: MicroBatch) -> bool:
         """Record the batch; it always passes the gate (the JVM sets its pool on the stream thread)."""

@@ -131,7 +131,7 @@ class CatchUp:
         self.datasets += len(batch.datasets)
 
     def retracted(self, batch: MicroBatch) -> None:
-        """A catch-up batch was taken back before it ran (:meth:`pacer.Controller.retract`): it counts no more."""
+        """A catch-up batch was taken back before it ran (:meth:`pacer.reconcile.Reconciliation.retract`): it counts no more."""
         if batch.id != self.in_flight:
             return
         self.in_flight = None

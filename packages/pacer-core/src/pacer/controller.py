@@ -17,7 +17,8 @@ The Controller is composed of a few objects, each in its own module: its state
 (:class:`pacer.controller_state.ControllerState`: the queries, their
 :class:`~pacer.query_state.QueryState`, the pending batches), which the views read; the
 :class:`pacer.dispatch.DecisionDispatcher`, which asks the plugins for each decision and validates it;
-the overload policy and shedding (:mod:`pacer.overload`), catch-up (:mod:`pacer.catch_up`) and the
+the overload policy and shedding (:mod:`pacer.overload`), catch-up (:mod:`pacer.catch_up`), the size of a batch
+(:mod:`pacer.batch_size`), the reconciliation with what the runtime really did (:mod:`pacer.reconcile`) and the
 measurement of its own time (:func:`pacer.timing.timed`).
 
 A query has at most one micro-batch admitted and not yet completed, as in
@@ -31,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from pacer.batch_size import batch_size
 from pacer.catch_up import CatchUp
 from pacer.controller_state import ControllerState
 from pacer.dispatch import DecisionDispatcher
@@ -48,9 +50,10 @@ from pacer.model import (
     ScheduleDecision,
     SystemView,
 )
-from pacer.overload import OverloadMonitor, read_cap_count, shed, shed_if_overloaded
+from pacer.overload import OverloadMonitor, shed_if_overloaded
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.query_state import FALLBACK, OVERLOAD_POLICIES, QueryState, RunningBatch, StrategyError
+from pacer.reconcile import Reconciliation
 from pacer.recorder import RECENT, RECENT_DATASETS, RunRecorder
 from pacer.service_time import ServiceTimeModel
 from pacer.strategy import StrategyContext
@@ -117,6 +120,8 @@ class Controller:
         self._state = ControllerState()
         self._dispatch = DecisionDispatcher(plugin_manager or get_plugin_manager(), scheduler=scheduler,
                                             scheduler_params=scheduler_params, fallback=fallback)
+        #: what the runtime really did where it differs from what was decided (:mod:`pacer.reconcile`)
+        self.reconcile = Reconciliation(self._state, self.ledger, lambda q, ds: self._admit_datasets(q, ds, self.clock()))
 
     @property
     def pm(self) -> PluginManager:
@@ -261,17 +266,6 @@ class Controller:
             allocated_cores=dict(self._state.allocated),
         )
 
-    def service_state(self, query_id: str) -> dict[str, object]:
-        """The query's fitted service-time model as plain values (:meth:`pacer.ServiceTimeModel.state`)."""
-        return self._state.query(query_id).service.state()
-
-    def restore_service(self, query_id: str, state: dict[str, object]) -> None:
-        """Give the query the service-time model a previous run saved (a restart predicts from its first batch).
-
-        :raises ValueError: for a model this pacer cannot take (:meth:`pacer.ServiceTimeModel.restore`).
-        """
-        self._state.query(query_id).service.restore(state)
-
     def estimate_run_s(self, query_id: str, nbytes: int) -> float:
         """Processing time estimate: the query's service-time model (fixed + per-byte, no margin)
         once it has seen two batches, else bytes / the query's average throughput (0 before history)."""
@@ -292,36 +286,12 @@ class Controller:
             if shedding and not len(q.buffer):
                 timing.cancel()  # everything waiting was shed: no poll to account
                 return None
-            count, catching_up = self._batch_size(q, now, shedding)
+            count, catching_up = batch_size(q, now, shedding, lambda: self._dispatch.admission(q, now, self.system_view()),
+                                            self.ledger)
             batch = self._admit(q, count, now) if count else None
             if batch is not None and catching_up:
                 q.catch_up.admitted(batch, now)
         return batch
-
-    def _batch_size(self, q: QueryState, now: float, shedding: bool) -> tuple[int, bool]:
-        """How many of ``q``'s oldest datasets the next batch takes (0: none), and whether it is a catch-up batch.
-
-        Late data (:mod:`pacer.catch_up`) is drained in deadline-sized batches the Controller forms itself;
-        otherwise the admission strategy decides (its sheds done here). Either way the read caps hold, and while
-        the overload policy sheds, the batch stays within what meets its oldest dataset's deadline.
-        """
-        # overloaded or near it under keep, or in the hold-over after an overload: serve as the default trigger would
-        kept = q.overload.eager(now, q.service) and not shedding
-        catching_up = q.catch_up.wanted(q.buffer, now, q.service, kept)
-        if catching_up:
-            count = q.catch_up.count(q.buffer, q.service, kept)
-        else:
-            decision = self._dispatch.admission(q, now, self.system_view())
-            if decision.shed:
-                shed(self.ledger, q, decision.shed, decision.reason or "overload policy")
-            count = decision.count
-        if q.max_rows or q.max_bytes:
-            count = read_cap_count(q.buffer, count, q.max_rows, q.max_bytes)
-        if q.probe_rows and not q.service.ready:  # cold start: a probe, doubling with each batch until the model fits
-            count = read_cap_count(q.buffer, count, q.probe_rows * 2 ** min(len(q.history), 16), 0)
-        if shedding and not catching_up:
-            count = q.overload.feasible_prefix(q.buffer, count, now, q.service)
-        return count, catching_up
 
     def _poll_took(self, seconds: float, q: QueryState) -> None:
         """A poll of ``q`` took ``seconds`` of pacer's time: charged to the batch it admitted, if any."""
@@ -332,33 +302,6 @@ class Controller:
     def _admit(self, q: QueryState, count: int, now: float) -> MicroBatch:
         """Take the ``count`` oldest datasets of ``q`` into its next batch, estimated, placed and queued."""
         return self._admit_datasets(q, q.buffer.take(count), now)
-
-    def admit_exactly(self, query_id: str, dataset_ids: Sequence[str]) -> MicroBatch:
-        """Admit exactly the buffered datasets ``dataset_ids`` of ``query_id`` as its next batch, without asking its
-        strategy and without read caps: the runtime already read them (a source that admitted without the
-        Controller's answer). The batch is placed and queued like any other.
-
-        :raises RuntimeError: while the query has a batch in flight; ``KeyError``: for an id not buffered.
-        """
-        q = self._state.query(query_id)
-        if q.in_flight is not None:
-            raise RuntimeError(f"query {query_id!r} has batch {q.in_flight} in flight: complete or retract it first")
-        if not dataset_ids:
-            raise ValueError("a batch needs at least one dataset")
-        return self._admit_datasets(q, q.buffer.take_ids(dataset_ids), self.clock())
-
-    def retract(self, batch_id: str) -> MicroBatch:
-        """Take back the admitted batch ``batch_id`` that its runtime never ran (it admitted other data, or stopped
-        before the batch began): its datasets wait again at the front of the query's buffer, in order, and the
-        query is idle. :raises KeyError: for an unknown or completed batch."""
-        run = self._state.run(batch_id)
-        batch = run.batch
-        q = self._state.queries[batch.query_id]
-        self.ledger.retracted(batch.query_id, (d.id for d in batch.datasets))
-        self._state.completed(q, batch_id)
-        q.catch_up.retracted(batch)
-        q.buffer.put_back(batch.datasets)
-        return batch
 
     def _admit_datasets(self, q: QueryState, datasets: tuple[Dataset, ...], now: float) -> MicroBatch:
         """``datasets`` (taken from ``q``'s buffer) form its next batch, estimated, placed and queued."""

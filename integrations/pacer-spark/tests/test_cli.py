@@ -137,7 +137,8 @@ def test_pacer_run_writes_a_spark_report(tmp_path: Path) -> None:
 @pytest.mark.spark
 @pytest.mark.parametrize("signum", [
     pytest.param(signal.SIGINT, id="ctrl-c"),
-    pytest.param(signal.SIGTERM, id="sigterm", marks=pytest.mark.full(reason="the ctrl-c case runs the same handler")),
+    # both in the default run: Ctrl-C alone passes on Python's own SIGINT handler even without pacer's SIGTERM one
+    pytest.param(signal.SIGTERM, id="sigterm"),
 ])
 def test_an_interrupted_run_prints_its_summary_and_writes_its_report(tmp_path: Path, signum: int) -> None:
     out = tmp_path / "report.json"
@@ -179,8 +180,7 @@ def _lr_files(folder: Path, files: int, rows: int, *, bad_line: str = "") -> Non
 @pytest.mark.spark
 @pytest.mark.parametrize("malformed", [
     "quarantine",
-    pytest.param("fail", marks=pytest.mark.full(
-        reason="test_files_reliability's fail case checks the one-line root cause; test_kafka_faults the CLI's")),
+    "fail",  # pacer run's failed-query exit path: no other test of the default run takes it
 ])
 def test_pacer_run_input_processes_the_folder_and_handles_a_malformed_row(tmp_path: Path, malformed: str) -> None:
     inbox = tmp_path / "in"

@@ -193,10 +193,9 @@ def build(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, tags=["spark"])
 def cluster(session: nox.Session) -> None:
-    """A short stream on local-cluster[2,1,1024]: two executor JVMs on loopback."""
+    """The standalone-cluster tests alone (``pacer cluster up``: a Master and two Workers, authentication on; the
+    default test run takes them too)."""
     _install(session)
-    session.env["PACER_TEST_MASTER"] = "local-cluster[2,1,1024]"
-    session.env["PACER_FULL_SUITE"] = "1"  # test_cluster_standalone.py is marked full
     session.run("python", "-m", "pytest", "integrations/pacer-spark/tests", "-m", "cluster", *session.posargs)
 
 

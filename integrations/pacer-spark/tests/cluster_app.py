@@ -1,6 +1,6 @@
 """The driver program of ``test_cluster_standalone.py``: paced queries on a Spark standalone master.
 
-Run as ``python cluster_app.py --master spark://… --work DIR --cluster-dir DIR --phases kafka,edf,rdas [--bootstrap-servers …]``,
+Run as ``python cluster_app.py --master spark://… --work DIR --cluster-dir DIR --phases kafka,edf,rdas,gen [--bootstrap-servers …]``,
 in a process of its own (one SparkContext per process; the suite's own session is ``local[2]``). Every phase
 writes ``DIR/<phase>.json``. Rows pass through :func:`tag`, a ``mapInArrow`` function that runs in the executors'
 Python workers and stamps each row with what ``TaskContext`` says there (the task's FAIR pool, its stream's query
@@ -166,6 +166,30 @@ def put_csv(folder: Path, index: int) -> None:
     os.replace(staging, folder / f"part-{index:04d}.csv")
 
 
+def gen_phase(spark: Any, work: Path) -> dict[str, Any]:
+    """Two ``pacer-gen`` queries (static 2 s trigger, FIFO): their readers' ``read()`` runs in the executors'
+    Python workers, away from the driver, and the Controller still decides every batch and accounts every dataset."""
+    import pacer_spark
+
+    pacer = pacer_spark.attach(spark, admission="static", admission_params={"interval": 2.0}, scheduler="fifo",
+                               deadline="10s", paced=False, checkpoint_root=str(work / "gen" / "pacer"))
+    try:
+        pacer.run_workload("lr2", traffic="wave", rate=800, duration=8)
+        pacer.run_workload("cm2", traffic="constant", rate=400, duration=8)
+        drained = pacer.await_drained(120)
+        report = pacer.report({"test": "cluster-gen"})
+    finally:
+        pacer.stop()
+    try:
+        pacer.controller.ledger.check_complete()
+        ledger = None
+    except Exception as exc:  # the test names it
+        ledger = f"{type(exc).__name__}: {exc}"
+    keys = ("datasets_in", "datasets_processed", "rows_in", "rows_processed")
+    return {"drained": drained, "errors": pacer.errors(), "ledger": ledger, "master": report["spark"]["master"],
+            "queries": {q: {k: report["queries"][q][k] for k in keys} for q in ("lr2", "cm2")}}
+
+
 def schedule_phase(spark: Any, scheduler: str, work: Path) -> dict[str, Any]:
     """Three paced queries (csv -> parquet, deadlines 4 s, 20 s, 60 s) under ``scheduler``, fed together."""
     import pacer_spark
@@ -221,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--master", required=True)
     parser.add_argument("--work", required=True)
-    parser.add_argument("--phases", default="kafka,edf,rdas")
+    parser.add_argument("--phases", default="kafka,edf,rdas,gen")
     parser.add_argument("--bootstrap-servers")
     parser.add_argument("--cluster-dir", required=True, help="the folder of `pacer cluster up` (its secret)")
     args = parser.parse_args(argv)
@@ -248,7 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     (work / "started").write_text(json.dumps({"jars": spark.sparkContext.getConf().get("spark.jars", "")}))
     for phase in args.phases.split(","):
         started = time.monotonic()
-        result = kafka_phase(spark, args, work) if phase == "kafka" else schedule_phase(spark, phase, work)
+        result = (kafka_phase(spark, args, work) if phase == "kafka" else gen_phase(spark, work) if phase == "gen"
+                  else schedule_phase(spark, phase, work))
         result["seconds"] = time.monotonic() - started
         (work / f"{phase}.json").write_text(json.dumps(result, default=str))
         print(f"phase {phase}: {result['seconds']:.1f} s", flush=True)

@@ -8,7 +8,8 @@ on the cluster; this module watches it and, in the Kafka phase, kills the execut
   re-ran the lost task elsewhere;
 - three paced queries under EDF: no two queries' tasks ever overlap in the executors (one batch at a time), and the
   batches that waited together ran earliest deadline first;
-- the same under RDAS: every task runs, in an executor, in the FAIR pool the gate gave its batch (``TaskContext``).
+- the same under RDAS: every task runs, in an executor, in the FAIR pool the gate gave its batch (``TaskContext``);
+- two ``pacer-gen`` queries whose readers run in the executors' Python workers: nothing lost, nothing twice.
 
 The pacer jar reaches what needs it with no step of the user's: ``attach()`` loads it into the driver, the only JVM
 that runs pacer's classes (the executors run the wrapped source's tasks); ``spark.jars`` holds the Kafka connector
@@ -181,6 +182,17 @@ def test_the_pacer_jar_reaches_the_driver_with_no_step_and_no_executor_needs_it(
     texts = [log.read_text(errors="replace") for log in logs]
     assert all("io.pacer" not in text and "pacer-spark-jvm" not in text for text in texts)
     assert any("spark-sql-kafka" in text for text in texts), "no executor fetched the connector from spark.jars"
+
+
+def test_pacer_gen_readers_on_executors_lose_nothing(cluster_run: Path) -> None:
+    """Two ``pacer-gen`` queries whose readers run in the executors' Python workers: every dataset and row the
+    traffic generated is processed once, and the Controller's ledger is complete."""
+    result = phase(cluster_run, "gen")
+    assert result["drained"] and not result["errors"] and result["ledger"] is None, result
+    assert result["master"].startswith("spark://")
+    for query_id, q in result["queries"].items():
+        assert q["datasets_in"] == q["datasets_processed"] == 8, (query_id, q)
+        assert q["rows_in"] == q["rows_processed"] > 0, (query_id, q)
 
 
 def test_pacer_cluster_up_serves_two_workers_and_refuses_a_second_start(spark_cluster: Any) -> None:

@@ -115,6 +115,7 @@ def latency_summary(batches: Sequence[KafkaBatch], deadline_s: float) -> dict[st
         return 1e3 * ordered[-1][0]
 
     return {"records": records, "batches": len(batches), "deadline_s": deadline_s,
+            "records_max": max((b.records for b in batches), default=0),  # the largest batch (a read cap bounds it)
             "latency_ms": {"p50": pct(50), "p95": pct(95), "p99": pct(99),
                            "max": 1e3 * max((lat for lat, _ in points), default=0.0) if points else None},
             "miss_share": missed / records if records else None, "engine_s": engine_s,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -232,6 +233,10 @@ def test_an_application_without_the_cluster_s_secret_is_refused(spark_cluster: A
     assert spark_cluster.app_conf()["spark.authenticate"] == "true"
     secret = spark_cluster.app_conf()["spark.authenticate.secret"]
     assert len(secret) == 64 and not any(secret in " ".join(_cmdline(pid)) for pid in spark_cluster.worker_pids)
+    if os.geteuid() == 0 and shutil.which("setpriv"):  # another Unix user cannot read it
+        other = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "cat", str(conf)],
+                               capture_output=True, text=True, timeout=30, check=False)
+        assert other.returncode != 0 and "Permission denied" in other.stderr, (other.stdout, other.stderr)
     log = tmp_path / "intruder.log"
     script = tmp_path / "intruder.py"
     script.write_text(INTRUDER)

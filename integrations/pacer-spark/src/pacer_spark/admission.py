@@ -171,6 +171,8 @@ class AdmissionService:
             until = request.get("until")
             ask = _ReaderAsk(self, str(request["query"]), int(request["start"]), request.get("new") or (),
                              request.get("rtt"), None if until is None else int(until))
+            if request.get("available") is not None:  # what the reader can read now: nothing past it is admitted
+                ask.available = int(request["available"])
             admitted = self.driver.decide(ask)
             if admitted is not None and admitted.turn is not None:
                 waited = admitted.turn.waited_s
@@ -318,6 +320,9 @@ class AdmissionService:
             self._admitted(held, source, batch)
             source.claimed = batch.id
             source.unanswered += 1
+            if batch.placement is not None:  # Spark planned it before pacer formed it: no placement was enacted
+                self.controller.record_enactment(batch.id, False, "not enacted: Spark planned the batch before "
+                                                 "pacer formed it (a replay, or an admission the reader made alone)")
             log.info("query %r: Spark batch %d reads datasets %d..%d, admitted without a decision (a replay from "
                      "the checkpoint, or the reader's own); accounted exactly", query_id, spark_batch_id, begin,
                      end - 1)
@@ -395,6 +400,8 @@ class _ReaderAsk:
         self.new = new
         self.rtt = rtt
         self.until = until
+        #: one past the newest dataset the reader can read (it bounds the answer to it): the source's truth
+        self.available: int | None = None
         self.drain = until is not None  # availableNow: nothing more will come, an empty answer ends the run
         self.reply: dict[str, Any] = {"end": start}
         self.batch_id: str | None = None
@@ -406,7 +413,8 @@ class _ReaderAsk:
     def arrive(self, held: Held) -> None:
         """Every dataset that has arrived (under availableNow, none at or past ``until``)."""
         source = self.service._source(held, self.query_id)
-        self.service._arrive_available(held, source, time.time(), self.until)
+        limits = [e for e in (self.until, self.available) if e is not None]
+        self.service._arrive_available(held, source, time.time(), min(limits) if limits else None)
         self.service.polls += 1
 
     def admitted(self, held: Held, batch: MicroBatch) -> bool:

@@ -120,7 +120,7 @@ class AdmissionAgent:
         if self._client is None:
             return available_end, []
         request = {"op": "latest", "query": self.query_id, "start": start, "new": list(new), "rtt": self._last_rtt_s,
-                   "until": until}
+                   "until": until, "available": available_end}
         t0 = time.perf_counter()
         try:
             reply = self._client.call(request)

@@ -77,8 +77,9 @@ def _files_query(spark: Any, root: Path, incoming: Path, checkpoint: Path, sink:
     return pacer
 
 
-def test_restart_from_a_new_session_reads_every_file_once(spark: Any, tmp_path: Path) -> None:
-    """Files moved away and a late file with an older mtime shift no offset: the manifest is the checkpoint's."""
+def _first_run(spark: Any, tmp_path: Path) -> tuple[Path, Path, Path, Batches]:
+    """Three files read by a first session's pacer-files query, which then stops: its inbox, an empty archive,
+    its checkpoint and its sink."""
     incoming, archive, checkpoint = tmp_path / "in", tmp_path / "archive", tmp_path / "ck"
     incoming.mkdir()
     archive.mkdir()
@@ -90,6 +91,12 @@ def test_restart_from_a_new_session_reads_every_file_once(spark: Any, tmp_path: 
         assert _wait(lambda: len(sink.ids()) == 30, 30), first.errors()
     finally:
         first.stop()
+    return incoming, archive, checkpoint, sink
+
+
+def test_restart_from_a_new_session_reads_every_file_once(spark: Any, tmp_path: Path) -> None:
+    """Files moved away and a late file with an older mtime shift no offset: the manifest is the checkpoint's."""
+    incoming, archive, checkpoint, sink = _first_run(spark, tmp_path)
     shutil.move(incoming / "f0.csv", archive / "f0.csv")  # processed files are archived
     _drop(incoming, "late.csv", range(30, 40), mtime=time.time() - 3600)  # older than every file seen
     _drop(incoming, "g.csv", range(40, 50))
@@ -110,17 +117,7 @@ def test_a_manifest_torn_by_a_crash_mid_append_restarts_twice_and_reads_every_fi
     offset). Restarted, the torn tail is cut off and the file gets its offset again; a read file archived and new
     ones added, restarted a second time: every file's rows once (before: the torn line and every later one were
     skipped and the next append was glued onto it)."""
-    incoming, archive, checkpoint = tmp_path / "in", tmp_path / "archive", tmp_path / "ck"
-    incoming.mkdir()
-    archive.mkdir()
-    for n in range(3):
-        _drop(incoming, f"f{n}.csv", range(10 * n, 10 * n + 10))
-    sink = Batches()
-    first = _files_query(spark, tmp_path / "root1", incoming, checkpoint, sink)
-    try:
-        assert _wait(lambda: len(sink.ids()) == 30, 30), first.errors()
-    finally:
-        first.stop()
+    incoming, archive, checkpoint, sink = _first_run(spark, tmp_path)
     manifest = checkpoint / "pacer-files" / "manifest.jsonl"
     with manifest.open("a") as torn:  # the crash: half of the next file's line, no newline
         torn.write('{"arrival": 1764000000.0, "bytes": 120, "crc": 12')

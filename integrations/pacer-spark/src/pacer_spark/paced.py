@@ -49,6 +49,7 @@ from pacer_spark.paced_state import (
     changed_options,
     check_options,
     merged_options,
+    source_of,
 )
 from pacer_spark.paced_truth import SourceTruth
 from pacer_spark.plan import dag_from_plan, operator_metrics
@@ -69,12 +70,6 @@ log = logging.getLogger("pacer_spark.paced")
 #: backlog), doubling with each batch until it is: a Kafka query started with 480 000 records waiting took them
 #: all in its first batch before. The wrapped source's own read cap, when set, bounds it further.
 PROBE_ROWS = 10_000
-
-
-def _source_of(dataset_id: str) -> tuple[str, int]:
-    """The source run and snapshot seq of a snapshot's dataset id (``<run>:<seq>``)."""
-    run, _, seq = dataset_id.rpartition(":")
-    return run, int(seq)
 
 
 class PacedQueries:
@@ -130,7 +125,7 @@ class PacedQueries:
         snapshot in it (None: the batch holds none of this source's data; another source of the query reads it)."""
         parts: dict[str, set[int]] = {}
         for dataset in batch.datasets:
-            run, seq = _source_of(dataset.id)
+            run, seq = source_of(dataset.id)
             parts.setdefault(run, set()).add(seq)
         q.inflight = InFlight(batch.id, request.batch_id, {run: frozenset(seqs) for run, seqs in parts.items()})
         self.driver.engine.sink_done(q.query_id, telemetry.SinkDone(batch.id, request.batch_id, time.time(),

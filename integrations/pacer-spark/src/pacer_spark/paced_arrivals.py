@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from pacer import Dataset
 from pacer_spark.locking import Held
 from pacer_spark.options import parse_seconds
-from pacer_spark.paced_state import DEFAULT_MAX_AGE_S, PacedQuery, SourceRun
+from pacer_spark.paced_state import DEFAULT_MAX_AGE_S, PacedQuery, SourceRun, snapshot_id
 from pacer_spark.wrapper import DecisionRequest, OffsetSnapshot, snapshot_spans
 
 if TYPE_CHECKING:
@@ -82,5 +82,5 @@ class Arrivals:
         row_bytes = q.read_bytes / q.read_rows if q.read_rows and q.read_bytes else DEFAULT_ROW_BYTES
         nbytes = snapshot.bytes if snapshot.bytes is not None else int((snapshot.rows or 0) * row_bytes)
         rows = snapshot.rows if snapshot.rows is not None else round(nbytes / max(row_bytes, 1.0))
-        return Dataset(f"{src.run}:{snapshot.seq}", snapshot.data_arrival if arrival is None else arrival,
+        return Dataset(snapshot_id(src.run, snapshot.seq), snapshot.data_arrival if arrival is None else arrival,
                        max(0, nbytes), max(0, rows), handle=snapshot.offset, newest=newest)

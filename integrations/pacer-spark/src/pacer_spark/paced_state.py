@@ -95,6 +95,17 @@ def merged_options(query: str, current: Mapping[str, str], new: Mapping[str, str
     return {**current, **new}
 
 
+def snapshot_id(run: str, seq: int) -> str:
+    """The dataset id of snapshot ``seq`` of source run ``run`` (``<run>:<seq>``: unique across runs and sources)."""
+    return f"{run}:{seq}"
+
+
+def source_of(dataset_id: str) -> tuple[str, int]:
+    """The source run and snapshot seq of a snapshot's dataset id (:func:`snapshot_id`'s inverse)."""
+    run, _, seq = dataset_id.rpartition(":")
+    return run, int(seq)
+
+
 @dataclass(frozen=True)
 class InFlight:
     """The batch of a query Spark runs (or is about to): pacer's id, Spark's batch id, and per paced source of the

@@ -18,7 +18,7 @@ from pacer import Dataset, MicroBatch
 from pacer_spark import model_store, telemetry
 from pacer_spark.locking import Held
 from pacer_spark.paced_arrivals import DEFAULT_ROW_BYTES, Arrivals
-from pacer_spark.paced_state import InFlight, PacedQuery, SourceRun
+from pacer_spark.paced_state import InFlight, PacedQuery, SourceRun, snapshot_id
 from pacer_spark.wrapper import DecisionRequest, FailedOpen, StopEvent
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ class SourceTruth:
                 self._finish(held, q, by_batch.get(inflight.spark_batch_id))
             parts = {src.run: seqs}
         done = {snap.seq for snap in record.snapshots if self.driver.controller.ledger.finished(
-            q.query_id, f"{src.run}:{snap.seq}")}
+            q.query_id, snapshot_id(src.run, snap.seq))}
         if done:  # completed already as the batch decided for them (the same snapshots): accounted once
             parts[src.run] = seqs - done
         for snap in record.snapshots:
@@ -162,7 +162,7 @@ class SourceTruth:
         for run, seqs in inflight.parts.items():  # buffered again: their sources' books hold them
             src = q.sources.get(run)
             for seq in seqs if src is not None else ():
-                src.arrived[seq] = f"{run}:{seq}"  # type: ignore[union-attr]
+                src.arrived[seq] = snapshot_id(run, seq)  # type: ignore[union-attr]
         q.inflight, q.inflight_progress = None, None
         q.retracted += 1
         held.notify_all()

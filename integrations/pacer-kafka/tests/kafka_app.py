@@ -1,12 +1,14 @@
 """A Spark user's own job reading Kafka through ``format("pacer")``, as ``test_paced_kafka.py`` runs it in its own process.
 
 Every record of ``--topic`` (from the earliest offset) into Spark's parquet sink with a checkpoint,
-as (key, value, partition, offset), on ``format("pacer").option("pacer.source", "kafka")`` paced by
-zStream with a 5 s deadline, ``maxOffsetsPerTrigger`` as the cap. ``--available-now`` drains what is
-there and exits; otherwise it streams until killed. At the end it prints ``pacer: {summary}`` and
-``progress: [per trigger]``.
+as (key, value, partition, offset, the record's timestamp, the batch's timestamp), on
+``format("pacer").option("pacer.source", "kafka")`` paced by zStream with a ``--deadline`` (5 s),
+``maxOffsetsPerTrigger`` as the cap (0: none). ``--available-now`` drains what is there and exits;
+otherwise it streams until killed, or until ``--stop-file`` exists. At the end it prints
+``pacer: {summary}``, ``report: {the query's part of pacer's report}`` and ``progress: [per trigger]``.
 
     python kafka_app.py --bootstrap-servers HOST:PORT --topic T --out OUT [--available-now] [--max-offsets N]
+                        [--deadline 10s] [--stop-file PATH]
 """
 
 from __future__ import annotations
@@ -23,13 +25,17 @@ QUERY = "kafka-keys"
 FAST_START = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
 
 
-def records(spark: Any, bootstrap_servers: str, topic: str, max_offsets: int) -> Any:
-    """The user's query: the topic's records, paced by pacer."""
-    frame = (spark.readStream.format("pacer").option("pacer.source", "kafka")
-             .option("pacer.admission", "zstream").option("pacer.deadline", "5s")
-             .option("kafka.bootstrap.servers", bootstrap_servers).option("subscribe", topic)
-             .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", max_offsets).load())
-    return frame.selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value", "partition", "offset")
+def records(spark: Any, bootstrap_servers: str, topic: str, max_offsets: int, deadline: str) -> Any:
+    """The user's query: the topic's records, paced by pacer (``max_offsets`` 0: no read cap)."""
+    reader = (spark.readStream.format("pacer").option("pacer.source", "kafka")
+              .option("pacer.admission", "zstream").option("pacer.deadline", deadline)
+              .option("kafka.bootstrap.servers", bootstrap_servers).option("subscribe", topic)
+              .option("startingOffsets", "earliest"))
+    if max_offsets:
+        reader = reader.option("maxOffsetsPerTrigger", max_offsets)
+    # current_timestamp() is the batch's timestamp in a streaming query (the offset log's batchTimestampMs)
+    return reader.load().selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value", "partition",
+                                    "offset", "timestamp", "current_timestamp() AS batch_time")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--available-now", action="store_true")
     parser.add_argument("--max-offsets", type=int, default=500)
+    parser.add_argument("--deadline", default="5s")
+    parser.add_argument("--stop-file")
     args = parser.parse_args(argv)
 
     import pacer_spark
@@ -48,15 +56,24 @@ def main(argv: list[str] | None = None) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     handle = pacer_spark.attach(spark)
     out = Path(args.out)
-    writer = (records(spark, args.bootstrap_servers, args.topic, args.max_offsets).writeStream.queryName(QUERY)
+    writer = (records(spark, args.bootstrap_servers, args.topic, args.max_offsets, args.deadline).writeStream
+              .queryName(QUERY)
               .format("parquet").option("path", str(out / "data"))
               .option("checkpointLocation", str(out / "checkpoint")))
     writer = writer.trigger(availableNow=True) if args.available_now else writer.trigger(processingTime="0 seconds")
     query = writer.start()
     print("started", flush=True)
-    query.awaitTermination()
-    print("pacer:", json.dumps(handle.report()["spark"]["paced"]), flush=True)
-    print("progress:", json.dumps([{"batch": p["batchId"], "rows": p["numInputRows"],
+    stop_file = Path(args.stop_file) if args.stop_file else None
+    while not query.awaitTermination(0.5):
+        if stop_file is not None and stop_file.exists():
+            query.stop()
+            break
+    report = handle.report()
+    print("pacer:", json.dumps(report["spark"]["paced"]), flush=True)
+    print("report:", json.dumps(report["queries"].get(QUERY, {})),
+          flush=True)
+    print("progress:", json.dumps([{"batch": p["batchId"], "rows": p["numInputRows"], "timestamp": p["timestamp"],
+                                    "ms": p["durationMs"].get("triggerExecution"),
                                     "start": p["sources"][0]["startOffset"], "end": p["sources"][0]["endOffset"],
                                     "latest": p["sources"][0]["latestOffset"]} for p in query.recentProgress]),
           flush=True)

@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from itertools import combinations
@@ -214,11 +215,17 @@ def test_pacer_cluster_up_serves_two_workers_and_refuses_a_second_start(spark_cl
 
 
 INTRUDER = """
-import sys
-from pyspark.sql import SparkSession
-spark = (SparkSession.builder.master(sys.argv[1]).appName("intruder").config("spark.ui.enabled", "false")
-         .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
-print("counted", spark.range(10).count(), flush=True)
+import org.apache.spark.sql.SparkSession;
+
+public class Intruder {
+  public static void main(String[] args) {
+    System.out.println("intruder user " + System.getProperty("user.name"));
+    SparkSession spark = SparkSession.builder().master(args[0]).appName("intruder")
+        .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate();
+    System.out.println("counted " + spark.range(10).count());
+  }
+}
 """
 
 
@@ -238,11 +245,11 @@ def test_an_application_without_the_cluster_s_secret_is_refused(spark_cluster: A
                                capture_output=True, text=True, timeout=30, check=False)
         assert other.returncode != 0 and "Permission denied" in other.stderr, (other.stdout, other.stderr)
     log = tmp_path / "intruder.log"
-    script = tmp_path / "intruder.py"
-    script.write_text(INTRUDER)
+    folder = Path(tempfile.mkdtemp(prefix="pacer-intruder-"))  # pytest's tmp_path is root's alone (0700 above)
+    command, env = _intruder(folder, spark_cluster.master_url)
+    other_user = command[0] == "setpriv"
     with open(log, "wb") as out:
-        intruder = subprocess.Popen([sys.executable, str(script), spark_cluster.master_url], stdout=out,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        intruder = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
     refused = "Expected SaslMessage"  # the master's answer to a client without the secret
     try:
         limit = time.monotonic() + 60
@@ -257,10 +264,44 @@ def test_an_application_without_the_cluster_s_secret_is_refused(spark_cluster: A
     finally:
         intruder.kill()
         intruder.wait()
+        shutil.rmtree(folder, ignore_errors=True)
     text = log.read_text(errors="replace")
     assert refused in text and "counted" not in text, text[-2000:]
+    assert ("intruder user nobody" in text) == other_user, text[-2000:]
     completed = master_state(spark_cluster).get("completedapps", [])
     assert not any(app.get("name") == "intruder" for app in completed), completed
+
+
+def _intruder(folder: Path, master_url: str) -> tuple[list[str], dict[str, str]]:
+    """The intruder: a Spark application compiled into ``folder`` and started with PySpark's ``spark-submit``, as
+    another Unix user (nobody, via ``setpriv``) where the tests run as root and that user can read PySpark's jars,
+    else as this user. Either way without the cluster's secret. (A Java application: the Python of the tests may
+    live where nobody can run it, e.g. under ``/root/.pyenv``.)"""
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    source = folder / "Intruder.java"
+    source.write_text(INTRUDER)
+    javac = shutil.which("javac")
+    if javac is None:
+        pytest.skip("no javac: the intruder application cannot be compiled")
+    classpath = str(home / "jars" / "*")
+    subprocess.run([javac, "-d", str(folder), "-cp", classpath, str(source)], check=True, timeout=120)
+    subprocess.run(["jar", "--create", "--file", str(folder / "intruder.jar"), "-C", str(folder), "Intruder.class"],
+                   check=True, timeout=60)
+    submit = [str(home / "bin" / "spark-submit"), "--class", "Intruder", "--master", master_url,
+              str(folder / "intruder.jar"), master_url]
+    env = {**os.environ, "SPARK_HOME": str(home)}  # no Python to find it
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return submit, env
+    for path in folder.iterdir():
+        path.chmod(0o644)
+    folder.chmod(0o777)  # nobody's home too, for Spark's and Ivy's files
+    env.update(HOME=str(folder))
+    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    probe = subprocess.run([*as_nobody, "sh", "-c", f'test -r "{home}/jars/spark-core_2.13-{pyspark.__version__}.jar" '
+                            f'&& test -x "{home}/bin/spark-submit"'], timeout=60, check=False, env=env)
+    return ([*as_nobody, *submit], env) if probe.returncode == 0 else (submit, env)
 
 
 def _cmdline(pid: int) -> list[str]:

@@ -20,7 +20,7 @@ PACER_SPARK = Path(__file__).resolve().parents[1]
 
 
 def test_the_java_unit_tests_of_the_decision_logic_pass(tmp_path: Path) -> None:
-    """``mvn test`` in ``jvm/`` (PacedStream: snapshots, caps, fail-open), built outside the source tree."""
+    """``mvn test`` in ``jvm/`` (PacedStream: snapshots, caps, fail-open; KafkaPieces), built outside the source tree."""
     mvn = shutil.which("mvn")
     if mvn is None:
         pytest.skip("`mvn` is not on the PATH: the JVM part's JUnit tests (jvm/pom.xml) did not run")
@@ -29,7 +29,8 @@ def test_the_java_unit_tests_of_the_decision_logic_pass(tmp_path: Path) -> None:
     assert ran.returncode == 0, (ran.stdout + ran.stderr)[-6000:]
     reports = list((tmp_path / "target" / "surefire-reports").glob("TEST-*.xml"))
     assert {r.name for r in reports} >= {"TEST-io.pacer.spark.PacedStreamTest.xml",
-                                          "TEST-io.pacer.spark.PacedStreamFailOpenTest.xml"}
+                                          "TEST-io.pacer.spark.PacedStreamFailOpenTest.xml",
+                                          "TEST-io.pacer.spark.KafkaPiecesTest.xml"}
     assert all('failures="0"' in r.read_text() and 'errors="0"' in r.read_text() for r in reports)
 
 

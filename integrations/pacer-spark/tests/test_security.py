@@ -241,3 +241,19 @@ def test_error_traces_go_to_a_private_file_not_through_a_planted_link(tmp_path: 
     assert not path.is_symlink()
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     assert path.parent.parent == tmp_path
+
+
+def test_a_cached_rapids_jar_another_user_could_have_written_is_refused(tmp_path: Path) -> None:
+    """The RAPIDS jar goes on Spark's classpath: one group-writable in pacer's Maven cache is refused, naming it."""
+    from pacer import jars
+    from pacer_spark import rapids_jar
+
+    cache = tmp_path / "maven"
+    jar = jars.jar_path(rapids_jar.GROUP, rapids_jar.ARTIFACT, "26.08.0", cache=cache)
+    jars.make_trusted_dirs(jar.parent, cache=cache)
+    jar.write_bytes(b"PK\x05\x06" + bytes(18))
+    jar.chmod(0o664)
+    with pytest.raises(jars.UntrustedCacheError, match=str(jar)):
+        rapids_jar.cached_rapids_jar("26.08.0", cache=cache)
+    jar.chmod(0o644)
+    assert rapids_jar.cached_rapids_jar("26.08.0", cache=cache) == jar

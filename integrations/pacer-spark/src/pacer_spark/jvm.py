@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pacer.trusted import untrusted
+
 #: The Java package of the JVM side.
 JAVA_PACKAGE = "io.pacer.spark"
 #: The provider class ``format("pacer")`` resolves to (through META-INF/services).
@@ -212,7 +214,7 @@ def _locked(folder: Path) -> Iterator[None]:
     st = folder.lstat()
     if st.st_uid == os.geteuid() and st.st_mode & 0o022 and not folder.is_symlink():
         folder.chmod(st.st_mode & 0o755)
-    unsafe = _private(folder)  # before anything is opened in it: another user could swap what is built here
+    unsafe = untrusted(folder)  # before anything is opened in it: another user could swap what is built here
     if unsafe:
         raise JvmBuildError(f"refusing to build format('pacer')'s jar into {folder}: {unsafe}; set "
                             "PACER_JVM_CACHE to a folder of your own")
@@ -235,19 +237,6 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _private(path: Path) -> str | None:
-    """Why ``path`` is not trustworthy (None when it is): it must be a plain file or folder (no link)
-    owned by this user or root, writable by its owner alone."""
-    st = path.lstat()
-    if path.is_symlink():
-        return f"{path} is a symbolic link"
-    if st.st_uid not in (os.geteuid(), 0):
-        return f"{path} belongs to another user (uid {st.st_uid})"
-    if st.st_mode & 0o022:
-        return f"{path} is writable by group or others (mode {st.st_mode & 0o777:o})"
-    return None
-
-
 def _jar_problem(folder: Path, wanted: dict[str, str]) -> str | None:
     """Why the jar in ``folder`` cannot be used (None when it can): missing, built from other sources or
     against other Spark jars, not the jar its stamp recorded, or open to other users."""
@@ -255,7 +244,7 @@ def _jar_problem(folder: Path, wanted: dict[str, str]) -> str | None:
     if not (jar.is_file() and stamp.is_file()):
         return "holds no jar built for these sources and this Spark"
     for path in (folder, stamp, jar):
-        problem = _private(path)
+        problem = untrusted(path)
         if problem:
             return f"is not trusted: {problem}"
     try:

@@ -103,9 +103,13 @@ def rapids_version() -> str:
 
 
 def cached_rapids_jar(version: str | None = None, *, cache: Path | None = None) -> Path | None:
-    """The jar's path in pacer's Maven cache when it is there, else None (never downloads)."""
+    """The jar's path in pacer's Maven cache when it is there, else None (never downloads).
+
+    :raises pacer.jars.UntrustedCacheError: it is there, but another user could have written it (a link, another
+        owner, group or other write on it or a folder above it in the cache).
+    """
     path = jars.jar_path(GROUP, ARTIFACT, version or rapids_version(), cache=cache)
-    return path if path.is_file() else None
+    return jars.check_trusted(path, cache=cache) if path.is_file() else None
 
 
 def resolve_rapids_jar(version: str | None = None, *, cache: Path | None = None,
@@ -138,7 +142,7 @@ def _copy_without_descriptor(version: str, *, cache: Path | None, timeout_s: flo
     if mvn is None:
         raise RapidsJarError(f"cannot resolve {coord}: 'mvn' is not on PATH; install Apache Maven or put the jar "
                              f"at {target}")
-    target.parent.mkdir(parents=True, exist_ok=True)
+    jars.make_trusted_dirs(target.parent, cache=cache)
     with tempfile.TemporaryDirectory(prefix=".mvn-", dir=target.parent) as tmp:
         args = [mvn, "-B", "-U", "--no-transfer-progress", f"{_COPY_PLUGIN}:copy",
                 f"-Dartifact={GROUP}:{ARTIFACT}:{version}:jar", f"-DoutputDirectory={tmp}",
@@ -152,6 +156,7 @@ def _copy_without_descriptor(version: str, *, cache: Path | None, timeout_s: flo
             errors = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("[ERROR]")]
             said = errors[0] if errors else (proc.stdout + proc.stderr).strip()[-500:]
             raise RapidsJarError(f"cannot resolve {coord} with mvn (exit {proc.returncode}): {said}")
+        copied.chmod(0o644)  # under umask 002 mvn writes it group-writable, which the cache's check refuses
         os.replace(copied, target)
     (target.parent / f".failed-{target.name}").unlink(missing_ok=True)
     return target

@@ -20,18 +20,33 @@ hold, :class:`JarResolutionError` says which, what ``mvn`` printed, and what to 
 seconds to fail, so a failure is remembered in the cache (``.failed`` beside where the file
 would be) for ``$PACER_MAVEN_RETRY_S`` seconds (600; 0: always ask again) and raised again
 without running ``mvn``; delete that file to retry at once.
+
+A cached jar ends up on a JVM's classpath, code that runs as the user, so it is loaded only when no
+other local user could have written it or could replace it (:mod:`pacer.trusted`, the check
+pacer-spark's ``format("pacer")`` jar cache makes): the cache's root, every folder below it on the
+way, the file, and a ``with-dependencies`` folder's ``.complete`` listing and each jar it lists must
+be no symbolic link, owned by this user or root, and writable by their owner alone. Otherwise
+:class:`UntrustedCacheError` (a :class:`JarResolutionError`) names what fails and why, and says to
+delete it or to set ``$PACER_MAVEN_CACHE`` to a folder of your own (``/tmp`` itself, or a folder there
+another user made, is refused). Folders pacer creates in the cache are made without group or other
+write and files it moves into place ``0o644``, whatever the umask, so a cache pacer made passes; a
+``.failed`` file is never read through a symbolic link.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from pacer import trusted
 
 #: Environment variable naming the cache directory.
 CACHE_ENV = "PACER_MAVEN_CACHE"
@@ -55,6 +70,10 @@ class JarResolutionError(RuntimeError):
     """An artifact could not be resolved; the message names it, the reason and what to do."""
 
 
+class UntrustedCacheError(JarResolutionError):
+    """A cached file or folder another user could have written or could replace: never loaded (:mod:`pacer.trusted`)."""
+
+
 def cache_dir() -> Path:
     """The cache directory: ``$PACER_MAVEN_CACHE`` when set, else ``~/.cache/pacer/maven``."""
     override = os.environ.get(CACHE_ENV, "").strip()
@@ -71,7 +90,7 @@ def coordinates(group: str, artifact: str, version: str, *, classifier: str | No
     if classifier is not None:
         parts["classifier"] = classifier
     for name, value in parts.items():
-        if not value or not _COORD.match(value):
+        if not value or not _COORD.match(value) or value in (".", ".."):  # ".." would leave the cache
             raise ValueError(f"Maven {name} {value!r} is not a valid coordinate part (letters, digits, '_', '.', '-')")
     return ":".join([group, artifact, packaging, *([classifier] if classifier else []), version])
 
@@ -89,6 +108,36 @@ def jar_path(group: str, artifact: str, version: str, *, classifier: str | None 
     return artifact_dir(group, artifact, version, cache=cache) / f"{artifact}-{version}{suffix}.{packaging}"
 
 
+def check_trusted(path: Path, *, cache: Path | None = None) -> Path:
+    """``path`` in the cache, once it and every folder from the cache's root down to it pass
+    :func:`pacer.trusted.untrusted_chain` (no link, this user's or root's, writable by the owner alone).
+
+    :param cache: the cache ``path`` lies in (default :func:`cache_dir`).
+    :raises UntrustedCacheError: one of them fails: the message names it, why, and what to do.
+    """
+    _refuse(path, trusted.untrusted_chain(cache or cache_dir(), path))
+    return path
+
+
+def make_trusted_dirs(folder: Path, *, cache: Path | None = None) -> Path:
+    """Create ``folder`` in the cache (and the folders above it) so that :func:`check_trusted` accepts them under
+    any umask, then check it.
+
+    :raises UntrustedCacheError: a folder that was there already fails the check.
+    """
+    trusted.make_dirs(folder)
+    return check_trusted(folder, cache=cache)
+
+
+def _refuse(path: Path, problem: str | None) -> None:
+    if problem is not None:
+        raise UntrustedCacheError(
+            f"pacer does not load {path} from its Maven jar cache: {problem}, so another user could have written "
+            f"or could replace code that would run on a JVM's classpath; delete that (pacer fetches it again), or "
+            f"set {CACHE_ENV} to a folder of your own"
+        )
+
+
 def resolve(group: str, artifact: str, version: str, *, classifier: str | None = None, transitive: bool = False,
             packaging: str = "jar", cache: Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Path:
     """The cached path of ``group:artifact:version``, fetched with ``mvn dependency:copy`` on first use.
@@ -101,9 +150,11 @@ def resolve(group: str, artifact: str, version: str, *, classifier: str | None =
     :param timeout_s: how long ``mvn`` may take.
     :return: the path of the artifact's file in the cache.
     :raises JarResolutionError: ``mvn`` is missing, offline, or the repository lacks the artifact.
+    :raises UntrustedCacheError: the cached file, or a folder on the way to it, another user could write (see above).
     :raises ValueError: for malformed coordinates.
     """
-    target = jar_path(group, artifact, version, classifier=classifier, packaging=packaging, cache=cache)
+    root = cache or cache_dir()
+    target = jar_path(group, artifact, version, classifier=classifier, packaging=packaging, cache=root)
     if transitive:
         name = target.name
         for path in resolve_with_dependencies(group, artifact, version, classifier=classifier, cache=cache,
@@ -112,11 +163,11 @@ def resolve(group: str, artifact: str, version: str, *, classifier: str | None =
                 return path
         raise JarResolutionError(f"mvn copied the dependencies of {group}:{artifact}:{version} but not {name}")
     if target.is_file():
-        return target
+        return check_trusted(target, cache=root)
     coord = coordinates(group, artifact, version, classifier=classifier, packaging=packaging)
+    make_trusted_dirs(target.parent, cache=root)  # before anything is read or written there
     marker = target.parent / f".failed-{target.name}"
     _raise_recent_failure(marker)
-    target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".mvn-", dir=target.parent) as tmp:
         spec = ":".join([group, artifact, version, packaging, *([classifier] if classifier else [])])
         _mvn([f"{COPY_PLUGIN}:copy", f"-Dartifact={spec}", f"-DoutputDirectory={tmp}",
@@ -126,6 +177,7 @@ def resolve(group: str, artifact: str, version: str, *, classifier: str | None =
         if not copied.is_file():
             found = ", ".join(sorted(p.name for p in Path(tmp).iterdir())) or "nothing"
             raise JarResolutionError(f"mvn resolved {coord} but copied {found}, not {target.name}")
+        copied.chmod(trusted.FILE_MODE)
         os.replace(copied, target)
     return target
 
@@ -142,18 +194,20 @@ def resolve_with_dependencies(group: str, artifact: str, version: str, *, classi
     :param scope: Maven's ``includeScope`` (``runtime`` includes ``compile``).
     :return: the jar paths, sorted by file name.
     :raises JarResolutionError: ``mvn`` is missing, offline, or the repository lacks an artifact.
+    :raises UntrustedCacheError: the cached folder, its listing or a listed jar another user could write.
     """
     coord = coordinates(group, artifact, version, classifier=classifier)
     if scope not in ("compile", "runtime", "provided", "test", "system"):
         raise ValueError(f"scope {scope!r} is not a Maven scope; use runtime or compile")
-    folder = artifact_dir(group, artifact, version, cache=cache) / (
+    root = cache or cache_dir()
+    folder = artifact_dir(group, artifact, version, cache=root) / (
         "with-dependencies" + (f"-{classifier}" if classifier else "") + ("" if scope == "runtime" else f"-{scope}"))
-    listed = _complete_listing(folder)
+    listed = _complete_listing(folder, root)
     if listed is not None:
         return listed
+    make_trusted_dirs(folder.parent, cache=root)  # before anything is read or written there
     marker = folder.parent / f".failed-{folder.name}"
     _raise_recent_failure(marker)
-    folder.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".mvn-", dir=folder.parent) as tmp:
         work = Path(tmp)
         (work / "pom.xml").write_text(_pom(group, artifact, version, classifier), encoding="utf-8")
@@ -164,10 +218,15 @@ def resolve_with_dependencies(group: str, artifact: str, version: str, *, classi
         if not names:
             raise JarResolutionError(f"mvn resolved {coord} but copied no jar")
         (out / _COMPLETE).write_text("\n".join(names) + "\n", encoding="utf-8")
-        if folder.exists():
+        for name in [*names, _COMPLETE]:
+            (out / name).chmod(trusted.FILE_MODE)
+        out.chmod(trusted.FOLDER_MODE)
+        if folder.is_symlink() or folder.is_file():
+            folder.unlink()
+        elif folder.exists():
             shutil.rmtree(folder)
         os.replace(out, folder)
-    listed = _complete_listing(folder)
+    listed = _complete_listing(folder, root)
     assert listed is not None
     return listed
 
@@ -181,22 +240,42 @@ def _retry_s() -> float:
 
 
 def _raise_recent_failure(marker: Path) -> None:
-    """Raise the remembered failure again when it is younger than ``$PACER_MAVEN_RETRY_S``."""
+    """Raise the remembered failure again when it is younger than ``$PACER_MAVEN_RETRY_S``; the file is read
+    as a message, never through a symbolic link (it could point at another file, then quoted in the error)."""
     try:
-        age = time.time() - marker.stat().st_mtime
-    except OSError:
-        return
-    if age < _retry_s():
-        message = marker.read_text(encoding="utf-8").strip()
-        raise JarResolutionError(f"{message} [remembered for {_retry_s() - age:.0f} s more: delete {marker} to retry]")
+        fd = os.open(marker, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            return
+        raise UntrustedCacheError(
+            f"{marker} is a symbolic link: pacer does not read it (it may point at another file); delete it, or "
+            f"set {CACHE_ENV} to a folder of your own"
+        ) from None
+    with os.fdopen(fd, "rb") as file:
+        st = os.fstat(fd)
+        age = time.time() - st.st_mtime
+        if not stat.S_ISREG(st.st_mode) or age >= _retry_s():
+            return
+        message = file.read().decode("utf-8", "replace").strip()
+    raise JarResolutionError(f"{message} [remembered for {_retry_s() - age:.0f} s more: delete {marker} to retry]")
 
 
-def _complete_listing(folder: Path) -> list[Path] | None:
+def _complete_listing(folder: Path, root: Path) -> list[Path] | None:
+    """The jars a complete ``with-dependencies`` folder lists (None: not complete), once the folder, its listing
+    and each jar pass :func:`check_trusted`."""
     marker = folder / _COMPLETE
     if not marker.is_file():
         return None
-    paths = [folder / name for name in marker.read_text(encoding="utf-8").split()]
-    return paths if all(p.is_file() for p in paths) else None
+    check_trusted(marker, cache=root)  # the root, each folder down to the listing, and the listing
+    names = marker.read_text(encoding="utf-8").split()
+    if any("/" in name or name in (".", "..") for name in names):
+        return None  # not a listing pacer wrote: resolve again
+    paths = [folder / name for name in names]
+    if not all(p.is_file() for p in paths):
+        return None
+    for path in paths:
+        _refuse(path, trusted.untrusted(path))
+    return paths
 
 
 def _pom(group: str, artifact: str, version: str, classifier: str | None) -> str:
@@ -215,11 +294,19 @@ def _mvn(args: Sequence[str], coord: str, *, cwd: Path, timeout_s: float, marker
         _run_mvn(args, coord, cwd=cwd, timeout_s=timeout_s)
     except JarResolutionError as exc:
         if marker is not None and _retry_s() > 0:
-            marker.parent.mkdir(parents=True, exist_ok=True)
-            marker.write_text(str(exc) + "\n", encoding="utf-8")
+            _write_marker(marker, str(exc) + "\n")
         raise
     if marker is not None:
         marker.unlink(missing_ok=True)
+
+
+def _write_marker(marker: Path, text: str) -> None:
+    """Replace ``marker`` with ``text``, never writing through whatever was left there (a link is replaced)."""
+    fd, staged = tempfile.mkstemp(prefix=".tmp-", dir=marker.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        file.write(text)
+    os.chmod(staged, trusted.FILE_MODE)
+    os.replace(staged, marker)
 
 
 def _run_mvn(args: Sequence[str], coord: str, *, cwd: Path, timeout_s: float) -> None:

@@ -161,6 +161,8 @@ def load_gpu_profile(profile: str = DEFAULT_GPU_PROFILE, *, version: str | None 
     """Resolve the tools jar (``mvn``, cached) and read ``profile`` from it.
 
     :raises pacer.jars.JarResolutionError: no ``mvn``, no network, or the repository lacks the jar.
+    :raises pacer.jars.UntrustedCacheError: the cached jar (Maven's or the wheel's) is one another user could write:
+        refused, not replaced by a download.
     :raises ValueError: a malformed profile name, or one the jar does not hold.
     """
     if not _PROFILE_NAME.match(profile):
@@ -172,9 +174,13 @@ def load_gpu_profile(profile: str = DEFAULT_GPU_PROFILE, *, version: str | None 
             raise jars.JarResolutionError("taken from the wheel before")
         jar = jars.resolve(TOOLS_GROUP, TOOLS_ARTIFACT, version)
         origin = f"{TOOLS_GROUP}:{TOOLS_ARTIFACT}:{version}"
+    except jars.UntrustedCacheError:
+        raise  # says what to delete; a download beside it would hide that
     except jars.JarResolutionError as maven_error:
         try:
             jar = tools_jar_from_wheel(version)
+        except jars.UntrustedCacheError:
+            raise
         except jars.JarResolutionError as wheel_error:
             raise jars.JarResolutionError(f"{maven_error}; and from PyPI: {wheel_error}") from wheel_error
         origin = f"{TOOLS_ARTIFACT}-{version}.jar from the {TOOLS_WHEEL} wheel"
@@ -185,10 +191,11 @@ def tools_jar_from_wheel(version: str) -> Path:
     """The tools jar taken out of NVIDIA's ``spark-rapids-user-tools`` wheel (downloaded, never installed), cached.
 
     :raises pacer.jars.JarResolutionError: pip cannot download the wheel, or it holds no such jar.
+    :raises pacer.jars.UntrustedCacheError: the cached jar, or a folder on the way, is one another user could write.
     """
     target = jars.cache_dir() / "pypi" / f"{TOOLS_ARTIFACT}-{version}.jar"
     if target.is_file():
-        return target
+        return jars.check_trusted(target)
     wheel_version = ".".join(str(int(part)) for part in version.split("."))  # 26.08.4 -> 26.8.4
     with tempfile.TemporaryDirectory(prefix="pacer-rapids-tools-") as tmp:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", tmp,
@@ -205,9 +212,11 @@ def tools_jar_from_wheel(version: str) -> Path:
             members = [n for n in wheel.namelist() if n.endswith(f"/{TOOLS_ARTIFACT}-{version}.jar")]
             if not members:
                 raise jars.JarResolutionError(f"{wheels[0].name} holds no {TOOLS_ARTIFACT}-{version}.jar")
-            target.parent.mkdir(parents=True, exist_ok=True)
+            jars.make_trusted_dirs(target.parent)  # not group-writable under umask 002, and checked
             partial = target.with_suffix(".part")
+            partial.unlink(missing_ok=True)  # never write through whatever was left there
             partial.write_bytes(wheel.read(members[0]))
+            partial.chmod(0o644)  # what check_trusted accepts, whatever the umask
             partial.replace(target)
     return target
 

@@ -99,6 +99,62 @@ final class KafkaRecordTimes implements AutoCloseable {
     }
   }
 
+  /**
+   * Where the records of the jump from {@code prevJson} to {@code nextJson} cross {@code pieces - 1} evenly
+   * spaced moments between its oldest and its newest record: each a {@code {topic: {partition: offset}}}
+   * JSON like {@code nextJson} (a partition that did not grow keeps its offset), in time order, each
+   * partition's offset within its range; the same cut twice is given once. Kafka finds them
+   * ({@code offsetsForTimes}: the first offset at or after a moment). Empty where the times are unknown,
+   * the jump spans less than a second, or a lookup fails (the jump is then cut by rows alone).
+   */
+  synchronized List<String> timeCuts(String prevJson, String nextJson, int pieces) {
+    if (broken || prevJson == null || pieces < 2) {
+      return List.of();
+    }
+    long t0 = System.nanoTime();
+    try {
+      Map<Object, long[]> ranges = ranges(prevJson, nextJson);
+      long[] span = ranges.isEmpty() ? null : fetchSpan(ranges);
+      if (span == null || span[1] - span[0] < 1000) {
+        return List.of();
+      }
+      Object kafka = consumer();
+      Method lookup = kafka.getClass().getMethod("offsetsForTimes", Map.class, Duration.class);
+      Method topicOf = partitionClass.getMethod("topic");
+      Method partitionOf = partitionClass.getMethod("partition");
+      List<String> cuts = new ArrayList<>();
+      String last = null;
+      for (int k = 1; k < pieces; k++) {
+        Map<Object, Long> moments = new HashMap<>();
+        long moment = span[0] + (span[1] - span[0]) * k / pieces;
+        for (Object tp : ranges.keySet()) {
+          moments.put(tp, moment);
+        }
+        Map<?, ?> found = (Map<?, ?>) lookup.invoke(kafka, moments, FETCH_TIMEOUT);
+        com.fasterxml.jackson.databind.node.ObjectNode cut =
+            (com.fasterxml.jackson.databind.node.ObjectNode) OffsetSnapshot.JSON.readTree(nextJson);
+        for (Map.Entry<Object, long[]> e : ranges.entrySet()) {
+          Object at = found.get(e.getKey()); // an OffsetAndTimestamp; null: no record that late
+          long offset = at == null ? e.getValue()[1] : (Long) at.getClass().getMethod("offset").invoke(at);
+          offset = Math.max(e.getValue()[0], Math.min(e.getValue()[1], offset));
+          ((com.fasterxml.jackson.databind.node.ObjectNode) cut.get((String) topicOf.invoke(e.getKey())))
+              .put(Integer.toString((Integer) partitionOf.invoke(e.getKey())), offset);
+        }
+        String json = cut.toString();
+        if (!json.equals(last)) {
+          cuts.add(json);
+          last = json;
+        }
+      }
+      return cuts;
+    } catch (Exception failed) { // reflection, a timeout, a JSON surprise: cut by rows alone
+      LOG.debug("pacer: cutting a Kafka jump by its records' times failed", failed);
+      return List.of();
+    } finally {
+      spentNanos += System.nanoTime() - t0;
+    }
+  }
+
   /** Milliseconds spent fetching so far. */
   synchronized long spentMs() {
     return spentNanos / 1_000_000L;

@@ -43,6 +43,8 @@ public final class PacerSource extends PacedStream implements Source,
   static final long KAFKA_PIECE_ROWS = 4096;
   /** Into at most this many pieces. */
   static final int KAFKA_PIECES = 16;
+  /** Of which at most this many parts by its records' times, the rest by rows. */
+  static final int KAFKA_TIME_PIECES = 8;
 
   private final Source source;
   private final boolean fileSource;
@@ -155,38 +157,45 @@ public final class PacerSource extends PacedStream implements Source,
 
   /**
    * A Kafka jump of more than {@link #KAFKA_PIECE_ROWS} rows (a backlog that waited through a start, an outage,
-   * a long batch) cut into up to {@link #KAFKA_PIECES} pieces of about equal rows, each partition's offsets
-   * split in proportion: each piece is dated by its own oldest records, so the deadline sees how old each part
-   * of the backlog is, and a catch-up can take it a part at a time.
+   * a long batch) cut into up to {@link #KAFKA_PIECES} pieces, each dated by its own oldest and newest records
+   * (a dataset's rows are taken as spread evenly between them), so the deadline sees how old each part of the
+   * backlog is and a catch-up can take it a part at a time. First at {@link #KAFKA_TIME_PIECES} moments evenly
+   * spaced over the records' times ({@link KafkaRecordTimes#timeCuts}): a burst and the trickle after it are
+   * never one piece read as evenly spread (a restart's backlog after a crash, with live records behind it,
+   * read 3 points fewer rows late than the records' own times said); then each of those parts by rows, the
+   * pieces left given to the largest parts.
    */
   private List<Offset> kafkaSteps(Offset prev, Offset next, int room) {
     String prevJson = prev == null ? startingOffsetsJson() : prev.json();
     Long rows = OffsetSnapshot.partitionOffsetRows(prevJson, next.json());
-    if (rows == null || rows <= KAFKA_PIECE_ROWS || room <= 1) {
+    int budget = Math.min(KAFKA_PIECES, room);
+    if (rows == null || rows <= KAFKA_PIECE_ROWS || budget <= 1) {
       return List.of(next);
     }
-    int pieces = (int) Math.min(Math.min(KAFKA_PIECES, room), (rows + KAFKA_PIECE_ROWS - 1) / KAFKA_PIECE_ROWS);
     try {
-      com.fasterxml.jackson.databind.JsonNode from = OffsetSnapshot.JSON.readTree(prevJson);
-      com.fasterxml.jackson.databind.JsonNode to = OffsetSnapshot.JSON.readTree(next.json());
-      List<Offset> steps = new ArrayList<>();
-      for (int k = 1; k < pieces; k++) {
-        ObjectNode step = OffsetSnapshot.JSON.createObjectNode();
-        for (java.util.Iterator<Map.Entry<String, com.fasterxml.jackson.databind.JsonNode>> topics = to.fields();
-            topics.hasNext(); ) {
-          Map.Entry<String, com.fasterxml.jackson.databind.JsonNode> topic = topics.next();
-          ObjectNode parts = step.putObject(topic.getKey());
-          for (java.util.Iterator<Map.Entry<String, com.fasterxml.jackson.databind.JsonNode>> it =
-              topic.getValue().fields(); it.hasNext(); ) {
-            Map.Entry<String, com.fasterxml.jackson.databind.JsonNode> part = it.next();
-            long end = part.getValue().asLong();
-            long start = from.path(topic.getKey()).path(part.getKey()).asLong(end);
-            parts.put(part.getKey(), start + (end - start) * k / pieces);
-          }
-        }
-        steps.add(SerializedOffset.apply(step.toString()));
+      List<String> bounds = new ArrayList<>();
+      bounds.add(prevJson);
+      bounds.addAll(kafkaTimes.timeCuts(prevJson, next.json(), Math.min(KAFKA_TIME_PIECES, budget)));
+      bounds.remove(next.json());
+      bounds.add(next.json());
+      List<Long> partRows = new ArrayList<>();
+      for (int i = 1; i < bounds.size(); i++) {
+        Long between = OffsetSnapshot.partitionOffsetRows(bounds.get(i - 1), bounds.get(i));
+        partRows.add(between == null ? 0L : between);
       }
-      steps.add(next);
+      int[] pieces = KafkaPieces.allot(partRows, budget, KAFKA_PIECE_ROWS);
+      List<Offset> steps = new ArrayList<>();
+      for (int i = 1; i < bounds.size(); i++) {
+        if (partRows.get(i - 1) == 0) {
+          continue; // the same offsets as the cut before: no piece
+        }
+        com.fasterxml.jackson.databind.JsonNode from = OffsetSnapshot.JSON.readTree(bounds.get(i - 1));
+        com.fasterxml.jackson.databind.JsonNode to = OffsetSnapshot.JSON.readTree(bounds.get(i));
+        for (int k = 1; k < pieces[i - 1]; k++) {
+          steps.add(SerializedOffset.apply(KafkaPieces.between(from, to, k, pieces[i - 1]).toString()));
+        }
+        steps.add(i == bounds.size() - 1 ? next : SerializedOffset.apply(bounds.get(i)));
+      }
       return steps;
     } catch (Exception notKafka) {
       return List.of(next);

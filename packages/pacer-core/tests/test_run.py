@@ -21,15 +21,16 @@ from pacer import (
     RunResult,
     Runtime,
     UnknownRuntimeError,
+    durations,
     get_plugin_manager,
     hookimpl,
 )
 from pacer.cli import UsageError, main
 from pacer.clock import ManualClock
+from pacer.durations import parse_duration
 from pacer.event_loop import EventLoop
 from pacer.plugins import PluginManager
 from pacer.report import build_report
-from pacer.run import parse_duration
 from pacer.run_cli import parse_seconds, split_strategy_params
 
 CONFIG = RunConfig(
@@ -92,6 +93,25 @@ def test_durations_and_parameters_parse_once_for_every_command() -> None:
         "admission": {"rho": "0.5"}, "placement": {}, "scheduler": {"spread": "2"}}
     with pytest.raises(UsageError, match="--param expects KEY=VALUE"):
         split_strategy_params(["rho"])
+
+
+def test_one_duration_parser_for_flags_confs_and_options() -> None:
+    """pacer.durations.parse_seconds takes what the flags and pacer-spark's confs and options take, names the option
+    in its errors, and is what pacer.run.parse_duration and the flags' parse_seconds read with."""
+    import pacer.run
+
+    assert pacer.run.parse_duration is parse_duration
+    assert durations.parse_seconds("1.5 seconds") == 1.5 and durations.parse_seconds(4) == 4.0
+    assert durations.parse_seconds(None, "spark.pacer.deadline") is None
+    assert durations.parse_seconds("0s") == 0.0  # only a caller that asks for positive refuses 0
+    with pytest.raises(ValueError, match="cannot read a duration from 'soon'; write e.g. 10s, 500ms"):
+        durations.parse_seconds("soon")
+    with pytest.raises(ValueError, match="spark.pacer.deadline expects a duration such as 10s, 500ms.*got 'soon'"):
+        durations.parse_seconds("soon", "spark.pacer.deadline")
+    with pytest.raises(ValueError, match="--interval must be > 0 seconds, got '0'"):
+        durations.parse_seconds("0", "--interval", positive=True)
+    with pytest.raises(UsageError, match="--deadline expects a duration such as"):
+        parse_seconds("--deadline", "inf")
 
 
 class TickRuntime:

@@ -61,6 +61,17 @@ def _conf(key: str, parse: Callable[[str], Any] = str, given: Callable[[Any], bo
     return {"conf": _Conf(read, given, parse_given)}
 
 
+def _seconds(option: str) -> Callable[[Any], float | None]:
+    """:func:`~pacer_spark.options.parse_seconds` for ``option``: a bad value's message names it."""
+    return lambda value: parse_seconds(value, option)
+
+
+def _duration_conf(key: str, keyword: str) -> dict[str, _Conf]:
+    """Field metadata of a duration: the conf ``spark.pacer.<key>`` or the :func:`~pacer_spark.attach` ``keyword``
+    (``"10s"``, ``"500ms"``, a number of seconds), None counting as left out."""
+    return _conf(key, _seconds(CONF_PREFIX + key), _not_none, _seconds(keyword))
+
+
 def _params(decision: str) -> dict[str, _Conf]:
     """Field metadata: the strategy parameters ``spark.pacer.param.<decision>.<name>``."""
     return {"conf": _Conf(lambda spark: conf_params(spark, decision))}
@@ -118,7 +129,7 @@ class PacerConfig:
     admission: str = field(default="asap", metadata=_conf("admission"))
     scheduler: str = field(default="fifo", metadata=_conf("scheduler"))
     placement: str = field(default="cpu-only", metadata=_conf("placement"))
-    deadline: float | None = field(default=None, metadata=_conf("deadline", parse_seconds, _not_none, parse_seconds))
+    deadline: float | None = field(default=None, metadata=_duration_conf("deadline", "deadline"))
     fallback: bool = field(default=True, metadata=_conf("fallback", lambda v: v.lower() == "true", _not_none))
     admission_params: Mapping[str, Any] = field(default_factory=_empty, metadata=_params("admission"))
     scheduler_params: Mapping[str, Any] = field(default_factory=_empty, metadata=_params("scheduler"))
@@ -127,7 +138,7 @@ class PacerConfig:
     gpus: int | None = field(default=None, metadata=_conf("gpus", int, _not_none))
     concurrency: int = field(default=1, metadata=_conf("gate.concurrency", int))
     gate_timeout: float = field(default=60.0, metadata=_conf("gate.timeout", float))
-    decide_timeout: float | None = field(default=None, metadata=_conf("decide.timeout", parse_seconds, _not_none, parse_seconds))
+    decide_timeout: float | None = field(default=None, metadata=_duration_conf("decide.timeout", "decide_timeout"))
     operator_metrics: bool = True
     plugin_manager: PluginManager | None = None
     checkpoint_root: str | None = None

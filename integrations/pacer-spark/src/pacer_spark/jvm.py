@@ -39,8 +39,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pacer.trusted import untrusted
-
 #: The Java package of the JVM side.
 JAVA_PACKAGE = "io.pacer.spark"
 #: The provider class ``format("pacer")`` resolves to (through META-INF/services).
@@ -214,6 +212,8 @@ def _locked(folder: Path) -> Iterator[None]:
     st = folder.lstat()
     if st.st_uid == os.geteuid() and st.st_mode & 0o022 and not folder.is_symlink():
         folder.chmod(st.st_mode & 0o755)
+    from pacer.trusted import untrusted  # here: build_jar.py loads this module by path, without pacer-core
+
     unsafe = untrusted(folder)  # before anything is opened in it: another user could swap what is built here
     if unsafe:
         raise JvmBuildError(f"refusing to build format('pacer')'s jar into {folder}: {unsafe}; set "
@@ -243,6 +243,8 @@ def _jar_problem(folder: Path, wanted: dict[str, str]) -> str | None:
     jar, stamp = folder / JAR_NAME, folder / _STAMP_NAME
     if not (jar.is_file() and stamp.is_file()):
         return "holds no jar built for these sources and this Spark"
+    from pacer.trusted import untrusted  # here: build_jar.py loads this module by path, without pacer-core
+
     for path in (folder, stamp, jar):
         problem = untrusted(path)
         if problem:
@@ -374,13 +376,10 @@ def jar_conf(existing: str | None = None) -> dict[str, str]:
 
 def is_loaded(spark: Any) -> bool:
     """Whether the driver JVM of ``spark`` can load the ``format("pacer")`` provider."""
-    jvm = spark.sparkContext._jvm
-    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-    try:
-        jvm.java.lang.Class.forName(PROVIDER_CLASS, True, loader)
-    except Exception:  # py4j wraps ClassNotFoundException
-        return False
-    return True
+    # imported here, not above: build_jar.py loads this module by path, where the package is not importable
+    from pacer_spark import spark_jvm
+
+    return spark_jvm.driver_loads_class(spark, PROVIDER_CLASS)
 
 
 def ensure_loaded(spark: Any) -> Path:
@@ -392,13 +391,13 @@ def ensure_loaded(spark: Any) -> Path:
 
     :raises JvmBuildError: the build failed, or the class loader cannot take a jar at run time.
     """
+    from pacer_spark import spark_jvm  # here, not above: as in is_loaded
+
     jar = build_jar().jar
     if is_loaded(spark):
         return jar
-    jvm = spark.sparkContext._jvm
-    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
     try:
-        loader.addURL(jvm.java.io.File(str(jar)).toURI().toURL())
+        spark_jvm.add_driver_jars(spark, [str(jar)])
     except Exception as exc:
         raise JvmBuildError(
             f"cannot add {jar} to the running driver ({exc}); start the session with "

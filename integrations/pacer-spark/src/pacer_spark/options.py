@@ -1,4 +1,8 @@
-"""Source options shared by the driver and the reader process (parsed the same way on both sides), and durations."""
+"""Source options shared by the driver and the reader process (parsed the same way on both sides).
+
+Durations (``pacer.deadline``, ``pacer.arrival.maxAge``, the ``spark.pacer.*`` duration confs) are read by core's one
+duration parser, :func:`pacer.durations.parse_seconds`, importable from here as before.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 
+from pacer.durations import parse_seconds as parse_seconds  # re-exported: pacer_spark reads durations with it
 from pacer.model import Dataset
-from pacer.run import arrival_dataset, parse_duration
+from pacer.run import arrival_dataset
 from pacer_workloads import STREAMS, Arrival, bytes_per_row, make_traffic, schedule_arrivals
 
 #: Options every pacer source understands (set by :meth:`pacer_spark.PacerSession.read_stream`).
@@ -29,15 +34,6 @@ def parse_address(value: str) -> tuple[str, int]:
     if not host or not port.isdigit():
         raise ValueError(f"option {OPT_ADDRESS} must look like HOST:PORT, got {value!r}")
     return host, int(port)
-
-
-def parse_seconds(value: str | float | None) -> float | None:
-    """``"10s"``, ``"500ms"``, ``"2min"``, ``"10"`` or a number -> seconds (None stays None): core's
-    :func:`pacer.run.parse_duration`, for confs and options.
-
-    :raises ValueError: for anything else.
-    """
-    return None if value is None else parse_duration(value)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -283,8 +283,3 @@ def rapids_loaded(plugins_conf: str | None) -> bool:
     """True when ``spark.plugins`` names the RAPIDS Accelerator."""
     return bool(plugins_conf) and RAPIDS_PLUGIN in str(plugins_conf)
 
-
-def placement_summary(placements: Sequence[Placement]) -> dict[str, Any]:
-    """How many placements were enacted, and their notes (for reports)."""
-    notes = sorted({p.note for p in placements if p.note})
-    return {"batches": len(placements), "enacted": sum(1 for p in placements if p.enacted), "notes": notes}

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
+from pacer_spark import spark_jvm
+
 #: Pool weights; a batch with the whole cluster goes to the heaviest.
 DEFAULT_LADDER: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16)
 POOL_PREFIX = "pacer-w"
@@ -136,19 +138,12 @@ def add_kafka_connector(session: Any) -> bool:
     :raises ImportError: pacer-kafka is not installed.
     :raises RuntimeError: the driver's class loader is not one jars can be added to.
     """
-    jvm = session._jvm
-    try:
-        jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
-            "kafka", session._jsparkSession.sessionState().conf())
+    if spark_jvm.finds_data_source(session, "kafka"):
         return False
-    except Exception as exc:  # Py4JJavaError: the driver's class loader lacks the connector
-        if "kafka" not in str(exc).lower():
-            raise
-    loader = jvm.Thread.currentThread().getContextClassLoader()
-    if loader is None or loader.getClass().getName() != "org.apache.spark.util.MutableURLClassLoader":
+    loader = spark_jvm.driver_loader_class(session)
+    if loader != "org.apache.spark.util.MutableURLClassLoader":
         raise RuntimeError("the driver JVM started without Spark's Kafka connector, and its class loader "
-                           f"({loader.getClass().getName() if loader is not None else None}) takes no jars: start "
+                           f"({loader}) takes no jars: start "
                            "the process's first session with pacer_spark.session_builder(..., kafka=True)")
-    for jar in kafka_jars():
-        loader.addURL(jvm.java.io.File(str(Path(jar).resolve())).toURI().toURL())
+    spark_jvm.add_driver_jars(session, [str(Path(jar).resolve()) for jar in kafka_jars()])
     return True

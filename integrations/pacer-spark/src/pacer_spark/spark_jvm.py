@@ -2,7 +2,8 @@
 
 As PySpark keeps Py4J behind one adapter per concern (``JStreamingQueryListener``, ``fromJObject``), nothing
 else in pacer-spark touches a Java object or a Py4J attribute (``_jsq``, ``_jsparkSession``, ``_jvm``,
-``_jsc``), apart from building and loading the jar (:mod:`pacer_spark.jvm`) at session start-up. Here:
+``_jsc``, ``_gateway``): not even :mod:`pacer_spark.jvm`, which builds pacer's jar and loads it into a running
+driver through :func:`driver_loads_class` and :func:`add_driver_jars`. Here:
 
 - a streaming query's own progress buffer (:func:`query_progress`) and offset log (:func:`logged_offsets`);
 - the plan Spark executed for a query's last batch (:func:`executed_plan`, :func:`stream_executed_plan`);
@@ -11,10 +12,16 @@ else in pacer-spark touches a Java object or a Py4J attribute (``_jsq``, ``_jspa
 - a log4j appender that copies one logger's messages, with their thread's name, to a file
   (:func:`add_log_file_appender`, :func:`remove_log_appender`: RAPIDS' explain output);
 - pacer's decider registry and the session object it keys registrations by (:func:`decider_registry`,
-  :func:`java_session`).
+  :func:`java_session`), and PySpark's Py4J callback server the JVM calls the deciders through
+  (:func:`start_callback_server`);
+- the driver's data source lookup and the class loader it searches (:func:`finds_data_source`,
+  :func:`driver_loader_class`, :func:`driver_loads_class`, :func:`add_driver_jars`: pacer's jar and Spark's Kafka
+  connector added to a running driver);
+- the executors that ran each query's tasks and the task slots of the live ones (:func:`query_executors`,
+  :func:`task_slots`).
 
 Every function says what it returns when the JVM cannot answer (a stopped query, an internal API that moved):
-a missing value, never a Py4J error, except where the caller must know (the registry).
+a missing value, never a Py4J error, except where the caller must know (the registry, the class loader).
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pacer_spark import executors
@@ -217,6 +224,65 @@ def decider_registry(spark: Any, registry_class: str) -> Any:
 def java_session(spark: Any) -> Any:
     """The JVM ``SparkSession`` of ``spark`` (the registry prefers registrations made for it)."""
     return spark._jsparkSession
+
+
+def start_callback_server(spark: Any) -> None:
+    """Start PySpark's Py4J callback server on ``spark``'s gateway, through which the JVM calls pacer's Python
+    deciders; nothing when it runs already."""
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    ensure_callback_server_started(spark.sparkContext._gateway)  # type: ignore[no-untyped-call]
+
+
+def finds_data_source(spark: Any, name: str) -> bool:
+    """Whether the driver's data source lookup (``DataSource.lookupDataSource``, as ``format(name)`` runs it, with
+    ``spark``'s SQL conf) finds ``name``: False when the lookup fails naming it.
+
+    :raises Exception: any other failure of the lookup (a Py4J error), as Spark raised it.
+    """
+    try:
+        spark.sparkContext._jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
+            name, spark._jsparkSession.sessionState().conf())
+    except Exception as exc:  # Py4JJavaError: the driver's class loader lacks the source
+        if name.lower() not in str(exc).lower():
+            raise
+        return False
+    return True
+
+
+def _driver_loader(spark: Any) -> Any:
+    """The driver's context class loader (a JVM object, or None)."""
+    return spark.sparkContext._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+
+
+def driver_loader_class(spark: Any) -> str | None:
+    """The class name of the driver's context class loader, where Spark looks ``format()`` names up
+    (``org.apache.spark.util.MutableURLClassLoader`` when ``spark-submit`` started the driver: it takes jars,
+    :func:`add_driver_jars`); None when there is none."""
+    loader = _driver_loader(spark)
+    return None if loader is None else str(loader.getClass().getName())
+
+
+def driver_loads_class(spark: Any, class_name: str) -> bool:
+    """Whether the driver's context class loader (:func:`driver_loader_class`) loads the class ``class_name``."""
+    loader = _driver_loader(spark)
+    try:
+        spark.sparkContext._jvm.java.lang.Class.forName(class_name, True, loader)
+    except Exception:  # py4j wraps ClassNotFoundException
+        return False
+    return True
+
+
+def add_driver_jars(spark: Any, jars: Sequence[str]) -> None:
+    """Add the jar files ``jars`` to the driver's context class loader, as ``--jars`` would have at launch (it must
+    be one that takes jars: :func:`driver_loader_class`).
+
+    :raises Exception: a Py4J error, or AttributeError when the driver has no context class loader.
+    """
+    jvm = spark.sparkContext._jvm
+    loader = _driver_loader(spark)
+    for jar in jars:
+        loader.addURL(jvm.java.io.File(jar).toURI().toURL())
 
 
 def query_executors(spark: Any, *, max_jobs: int = executors.MAX_JOBS,

@@ -3,9 +3,8 @@
 A pacer batch on Spark is one trigger of the query: ``latestOffset`` (the admission decision),
 ``walCommit``, ``queryPlanning``, ``addBatch`` (the scheduling gate and the user's sink, in
 ``foreachBatch``) and ``commitOffsets``. The sink's end is therefore not the batch's end: Spark
-still writes the commit log before it starts the next trigger, and that time (about 90 ms for a
-trivial batch on 2 cores, more with state) is part of what every batch costs and of the latency of
-its datasets. Spark reports the trigger's span as ``durationMs.triggerExecution`` in the progress
+still writes the commit log before it starts the next trigger, and that time (more with state) is
+part of what every batch costs and of the latency of its datasets. Spark reports the trigger's span as ``durationMs.triggerExecution`` in the progress
 event it posts after ``commitOffsets``.
 
 So the Spark runtime completes a batch in the Controller when that progress event arrives, not at
@@ -26,8 +25,10 @@ flight" without extra locking: until the batch completes, the query is busy in t
 the next ``latestOffset`` of the same query admits nothing. That call proves the trigger ended, and
 Spark put the trigger's progress in the query's own buffer (``recentProgress``) before starting
 the next trigger, so the session reads it from there (:func:`pacer_spark.spark_jvm.query_progress`) rather than wait
-for the listener bus, which lags under load (1.2 s was seen on a loaded 2-core machine). Either
-way the batch completes with the same figures.
+for the listener bus: Spark posts the event to an asynchronous queue that a thread of its own drains, and
+PySpark's listener gets it over Py4J, so under load it comes late (how late was measured once, in pacer-spark's
+README, "Batch time"; a run's own figure is its report's ``progress_delivery_ms_*``). Either way the batch
+completes with the same figures.
 
 Should no progress ever come (the listener removed, a trigger that failed after its sink), the
 batch is completed without ``engine_s`` at its sink's end after ``timeout_s``, at termination or at

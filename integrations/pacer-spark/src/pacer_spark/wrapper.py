@@ -373,15 +373,13 @@ class PacerBridge:
     """
 
     def __init__(self, spark: Any, *, timeout_s: float = DEFAULT_DECIDE_TIMEOUT_S) -> None:
-        from pyspark.java_gateway import ensure_callback_server_started
-
         if not timeout_s > 0:
             raise ValueError(f"the decision timeout must be > 0 seconds, got {timeout_s}")
         self._spark = spark
         self.timeout_s = timeout_s
         self.owner = f"bridge-{uuid.uuid4().hex}"
         self.jar = jvm.ensure_loaded(spark)
-        ensure_callback_server_started(spark.sparkContext._gateway)  # type: ignore[no-untyped-call]
+        spark_jvm.start_callback_server(spark)
         self._deciders: dict[str, _JvmDecider] = {}
 
     @property

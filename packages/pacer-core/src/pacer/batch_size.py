@@ -6,8 +6,9 @@ from collections.abc import Callable
 
 from pacer.ledger import ExactlyOnceLedger
 from pacer.model import AdmissionDecision
-from pacer.overload import read_cap_count, shed
+from pacer.overload import read_cap_count
 from pacer.query_state import QueryState
+from pacer.shedding import shed
 
 
 def batch_size(q: QueryState, now: float, shedding: bool, ask_strategy: Callable[[], AdmissionDecision],

@@ -152,12 +152,6 @@ class CatchUp:
         if not len(buffer):
             self._close()
 
-    def seconds_until(self, end: float) -> float:
-        """Seconds in catch-up up to ``end`` (an episode still on counts until then)."""
-        if self.active_since is None:
-            return self.seconds
-        return self.seconds + max(0.0, end - self.active_since)
-
     @property
     def active(self) -> bool:
         """Whether an episode is on."""

@@ -12,6 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from pacer import core_commands
 from pacer.commands import Command, UsageError
 from pacer.plugins import PluginLoadError, PluginManager, get_plugin_manager
 
@@ -19,7 +20,8 @@ __all__ = ["Command", "UsageError", "build_parser", "main"]
 
 
 def build_parser(pm: PluginManager) -> tuple[argparse.ArgumentParser, dict[str, Command]]:
-    """The top-level parser with every core and plugin subcommand."""
+    """The top-level parser with every core and plugin subcommand (core's are registered with ``pm`` here)."""
+    core_commands.register(pm)
     parser = argparse.ArgumentParser(
         prog="pacer",
         description="Adaptive micro-batching, deadline-aware scheduling and CPU/GPU placement for stream processing.",

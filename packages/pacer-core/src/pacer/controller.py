@@ -17,9 +17,9 @@ The Controller is composed of a few objects, each in its own module: its state
 (:class:`pacer.controller_state.ControllerState`: the queries, their
 :class:`~pacer.query_state.QueryState`, the pending batches), which the views read; the
 :class:`pacer.dispatch.DecisionDispatcher`, which asks the plugins for each decision and validates it;
-the overload policy and shedding (:mod:`pacer.overload`), catch-up (:mod:`pacer.catch_up`), the size of a batch
-(:mod:`pacer.batch_size`), the reconciliation with what the runtime really did (:mod:`pacer.reconcile`) and the
-measurement of its own time (:func:`pacer.timing.timed`).
+overload (:mod:`pacer.overload`) and the shedding policy (:mod:`pacer.shedding`), catch-up (:mod:`pacer.catch_up`),
+the size of a batch (:mod:`pacer.batch_size`), the reconciliation with what the runtime really did
+(:mod:`pacer.reconcile`) and the measurement of its own time (:func:`pacer.timing.timed`).
 
 A query has at most one micro-batch admitted and not yet completed, as in
 Spark's micro-batch execution.
@@ -50,12 +50,13 @@ from pacer.model import (
     ScheduleDecision,
     SystemView,
 )
-from pacer.overload import OverloadMonitor, shed_if_overloaded
+from pacer.overload import OverloadMonitor
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.query_state import FALLBACK, OVERLOAD_POLICIES, QueryState, RunningBatch, StrategyError
 from pacer.reconcile import Reconciliation
 from pacer.recorder import RECENT, RECENT_DATASETS, RunRecorder
 from pacer.service_time import ServiceTimeModel
+from pacer.shedding import shed_if_overloaded
 from pacer.strategy import StrategyContext
 from pacer.timing import Clock, Overhead, timed
 from pacer.views import BatchView, QueryView, QueryViews
@@ -282,7 +283,7 @@ class Controller:
             return None
         with timed(self.timer, self._poll_took, q) as timing:
             now = self.clock()
-            shedding = shed_if_overloaded(self.ledger, q, now)  # the overload policy first (pacer.overload)
+            shedding = shed_if_overloaded(self.ledger, q, now)  # the overload policy first (pacer.shedding)
             if shedding and not len(q.buffer):
                 timing.cancel()  # everything waiting was shed: no poll to account
                 return None

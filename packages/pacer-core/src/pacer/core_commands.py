@@ -1,8 +1,9 @@
 """Core's own subcommands, ``pacer strategies`` and ``pacer run``, registered as an internal plugin.
 
-The plugin manager registers :class:`CoreCommands` with the baselines (as pytest registers its default plugins
-and tox its ``internal_plugins``), so the command line builds every subcommand, core's and plugins', through the
-same ``pacer_cli_commands`` hook; core's come first, so a plugin cannot shadow them.
+The command line (:func:`pacer.cli.build_parser`) registers :class:`CoreCommands` with the plugin manager it is
+given (as pytest registers its default plugins and tox its ``internal_plugins``), so it builds every subcommand,
+core's and plugins', through the same ``pacer_cli_commands`` hook; core's come first, so a plugin cannot shadow
+them. The plugin manager itself knows nothing of the command line.
 """
 
 from __future__ import annotations
@@ -14,9 +15,13 @@ from typing import TYPE_CHECKING
 
 from pacer.commands import Command
 from pacer.hookspecs import hookimpl
+from pacer.run_cli import run_command
 
 if TYPE_CHECKING:
     from pacer.plugins import PluginManager
+
+#: The name :class:`CoreCommands` is registered under.
+PLUGIN_NAME = "pacer.core_commands"
 
 
 def _configure_strategies(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +61,11 @@ class CoreCommands:
     @hookimpl(tryfirst=True)
     def pacer_cli_commands(self) -> Sequence[Command]:
         """``pacer strategies`` and ``pacer run``."""
-        from pacer.run_cli import run_command
-
         return (Command("strategies", "list installed strategies", _configure_strategies, _run_strategies),
                 run_command(self.pm))
+
+
+def register(pm: PluginManager) -> None:
+    """Register core's commands with ``pm`` (once: a second call, or a plugin manager that has them, is left as is)."""
+    if pm.get_plugin(PLUGIN_NAME) is None and not pm.is_blocked(PLUGIN_NAME):
+        pm.register(CoreCommands(pm), name=PLUGIN_NAME)

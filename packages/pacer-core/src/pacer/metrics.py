@@ -7,6 +7,8 @@
 
 For a stream too long to keep (per-poll decide times, round trips), :class:`StreamingSummary` (defined in
 :mod:`pacer.summary`) keeps bounded statistics: exact count/sum/mean/min/max, percentiles within 1 %.
+:func:`quantiles` (exact percentiles, which :func:`percentile` and the summary's exact window use) lives there
+too, so that :mod:`pacer.summary` stays a leaf; both are importable from here.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pacer.model import BatchReport
-from pacer.summary import StreamingSummary
+from pacer.summary import StreamingSummary, quantiles
 
 __all__ = [
     "StreamingSummary",
@@ -28,20 +30,6 @@ __all__ = [
     "quantiles",
     "series",
 ]
-
-
-def quantiles(values: Sequence[float], qs: Sequence[float]) -> list[float]:
-    """Percentiles ``qs`` (0-100) with linear interpolation (numpy's default), sorting once."""
-    if not values:
-        return [0.0 for _ in qs]
-    ordered = sorted(values)
-    out = []
-    for q in qs:
-        pos = (len(ordered) - 1) * q / 100.0
-        lo = math.floor(pos)
-        hi = min(lo + 1, len(ordered) - 1)
-        out.append(float(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)))
-    return out
 
 
 def percentile(values: Sequence[float], q: float) -> float:

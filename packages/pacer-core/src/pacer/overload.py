@@ -21,26 +21,17 @@ engine: batching can save little there, and a waiting strategy would spend the s
 the next burst needs), before the model can judge when the load already looks that
 heavy, and in the hold-over after an overload.
 
-Shedding is this module's too: :func:`shed_if_overloaded`, the overload policy the Controller applies at
-each poll before admission, and :func:`shed`, the one way any dataset is dropped (by that policy or by an
-admission strategy's ``AdmissionDecision.shed``).
+This module judges the overload (:class:`OverloadMonitor`) and caps reads (:func:`read_cap_count`); it knows
+nothing of the Controller's per-query state. Acting on the judgement, shedding, is :mod:`pacer.shedding`'s.
 """
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from pacer.model import DatasetBuffer
 from pacer.service_time import ServiceTimeModel
-
-if TYPE_CHECKING:
-    from pacer.ledger import ExactlyOnceLedger
-    from pacer.query_state import QueryState
-
-log = logging.getLogger("pacer.controller")  # the Controller's logger: sheds are its doing
 
 #: Shortest span of arrivals the rate estimate needs before overload is judged (seconds).
 MIN_RATE_SPAN_S = 1.0
@@ -154,12 +145,6 @@ class OverloadMonitor:
         """The clock at the last :meth:`check` (None before any)."""
         return self._last_check
 
-    def overloaded_until(self, end: float) -> float:
-        """Seconds overloaded up to ``end`` (an overload still on at ``end`` counts until then)."""
-        if self.overloaded and self._last_check is not None and end > self._last_check:
-            return self.overloaded_s + end - self._last_check
-        return self.overloaded_s
-
     def hopeless(self, buffer: DatasetBuffer, now: float, service: ServiceTimeModel) -> int:
         """How many of the oldest buffered datasets cannot meet the deadline even alone in a batch
         (by the fitted service time without margin: only those certain to miss).
@@ -215,37 +200,3 @@ def read_cap_count(buffer: DatasetBuffer, count: int, max_rows: int, max_bytes: 
         if taken and ((max_rows and rows > max_rows) or (max_bytes and nbytes > max_bytes)):
             return taken
     return count
-
-
-# ---------------------------------------------------------------------- shedding
-
-_OVERLOAD_REASON = ("overload: the offered load exceeds what any batch size serves within the deadline; shedding "
-                    "what cannot meet it (further sheds of this episode are logged at DEBUG)")
-
-
-def shed(ledger: ExactlyOnceLedger, q: QueryState, count: int, reason: str, quiet: bool = False) -> None:
-    """Drop the ``count`` oldest buffered datasets of ``q``: counted in the ledger, on the query and in its
-    record (as missed), logged."""
-    dropped = q.buffer.take(count)
-    ledger.shed(q.spec.id, (d.id for d in dropped))
-    q.shed += len(dropped)
-    q.record.shed(dropped)
-    log.log(logging.DEBUG if quiet else logging.WARNING, "query %r: shed %d datasets (%s)",
-            q.spec.id, len(dropped), reason)
-
-
-def shed_if_overloaded(ledger: ExactlyOnceLedger, q: QueryState, now: float) -> bool:
-    """Re-judge ``q``'s overload at ``now``; under its ``shed`` policy, shed the buffered datasets that cannot
-    meet the deadline even alone in a batch (the first shed of an episode is a warning, later ones DEBUG).
-
-    :return: True while the query is overloaded under the ``shed`` policy: its batch must then stay within
-        what meets the oldest dataset's deadline (:meth:`OverloadMonitor.feasible_prefix`).
-    """
-    shedding = q.overload.check(now, q.service) and q.overload_policy == "shed"
-    if shedding:
-        late = q.overload.hopeless(q.buffer, now, q.service)
-        if late:
-            first = q.overload.shed_episode != q.overload.episodes
-            q.overload.shed_episode = q.overload.episodes
-            shed(ledger, q, late, _OVERLOAD_REASON, quiet=not first)
-    return shedding

@@ -15,6 +15,7 @@ Environment:
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import logging
 import os
@@ -78,18 +79,12 @@ class PluginManager(pluggy.PluginManager):
         self._dist_of: dict[int, tuple[str, str]] = {}
 
     def register_default_plugins(self) -> None:
-        """Register pacer's built-in baselines and its own commands (:mod:`pacer.core_commands`)."""
-        import importlib
-
-        from pacer.core_commands import CoreCommands
-
+        """Register pacer's built-in baselines. (Core's own subcommands are the command line's:
+        :func:`pacer.cli.build_parser` registers :mod:`pacer.core_commands`.)"""
         for name in DEFAULT_PLUGINS:
             module = importlib.import_module(name)
             self.register(module, name=name)
             self._dist_of[id(module)] = ("pacer-core", _core_version())
-        commands = CoreCommands(self)
-        self.register(commands, name="pacer.core_commands")
-        self._dist_of[id(commands)] = ("pacer-core", _core_version())
         self._catalogue = None
 
     def load_entry_points(self, allowed: Iterable[str] | None = None) -> list[str]:

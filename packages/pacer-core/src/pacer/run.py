@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from pacer.durations import parse_duration as parse_duration  # re-exported: durations live in pacer.durations
 from pacer.model import Dataset
 from pacer.runtime_api import RunResult as RunResult  # re-exported: the runtime contract lives in pacer.runtime_api
 from pacer.runtime_api import Runtime as Runtime
@@ -280,27 +280,6 @@ def to_toml(data: Mapping[str, Any]) -> str:
         lines += ["", "[[queries]]"]
         lines += [f"{k} = {_toml_value(v)}" for k, v in query.items() if v is not None]
     return "\n".join(lines) + "\n"
-
-
-_DURATION = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)(ms|s|sec|second|seconds|m|min|h)?$")
-_UNIT_S = {"ms": 0.001, "s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
-
-
-def parse_duration(value: str | float) -> float:
-    """``"10s"``, ``"500ms"``, ``"2min"``, ``"1.5h"``, ``"10"`` or a number -> seconds.
-
-    :raises ValueError: for anything else, or a value that is not finite.
-    """
-    if isinstance(value, (int, float)):
-        seconds = float(value)
-    else:
-        match = _DURATION.match(str(value).strip().lower().replace(" ", ""))
-        if not match:
-            raise ValueError(f"cannot read a duration from {value!r}; write e.g. 10s, 500ms, 2m or plain seconds")
-        seconds = float(match.group(1)) * _UNIT_S[match.group(2) or "s"]
-    if seconds != seconds or seconds in (float("inf"), float("-inf")):
-        raise ValueError(f"duration {value!r} is not finite")
-    return seconds
 
 
 # ---------------------------------------------------------------------- arrivals

@@ -13,35 +13,32 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from pacer import durations
 from pacer.commands import Command, UsageError
 from pacer.controller import StrategyError
 from pacer.plugins import PluginManager, UnknownRuntimeError, UnknownStrategyError
 from pacer.report import summary_table, write_report
-from pacer.run import OVERLOAD_CHOICES, QueryRun, RunConfig, Runtime, parse_duration
+from pacer.run import OVERLOAD_CHOICES, QueryRun, RunConfig, Runtime
 
 #: The runtime ``pacer run`` uses without ``--runtime`` (what the README and users run).
 DEFAULT_RUNTIME = "spark"
 #: Seconds of traffic when neither ``--duration`` nor the runtime says otherwise.
 DEFAULT_DURATION = 300.0
 
-def parse_seconds(flag: str, value: str | None) -> float | None:
-    """A duration flag (:func:`parse_duration`) that must be > 0; None stays None.
 
-    :raises UsageError: naming ``flag``, for an unreadable or non-positive value.
+def parse_seconds(flag: str, value: str | None) -> float | None:
+    """A duration flag that must be > 0 (:func:`pacer.durations.parse_seconds`, the one duration parser); None stays
+    None.
+
+    :raises UsageError: naming ``flag`` and what a valid duration looks like, for an unreadable or non-positive value.
     """
-    if value is None:
-        return None
     try:
-        seconds = parse_duration(value)
-    except ValueError:
-        raise UsageError(f"{flag} expects a duration such as 10s, 500ms, 2m or plain seconds, got {value!r}") from None
-    if seconds <= 0:
-        raise UsageError(f"{flag} must be > 0 seconds, got {value!r}")
-    return seconds
+        return durations.parse_seconds(value, flag, positive=True)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def parse_assignments(values: Sequence[str], what: str) -> dict[str, str]:
@@ -302,8 +299,3 @@ def run_alias_command(name: str, runtime: Runtime, help: str) -> Command:
         return _run(args, pm, runtime, groups)
 
     return Command(name, help, configure, run)
-
-
-def with_runtime_defaults(config: RunConfig, **defaults: Any) -> RunConfig:
-    """``config`` with its None resources (``cores``, ``gpus``) replaced by a runtime's ``defaults``."""
-    return replace(config, **{k: v for k, v in defaults.items() if getattr(config, k) is None})

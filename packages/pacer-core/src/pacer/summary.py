@@ -1,4 +1,5 @@
-"""Bounded statistics of an unbounded stream of floats: :class:`StreamingSummary`.
+"""Bounded statistics of an unbounded stream of floats: :class:`StreamingSummary`; exact percentiles of a list:
+:func:`quantiles`. A leaf: it imports nothing of pacer's.
 
 A long-running driver must not keep every measurement (a decide time per poll, a latency per
 dataset) for weeks. A :class:`StreamingSummary` keeps, in memory bounded whatever the count:
@@ -10,12 +11,12 @@ dataset) for weeks. A :class:`StreamingSummary` keeps, in memory bounded whateve
   ``2 gamma**i / (gamma + 1)``, within relative error ``a`` (``relative_error``) of every value in it.
   Negative values mirror that; values with ``|x| < min_magnitude`` count as 0.
 
-Percentiles are **exact** (linear interpolation, numpy's default, as :func:`pacer.metrics.percentile`)
-while every value is still among the last ``keep_last``; beyond, they come from the histogram: the
-order statistics around the requested rank are each returned within relative error ``a`` and
-interpolated, and the result is clamped to ``[min, max]``. Should a stream span more than
-``max_buckets`` buckets (about 2 x 10**18 of dynamic range at the default 1 %), the buckets nearest
-0 are merged, so the smallest percentiles lose that guarantee first; the top ones keep it.
+Percentiles are **exact** (linear interpolation, numpy's default: :func:`quantiles`) while every value
+is still among the last ``keep_last``; beyond, they come from the histogram: the order statistics
+around the requested rank are each returned within relative error ``a`` and interpolated, and the
+result is clamped to ``[min, max]``. Should a stream span more than ``max_buckets`` buckets (about
+2 x 10**18 of dynamic range at the default 1 %), the buckets nearest 0 are merged, so the smallest
+percentiles lose that guarantee first; the top ones keep it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,21 @@ import math
 from array import array
 from collections.abc import Iterable, Sequence
 
-__all__ = ["StreamingSummary"]
+__all__ = ["StreamingSummary", "quantiles"]
+
+
+def quantiles(values: Sequence[float], qs: Sequence[float]) -> list[float]:
+    """Percentiles ``qs`` (0-100) with linear interpolation (numpy's default), sorting once."""
+    if not values:
+        return [0.0 for _ in qs]
+    ordered = sorted(values)
+    out = []
+    for q in qs:
+        pos = (len(ordered) - 1) * q / 100.0
+        lo = math.floor(pos)
+        hi = min(lo + 1, len(ordered) - 1)
+        out.append(float(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)))
+    return out
 
 
 class StreamingSummary:
@@ -169,8 +184,6 @@ class StreamingSummary:
         if not self.count:
             return [0.0 for _ in ps]
         if self.exact:
-            from pacer.metrics import quantiles
-
             return quantiles(self._recent, ps)
         ordered = self._ordered_buckets()
         out = []

@@ -1,0 +1,58 @@
+"""The one duration parser of pacer: ``"10s"``, ``"500ms"``, ``"2min"``, ``"1.5h"``, ``"10"`` or a number -> seconds.
+
+Every command-line flag, run configuration, Spark conf and source option that takes a duration reads it here:
+:func:`parse_duration` for a value that must be one, :func:`parse_seconds` for an optional one (None stays None),
+named after the option it was given for so that an error says which option and what a valid value looks like.
+A leaf module: it imports nothing of pacer's. Library code gets ``ValueError``; a command turns it into a usage
+error (:func:`pacer.run_cli.parse_seconds` does for a duration flag).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["parse_duration", "parse_seconds"]
+
+_DURATION = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)(ms|s|sec|second|seconds|m|min|h)?$")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+#: What a valid duration looks like, for error messages.
+EXAMPLES = "10s, 500ms, 2m or plain seconds"
+
+
+def parse_duration(value: str | float) -> float:
+    """``"10s"``, ``"500ms"``, ``"2min"``, ``"1.5h"``, ``"10"`` or a number -> seconds.
+
+    :raises ValueError: for anything else, or a value that is not finite.
+    """
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    else:
+        match = _DURATION.match(str(value).strip().lower().replace(" ", ""))
+        if not match:
+            raise ValueError(f"cannot read a duration from {value!r}; write e.g. {EXAMPLES}")
+        seconds = float(match.group(1)) * _UNIT_S[match.group(2) or "s"]
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):
+        raise ValueError(f"duration {value!r} is not finite")
+    return seconds
+
+
+def parse_seconds(value: str | float | None, option: str | None = None, *, positive: bool = False) -> float | None:
+    """An optional duration (:func:`parse_duration`: a string with or without a unit, or a number) -> seconds;
+    None stays None.
+
+    :param option: the flag, conf or option ``value`` was given for (``"--deadline"``, ``"spark.pacer.deadline"``):
+        an error message names it and says what a valid value looks like.
+    :param positive: the duration must be > 0.
+    :raises ValueError: for a value that is not a finite duration, or (``positive``) not > 0.
+    """
+    if value is None:
+        return None
+    try:
+        seconds = parse_duration(value)
+    except ValueError:
+        if option is None:
+            raise
+        raise ValueError(f"{option} expects a duration such as {EXAMPLES}, got {value!r}") from None
+    if positive and not seconds > 0:
+        raise ValueError(f"{option or 'a duration'} must be > 0 seconds, got {value!r}")
+    return seconds

@@ -1,0 +1,237 @@
+"""The layout of every distribution in this repository, read from the code's imports (no module is imported).
+
+- **No import cycle** between modules of any distribution, imports made inside functions included (importing a
+  module inside a function only postpones the cycle); imports under ``if TYPE_CHECKING:`` are type-only, listed
+  by :func:`type_only_imports` and not failed.
+- **Packages point down only**: a distribution imports only the pacer distributions its ``pyproject.toml``
+  requires (``[project] dependencies``, transitively). The upward imports that stand today are listed in
+  :data:`UPWARD_TODAY` and must match exactly: a new one fails, and one removed must be struck from the list.
+- **Py4J stays behind the JVM boundary**: PySpark's private handles to the JVM (``_jvm``, ``_jsparkSession``...)
+  are read only in the modules of :data:`JVM_BOUNDARY`.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+#: PySpark's private attributes that reach into the JVM through Py4J.
+PY4J_NAMES = frozenset({"_jvm", "_jsparkSession", "_jsq", "_jsc", "_jdf", "_gateway", "_jconf", "_jreader",
+                        "_jwrite", "_jwriter", "_jdsw"})
+#: The only modules that may read them: pacer-spark's adapter to Spark's JVM objects.
+JVM_BOUNDARY = frozenset({"pacer_spark.spark_jvm"})
+#: Imports against the declared order that stand today (issue 32's third item moves Kafka's run mode into
+#: pacer-kafka and ``pacer demo`` into pacer-bench): (importing module, imported distribution).
+UPWARD_TODAY = frozenset({
+    ("pacer_kafka.bench", "pacer-bench"),
+    ("pacer_kafka.overhead", "pacer-spark"),
+    ("pacer_spark.demo", "pacer-bench"),
+    ("pacer_spark.kafka_run", "pacer-kafka"),
+    ("pacer_spark.pools", "pacer-kafka"),
+})
+
+
+@dataclass
+class Distribution:
+    """One pip-installable member of the repository: its name, the pacer distributions it requires, its modules."""
+
+    name: str
+    requires: set[str]
+    modules: dict[str, Path] = field(default_factory=dict)
+
+
+def distributions() -> dict[str, Distribution]:
+    """Every member with a ``pyproject.toml`` and a ``src/`` folder, by distribution name."""
+    found = {}
+    for pyproject in [*sorted(ROOT.glob("*/*/pyproject.toml")), ROOT / "conformance" / "pyproject.toml"]:
+        src = pyproject.parent / "src"
+        if not src.is_dir():
+            continue
+        project = tomllib.loads(pyproject.read_text())["project"]
+        requires = {dep.split("[")[0].split(">")[0].split("=")[0].split("<")[0].strip()
+                    for dep in project.get("dependencies", [])}
+        dist = Distribution(project["name"], {r for r in requires if r.startswith("pacer")})
+        for path in sorted(src.rglob("*.py")):
+            parts = path.relative_to(src).with_suffix("").parts
+            if ".egg-info" not in str(path):
+                dist.modules[".".join(parts).removesuffix(".__init__")] = path
+        found[dist.name] = dist
+    return found
+
+
+def _imports(path: Path, module: str, is_package: bool) -> Iterator[tuple[str, bool]]:
+    """Every module name ``path`` imports, anywhere in it, with whether the import is type-only."""
+    package = module if is_package else module.rpartition(".")[0]
+
+    def absolute(node: ast.ImportFrom) -> str:
+        if not node.level:
+            return node.module or ""
+        base = package.split(".")
+        base = base[: len(base) - node.level + 1]
+        return ".".join([*base, *([node.module] if node.module else [])])
+
+    def visit(node: ast.AST, type_only: bool) -> Iterator[tuple[str, bool]]:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                yield from visit(child, True)
+            for child in node.orelse:
+                yield from visit(child, type_only)
+            return
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, type_only
+        elif isinstance(node, ast.ImportFrom):
+            base = absolute(node)
+            for alias in node.names:  # a name of ``base`` rather than a module: import_graph keeps ``base``
+                yield f"{base}.{alias.name}", type_only
+        for child in ast.iter_child_nodes(node):
+            yield from visit(child, type_only)
+
+    yield from visit(ast.parse(path.read_text()), False)
+
+
+def import_graph() -> tuple[dict[str, set[str]], set[tuple[str, str]]]:
+    """Module -> the repository's modules it imports at run time (anywhere in it), and the type-only imports."""
+    dists = distributions()
+    modules = {name: path for d in dists.values() for name, path in d.modules.items()}
+    graph: dict[str, set[str]] = {}
+    type_only: set[tuple[str, str]] = set()
+    for name, path in modules.items():
+        graph[name] = set()
+        for target, only_types in _imports(path, name, path.name == "__init__.py"):
+            if target not in modules:
+                # `from a import b` where b is a name in a, or `import a.b.c` reaching a module: keep the module part
+                target = next((t for t in (target, target.rpartition(".")[0]) if t in modules), "")
+            if not target or target == name:
+                continue
+            if only_types:
+                type_only.add((name, target))
+            else:
+                graph[name].add(target)
+    return graph, type_only
+
+
+def type_only_imports() -> set[tuple[str, str]]:
+    """The imports made for type hints alone (under ``if TYPE_CHECKING:``): listed, never failed."""
+    return import_graph()[1]
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each strongly connected group of more than one module (Tarjan), as a sorted list."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return groups
+
+
+def _owner(dists: dict[str, Distribution]) -> dict[str, str]:
+    return {module: d.name for d in dists.values() for module in d.modules}
+
+
+def _required(dists: dict[str, Distribution], name: str) -> set[str]:
+    """``name`` and every pacer distribution it requires, transitively."""
+    seen, todo = {name}, [name]
+    while todo:
+        for dep in dists[todo.pop()].requires:
+            if dep in dists and dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return seen
+
+
+def upward_imports() -> set[tuple[str, str]]:
+    """(module, distribution) for each import of a distribution its own does not require."""
+    dists = distributions()
+    owner = _owner(dists)
+    graph, _ = import_graph()
+    return {(module, owner[target]) for module, targets in graph.items() for target in targets
+            if owner[target] not in _required(dists, owner[module])}
+
+
+def py4j_reads() -> dict[str, list[int]]:
+    """Module -> the lines where it reads one of :data:`PY4J_NAMES`."""
+    found: dict[str, list[int]] = {}
+    for d in distributions().values():
+        for module, path in d.modules.items():
+            lines = [node.lineno for node in ast.walk(ast.parse(path.read_text()))
+                     if isinstance(node, ast.Attribute) and node.attr in PY4J_NAMES]
+            if lines:
+                found[module] = lines
+    return found
+
+
+# -- the checks --------------------------------------------------------------------------------------
+
+
+def test_no_import_cycle_in_any_distribution_function_level_imports_included() -> None:
+    graph, _ = import_graph()
+    assert cycles(graph) == []
+
+
+def test_distributions_import_only_what_they_require() -> None:
+    assert upward_imports() == UPWARD_TODAY
+
+
+def test_py4j_is_read_only_behind_the_jvm_boundary() -> None:
+    outside = {module: lines for module, lines in py4j_reads().items() if module not in JVM_BOUNDARY}
+    assert outside == {}, f"Py4J names read outside {sorted(JVM_BOUNDARY)} (module: lines): {outside}"
+
+
+# -- the check itself, on planted code -----------------------------------------------------------------
+
+
+def test_the_cycle_finder_sees_a_cycle_through_a_function_level_import(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("import b\n")
+    b.write_text("def later():\n    import a\n")
+    graph = {name: {t for t, only in _imports(path, name, False) if not only} for name, path in
+             (("a", a), ("b", b))}
+    assert cycles(graph) == [["a", "b"]]
+    b.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a\n")
+    graph = {name: {t for t, only in _imports(path, name, False) if not only} for name, path in
+             (("a", a), ("b", b))}
+    assert cycles(graph) == []
+
+
+def test_a_planted_py4j_read_and_upward_import_are_seen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dists = distributions()
+    core = dists["pacer-core"]
+    planted = tmp_path / "planted.py"
+    planted.write_text("import pacer_spark.session\n\ndef f(spark):\n    return spark._jsparkSession\n")
+    core.modules["pacer.planted"] = planted
+    monkeypatch.setitem(globals(), "distributions", lambda: dists)
+    assert py4j_reads()["pacer.planted"] == [4]
+    assert ("pacer.planted", "pacer-spark") in upward_imports()

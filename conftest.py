@@ -9,6 +9,7 @@ why and how to run it; ``PACER_FULL_SUITE=1`` runs it, as the Spark sessions of 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -38,3 +39,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             covered_by = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
             item.add_marker(pytest.mark.skip(reason=f"full suite only ({covered_by}); {FULL_SUITE_ENV}=1 or "
                                              "nox -s spark runs it"))
+
+
+@pytest.fixture
+def umask_002() -> Iterator[None]:
+    """The umask of a shared-group setup (what is created is group-writable unless the code says otherwise)."""
+    old = os.umask(0o002)
+    try:
+        yield
+    finally:
+        os.umask(old)

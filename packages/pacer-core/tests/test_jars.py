@@ -7,7 +7,6 @@ import re
 import shutil
 import stat
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -85,15 +84,6 @@ def no_mvn(monkeypatch: pytest.MonkeyPatch) -> None:
     """No mvn: whatever resolve returns comes from the cache (and a refusal is not a failed download)."""
     monkeypatch.setenv("PATH", "/nonexistent")
 
-
-@pytest.fixture
-def umask_002() -> Iterator[None]:
-    """The umask of a shared-group setup: what is created is group-writable unless pacer says otherwise."""
-    old = os.umask(0o002)
-    try:
-        yield
-    finally:
-        os.umask(old)
 
 
 def _plant(cache: Path, path: Path, data: bytes = b"PK\x05\x06" + b"\0" * 18) -> Path:

@@ -4,21 +4,11 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pacer.trusted import make_dirs, untrusted, untrusted_chain
-
-
-@pytest.fixture
-def umask_002() -> Iterator[None]:
-    old = os.umask(0o002)
-    try:
-        yield
-    finally:
-        os.umask(old)
 
 
 def _tree(tmp_path: Path) -> tuple[Path, Path]:

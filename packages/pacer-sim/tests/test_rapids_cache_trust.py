@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import re
 import stat
 import subprocess
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -30,14 +28,6 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PIP_NO_INDEX", "1")  # and no PyPI
     return tmp_path / "cache"
 
-
-@pytest.fixture
-def umask_002() -> Iterator[None]:
-    old = os.umask(0o002)
-    try:
-        yield
-    finally:
-        os.umask(old)
 
 
 def _tools_jar(path: Path) -> Path:

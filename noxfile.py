@@ -27,7 +27,7 @@ PYTHON = PYPROJECT["project"]["requires-python"].removeprefix(">=")
 SUPPORTED_SPARK = ["4.2.1", "4.3.0"]
 SPARK_VERSIONS = [nox.param(v, id="spark-" + ".".join(v.split(".")[:2])) for v in SUPPORTED_SPARK]
 #: The PySpark of `nox -s rapids`, pinned apart from SUPPORTED_SPARK: a RAPIDS shim matches one exact Spark release,
-#: and rapids-4-spark_2.13 26.08.1 (the newest on Maven Central, pacer_spark.rapids_jar.DEFAULT_VERSION) has shims
+#: and rapids-4-spark_2.13 26.08.1 (the newest on Maven Central, pacer_spark.plan.rapids_jar.DEFAULT_VERSION) has shims
 #: for 3.5.0-3.5.9, 4.0.0-4.0.4, 4.1.1-4.1.3 and 4.2.0 (rapids_jar.spark_shims), none for 4.2.1 or 4.3. 4.2.0 is the
 #: newest of those and inside pacer's range (pyspark >=4.2,<4.4); move it with a RAPIDS release that has a newer shim.
 RAPIDS_SPARK = "4.2.0"
@@ -204,12 +204,12 @@ def soak(session: nox.Session) -> None:
     """Bounded driver memory: the simulator's soak (2 million datasets) and a paced Spark query for 3000 batches.
 
     Each prints memory and the p99 decision time at every checkpoint and the slope, and fails when pacer's
-    traced Python heap grows (``python -m pacer_sim.soak``, ``python -m pacer_spark.soak``).
+    traced Python heap grows (``python -m pacer_sim.soak``, ``python -m pacer_spark.run.soak``).
     """
     _install(session)
     session.env["PACER_PLUGINS"] = ""
     session.run("python", "-m", "pacer_sim.soak", "--datasets", "2000000")
-    session.run("python", "-m", "pacer_spark.soak", "--batches", "3000")
+    session.run("python", "-m", "pacer_spark.run.soak", "--batches", "3000")
 
 
 def _gpu_visible() -> bool:
@@ -234,7 +234,7 @@ def rapids(session: nox.Session) -> None:
     spark = os.environ.get("PACER_RAPIDS_SPARK", RAPIDS_SPARK)
     _install(session, spark=spark)
     session.env["PACER_RAPIDS_RESOLVE"] = "1"
-    resolved = session.run("python", "-m", "pacer_spark.rapids_jar", "--spark", spark, silent=True)
+    resolved = session.run("python", "-m", "pacer_spark.plan.rapids_jar", "--spark", spark, silent=True)
     jar = str(resolved).strip().splitlines()[-1]
     session.log(f"RAPIDS jar: {jar}")
     session.env["PACER_RAPIDS_JARS"] = jar

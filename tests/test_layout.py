@@ -3,11 +3,13 @@
 - **No import cycle** between modules of any distribution, imports made inside functions included (importing a
   module inside a function only postpones the cycle); imports under ``if TYPE_CHECKING:`` are type-only, listed
   by :func:`type_only_imports` and not failed.
-- **Packages point down only**: a distribution imports only the pacer distributions its ``pyproject.toml``
-  requires (``[project] dependencies``, transitively). The upward imports that stand today are listed in
-  :data:`UPWARD_TODAY` and must match exactly: a new one fails, and one removed must be struck from the list.
+- **Packages point down only**: a distribution imports only the pacer distributions its ``pyproject.toml`` declares
+  (``dependencies`` or an extra, transitively), and what the distributions declare forms no cycle (no mutual
+  extras).
+- **pacer-spark's rooms point down only**: each module imports only modules of its own room or of rooms on a lower
+  floor of :data:`SPARK_FLOORS` (the order pacer-spark's README lists them in).
 - **Py4J stays behind the JVM boundary**: PySpark's private handles to the JVM (``_jvm``, ``_jsparkSession``...)
-  are read only in the modules of :data:`JVM_BOUNDARY`.
+  are read only in the modules of pacer-spark's ``jvm`` room (:data:`JVM_ROOM`).
 """
 
 from __future__ import annotations
@@ -24,22 +26,23 @@ ROOT = Path(__file__).resolve().parents[1]
 #: PySpark's private attributes that reach into the JVM through Py4J.
 PY4J_NAMES = frozenset({"_jvm", "_jsparkSession", "_jsq", "_jsc", "_jdf", "_gateway", "_jconf", "_jreader",
                         "_jwrite", "_jwriter", "_jdsw"})
-#: The only modules that may read them: pacer-spark's adapter to Spark's JVM objects.
-JVM_BOUNDARY = frozenset({"pacer_spark.spark_jvm"})
-#: Imports against the declared order that stand today (issue 32's third item moves Kafka's run mode into
-#: pacer-kafka and ``pacer demo`` into pacer-bench): (importing module, imported distribution).
-UPWARD_TODAY = frozenset({
-    ("pacer_kafka.bench", "pacer-bench"),
-    ("pacer_kafka.overhead", "pacer-spark"),
-    ("pacer_spark.demo", "pacer-bench"),
-    ("pacer_spark.kafka_run", "pacer-kafka"),
-    ("pacer_spark.pools", "pacer-kafka"),
-})
+#: The only room whose modules may read them: pacer-spark's ``jvm`` subpackage.
+JVM_ROOM = "pacer_spark.jvm"
+#: pacer-spark's rooms, lowest first: the shared top-level modules, ``jvm/``, ``plan/``, ``driver/``, the two front
+#: ends (``paced/``, ``sources/``: siblings, neither imports the other), the user's surface (the other top-level
+#: modules), ``run/``.
+SPARK_FLOORS: tuple[frozenset[str], ...] = (
+    frozenset({"shared"}), frozenset({"jvm"}), frozenset({"plan"}), frozenset({"driver"}),
+    frozenset({"paced", "sources"}), frozenset({"surface"}), frozenset({"run"}),
+)
+#: The top-level modules every room may use (the rest of the top level is the user's surface).
+SPARK_SHARED = frozenset({"checkpoint", "compat", "config", "connectors", "errors", "options", "session_kind"})
 
 
 @dataclass
 class Distribution:
-    """One pip-installable member of the repository: its name, the pacer distributions it requires, its modules."""
+    """One pip-installable member of the repository: its name, the pacer distributions it declares (required or in
+    an extra), its modules."""
 
     name: str
     requires: set[str]
@@ -54,8 +57,9 @@ def distributions() -> dict[str, Distribution]:
         if not src.is_dir():
             continue
         project = tomllib.loads(pyproject.read_text())["project"]
-        requires = {dep.split("[")[0].split(">")[0].split("=")[0].split("<")[0].strip()
-                    for dep in project.get("dependencies", [])}
+        declared = [*project.get("dependencies", []), *(dep for extra in project.get("optional-dependencies", {}).values()
+                                                         for dep in extra)]
+        requires = {dep.split("[")[0].split(">")[0].split("=")[0].split("<")[0].strip() for dep in declared}
         dist = Distribution(project["name"], {r for r in requires if r.startswith("pacer")})
         for path in sorted(src.rglob("*.py")):
             parts = path.relative_to(src).with_suffix("").parts
@@ -173,12 +177,36 @@ def _required(dists: dict[str, Distribution], name: str) -> set[str]:
 
 
 def upward_imports() -> set[tuple[str, str]]:
-    """(module, distribution) for each import of a distribution its own does not require."""
+    """(module, distribution) for each import of a distribution its own does not declare."""
     dists = distributions()
     owner = _owner(dists)
     graph, _ = import_graph()
     return {(module, owner[target]) for module, targets in graph.items() for target in targets
             if owner[target] not in _required(dists, owner[module])}
+
+
+def spark_room(module: str) -> str | None:
+    """The room of a pacer-spark module: its subpackage, ``shared`` or ``surface`` for a top-level one; None outside."""
+    parts = module.split(".")
+    if parts[0] != "pacer_spark":
+        return None
+    if len(parts) > 1 and any(parts[1] in floor for floor in SPARK_FLOORS):
+        return parts[1]
+    return "shared" if len(parts) == 2 and parts[1] in SPARK_SHARED else "surface"
+
+
+def upward_room_imports(graph: dict[str, set[str]] | None = None) -> set[tuple[str, str]]:
+    """(module, module) for each pacer-spark import of another room on the same floor or a higher one."""
+    graph = import_graph()[0] if graph is None else graph
+    floor = {room: i for i, rooms in enumerate(SPARK_FLOORS) for room in rooms}
+    found = set()
+    for module, targets in graph.items():
+        here = spark_room(module)
+        for target in targets:
+            there = spark_room(target)
+            if here and there and there != here and floor[there] >= floor[here]:
+                found.add((module, target))
+    return found
 
 
 def py4j_reads() -> dict[str, list[int]]:
@@ -201,13 +229,30 @@ def test_no_import_cycle_in_any_distribution_function_level_imports_included() -
     assert cycles(graph) == []
 
 
-def test_distributions_import_only_what_they_require() -> None:
-    assert upward_imports() == UPWARD_TODAY
+def test_distributions_import_only_what_they_declare() -> None:
+    assert upward_imports() == set()
+
+
+def test_what_the_distributions_declare_points_one_way() -> None:
+    dists = distributions()
+    assert cycles({name: d.requires & set(dists) for name, d in dists.items()}) == []
+
+
+def test_pacer_spark_rooms_import_only_lower_floors() -> None:
+    assert upward_room_imports() == set()
+
+
+def test_the_room_check_sees_a_room_importing_a_higher_one() -> None:
+    graph = {"pacer_spark.jvm.spark_jvm": {"pacer_spark.driver.loop"}, "pacer_spark.paced.service":
+             {"pacer_spark.sources.gen", "pacer_spark.driver.loop", "pacer_spark.errors"},
+             "pacer_spark.run.cli": {"pacer_spark"}}
+    assert upward_room_imports(graph) == {("pacer_spark.jvm.spark_jvm", "pacer_spark.driver.loop"),
+                                          ("pacer_spark.paced.service", "pacer_spark.sources.gen")}
 
 
 def test_py4j_is_read_only_behind_the_jvm_boundary() -> None:
-    outside = {module: lines for module, lines in py4j_reads().items() if module not in JVM_BOUNDARY}
-    assert outside == {}, f"Py4J names read outside {sorted(JVM_BOUNDARY)} (module: lines): {outside}"
+    outside = {module: lines for module, lines in py4j_reads().items() if not module.startswith(JVM_ROOM + ".")}
+    assert outside == {}, f"Py4J names read outside {JVM_ROOM} (module: lines): {outside}"
 
 
 # -- the check itself, on planted code -----------------------------------------------------------------

@@ -5,7 +5,7 @@ setuptools' (``setuptools.build_meta``) except two things:
 
 - ``build_py`` (:class:`BuildPy`), when building a wheel (not an editable install, which compiles on
   first use from the checkout), compiles the Java sources under ``jvm/src/main`` with the same javac
-  path as the runtime (``pacer_spark.jvm.compile_jar``) against the jars of each Spark release to
+  path as the runtime (``pacer_spark.jvm.jar.compile_jar``) against the jars of each Spark release to
   build for, and puts under ``pacer_spark/_jvm/`` of the wheel: one jar per distinct result (releases
   whose compiled classes are byte-identical share one jar), ``manifest.json`` naming the releases and
   minors each jar serves and its SHA-256, and a copy of the Java sources (javac-on-first-use for a
@@ -43,7 +43,7 @@ from setuptools.command.build_py import build_py as _build_py
 SPARK_JARS_ENV = "PACER_SPARK_JARS"
 HERE = Path(__file__).resolve().parent
 JVM_SOURCES = HERE / "jvm"
-#: Where, inside the wheel's ``pacer_spark`` package, the jars go (``pacer_spark.jvm.PACKAGED_DIR``).
+#: Where, inside the wheel's ``pacer_spark`` package, the jars go (``pacer_spark.jvm.jar.PACKAGED_DIR``).
 PACKAGED = "_jvm"
 _CORE_JAR = re.compile(r"^spark-core_[0-9.]+-(?P<version>[0-9][^/]*)\.jar$")
 
@@ -99,10 +99,10 @@ def spark_jar_folders() -> list[Path]:
 
 
 def _runtime_jvm() -> ModuleType:
-    """``pacer_spark/jvm.py`` loaded by path (importing the package would need its dependencies)."""
-    spec = importlib.util.spec_from_file_location("_pacer_spark_jvm_build", HERE / "src" / "pacer_spark" / "jvm.py")
+    """``pacer_spark/jvm/jar.py`` loaded by path (importing the package would need its dependencies)."""
+    spec = importlib.util.spec_from_file_location("_pacer_spark_jvm_build", HERE / "src" / "pacer_spark" / "jvm" / "jar.py")
     if spec is None or spec.loader is None:
-        raise JarPackagingError("pacer_spark/jvm.py cannot be loaded")
+        raise JarPackagingError("pacer_spark/jvm/jar.py cannot be loaded")
     module = sys.modules.get(spec.name)
     if module is None:
         module = importlib.util.module_from_spec(spec)

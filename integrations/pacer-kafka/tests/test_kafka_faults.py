@@ -137,7 +137,7 @@ def test_a_broker_stopped_and_started_again_mid_stream_loses_and_repeats_nothing
     own_broker: Future[BrokerInfo], spark: Any, paced: Any, run_pacer: Any, tmp_path: Path
 ) -> None:
     from pacer_spark.errors import root_cause
-    from pacer_spark.kafka_run import explain_failure
+    from pacer_spark.run.kafka_run import explain_failure
 
     broker = own_broker.result(timeout=300)
     directory, servers = Path(broker.directory), broker.bootstrap_servers
@@ -214,7 +214,7 @@ def test_a_checkpoint_moved_from_kafka_to_pacer_and_back_reads_every_record_once
 def test_a_query_on_a_missing_topic_fails_naming_it(spark: Any, paced: Any, kafka_broker: BrokerInfo,
                                                     tmp_path: Path) -> None:
     """What ``pacer run`` makes of Spark's error when the topic is gone after its check (or was never there)."""
-    from pacer_spark.kafka_run import explain_failure
+    from pacer_spark.run.kafka_run import explain_failure
 
     servers, topic = kafka_broker.bootstrap_servers, f"never-{uuid.uuid4().hex[:8]}"
     query = start(spark, "pacer", servers, topic, tmp_path / "missing", "missing_topic", options=IMPATIENT)

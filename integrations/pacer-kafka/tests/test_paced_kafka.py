@@ -155,7 +155,7 @@ def test_a_start_with_100000_records_waiting_begins_with_a_bounded_probe(
     """No read cap, no fitted service model, 100 000 records waiting: the first batch is a probe within
     ``PROBE_ROWS`` (before: every record in one batch, the out-of-memory users report about Spark's default
     trigger after an outage), the next ones grow from what it measured, and every record is read once."""
-    from pacer_spark.paced import PROBE_ROWS
+    from pacer_spark.paced.service import PROBE_ROWS
 
     servers = kafka_broker.bootstrap_servers
     topic = new_topic(servers, "paced-probe")

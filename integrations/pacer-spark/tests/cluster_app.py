@@ -118,7 +118,7 @@ def kafka_phase(spark: Any, args: argparse.Namespace, work: Path) -> dict[str, A
     sampling = threading.Event()
 
     def sample() -> None:
-        from pacer_spark.spark_jvm import task_slots
+        from pacer_spark.jvm.spark_jvm import task_slots
 
         while not sampling.wait(0.1):
             cores.append((time.time(), pacer.controller.cores, task_slots(spark)))
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     for sub in ("busy", "tasks"):
         (work / sub).mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
-    from pacer_spark.cluster import running_cluster
+    from pacer_spark.run.cluster import running_cluster
 
     cluster = running_cluster(args.cluster_dir)
     assert cluster is not None, f"no cluster runs in {args.cluster_dir}"

@@ -107,7 +107,7 @@ def pacer_command(*args: str, timeout: float = 180.0) -> subprocess.CompletedPro
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A Spark standalone cluster on 127.0.0.1 started by ``pacer cluster up`` (Spark's own Master and two 1-core
     Workers from the installed PySpark), stopped by ``pacer cluster down``, which must leave no process behind."""
-    from pacer_spark.cluster import group_members, running_cluster
+    from pacer_spark.run.cluster import group_members, running_cluster
 
     if not os.environ.get("JAVA_HOME") and shutil.which("java") is None:
         pytest.skip("no Java runtime (java on PATH or JAVA_HOME): Spark's master and workers cannot run here")

@@ -61,7 +61,7 @@ def _validated(argv: list[str]) -> Any:
     from pacer.cli import build_parser
     from pacer.plugins import get_plugin_manager
     from pacer.run_cli import check_strategies, config_from_args
-    from pacer_spark.cli import DEFAULT_DURATION, apply_args
+    from pacer_spark.run.cli import DEFAULT_DURATION, apply_args
 
     pm = get_plugin_manager(allowed=["spark"])
     parser, _ = build_parser(pm)

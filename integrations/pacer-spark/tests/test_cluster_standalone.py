@@ -42,7 +42,7 @@ APP_TIMEOUT_S = 420.0
 
 def kill_a_busy_executor(cluster: Any, work: Path) -> dict[str, Any] | None:
     """SIGKILL the executor JVM whose Kafka-phase task is running now, once a first Kafka task completed; the kill."""
-    from pacer_spark.cluster import executor_pids
+    from pacer_spark.run.cluster import executor_pids
 
     tasks = work / "tasks" / "kafka.jsonl"
     if not tasks.exists() or not tasks.read_text().strip():
@@ -200,7 +200,7 @@ def test_pacer_gen_readers_on_executors_lose_nothing(cluster_run: Path) -> None:
 def test_pacer_cluster_up_serves_two_workers_and_refuses_a_second_start(spark_cluster: Any) -> None:
     """The fixture ran ``pacer cluster up`` (its last line the master URL, checked there); ``down`` at the session's
     end must leave no process of it (checked there too)."""
-    from pacer_spark.cluster import ClusterError, master_state, start_cluster
+    from pacer_spark.run.cluster import ClusterError, master_state, start_cluster
 
     state = master_state(spark_cluster)
     assert state["url"] == spark_cluster.master_url and state["aliveworkers"] == 2
@@ -233,7 +233,7 @@ def test_an_application_without_the_cluster_s_secret_is_refused(spark_cluster: A
     """``pacer cluster up`` runs with ``spark.authenticate``: its secret sits in a 0600 file of a 0700 folder (no
     command line shows it), and an application that does not present it never registers, so it runs nothing
     (before, any local user could run code on the owner's cluster)."""
-    from pacer_spark.cluster import master_state
+    from pacer_spark.run.cluster import master_state
 
     conf = spark_cluster.properties_file
     assert oct(conf.stat().st_mode & 0o777) == "0o600" and oct(conf.parent.stat().st_mode & 0o777) == "0o700"
@@ -312,7 +312,7 @@ def _cmdline(pid: int) -> list[str]:
 
 
 def test_bad_sizes_and_an_empty_folder_are_answered_without_starting_anything(tmp_path: Path) -> None:
-    from pacer_spark.cluster import ClusterError, root_cause, running_cluster, start_cluster, stop_cluster
+    from pacer_spark.run.cluster import ClusterError, root_cause, running_cluster, start_cluster, stop_cluster
 
     with pytest.raises(ClusterError, match="at least one worker"):
         start_cluster(tmp_path, workers=0)

@@ -26,7 +26,7 @@ def _baselines_only() -> None:
 
 @pytest.fixture
 def conformance_runtime(spark: Any) -> Any:
-    from pacer_spark.spark_runtime import SparkRuntime
+    from pacer_spark.run.spark_runtime import SparkRuntime
 
     return SparkRuntime(spark, time_scale=float(os.environ.get("PACER_SPARK_TIME_SCALE", "0.2")))
 

@@ -24,7 +24,6 @@ CONNECT_APP = textwrap.dedent("""
     session = SparkSession.builder.remote("sc://127.0.0.1:1").getOrCreate()  # nothing listens there
     import pacer_spark
     from pacer_spark import UnsupportedSessionError
-
     try:
         pacer_spark.{call}(session)
     except UnsupportedSessionError as exc:

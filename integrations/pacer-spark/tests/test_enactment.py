@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pacer_spark.enact import NO_RAPIDS
+from pacer_spark.plan.enact import NO_RAPIDS
 
 pytestmark = pytest.mark.spark
 

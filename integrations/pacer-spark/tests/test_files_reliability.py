@@ -121,7 +121,7 @@ def test_malformed_rows(spark: Any, tmp_path: Path, mode: str) -> None:
     else:
         error = pacer.errors()["m"]
         assert "malformed row" in error and "bad.csv line 4" in error and "malformed=quarantine" in error
-        assert error.startswith("pacer_spark.file_rows.MalformedRowError") and "\n" not in error  # root cause, one line
+        assert error.startswith("pacer_spark.sources.file_rows.MalformedRowError") and "\n" not in error  # root cause, one line
         assert "Traceback" in pacer.error_traces()["m"]  # the whole text stays available
 
 

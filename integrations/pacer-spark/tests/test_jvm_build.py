@@ -1,5 +1,5 @@
 """The JVM part as a built artifact: its Java unit tests (Maven), the wheel build backend's jar packaging
-(``build_jar.py``), and which jar :func:`pacer_spark.jvm.build_jar` picks (the wheel's, else javac's)."""
+(``build_jar.py``), and which jar :func:`pacer_spark.jvm.jar.build_jar` picks (the wheel's, else javac's)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from types import ModuleType
 
 import pytest
 
-from pacer_spark import jvm
+from pacer_spark.jvm import jar as jvm
 
 PACER_SPARK = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,6 @@
 """The protocol between ``format("pacer")`` sources and the driver, as a state machine, without Spark.
 
-The driver's side is the real one (:class:`~pacer_spark.paced.PacedQueries` on a real Driver and Controller); the
+The driver's side is the real one (:class:`~pacer_spark.paced.service.PacedQueries` on a real Driver and Controller); the
 JVM side is a model of ``PacedStream`` and of Spark's trigger loop, written from the protocol in the README of
 pacer-spark: each source observes snapshots, asks, and admits exactly what the answer names, or every pending
 snapshot when no answer came (the decider raised, answered past the timeout, or the stream thread was interrupted
@@ -28,11 +28,11 @@ from pacer import AdmissionDecision, Controller, QuerySpec, StrategyInfo, hookim
 from pacer.dag import Operator, OperatorDAG
 from pacer.plugins import get_plugin_manager
 from pacer_spark.config import PacerConfig
-from pacer_spark.driver import Driver
-from pacer_spark.paced import PacedQueries
-from pacer_spark.replay import ReplayGuard
-from pacer_spark.telemetry import PinnedClock, TriggerProgress
-from pacer_spark.wrapper import DecisionRequest, FailedOpen, OffsetSnapshot, StopEvent
+from pacer_spark.driver.loop import Driver
+from pacer_spark.driver.replay import ReplayGuard
+from pacer_spark.driver.telemetry import PinnedClock, TriggerProgress
+from pacer_spark.jvm.decider import DecisionRequest, FailedOpen, OffsetSnapshot, StopEvent
+from pacer_spark.paced.service import PacedQueries
 
 ROWS = 10  # rows per snapshot
 
@@ -347,8 +347,7 @@ def test_source_times_that_are_no_arrivals_are_dated_when_seen_counted_and_the_o
 def test_the_fitted_service_model_is_kept_with_the_checkpoint_and_restored_by_the_next_run(tmp_path: Path) -> None:
     """A run saves its fitted model beside Spark's logs; a new session's run on the same checkpoint starts from it
     (no probe batches); a model file that cannot be read is ignored with a warning (probes then)."""
-    from pacer_spark import model_store
-
+    from pacer_spark.paced import model_store
     checkpoint = tmp_path / "ck"
     source_folder = str(checkpoint / "sources" / "0")
     paced, controller = _paced([1])

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pacer_spark.wrapper import OffsetSnapshot, PacerBridge
+from pacer_spark.jvm.decider import OffsetSnapshot, PacerBridge
 
 pytestmark = pytest.mark.spark
 

@@ -52,8 +52,7 @@ def gpu_spark() -> Iterator[Any]:
 
 def test_gpu_placement_is_enacted_through_rapids(gpu_spark: Any, tmp_path: Path) -> None:
     import pacer_spark
-    from pacer_spark import spark_jvm
-
+    from pacer_spark.jvm import spark_jvm
     pacer = pacer_spark.attach(gpu_spark, admission="asap", scheduler="fifo", placement="gpu-only",
                                checkpoint_root=str(tmp_path))
     try:

@@ -1,6 +1,6 @@
 """The RAPIDS jar from Maven Central supports every exec pacer's enactment switches, and none that pacer keeps on the CPU.
 
-No GPU is needed. The jar is ``com.nvidia:rapids-4-spark_2.13`` (:mod:`pacer_spark.rapids_jar`): found in
+No GPU is needed. The jar is ``com.nvidia:rapids-4-spark_2.13`` (:mod:`pacer_spark.plan.rapids_jar`): found in
 pacer's Maven cache, or, where ``PACER_RAPIDS_RESOLVE=1`` (``nox -s rapids`` sets it), fetched with ``mvn``
 (about 1 GB); a plain ``python -m pytest`` never downloads it and skips these tests, saying so, while the
 jar is not cached.
@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from pacer import Operator, OperatorDAG, Placement, jars
-from pacer_spark import rapids_jar
-from pacer_spark.plan import NODE_KINDS, RAPIDS_EXECS, kind_of, rapids_confs
+from pacer_spark.plan import rapids_jar
+from pacer_spark.plan.dag import NODE_KINDS, RAPIDS_EXECS, kind_of, rapids_confs
 
 #: Spark node names whose exec class is not ``<name>Exec`` (``ShuffleExchangeExec.nodeName`` is "Exchange").
 SPARK_EXEC_OF_NODE = {"Exchange": "ShuffleExchangeExec"}
@@ -129,7 +129,7 @@ KNOWN_MISMATCHES: dict[str, str] = {}
 
 
 def test_every_spark_exec_named_here_is_a_class_of_the_installed_spark() -> None:
-    from pacer_spark.jvm import spark_jars_dir
+    from pacer_spark.jvm.jar import spark_jars_dir
 
     (sql_jar,) = spark_jars_dir().glob("spark-sql_2.13-*.jar")
     with zipfile.ZipFile(sql_jar) as zf:

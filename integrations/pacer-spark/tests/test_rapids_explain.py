@@ -1,9 +1,9 @@
 """RAPIDS in ``explainOnly`` mode checks, batch by batch, that pacer's placement is the plan RAPIDS would run.
 
 No GPU is needed: the RAPIDS Accelerator's ``explainOnly`` mode plans every query as it would for the GPU, runs it on
-the CPU and logs, per exec, whether it would run on the GPU and why not (:mod:`pacer_spark.rapids_explain`).
+the CPU and logs, per exec, whether it would run on the GPU and why not (:mod:`pacer_spark.plan.rapids_explain`).
 
-The session loads the real jar (``com.nvidia:rapids-4-spark_2.13`` from Maven Central, :mod:`pacer_spark.rapids_jar`),
+The session loads the real jar (``com.nvidia:rapids-4-spark_2.13`` from Maven Central, :mod:`pacer_spark.plan.rapids_jar`),
 which RAPIDS accepts only on the exact Spark its shim was built for (PySpark 4.2.0 for 26.08.1). These tests skip,
 saying which, where the jar is not cached, where the installed PySpark is not that Spark (the default virtualenv
 has a newer one), or where a SparkSession without the plugin already runs in this process (the plugin loads at the
@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from pacer import OperatorDAG, Placement, jars
-from pacer_spark import rapids_jar
-from pacer_spark.plan import PlanNode, dag_from_plan
-from pacer_spark.rapids_explain import compare, parse_explain
+from pacer_spark.plan import rapids_jar
+from pacer_spark.plan.dag import PlanNode, dag_from_plan
+from pacer_spark.plan.rapids_explain import compare, parse_explain
 
 pytest.importorskip("pacer_conformance")
 from pacer_conformance import RuntimePlacementConformance
@@ -78,7 +78,7 @@ def test_the_shuffle_a_state_store_requires_is_cpu_only() -> None:
 
 
 def test_workload_templates_on_spark_keep_what_rapids_cannot_run_on_the_cpu() -> None:
-    from pacer_spark.plan import spark_dag
+    from pacer_spark.plan.dag import spark_dag
     from pacer_workloads import WORKLOADS
 
     lr1, lr2 = spark_dag(WORKLOADS["lr1"].dag), spark_dag(WORKLOADS["lr2"].dag)
@@ -173,7 +173,7 @@ def rapids_spark() -> Iterator[Any]:
     if SparkContext._gateway is not None:  # PySpark starts one JVM per process, with the jars of its first session
         pytest.skip("a Spark JVM without the RAPIDS jar already runs in this process (the plugin loads only when "
                     "the JVM starts): run this file alone, as `nox -s rapids` does")
-    from pacer_spark.rapids_explain import explain_only_builder
+    from pacer_spark.session import explain_only_builder
 
     session = (explain_only_builder("local[2]", "pacer-rapids-explain-tests", jar=jar)
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
@@ -261,7 +261,7 @@ class TestRapidsPlacementConformance(RuntimePlacementConformance):
         """The Spark runtime on the RAPIDS session: it has a GPU to place on (RAPIDS plans for one) and checks
         every batch against RAPIDS' plan (``rapids-explain``)."""
         monkeypatch.delenv("PACER_PLUGINS", raising=False)  # every installed strategy
-        from pacer_spark.spark_runtime import SparkRuntime
+        from pacer_spark.run.spark_runtime import SparkRuntime
 
         class RapidsExplainRuntime(SparkRuntime):
             capabilities = frozenset({"multi-query", "gpu", "rapids-explain"})

@@ -15,7 +15,7 @@ CONFIG = RunConfig((QueryRun("lr2", traffic="random", rate=900), QueryRun("cm2",
 
 def test_spark_is_a_runtime_and_pacer_run_defaults_to_it() -> None:
     from pacer.cli import build_parser
-    from pacer_spark.spark_runtime import SparkRuntime
+    from pacer_spark.run.spark_runtime import SparkRuntime
 
     pm = get_plugin_manager(allowed=["spark"])
     runtime = pm.find_runtime("spark")

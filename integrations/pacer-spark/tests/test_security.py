@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from pacer_spark import jvm
+from pacer_spark.jvm import jar as jvm
 from pacer_spark.options import OPT_ADDRESS, OPT_AUTHKEY
-from pacer_spark.rpc import ControllerClient, ControllerServer, ControllerUnavailable
+from pacer_spark.run.spark_runtime import write_error_traces
 from pacer_spark.runtime import PacerSession
-from pacer_spark.spark_runtime import write_error_traces
+from pacer_spark.sources.rpc import ControllerClient, ControllerServer, ControllerUnavailable
 
 # -- the RPC handshake ------------------------------------------------------------------------------
 
@@ -246,8 +246,7 @@ def test_error_traces_go_to_a_private_file_not_through_a_planted_link(tmp_path: 
 def test_a_cached_rapids_jar_another_user_could_have_written_is_refused(tmp_path: Path) -> None:
     """The RAPIDS jar goes on Spark's classpath: one group-writable in pacer's Maven cache is refused, naming it."""
     from pacer import jars
-    from pacer_spark import rapids_jar
-
+    from pacer_spark.plan import rapids_jar
     cache = tmp_path / "maven"
     jar = jars.jar_path(rapids_jar.GROUP, rapids_jar.ARTIFACT, "26.08.0", cache=cache)
     jars.make_trusted_dirs(jar.parent, cache=cache)

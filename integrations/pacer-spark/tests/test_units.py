@@ -13,13 +13,13 @@ from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, 
 
 from pacer import Placement
 from pacer_spark.compat import SparkVersionError, check_spark_version, parse_version
-from pacer_spark.files_source import MalformedRowError, Manifest, RowParser
+from pacer_spark.driver.pools import allocation_xml, pool_for_share
 from pacer_spark.options import GenPlan
-from pacer_spark.plan import PlanNode, dag_from_plan, kind_of, operator_metrics, rapids_confs
-from pacer_spark.pools import allocation_xml, pool_for_share
-from pacer_spark.rpc import ControllerClient, ControllerServer, ControllerUnavailable
+from pacer_spark.plan.dag import PlanNode, dag_from_plan, kind_of, operator_metrics, rapids_confs
 from pacer_spark.runtime import parse_seconds
-from pacer_spark.sources import AdmissionAgent, split
+from pacer_spark.sources.files_source import MalformedRowError, Manifest, RowParser
+from pacer_spark.sources.gen import AdmissionAgent, split
+from pacer_spark.sources.rpc import ControllerClient, ControllerServer, ControllerUnavailable
 from pacer_workloads import WORKLOADS
 
 
@@ -186,11 +186,11 @@ def test_root_cause_picks_the_users_error_out_of_sparks_text() -> None:
         "    self.func(DataFrame(jdf, wrapped_session_jdf), batch_id)",
         "pyspark.errors.exceptions.captured.PythonException: An exception was thrown from the Python worker:",
         "Traceback (most recent call last):",
-        '  File "/src/pacer_spark/sources.py", line 367, in parse',
-        "pacer_spark.sources.MalformedRowError: pacer-files: malformed row in /in/p.csv line 201: column 'speed'",
+        '  File "/src/pacer_spark/sources/gen.py", line 367, in parse',
+        "pacer_spark.sources.gen.MalformedRowError: pacer-files: malformed row in /in/p.csv line 201: column 'speed'",
         "\tat org.apache.spark.sql.execution.streaming.MicroBatchExecution.runBatch(MicroBatchExecution.scala:1)",
     ])
-    assert root_cause(spark_text) == ("pacer_spark.sources.MalformedRowError: pacer-files: malformed row in "
+    assert root_cause(spark_text) == ("pacer_spark.sources.gen.MalformedRowError: pacer-files: malformed row in "
                                       "/in/p.csv line 201: column 'speed'")
     java_only = "org.apache.spark.SparkException: Job aborted.\n\tat x.y(Z.java:1)\nCaused by: java.io.IOException: " \
                 "disk full\n\tat a.b(C.java:2)"
@@ -243,8 +243,8 @@ def test_pacer_files_reads_timestamps_in_the_session_time_zone() -> None:
 )
 def test_pacer_sources_refuse_options_they_would_ignore(reader: str, options: dict[str, str],
                                                          named: list[str]) -> None:
-    from pacer_spark.files_source import FilesStreamReader
-    from pacer_spark.sources import GenStreamReader
+    from pacer_spark.sources.files_source import FilesStreamReader
+    from pacer_spark.sources.gen import GenStreamReader
 
     schema = StructType([StructField("v", IntegerType())])
     with pytest.raises(ValueError, match="does not honour") as refused:
@@ -254,7 +254,7 @@ def test_pacer_sources_refuse_options_they_would_ignore(reader: str, options: di
 
 
 def test_pacer_files_never_writes_its_manifest_into_the_watched_folder(tmp_path: Path) -> None:
-    from pacer_spark.files_source import FilesStreamReader
+    from pacer_spark.sources.files_source import FilesStreamReader
 
     schema = StructType([StructField("v", IntegerType())])
     with pytest.raises(ValueError, match="needs option manifest=<a file beside your checkpoint>"):
@@ -267,7 +267,7 @@ def test_pacer_files_never_writes_its_manifest_into_the_watched_folder(tmp_path:
 
 
 def test_kafka_latency_from_timestamp_quantiles() -> None:
-    from pacer_spark.kafka_run import KafkaBatch, batch_of, latency_summary
+    from pacer_spark.run.kafka_run import KafkaBatch, batch_of, latency_summary
 
     # 2100 records whose Kafka timestamps spread evenly over 80-100 s; the batch ends at 100 s
     batch = KafkaBatch(0, 2100, tuple(80_000.0 + 1000 * i for i in range(21)), ended_at=100.0, engine_s=1.5)
@@ -286,7 +286,7 @@ def test_kafka_latency_from_timestamp_quantiles() -> None:
 
 
 def test_kafka_recovery_from_a_backlog_by_the_records_timestamps() -> None:
-    from pacer_spark.kafka_run import KafkaBatch, recovery_summary
+    from pacer_spark.run.kafka_run import KafkaBatch, recovery_summary
 
     def spread(first_s: float, last_s: float) -> tuple[float, ...]:
         return tuple(1000 * (first_s + (last_s - first_s) * i / 20) for i in range(21))
@@ -306,7 +306,7 @@ def test_kafka_recovery_from_a_backlog_by_the_records_timestamps() -> None:
 
 @pytest.mark.parametrize("fmt", ["csv", "json"])
 def test_pacer_files_arrow_fast_path_reads_what_the_row_parser_reads(tmp_path: Path, fmt: str) -> None:
-    from pacer_spark.file_rows import arrow_table
+    from pacer_spark.sources.file_rows import arrow_table
 
     schema = StructType([StructField("ts", TimestampType()), StructField("v", IntegerType()),
                          StructField("name", StringType())])

@@ -32,7 +32,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from pacer_spark import jvm
+from pacer_spark.jvm import jar as jvm
 
 pytestmark = pytest.mark.spark
 
@@ -44,8 +44,7 @@ APP = """
 import json, sys
 from pathlib import Path
 import pacer_spark
-from pacer_spark import jvm
-
+from pacer_spark.jvm import jar as jvm
 inbox, out = Path(sys.argv[1]), Path(sys.argv[2])
 built = jvm.build_jar()
 spark = (pacer_spark.session_builder("local[1]", "wheel").config("spark.ui.enabled", "false")

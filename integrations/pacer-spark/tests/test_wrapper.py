@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from pacer_spark import jvm
-from pacer_spark.wrapper import (
+from pacer_spark.jvm import jar as jvm
+from pacer_spark.jvm.decider import (
     Decision,
     DecisionRequest,
     FailedOpen,
@@ -273,7 +273,7 @@ def test_snapshots_without_a_newest_time_are_spread_to_the_next_one_and_past_the
 
 
 def test_the_decider_answers_a_seq_and_refuses_an_index_out_of_range() -> None:
-    from pacer_spark.wrapper import _JvmDecider
+    from pacer_spark.jvm.decider import _JvmDecider
 
     request = json.dumps(
         {
@@ -309,9 +309,9 @@ def test_the_decider_answers_a_seq_and_refuses_an_index_out_of_range() -> None:
 
 
 def test_the_jvm_plan_reader_reads_what_the_py4j_walk_reads(spark: Any, bridge: PacerBridge) -> None:
-    from pacer_spark.plan import dag_from_plan
-    from pacer_spark.spark_jvm import read_plan
-    from pacer_spark.spark_jvm import walk_plan as _walk_plan
+    from pacer_spark.jvm.spark_jvm import read_plan
+    from pacer_spark.jvm.spark_jvm import walk_plan as _walk_plan
+    from pacer_spark.plan.dag import dag_from_plan
 
     adaptive = spark.conf.get("spark.sql.adaptive.enabled")
     spark.conf.set("spark.sql.adaptive.enabled", "false")  # a whole plan, as a streaming batch has

@@ -11,7 +11,7 @@ into Spark's ``noop`` or ``parquet`` sink, alternating plain ``format("kafka")``
 ``format("pacer").option("pacer.source", "kafka")`` with admission ``asap`` (pacer decides every batch
 end, the gate and the listener run, nothing waits), ``--repeat`` times each after one warm-up run, on
 one SparkSession. Prints each run, the median [min-max] seconds of each side and the ratio of the
-medians, and writes them as JSON. The timing helpers are ``pacer_spark.overhead``'s (the csv benchmark).
+medians, and writes them as JSON. The timing helpers are ``pacer_spark.run.overhead``'s (the csv benchmark).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def kafka_frame(spark: Any, bootstrap_servers: str, topic: str, *, paced: bool, 
 def main(argv: list[str] | None = None) -> int:
     try:
         import pacer_spark
-        from pacer_spark.overhead import (
+        from pacer_spark.run.overhead import (
             Run,
             compare,
             comparison_parser,

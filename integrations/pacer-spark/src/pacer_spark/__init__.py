@@ -14,11 +14,11 @@ from pacer_spark.compat import SparkVersionError, check_spark_version
 SPARK_VERSION = check_spark_version()
 
 from pacer_spark.config import PacerConfig  # noqa: E402
-from pacer_spark.files_source import PacerFilesDataSource  # noqa: E402
-from pacer_spark.pools import add_kafka_connector, session_builder  # noqa: E402
 from pacer_spark.runtime import PacerSession, attach, parse_seconds  # noqa: E402
+from pacer_spark.session import add_kafka_connector, session_builder  # noqa: E402
 from pacer_spark.session_kind import UnsupportedSessionError  # noqa: E402
-from pacer_spark.sources import PacerGenDataSource  # noqa: E402
+from pacer_spark.sources.files_source import PacerFilesDataSource  # noqa: E402
+from pacer_spark.sources.gen import PacerGenDataSource  # noqa: E402
 
 __all__ = [
     "SPARK_VERSION",

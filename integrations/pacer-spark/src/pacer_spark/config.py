@@ -15,8 +15,10 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from pacer.plugins import PluginManager
-from pacer_spark import telemetry
 from pacer_spark.options import parse_seconds
+
+#: Seconds a sink-done batch waits for its progress event before it is completed without one.
+DEFAULT_PROGRESS_TIMEOUT_S = 10.0
 
 #: The prefix of every pacer conf of a SparkSession.
 CONF_PREFIX = "spark.pacer."
@@ -144,7 +146,7 @@ class PacerConfig:
     checkpoint_root: str | None = None
     overload: str = field(default="keep", metadata=_conf("overload"))
     paced: bool = True
-    progress_timeout: float = telemetry.DEFAULT_PROGRESS_TIMEOUT_S
+    progress_timeout: float = DEFAULT_PROGRESS_TIMEOUT_S
 
     def __post_init__(self) -> None:
         for name in ("admission_params", "scheduler_params", "placement_params"):

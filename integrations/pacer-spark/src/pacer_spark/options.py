@@ -21,7 +21,7 @@ OPT_QUERY = "pacer.query"
 OPT_ADDRESS = "pacer.address"
 #: The authkey as hex: only for a client wired by hand (Spark shows options in plans, logs and its UI).
 OPT_AUTHKEY = "pacer.authkey"
-#: The path of the driver's private authkey file (:attr:`pacer_spark.rpc.ControllerServer.authkey_file`).
+#: The path of the driver's private authkey file (:attr:`pacer_spark.sources.rpc.ControllerServer.authkey_file`).
 OPT_AUTHKEY_FILE = "pacer.authkey.file"
 OPT_TIMEOUT = "pacer.timeout"
 #: Every wiring option a pacer source accepts besides its own.

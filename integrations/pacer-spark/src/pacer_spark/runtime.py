@@ -6,14 +6,14 @@ is wrapped in the scheduling gate. The parts, one module each:
 
 - :mod:`pacer_spark.config`: :class:`~pacer_spark.config.PacerConfig`, ``attach``'s keywords and the
   ``spark.pacer.*`` confs;
-- :mod:`pacer_spark.driver`: the :class:`~pacer_spark.driver.Driver` built first (Controller, its lock, batch
+- :mod:`pacer_spark.driver.loop`: the :class:`~pacer_spark.driver.loop.Driver` built first (Controller, its lock, batch
   completion, gate, replay guard) and handed to the front ends below, never the session;
-- :mod:`pacer_spark.admission`: the ``pacer-gen``/``pacer-files`` sources' admission (RPC, replays);
-- :mod:`pacer_spark.enact`: placements enacted through RAPIDS confs;
-- :mod:`pacer_spark.gate` and :mod:`pacer_spark.sink_gate`: the scheduling gate, and its ``foreachBatch`` wrapper;
-- :mod:`pacer_spark.telemetry` and :mod:`pacer_spark.session_telemetry`: batch completion, the listener,
+- :mod:`pacer_spark.sources.admission`: the ``pacer-gen``/``pacer-files`` sources' admission (RPC, replays);
+- :mod:`pacer_spark.plan.enact`: placements enacted through RAPIDS confs;
+- :mod:`pacer_spark.driver.gate` and :mod:`pacer_spark.sources.sink_gate`: the scheduling gate, and its ``foreachBatch`` wrapper;
+- :mod:`pacer_spark.driver.telemetry` and :mod:`pacer_spark.session_telemetry`: batch completion, the listener,
   overhead and the report's ``spark`` part;
-- :mod:`pacer_spark.paced`: ``format("pacer")`` queries.
+- :mod:`pacer_spark.paced.service`: ``format("pacer")`` queries.
 """
 
 from __future__ import annotations
@@ -32,22 +32,23 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pacer import Controller, Devices, OperatorDAG, QuerySpec
 from pacer.plugins import get_plugin_manager
 from pacer.report import build_report
-from pacer_spark import spark_jvm, telemetry
-from pacer_spark.admission import AdmissionService, ReplayGuard, SourceState
 from pacer_spark.checkpoint import clear_interrupted_first_batch
 from pacer_spark.config import PacerConfig
-from pacer_spark.driver import Driver
-from pacer_spark.enact import Enactment
-from pacer_spark.files_source import FILES_FORMAT, PacerFilesDataSource
+from pacer_spark.driver import telemetry
+from pacer_spark.driver.loop import Driver
+from pacer_spark.driver.pools import DEFAULT_LADDER
+from pacer_spark.jvm import spark_jvm
 from pacer_spark.options import OPT_ADDRESS, OPT_QUERY, OPT_TIMEOUT, parse_seconds
-from pacer_spark.paced import PacedQueries
-from pacer_spark.plan import dag_from_plan, rapids_loaded, spark_dag
-from pacer_spark.pools import DEFAULT_LADDER
-from pacer_spark.rpc import ControllerServer
+from pacer_spark.paced.service import PacedQueries
+from pacer_spark.plan.dag import dag_from_plan, rapids_loaded, spark_dag
+from pacer_spark.plan.enact import Enactment
 from pacer_spark.session_kind import require_classic
 from pacer_spark.session_telemetry import SessionTelemetry
-from pacer_spark.sink_gate import Sink, SinkGate
-from pacer_spark.sources import GEN_FORMAT, PacerGenDataSource
+from pacer_spark.sources.admission import AdmissionService, ReplayGuard, SourceState
+from pacer_spark.sources.files_source import FILES_FORMAT, PacerFilesDataSource
+from pacer_spark.sources.gen import GEN_FORMAT, PacerGenDataSource
+from pacer_spark.sources.rpc import ControllerServer
+from pacer_spark.sources.sink_gate import Sink, SinkGate
 
 
 class PacerSession:
@@ -150,9 +151,9 @@ class PacerSession:
         rows, doubling per batch (0: none; :meth:`pacer.Controller.add_query`).
 
         The operator DAG is the workload's template (``workload``), or ``dag``, or a minimal
-        scan -> project -> sink chain (use :func:`pacer_spark.plan.dag_from_plan` on an executed
+        scan -> project -> sink chain (use :func:`pacer_spark.plan.dag.dag_from_plan` on an executed
         plan for a custom query's real DAG), with what Spark + RAPIDS run only on the CPU marked CPU-only
-        (:func:`pacer_spark.plan.spark_dag`).
+        (:func:`pacer_spark.plan.dag.spark_dag`).
         """
         parts = partitions or int(self.spark.conf.get("spark.sql.shuffle.partitions", "2") or 2)
         if workload is not None:
@@ -199,8 +200,8 @@ class PacerSession:
 
         :param query_id: a query registered with :meth:`register_query`.
         :param fmt: ``"pacer-gen"`` or ``"pacer-files"``.
-        :param options: the source's options (see :class:`~pacer_spark.sources.PacerGenDataSource`,
-            :class:`~pacer_spark.files_source.PacerFilesDataSource`). A ``pacer-files`` source without option
+        :param options: the source's options (see :class:`~pacer_spark.sources.gen.PacerGenDataSource`,
+            :class:`~pacer_spark.sources.files_source.PacerFilesDataSource`). A ``pacer-files`` source without option
             ``manifest`` keeps its manifest in the checkpoint :meth:`start` gets
             (``<checkpoint>/pacer-files/manifest.jsonl``), so a restart on that checkpoint, from a new session too,
             reads every file once; a query started with a plain ``writeStream`` keeps it under ``checkpoint_root``.
@@ -356,7 +357,7 @@ class PacerSession:
     def report(self, config: Mapping[str, Any] | None = None, *, interval: float = 1.0,
                end: float | None = None) -> dict[str, Any]:
         """The run as a ``pacer.report/1`` document with ``runtime: "spark"``; ``spark.executors`` names, per query,
-        the executors whose tasks ran it (``driver`` in local mode; :func:`pacer_spark.spark_jvm.query_executors`)."""
+        the executors whose tasks ran it (``driver`` in local mode; :func:`pacer_spark.jvm.spark_jvm.query_executors`)."""
         executors = spark_jvm.query_executors(self.spark)  # Py4J calls to Spark's status store: outside the Controller's lock
         with self.lock:
             return build_report(runtime="spark", config=dict(config or {}), controller=self.controller,
@@ -398,7 +399,7 @@ def attach(spark: SparkSession, **options: Any) -> PacerSession:
     whose trigger never reported is completed; default 10).
 
     With ``paced`` (the default) every ``spark.readStream.format("pacer")`` query of the session is paced
-    by it (see :mod:`pacer_spark.paced`): the JVM source is built (javac, cached per Spark version) and
+    by it (see :mod:`pacer_spark.paced.service`): the JVM source is built (javac, cached per Spark version) and
     loaded. Without a JDK that fails: ``paced=False`` attaches for ``pacer-gen``/``pacer-files`` only.
 
     Every argument left None is read from the session's ``spark.pacer.*`` confs, then defaults:

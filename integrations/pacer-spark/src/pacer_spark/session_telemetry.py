@@ -1,8 +1,8 @@
 """A session's telemetry: the listener's events routed to its queries, pacer's overhead, the report's ``spark`` part.
 
-:class:`SessionTelemetry` is what the session's :class:`~pacer_spark.telemetry.ProgressListener` reports to:
+:class:`SessionTelemetry` is what the session's :class:`~pacer_spark.driver.telemetry.ProgressListener` reports to:
 a trigger's progress completes a ``pacer-gen``/``pacer-files`` batch (or goes to the ``format("pacer")``
-queries, :mod:`pacer_spark.paced`); a query's termination marks it dead, with its error.
+queries, :mod:`pacer_spark.paced.service`); a query's termination marks it dead, with its error.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import SparkSession
 
 from pacer.summary import StreamingSummary
-from pacer_spark import telemetry
-from pacer_spark.admission import AdmissionService
-from pacer_spark.driver import Driver
+from pacer_spark.driver import telemetry
+from pacer_spark.driver.loop import Driver
 from pacer_spark.errors import root_cause
-from pacer_spark.files_source import FILES_FORMAT
+from pacer_spark.sources.admission import AdmissionService
+from pacer_spark.sources.files_source import FILES_FORMAT
 
 if TYPE_CHECKING:
-    from pacer_spark.paced import PacedQueries
+    from pacer_spark.paced.service import PacedQueries
 
 log = logging.getLogger("pacer_spark")
 

@@ -3,7 +3,7 @@ packages register, so that pacer-bench imports none of them.
 
 A source is an object registered under the entry-point group :data:`ENTRY_POINT_GROUP` (``pacer_bench.sources``;
 the entry point's name is the ``--source`` value) that follows :class:`BenchSource`. pacer-kafka registers
-``kafka`` (``pacer_kafka.bench``): every configuration a ``pacer run --source kafka`` on a fresh topic.
+``kafka`` (``pacer_bench.kafka_source``): every configuration a ``pacer run --source kafka`` on a fresh topic.
 A source adds its own flags to ``pacer bench`` (:meth:`BenchSource.configure`); their values reach it as the
 ``options`` of :meth:`BenchSource.open`. It runs on the runtime it names (:attr:`BenchSource.runtime`), found
 through the ``pacer_runtimes`` hook like any other. Sources are found whatever ``PACER_PLUGINS`` says (it

@@ -39,7 +39,7 @@ abstract class PacedStream {
 
   private static final Logger LOG = LoggerFactory.getLogger(PacedStream.class);
   static final String QUERY_ID_PROPERTY = "sql.streaming.queryId";
-  /** The version of the request JSON ({@code pacer_spark.wrapper.WIRE_VERSION} reads it). */
+  /** The version of the request JSON ({@code pacer_spark.jvm.decider.WIRE_VERSION} reads it). */
   static final int WIRE_VERSION = 5;
   /** How many limit-sized snapshots one trigger may observe from a delegate with a read limit. */
   static final int MAX_OBSERVATIONS_PER_TRIGGER = 100;

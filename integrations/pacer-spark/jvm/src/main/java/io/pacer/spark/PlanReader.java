@@ -9,7 +9,7 @@ import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * An executed plan's tree with every node's SQL metrics, as one JSON string, for the Python driver
- * ({@code pacer_spark.plan.read_plan}). Walking the tree over Py4J costs about five round trips per
+ * ({@code pacer_spark.plan.dag.read_plan}). Walking the tree over Py4J costs about five round trips per
  * node (tens of milliseconds per micro-batch); this is one call.
  *
  * <p>Each node is {@code {"name": nodeName, "metrics": {key: [value, metricType]}, "children":

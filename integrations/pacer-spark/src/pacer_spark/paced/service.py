@@ -1,0 +1,451 @@
+"""The admission service of ``format("pacer")`` queries: the user's own query, paced by the Controller.
+
+The JVM source (``jvm/``) calls :meth:`PacedQueries.decide` on the query's stream thread, in
+``latestOffset``, before the batch is planned. Here:
+
+1. the query is registered with the Controller on its first request, under its ``queryName``, with
+   the source's ``pacer.deadline``, ``pacer.admission``, ``pacer.placement`` and
+   ``pacer.param.<admission|placement>.<name>`` options over the session's defaults;
+2. the previous batch of the query is completed from the query's own progress buffer (its trigger
+   has ended: the stream thread is asking for the next one), or earlier by the listener's event;
+3. each snapshot not seen before (up to the source's read limit, ``admissible``) arrives as one
+   dataset, dated by its data's own times where the source has them (:func:`~pacer_spark.jvm.decider.snapshot_spans`;
+   the report's ``arrival`` is then ``"source-time"``), else by the JVM's previous look (``"first-seen"``);
+   bytes = file sizes or rows x the schema's row size, rows = the offset delta or bytes / bytes per row;
+4. the Controller polls the query's admission strategy; its batch is the oldest snapshots, and
+   the batch ends at the last one;
+5. the batch passes the :class:`~pacer_spark.driver.gate.Gate` right there: FIFO/EDF wait for their turn,
+   FAIR/RDAS get their pool, which the JVM sets on the stream thread.
+
+Under ``trigger(availableNow=True)``, or while a caller waits in ``processAllAvailable()``, a "wait" admits every
+admissible snapshot instead (Spark ends both at the first trigger without new data).
+
+The source is the truth: before each decision the query's state is rebuilt from what the asking source reports
+(the protocol, its messages and the state machine of one query are in the README of pacer-spark): admissions it
+made without an answer become exactly the batch Spark ran (a decided batch Spark did not run is taken back), a
+batch Spark replayed from its offset log is accounted once, a request overtaken by a later one is dropped, a new
+Spark run gives back what the previous one held, and several paced sources of one query (a union, a join) are
+one query with one deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from pacer import MicroBatch, OperatorMetric
+from pacer_spark.driver import telemetry
+from pacer_spark.driver.gate import Turn
+from pacer_spark.driver.locking import Held
+from pacer_spark.jvm import spark_jvm
+from pacer_spark.jvm.decider import (
+    Decision,
+    DecisionRequest,
+    PacerBridge,
+    StopEvent,
+)
+from pacer_spark.options import parse_seconds
+from pacer_spark.paced import model_store
+from pacer_spark.paced.arrivals import Arrivals
+from pacer_spark.paced.state import (
+    InFlight,
+    PacedQuery,
+    SourceRun,
+    changed_options,
+    check_options,
+    merged_options,
+    source_of,
+)
+from pacer_spark.paced.truth import SourceTruth
+from pacer_spark.plan.dag import dag_from_plan, operator_metrics
+
+if TYPE_CHECKING:
+    from pacer_spark.config import PacerConfig
+    from pacer_spark.driver.loop import Driver
+
+log = logging.getLogger("pacer_spark.paced.service")
+
+#: Rows of the first batch of a query whose service-time model is not fitted yet (a start or restart with a
+#: backlog), doubling with each batch until it is: a Kafka query started with 480 000 records waiting took them
+#: all in its first batch before. The wrapped source's own read cap, when set, bounds it further.
+PROBE_ROWS = 10_000
+
+
+class PacedQueries:
+    """Decides every ``format("pacer")`` query of one attached session: the Py4J front end of its
+    :class:`~pacer_spark.driver.loop.Driver` (an :class:`~pacer_spark.driver.loop.Owner` registered with it).
+
+    Creating it builds and loads the JVM source if needed and registers itself as the decider of
+    every query (``"*"``) with the JVM's registry, for ``spark`` first (see
+    :class:`~pacer_spark.jvm.decider.PacerBridge`).
+
+    :param driver: the session's driver (Controller, lock, completion, gate, replay guard).
+    :param spark: the attached SparkSession; ``config``: the session's configuration (defaults per query).
+    :param register_query: registers a new query with the Controller, with the session's defaults
+        (:meth:`pacer_spark.runtime.PacerSession.register_query`).
+    """
+
+    def __init__(self, driver: Driver, spark: Any, config: PacerConfig, register_query: Callable[..., Any]) -> None:
+        self.driver = driver
+        self.spark = spark
+        self.config = config
+        self.register_query = register_query
+        driver.register(self)
+        self.bridge: PacerBridge | None = None
+        self.queries: dict[str, PacedQuery] = {}
+        self.arrivals = Arrivals(driver)
+        self.truth = SourceTruth(driver, self.arrivals)
+        self._by_spark_run: dict[str, str] = {}
+
+    def connect(self) -> None:
+        """Build and load the JVM source if needed and decide every query (``"*"``) of the session from now on."""
+        self.bridge = PacerBridge(self.spark, timeout_s=self.config.decide_timeout_s)
+        self.bridge.register_handler("*", self.decide, self.stopped)
+
+    # ------------------------------------------------------------------ the decision
+
+    def decide(self, request: DecisionRequest) -> Decision:
+        """Answer one ``latestOffset`` of a ``format("pacer")`` source (module docstring) through the driver's
+        admission loop (:meth:`pacer_spark.driver.loop.Driver.decide`)."""
+        t0 = time.perf_counter()
+        ask = SourceAsk(self, request)
+        admitted = self.driver.decide(ask)
+        waited = admitted.turn.waited_s if admitted is not None and admitted.turn is not None else 0.0
+        if ask.q is not None:
+            ask.q.decide_s.add(time.perf_counter() - t0 - waited)
+        if ask.error is not None:
+            return Decision(None, error=ask.error)
+        if admitted is None:  # nothing now, or its part of the batch another source of the query admitted
+            return Decision(ask.index)
+        return Decision(ask.index, pool=admitted.turn.pool if admitted.turn is not None else None)
+
+    def admitted(self, held: Held, q: PacedQuery, request: DecisionRequest, batch: MicroBatch) -> int | None:
+        """Record the admitted batch (it runs in the request's Spark batch); the index of the asking source's last
+        snapshot in it (None: the batch holds none of this source's data; another source of the query reads it)."""
+        parts: dict[str, set[int]] = {}
+        for dataset in batch.datasets:
+            run, seq = source_of(dataset.id)
+            parts.setdefault(run, set()).add(seq)
+        q.inflight = InFlight(batch.id, request.batch_id, {run: frozenset(seqs) for run, seqs in parts.items()})
+        self.driver.engine.sink_done(q.query_id, telemetry.SinkDone(batch.id, request.batch_id, time.time(),
+                                                                    running=True))
+        self.truth.batch_query[batch.id] = q.query_id
+        return self.answer(q, request)
+
+    @staticmethod
+    def first_ask(q: PacedQuery, request: DecisionRequest) -> bool:
+        """Whether ``request`` is the first ask of its trigger (only then may it admit a batch, which can span every
+        source of the query: a source asked before it in the trigger was answered already). Spark asks a query's
+        sources in one order each trigger; a source asking again in the same Spark batch starts a new trigger (the
+        last one ran nothing)."""
+        if request.trigger >= 0:
+            key, new_trigger = request.trigger, q.asked_trigger != request.trigger
+        elif request.batch_id >= 0:  # no trigger stamp: a source asking twice in one batch starts a new trigger
+            key = request.batch_id
+            new_trigger = q.asked_trigger != request.batch_id or request.run in q.asked_runs
+        else:
+            return True
+        if new_trigger:
+            q.asked_trigger, q.asked_runs = key, set()
+        q.asked_runs.add(request.run)
+        return len(q.asked_runs) == 1
+
+    def answer(self, q: PacedQuery, request: DecisionRequest) -> int | None:
+        """The asking source's part of the batch in flight: the index of its last snapshot (None: no part)."""
+        assert q.inflight is not None
+        mine = q.inflight.seqs(request.run)
+        if not mine:
+            return None
+        last = max(mine)
+        for index, snapshot in enumerate(request.snapshots):
+            if snapshot.seq == last:
+                return index
+        raise RuntimeError(f"query {q.query_id!r}: snapshot {last} of the batch in flight is not pending at source "
+                           f"{request.run}")
+
+    def stale(self, held: Held, request: DecisionRequest) -> bool:
+        """Whether ``request`` reached the driver after a later one of its source, or of a later run of its query
+        (its source gave up waiting and went on): nothing in it is the source's state any more."""
+        q = self.queries.get(request.query)
+        if q is None:
+            return False
+        old_run = request.spark_run_id is not None and request.spark_run_id != q.spark_run_id and \
+            request.spark_run_id in self._by_spark_run
+        src = q.sources.get(request.run)
+        if old_run or (src is not None and 0 < request.ask <= src.last_ask):
+            q.stale += 1
+            log.info("query %r: a request of source %s came after a later one (ask %d); dropped", q.query_id,
+                     request.run, request.ask)
+            return True
+        return False
+
+    def query_for(self, held: Held, request: DecisionRequest) -> PacedQuery:
+        """The query of ``request``, registered with the Controller on first sight; a new Spark run of it (a
+        restart) gives back what its previous run held; a second paced source of the same run (a union, a join)
+        joins it, its options merged with the others'."""
+        s = self.driver
+        q = self.queries.get(request.query)
+        options = check_options(request.options)
+        if q is None:
+            self._register(held, request.query, options)
+            q = self.queries[request.query] = PacedQuery(request.query, source=request.source, options=options,
+                                                         seen_at=time.time())
+            log.info("query %r: paced by pacer (source %s, admission %s, deadline %s)", request.query,
+                     request.source, s.controller.query(request.query).admission,
+                     s.controller.query(request.query).spec.deadline)
+        if request.query_id and request.query_id != q.stream_id:
+            q.stream_id = request.query_id
+        if request.run not in q.sources:
+            new_run = (request.spark_run_id is None or request.spark_run_id != q.spark_run_id) if q.sources else True
+            if new_run:  # the first source of a new run of the query: a start, or a restart
+                if q.runs_seen:
+                    self._restart(held, q)
+                if q.runs_seen and options != q.options:  # restarted with other options: they hold from now on
+                    log.info("query %r: restarted with other pacer options (%s)", q.query_id,
+                             changed_options(q.options, options))
+                    self._register(held, q.query_id, options, again=True)
+                q.options = options
+                q.sources = {}
+                q.dead, q.error, q.holding, q.first_batch, q.asked_trigger = False, None, False, None, None
+            else:  # another paced source of the same run: one query, one deadline
+                merged = merged_options(q.query_id, q.options, options)
+                if merged != q.options:
+                    self._register(held, q.query_id, merged, again=True)
+                    q.options = merged
+            q.sources[request.run] = SourceRun(request.run)
+            q.runs_seen = True
+            if new_run:
+                self._restore_model(q, request.source_checkpoint)
+        q.sources[request.run].last_ask = max(q.sources[request.run].last_ask, request.ask)
+        if request.spark_run_id and request.spark_run_id != q.spark_run_id:
+            q.spark_run_id = request.spark_run_id
+            self._by_spark_run[request.spark_run_id] = q.query_id
+        return q
+
+    def _restore_model(self, q: PacedQuery, source_checkpoint: str | None) -> None:
+        """A run starts: take over the service-time model its checkpoint keeps (:mod:`pacer_spark.paced.model_store`)."""
+        q.model_file = model_store.model_path(source_checkpoint)
+        state = model_store.load(q.model_file) if q.model_file is not None else None
+        if state is None:
+            return
+        try:
+            self.driver.controller.reconcile.restore_service(q.query_id, state)
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("query %r: the service-time model in %s is not usable (%s); the query starts with probe "
+                        "batches", q.query_id, q.model_file, exc)
+            return
+        q.model_restored = True
+        log.info("query %r: service-time model restored from %s", q.query_id, q.model_file)
+
+
+    def _restart(self, held: Held, q: PacedQuery) -> None:
+        """A new run of ``q`` started: its previous run's batch completes (or is taken back when it never ran), and
+        what that run observed but never admitted is given back (the new run observes it again from Spark's last
+        committed offset)."""
+        self.truth.close_run(held, q, "restarted")
+        self.truth.give_back(q)
+
+    def _register(self, held: Held, query_id: str, options: dict[str, str], *, again: bool = False) -> None:
+        """Register the query with the Controller under its options (``again``: give a known one new options)."""
+        s = self.driver
+        params = {kind: {k[len(f"pacer.param.{kind}."):]: v for k, v in options.items()
+                         if k.startswith(f"pacer.param.{kind}.")} for kind in ("admission", "placement")}
+        deadline = parse_seconds(options["pacer.deadline"]) if "pacer.deadline" in options else None
+        if again:
+            c = self.config
+            spec = replace(s.controller.query(query_id).spec, deadline=deadline or c.deadline)
+            s.controller.reconfigure(spec, admission=options.get("pacer.admission") or c.admission,
+                                     placement=options.get("pacer.placement") or c.placement,
+                                     admission_params={**c.admission_params, **params["admission"]},
+                                     placement_params={**c.placement_params, **params["placement"]})
+            return
+        if self.config.overload == "shed":
+            s.gate.warn_once(f"no-shed-{query_id}", "query %r: format('pacer') reads every offset Spark "
+                                      "logged, so it is never shed: its overload is reported, not dropped "
+                                      "(overload=shed applies to pacer-gen/pacer-files queries)", query_id)
+        self.register_query(query_id, deadline=deadline, admission=options.get("pacer.admission"),
+                         placement=options.get("pacer.placement"), admission_params=params["admission"],
+                         placement_params=params["placement"], overload="keep", probe_rows=PROBE_ROWS)
+        s.controller.recorder.record(query_id).dated_by("first-seen")  # until a snapshot brings its own time
+
+    # ------------------------------------------------------------------ a source's stop
+
+    def stopped(self, event: StopEvent) -> None:
+        """A source run stopped (the JVM's ``stop``): a query whose asks never reached the driver is registered from
+        the event, so what Spark ran is accounted; then the source's truth decides (:meth:`SourceTruth.stop_run`)."""
+        with self.driver.guard.held() as held:
+            if self.stale(held, event.as_request()):  # a run the query has since left behind
+                return
+            q = self.queries.get(event.query)
+            if (q is None or event.run not in q.sources) and (event.failed_open or event.progress):
+                # its asks never reached the driver, yet Spark ran batches: account them
+                try:
+                    q = self.query_for(held, event.as_request())
+                except (ValueError, KeyError, LookupError):
+                    log.warning("query %r: its source stopped after admissions pacer could not account (its pacer "
+                                "options are refused)", event.query, exc_info=True)
+                    return
+            src = q.sources.get(event.run) if q is not None else None
+            if q is None or src is None:
+                return
+            self.truth.stop_run(held, q, src, event)
+
+    # ------------------------------------------------------------------ listener
+
+    def owner(self, held: Held, run_id: str | None) -> str | None:
+        """The pacer id of the ``format("pacer")`` query whose current Spark run is ``run_id`` (else None)."""
+        query_id = self._by_spark_run.get(run_id or "")
+        q = self.queries.get(query_id or "")
+        return query_id if q is not None and q.spark_run_id == run_id else None
+
+    def known_run(self, held: Held, run_id: str | None) -> bool:
+        """Whether ``run_id`` is a run (current or past) of one of this session's ``format("pacer")`` queries."""
+        return (run_id or "") in self._by_spark_run
+
+    def running(self, held: Held, batch_id: str) -> bool:
+        """Whether ``batch_id`` is a ``format("pacer")`` batch whose trigger has not reported yet."""
+        return batch_id in self.truth.batch_query
+
+    def on_progress(self, held: Held, query_id: str, progress: telemetry.TriggerProgress) -> None:
+        """A trigger of the current run of a paced query ended: complete its batch.
+
+        Batches Spark replays from its offset log, and admissions the source made without an answer (its progress
+        says ``pacer.unanswered``), are accounted from the source's next request, which reports both
+        (:meth:`take_reports`).
+        """
+        q = self.queries[query_id]
+        if self.driver.engine.waiting_spark_batch(held, q.query_id) == progress.batch_id and not progress.unanswered:
+            self.truth.complete(held, q, progress, event=True)
+            return
+        # counts the trigger's engine time; a batch a source admitted without an answer is not the one decided: it
+        # completes from that source's next ask, which reports what it admitted
+        if q.inflight is not None and q.inflight.spark_batch_id == progress.batch_id:
+            q.inflight_progress = progress
+        self.driver.engine.on_progress(held, progress, query_id=q.query_id, complete=False)
+
+
+    def executed_metrics(self, held: Held, query_id: str, done: telemetry.SinkDone,
+                         progress: telemetry.TriggerProgress) -> list[OperatorMetric]:
+        """The batch's operator metrics from the query's executed plan (the engine's ``read_metrics``).
+
+        Read while the plan is still the batch's own (Spark replaces ``lastExecution`` when it plans the next
+        batch, so a later batch's plan is never taken for it). The first plan read also replaces the minimal
+        chain the query got when first seen with the DAG it really executes (``dag_from_plan``).
+        """
+        s = self.driver
+        q = self.queries.get(query_id)
+        if q is None or q.stream_id is None or not self.config.operator_metrics:
+            return []
+        try:
+            root = spark_jvm.stream_executed_plan(self.spark, q.stream_id, progress.batch_id)
+            if root is None:  # Spark planned the next batch already: this batch's plan is gone
+                return []
+            if not q.plan_dag:  # registered on first sight with the minimal chain: now the real DAG
+                q.plan_dag = True
+                s.controller.replace_dag(query_id, dag_from_plan(root))
+            batch = s.controller.batch(done.batch_id).batch
+            return operator_metrics(root, s.controller.query(query_id).spec.dag, batch.placement,
+                                    batch_bytes=batch.bytes, batch_rows=batch.rows)
+        except Exception:  # py4j or a plan pacer cannot read: the batch completes without operator metrics
+            log.debug("query %r: no operator metrics for batch %s", query_id, done.batch_id, exc_info=True)
+            return []
+
+    def on_terminated(self, held: Held, query_id: str, error: str | None) -> None:
+        """The current run of the query stopped or failed (the listener, matched by run id)."""
+        q = self.queries[query_id]
+        q.dead, q.error = True, q.error or error
+        self.truth.close_run(held, q, "terminated")
+
+    # ------------------------------------------------------------------ reading
+
+    def hold(self, query_id: str) -> bool:
+        """Admit no further batch of ``query_id``, so that stopping it interrupts none (Spark's ``stop()`` interrupts
+        the running batch, which its next run redoes); False when it is no ``format("pacer")`` query here."""
+        with self.driver.guard.held() as held:
+            q = self.queries.get(query_id)
+            if q is not None:
+                q.holding = True
+                held.notify_all()
+            return q is not None
+
+    def owns(self, query_id: str) -> bool:
+        """Whether ``query_id`` is a ``format("pacer")`` query of this session."""
+        return query_id in self.queries
+
+    def completed(self, held: Held, query_id: str, batch_id: str) -> None:
+        """A batch completed: nothing to forget (its snapshots left with its decision)."""
+
+    def dead(self, held: Held, query_id: str) -> bool:
+        """Whether the paced query ``query_id`` terminated."""
+        q = self.queries.get(query_id)
+        return q is not None and q.dead
+
+    def summary(self) -> dict[str, Any]:
+        """Per query: decisions, forced admissions, withdrawn and replayed datasets, gate waits, decide times."""
+        return {q.query_id: q.summary() for q in self.queries.values()}
+
+    def close(self) -> None:
+        """Unregister from the JVM: a ``format("pacer")`` query still running then admits everything."""
+        if self.bridge is not None:
+            self.bridge.close()
+
+
+class SourceAsk:
+    """One ``latestOffset`` of a ``format("pacer")`` source, stepped by the driver's admission loop
+    (:class:`pacer_spark.driver.loop.Ask`): the request's side of :meth:`PacedQueries.decide`. It registers the query
+    and takes its reports, lets its new snapshots arrive, records the admitted batch and keeps the gate's wait.
+
+    :ivar q: the query, once known; :ivar error: why the request was refused; :ivar index: the answer, the index
+        of the admitted batch's last snapshot (None: wait).
+    """
+
+    def __init__(self, queries: PacedQueries, request: DecisionRequest) -> None:
+        self.queries = queries
+        self.request = request
+        self.query_id = request.query
+        # availableNow ends at the first empty trigger, processAllAvailable() returns at one: take what is held
+        self.drain = request.available_now or request.caller_waiting
+        self.stream_id = request.query_id  # the source asks from its query's stream thread: the query runs
+        self.q: PacedQuery | None = None
+        self.error: str | None = None
+        self.index: int | None = None
+
+    def report(self, held: Held) -> bool:
+        """Register the query on first sight, then take its reports; False without new snapshots."""
+        if self.queries.stale(held, self.request):
+            return False
+        try:
+            self.q = self.queries.query_for(held, self.request)
+        except (ValueError, KeyError, LookupError) as exc:
+            self.error = f"query {self.request.query!r}: {exc}"
+            return False
+        self.q.decisions += 1
+        if self.queries.truth.take_reports(held, self.q, self.request):  # another source of the query asked first
+            self.queries.arrivals.arrive(held, self.q, self.request)
+            self.index = self.queries.answer(self.q, self.request)
+            return False
+        if not self.queries.first_ask(self.q, self.request):  # a source asked before it in this Spark batch and
+            self.queries.arrivals.arrive(held, self.q, self.request)  # was answered: a batch now could not include its part
+            return False
+        return bool(self.request.snapshots) and not self.q.holding
+
+    def arrive(self, held: Held) -> None:
+        """The request's new snapshots arrive."""
+        assert self.q is not None
+        self.queries.arrivals.arrive(held, self.q, self.request)
+
+    def admitted(self, held: Held, batch: MicroBatch) -> bool:
+        """Record the batch; it always passes the gate (the JVM sets its pool on the stream thread)."""
+        assert self.q is not None
+        self.index = self.queries.admitted(held, self.q, self.request, batch)
+        if self.request.caller_waiting and not self.request.available_now:
+            self.q.drained += 1
+        return True
+
+    def passed(self, held: Held, turn: Turn) -> None:
+        """Keep the gate's wait."""
+        assert self.q is not None
+        self.q.gate_wait_s.add(turn.waited_s)

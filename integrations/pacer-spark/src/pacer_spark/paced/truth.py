@@ -1,0 +1,303 @@
+"""The source is the truth: a ``format("pacer")`` query's state rebuilt from what its sources report.
+
+Before the driver decides for an ask (the protocol and the state machine of one query: pacer-spark's README), it
+takes what the asking source reports: admissions it made without an answer become exactly the batch Spark ran (a
+batch the driver decided for that Spark batch is taken back), the batch in flight completes from its trigger's
+progress (unless a source admitted into it unanswered: then that source's report completes it), a batch Spark ran
+from its offset log before the run's first ask is accounted once, and snapshots the source no longer holds that it
+could not report are accounted as run. At a source's stop the same truth decides what ran and what is given back.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from pacer import Dataset, MicroBatch
+from pacer_spark.driver import telemetry
+from pacer_spark.driver.locking import Held
+from pacer_spark.jvm.decider import DecisionRequest, FailedOpen, StopEvent
+from pacer_spark.paced import model_store
+from pacer_spark.paced.arrivals import DEFAULT_ROW_BYTES, Arrivals
+from pacer_spark.paced.state import InFlight, PacedQuery, SourceRun, snapshot_id
+
+if TYPE_CHECKING:
+    from pacer_spark.driver.loop import Driver
+
+log = logging.getLogger("pacer_spark.paced.service")
+
+
+class SourceTruth:
+    """Rebuilds each ``format("pacer")`` query of a session from its sources' reports (module docstring).
+
+    :ivar batch_query: pacer batch id -> query id, for every batch whose trigger has not reported yet.
+    """
+
+    def __init__(self, driver: Driver, arrivals: Arrivals) -> None:
+        self.driver = driver
+        self.arrivals = arrivals
+        self.batch_query: dict[str, str] = {}
+
+    def take_reports(self, held: Held, q: PacedQuery, request: DecisionRequest) -> bool:
+        """Rebuild the query's state from what the asking source reports before any decision (the protocol in
+        ``integrations/pacer-spark/README.md``): the admissions it made without an answer, the end of the batch in
+        flight, batches Spark replayed from its offset log, and its pending snapshots. Whether the ask is answered
+        already (another source of the query asked first in this Spark batch: its part of that batch stands)."""
+        src = q.sources[request.run]
+        by_batch = self.progress(q, request.progress)
+        q.failed_open_lost += request.failed_open_dropped
+        for record in request.failed_open:
+            self._failed_open(held, q, src, record, by_batch)
+        self._settle(held, q, src, request, by_batch)
+        if request.first_batch_id >= 0:
+            q.first_batch = request.first_batch_id
+        self._replays(held, q, by_batch)
+        self._unreported(held, q, src, {snap.seq for snap in request.snapshots})
+        return q.inflight is not None and q.inflight.spark_batch_id == request.batch_id
+
+    def _replays(self, held: Held, q: PacedQuery, by_batch: dict[int, telemetry.TriggerProgress]) -> None:
+        """Account the batches Spark ran before the run's first ask (it re-runs the last logged batch at a start
+        without asking any source), each once."""
+        for p in sorted(by_batch.values(), key=lambda p: p.batch_id):
+            if p.rows > 0 and (p.run_id, p.batch_id) not in q.accounted and q.inflight is None and \
+                    (q.first_batch is None or p.batch_id < q.first_batch):
+                self._replayed(held, q, p)
+
+    @staticmethod
+    def progress(q: PacedQuery, entries: tuple[dict[str, Any], ...]) -> dict[int, telemetry.TriggerProgress]:
+        """The progress entries of the query's current Spark run, by Spark batch id, with the batch in flight's
+        progress heard before (kept while a source's report of what it admitted into that batch is awaited)."""
+        progress = [telemetry.TriggerProgress.from_json(p) for p in entries if "batchId" in p]
+        by_batch = {p.batch_id: p for p in progress if p.run_id in (None, q.spark_run_id)}
+        if q.inflight_progress is not None:
+            by_batch.setdefault(q.inflight_progress.batch_id, q.inflight_progress)
+        return by_batch
+
+    def _settle(self, held: Held, q: PacedQuery, src: SourceRun, request: DecisionRequest,
+                by_batch: dict[int, telemetry.TriggerProgress]) -> None:
+        """The batch in flight, against the asking source: complete it when its trigger reported; take back this
+        source's part when Spark went on to a later batch while the source still holds that part pending (it never
+        admitted it: the answer never reached it)."""
+        inflight = q.inflight
+        if inflight is None:
+            return
+        progress = by_batch.get(inflight.spark_batch_id)
+        if progress is not None and not progress.unanswered:
+            self.complete(held, q, progress, event=False)
+            return
+        if progress is not None:  # a source admitted otherwise: its own ask reports what, and completes it
+            q.inflight_progress = progress
+            return
+        pending = {snap.seq for snap in request.snapshots}
+        if request.batch_id != inflight.spark_batch_id and inflight.seqs(src.run) & pending:
+            log.warning("query %r: Spark batch %d ran without the part pacer admitted from source %s (the answer "
+                        "never reached it); that part waits again", q.query_id, inflight.spark_batch_id, src.run)
+            self._rebuild(held, q, {**inflight.parts, src.run: frozenset()}, inflight.spark_batch_id)
+
+    def _failed_open(self, held: Held, q: PacedQuery, src: SourceRun, record: FailedOpen,
+                     by_batch: dict[int, telemetry.TriggerProgress]) -> None:
+        """The source admitted ``record``'s snapshots in Spark batch ``record.batch_id`` without an answer: that is
+        what Spark ran. A decision the driver made for that batch that never reached the source is taken back; an
+        earlier batch still in flight ran (Spark went on) and completes. Idempotent: the source reports a record
+        until an answer reaches it, and an answer can be lost after the driver acted on it."""
+        key = (src.run, record.batch_id)
+        if key in q.reconciled:
+            return
+        q.reconciled.add(key)
+        q.failed_open += 1
+        seqs = frozenset(snap.seq for snap in record.snapshots)
+        log.warning("query %r: Spark batch %d was admitted without pacer's decision (%s); accounted from the "
+                    "source's report (%d snapshots)", q.query_id, record.batch_id, record.reason, len(seqs))
+        inflight = q.inflight
+        later: InFlight | None = None
+        if inflight is not None and inflight.spark_batch_id == record.batch_id:
+            parts = {**inflight.parts, src.run: seqs}  # what Spark read from this source, beside the others' parts
+        else:
+            if inflight is not None and 0 <= record.batch_id < inflight.spark_batch_id:
+                later = inflight  # decided after this record's batch ran (its source never reached the driver)
+                self._retract(held, q)
+            elif inflight is not None:  # an earlier batch: Spark went on to this one, so that one ran
+                self._finish(held, q, by_batch.get(inflight.spark_batch_id))
+            parts = {src.run: seqs}
+        done = {snap.seq for snap in record.snapshots if self.driver.controller.ledger.finished(
+            q.query_id, snapshot_id(src.run, snap.seq))}
+        if done:  # completed already as the batch decided for them (the same snapshots): accounted once
+            parts[src.run] = seqs - done
+        for snap in record.snapshots:
+            if snap.seq not in src.arrived and snap.seq not in done:
+                self.arrivals.arrive_one(q, src, snap)
+        self._rebuild(held, q, parts, record.batch_id)
+        progress = by_batch.get(record.batch_id)
+        if progress is not None:
+            self.complete(held, q, progress, event=False)
+        if later is not None:  # the batch decided after it is in flight again, less what this source read here
+            if q.inflight is not None:
+                self._finish(held, q, None)
+            self._rebuild(held, q, {**later.parts, src.run: later.seqs(src.run) - seqs}, later.spark_batch_id)
+
+    def _rebuild(self, held: Held, q: PacedQuery, parts: dict[str, frozenset[int]], spark_batch_id: int) -> None:
+        """Make the batch in flight for ``spark_batch_id`` exactly ``parts`` (what the sources really admitted):
+        the driver's own batch, if any, is taken back first; no batch when ``parts`` is empty."""
+        if q.inflight is not None and q.inflight.spark_batch_id == spark_batch_id:
+            self._retract(held, q)
+        parts = {run: seqs for run, seqs in parts.items() if seqs}
+        if not parts:
+            return
+        ids = [q.sources[run].arrived[seq] for run, seqs in parts.items() for seq in sorted(seqs)]
+        batch = self.driver.controller.reconcile.admit_exactly(q.query_id, ids)
+        q.forced += 1
+        self.driver.controller.start(batch.id)
+        self.driver.engine.sink_done(q.query_id, telemetry.SinkDone(batch.id, spark_batch_id, time.time(),
+                                                                    running=True))
+        self.batch_query[batch.id] = q.query_id
+        q.inflight = InFlight(batch.id, spark_batch_id, parts)
+
+    def _retract(self, held: Held, q: PacedQuery) -> None:
+        """Take back the batch in flight: Spark never ran it as admitted. Its snapshots wait again."""
+        inflight = q.inflight
+        assert inflight is not None
+        self.driver.engine.forget(held, q.query_id)
+        self.driver.controller.reconcile.retract(inflight.batch_id)
+        self.batch_query.pop(inflight.batch_id, None)
+        for run, seqs in inflight.parts.items():  # buffered again: their sources' books hold them
+            src = q.sources.get(run)
+            for seq in seqs if src is not None else ():
+                src.arrived[seq] = snapshot_id(run, seq)  # type: ignore[union-attr]
+        q.inflight, q.inflight_progress = None, None
+        q.retracted += 1
+        held.notify_all()
+
+    def _finish(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress | None) -> None:
+        """The batch in flight ran: complete it from its progress, or without it when none came."""
+        if progress is not None:
+            self.complete(held, q, progress, event=False)
+            return
+        done = self.driver.engine.give_up(held, q.query_id)
+        if done is not None:
+            q.given_up.add((None, done.spark_batch_id))
+            q.accounted.add((q.spark_run_id, done.spark_batch_id))
+        self._done(q)
+
+    def _done(self, q: PacedQuery) -> None:
+        """The batch in flight completed: its snapshots leave their sources' books."""
+        inflight = q.inflight
+        if inflight is None:
+            return
+        for run, seqs in inflight.parts.items():
+            src = q.sources.get(run)
+            for seq in seqs if src is not None else ():
+                src.arrived.pop(seq, None)  # type: ignore[union-attr]
+        self.batch_query.pop(inflight.batch_id, None)
+        q.inflight, q.inflight_progress = None, None
+
+    def _unreported(self, held: Held, q: PacedQuery, src: SourceRun, pending: set[int]) -> None:
+        """Snapshots the driver buffers that the source no longer holds pending, outside the batch in flight: Spark
+        read them in admissions whose records the source could no longer keep (``failed_open_dropped``). They ran:
+        accounted as one batch, completed without its progress."""
+        inflight = q.inflight.seqs(src.run) if q.inflight is not None else frozenset()
+        gone = frozenset(seq for seq in src.arrived if seq not in pending and seq not in inflight)
+        if not gone or q.inflight is not None:
+            return
+        log.warning("query %r: %d snapshots of source %s were read by Spark in admissions it could not report; "
+                    "accounted as one batch", q.query_id, len(gone), src.run)
+        self._rebuild(held, q, {src.run: gone}, -1)
+        self._finish(held, q, None)
+
+    def complete(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress, *, event: bool) -> None:
+        """Complete the query's batch in flight from its trigger's progress."""
+        self._measured(held, q, progress)
+        if self.driver.engine.on_progress(held, progress, event=event, query_id=q.query_id) is not None:
+            self._done(q)
+            self._save_model(q)
+
+    def give_back(self, q: PacedQuery) -> int:
+        """Withdraw every buffered snapshot of ``q`` (their sources offer them again: a restart re-observes them from
+        the last committed offset, a source's next ask reports them pending); the batch in flight keeps its own."""
+        withdrawn = self.driver.controller.withdraw(q.query_id)
+        q.withdrawn += withdrawn
+        for src in q.sources.values():
+            keep = q.inflight.seqs(src.run) if q.inflight is not None else frozenset()
+            src.arrived = {seq: dataset for seq, dataset in src.arrived.items() if seq in keep}
+        return withdrawn
+
+    def close_run(self, held: Held, q: PacedQuery, why: str) -> None:
+        """The run of ``q`` ended without telling which batch its trigger finished: its batch in flight completes
+        now, without its progress (a replay of it by the next run is then not counted again)."""
+        if q.inflight is not None:
+            log.debug("query %r: run ended (%s); batch %s completed without its progress", q.query_id, why,
+                      q.inflight.batch_id)
+            self._finish(held, q, None)
+
+    def _force(self, held: Held, q: PacedQuery, count: int, why: str) -> MicroBatch | None:
+        batch = self.driver.force(held, q.query_id, count)
+        if batch is not None:
+            q.forced += 1
+            log.debug("query %r: %s (%d datasets)", q.query_id, why, count)
+        return batch
+
+    def _replayed(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress) -> None:
+        """Spark ran a batch from its offset log without asking the source: account it once."""
+        s = self.driver
+        q.accounted.add((progress.run_id, progress.batch_id))
+        if (None, progress.batch_id) in q.given_up:  # completed when the run that first ran it stopped
+            return
+        arrival = progress.started_at or progress.delivered_at
+        self.give_back(q)  # keeps the order: the replay came before them
+        dataset = Dataset(f"replay:{q.stream_id}:{progress.batch_id}", arrival, progress.rows * DEFAULT_ROW_BYTES,
+                          progress.rows)
+        s.controller.arrive(q.query_id, dataset)
+        batch = self._force(held, q, 1, f"Spark replayed batch {progress.batch_id} from its offset log")
+        if batch is not None:
+            s.controller.start(batch.id)
+            s.controller.complete(batch.id, engine_s=progress.engine_s, completed_at=progress.ended_at)
+            q.replays += 1
+            log.info("query %r: batch %d was replayed from the checkpoint (%d rows); accounted once",
+                     q.query_id, progress.batch_id, progress.rows)
+
+    def _measured(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress) -> None:
+        """Keep what the trigger of the batch in flight measured (bytes per row: how snapshots are sized)."""
+        q.accounted.add((progress.run_id, progress.batch_id))
+        if progress.source_metrics:
+            q.source_metrics = dict(progress.source_metrics)
+        if q.inflight is None or q.inflight.spark_batch_id != progress.batch_id:
+            return
+        try:
+            q.read_bytes += self.driver.controller.batch(q.inflight.batch_id).batch.bytes
+            q.read_rows += progress.rows
+        except KeyError:
+            pass
+
+    def _save_model(self, q: PacedQuery) -> None:
+        """Keep the query's fitted model with its checkpoint, at most every ``SAVE_EVERY_S``."""
+        now = time.monotonic()
+        if q.model_file is None or now - q.model_saved_at < model_store.SAVE_EVERY_S:
+            return
+        state = self.driver.controller.reconcile.service_state(q.query_id)
+        if not state.get("n"):
+            return
+        q.model_saved_at = now
+        model_store.save(q.model_file, state)
+
+    def stop_run(self, held: Held, q: PacedQuery, src: SourceRun, event: StopEvent) -> None:
+        """Source ``src`` of ``q`` stopped (the JVM's ``stop``, after Spark's stream thread ended): a batch whose
+        trigger reported completes; one whose trigger never ended is taken back (Spark replays it from its offset
+        log at the next start, or the next run observes its data again); what the source held is given back."""
+        by_batch = self.progress(q, event.progress)
+        if event.first_batch_id >= 0:
+            q.first_batch = event.first_batch_id
+        self._replays(held, q, {b: p for b, p in by_batch.items()
+                                if b not in {r.batch_id for r in event.failed_open}})
+        for record in event.failed_open:
+            if record.batch_id in by_batch:  # the trigger ended: it ran; else it never happened for Spark
+                self._failed_open(held, q, src, record, by_batch)
+        inflight = q.inflight
+        progress = by_batch.get(inflight.spark_batch_id) if inflight is not None else None
+        if inflight is not None and progress is None:
+            self._retract(held, q)
+        elif progress is not None and not progress.unanswered:
+            self.complete(held, q, progress, event=False)
+        # else: another source of the query admitted into it unanswered; its stop event reports what
+        self.give_back(q)
+        q.dead = True
+        held.notify_all()

@@ -8,11 +8,11 @@ import pytest
 
 from pacer import Controller, Dataset, MicroBatch
 from pacer.plugins import get_plugin_manager
+from pacer_spark.driver.clock import PinnedClock
 from pacer_spark.driver.gate import Turn
 from pacer_spark.driver.locking import Held
 from pacer_spark.driver.loop import Driver
 from pacer_spark.driver.replay import ReplayGuard
-from pacer_spark.driver.telemetry import PinnedClock
 from pacer_workloads import make_query
 
 

@@ -86,11 +86,11 @@ def test_one_batch_passes_the_rooms_in_the_order_the_readme_walks() -> None:
     assert answer["seq"] == 1  # the next batch decided
     assert controller.ledger.counts["q"]["processed"] == 1  # the previous one completed on the way
     # the README: the JVM's request parsed (jvm/decider), PacedQueries.decide (paced/service) hands Driver.decide
-    # (driver/loop) the ask; under the lock the previous batch completes (driver/telemetry) and the Controller
+    # (driver/loop) the ask; under the lock the previous batch completes (driver/completion) and the Controller
     # (pacer-core) admits and places the next; the batch passes the gate (driver/gate) outside the lock
     assert rooms[:4] == ["jvm", "paced", "driver", "pacer-core"], rooms
     walk = [m for m in modules if m in ("pacer_spark.jvm.decider", "pacer_spark.paced.service",
-                                        "pacer_spark.driver.loop", "pacer_spark.driver.telemetry",
+                                        "pacer_spark.driver.loop", "pacer_spark.driver.completion",
                                         "pacer_spark.driver.gate")]
     assert walk == ["pacer_spark.jvm.decider", "pacer_spark.paced.service", "pacer_spark.driver.loop",
-                    "pacer_spark.driver.telemetry", "pacer_spark.driver.gate"], modules
+                    "pacer_spark.driver.completion", "pacer_spark.driver.gate"], modules

@@ -28,10 +28,11 @@ from pacer import AdmissionDecision, Controller, QuerySpec, StrategyInfo, hookim
 from pacer.dag import Operator, OperatorDAG
 from pacer.plugins import get_plugin_manager
 from pacer_spark.config import PacerConfig
+from pacer_spark.driver.clock import PinnedClock
 from pacer_spark.driver.loop import Driver
 from pacer_spark.driver.replay import ReplayGuard
-from pacer_spark.driver.telemetry import PinnedClock, TriggerProgress
 from pacer_spark.jvm.decider import DecisionRequest, FailedOpen, OffsetSnapshot, StopEvent
+from pacer_spark.jvm.progress import TriggerProgress
 from pacer_spark.paced.service import PacedQueries
 
 ROWS = 10  # rows per snapshot

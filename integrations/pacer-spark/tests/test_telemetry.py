@@ -11,14 +11,10 @@ from pyspark.sql.streaming.listener import StreamingQueryProgress
 
 from pacer import Controller, Dataset
 from pacer.plugins import get_plugin_manager
+from pacer_spark.driver.clock import PinnedClock
+from pacer_spark.driver.completion import BatchCompletion, SinkDone
 from pacer_spark.driver.locking import Guard
-from pacer_spark.driver.telemetry import (
-    BatchCompletion,
-    PinnedClock,
-    SinkDone,
-    TriggerProgress,
-    parse_progress_timestamp,
-)
+from pacer_spark.jvm.progress import TriggerProgress, parse_progress_timestamp
 from pacer_spark.sources.gen import GenStreamReader
 from pacer_spark.sources.rpc import ControllerServer
 from pacer_workloads import make_query

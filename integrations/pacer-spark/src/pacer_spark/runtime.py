@@ -34,7 +34,8 @@ from pacer.plugins import get_plugin_manager
 from pacer.report import build_report
 from pacer_spark.checkpoint import clear_interrupted_first_batch
 from pacer_spark.config import PacerConfig
-from pacer_spark.driver import telemetry
+from pacer_spark.driver.clock import PinnedClock
+from pacer_spark.driver.listener import ProgressListener
 from pacer_spark.driver.loop import Driver
 from pacer_spark.driver.pools import DEFAULT_LADDER
 from pacer_spark.jvm import spark_jvm
@@ -74,7 +75,7 @@ class PacerSession:
         self.pm = config.plugin_manager or get_plugin_manager()
         self.replay = ReplayGuard()
         self.pm.register(self.replay, name="pacer-spark-replay-guard")
-        self.clock = telemetry.PinnedClock()  # reads a trigger's end while a batch completes (telemetry.py)
+        self.clock = PinnedClock()  # reads a trigger's end while a batch completes (driver/completion.py)
         self.controller = Controller(
             clock=self.clock, cores=self.cores, devices=Devices(cpu_cores=self.cores, gpus=gpu_count),
             scheduler=config.scheduler, scheduler_params=dict(config.scheduler_params) or None, plugin_manager=self.pm,
@@ -97,7 +98,7 @@ class PacerSession:
         spark.dataSource.register(PacerGenDataSource)
         spark.dataSource.register(PacerFilesDataSource)
         self.server = ControllerServer(self.admission.handle)
-        self.listener = telemetry.ProgressListener(self.observer)
+        self.listener = ProgressListener(self.observer)
         spark.streams.addListener(self.listener)
         self.closed = False
         self.paced: PacedQueries | None = None

@@ -1,6 +1,6 @@
 """A session's telemetry: the listener's events routed to its queries, pacer's overhead, the report's ``spark`` part.
 
-:class:`SessionTelemetry` is what the session's :class:`~pacer_spark.driver.telemetry.ProgressListener` reports to:
+:class:`SessionTelemetry` is what the session's :class:`~pacer_spark.driver.listener.ProgressListener` reports to:
 a trigger's progress completes a ``pacer-gen``/``pacer-files`` batch (or goes to the ``format("pacer")``
 queries, :mod:`pacer_spark.paced.service`); a query's termination marks it dead, with its error.
 """
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import SparkSession
 
 from pacer.summary import StreamingSummary
-from pacer_spark.driver import telemetry
 from pacer_spark.driver.loop import Driver
 from pacer_spark.errors import root_cause
+from pacer_spark.jvm.progress import TriggerProgress
 from pacer_spark.sources.admission import AdmissionService
 from pacer_spark.sources.files_source import FILES_FORMAT
 
@@ -55,9 +55,9 @@ class SessionTelemetry:
         """Route listener events of the streaming query ``stream_id`` (its id or run id) to ``query_id``."""
         self._by_run_id[stream_id] = query_id
 
-    # ------------------------------------------------------------------ listener callbacks (telemetry.ProgressSink)
+    # ------------------------------------------------------------------ listener callbacks (ProgressSink)
 
-    def _on_progress(self, progress: telemetry.TriggerProgress) -> None:
+    def _on_progress(self, progress: TriggerProgress) -> None:
         """A trigger ended: keep Spark's durations and complete the batch it ran (the listener's thread)."""
         with self.driver.guard.held() as held:
             if self.paced is not None:  # a format("pacer") query is matched by its run id, whatever its name

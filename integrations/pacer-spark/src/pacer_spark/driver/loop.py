@@ -23,10 +23,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from pacer import Controller, MicroBatch, OperatorMetric
+from pacer_spark.driver.clock import PinnedClock
+from pacer_spark.driver.completion import BatchCompletion, SinkDone
 from pacer_spark.driver.gate import Gate, Turn
 from pacer_spark.driver.locking import Guard, Held
 from pacer_spark.driver.replay import ReplayGuard
-from pacer_spark.driver.telemetry import BatchCompletion, PinnedClock, SinkDone, TriggerProgress
+from pacer_spark.jvm.progress import TriggerProgress
 
 if TYPE_CHECKING:
     from pacer_spark.plan.enact import Enactment

@@ -37,7 +37,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pacer import MicroBatch, OperatorMetric
-from pacer_spark.driver import telemetry
+from pacer_spark.driver.completion import SinkDone
 from pacer_spark.driver.gate import Turn
 from pacer_spark.driver.locking import Held
 from pacer_spark.jvm import spark_jvm
@@ -47,6 +47,7 @@ from pacer_spark.jvm.decider import (
     PacerBridge,
     StopEvent,
 )
+from pacer_spark.jvm.progress import TriggerProgress
 from pacer_spark.options import parse_seconds
 from pacer_spark.paced import model_store
 from pacer_spark.paced.arrivals import Arrivals
@@ -130,7 +131,7 @@ class PacedQueries:
             run, seq = source_of(dataset.id)
             parts.setdefault(run, set()).add(seq)
         q.inflight = InFlight(batch.id, request.batch_id, {run: frozenset(seqs) for run, seqs in parts.items()})
-        self.driver.engine.sink_done(q.query_id, telemetry.SinkDone(batch.id, request.batch_id, time.time(),
+        self.driver.engine.sink_done(q.query_id, SinkDone(batch.id, request.batch_id, time.time(),
                                                                     running=True))
         self.truth.batch_query[batch.id] = q.query_id
         return self.answer(q, request)
@@ -309,7 +310,7 @@ class PacedQueries:
         """Whether ``batch_id`` is a ``format("pacer")`` batch whose trigger has not reported yet."""
         return batch_id in self.truth.batch_query
 
-    def on_progress(self, held: Held, query_id: str, progress: telemetry.TriggerProgress) -> None:
+    def on_progress(self, held: Held, query_id: str, progress: TriggerProgress) -> None:
         """A trigger of the current run of a paced query ended: complete its batch.
 
         Batches Spark replays from its offset log, and admissions the source made without an answer (its progress
@@ -327,8 +328,8 @@ class PacedQueries:
         self.driver.engine.on_progress(held, progress, query_id=q.query_id, complete=False)
 
 
-    def executed_metrics(self, held: Held, query_id: str, done: telemetry.SinkDone,
-                         progress: telemetry.TriggerProgress) -> list[OperatorMetric]:
+    def executed_metrics(self, held: Held, query_id: str, done: SinkDone,
+                         progress: TriggerProgress) -> list[OperatorMetric]:
         """The batch's operator metrics from the query's executed plan (the engine's ``read_metrics``).
 
         Read while the plan is still the batch's own (Spark replaces ``lastExecution`` when it plans the next

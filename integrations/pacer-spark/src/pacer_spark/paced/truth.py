@@ -15,9 +15,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pacer import Dataset, MicroBatch
-from pacer_spark.driver import telemetry
+from pacer_spark.driver.completion import SinkDone
 from pacer_spark.driver.locking import Held
 from pacer_spark.jvm.decider import DecisionRequest, FailedOpen, StopEvent
+from pacer_spark.jvm.progress import TriggerProgress
 from pacer_spark.paced import model_store
 from pacer_spark.paced.arrivals import DEFAULT_ROW_BYTES, Arrivals
 from pacer_spark.paced.state import InFlight, PacedQuery, SourceRun, snapshot_id
@@ -56,7 +57,7 @@ class SourceTruth:
         self._unreported(held, q, src, {snap.seq for snap in request.snapshots})
         return q.inflight is not None and q.inflight.spark_batch_id == request.batch_id
 
-    def _replays(self, held: Held, q: PacedQuery, by_batch: dict[int, telemetry.TriggerProgress]) -> None:
+    def _replays(self, held: Held, q: PacedQuery, by_batch: dict[int, TriggerProgress]) -> None:
         """Account the batches Spark ran before the run's first ask (it re-runs the last logged batch at a start
         without asking any source), each once."""
         for p in sorted(by_batch.values(), key=lambda p: p.batch_id):
@@ -65,17 +66,17 @@ class SourceTruth:
                 self._replayed(held, q, p)
 
     @staticmethod
-    def progress(q: PacedQuery, entries: tuple[dict[str, Any], ...]) -> dict[int, telemetry.TriggerProgress]:
+    def progress(q: PacedQuery, entries: tuple[dict[str, Any], ...]) -> dict[int, TriggerProgress]:
         """The progress entries of the query's current Spark run, by Spark batch id, with the batch in flight's
         progress heard before (kept while a source's report of what it admitted into that batch is awaited)."""
-        progress = [telemetry.TriggerProgress.from_json(p) for p in entries if "batchId" in p]
+        progress = [TriggerProgress.from_json(p) for p in entries if "batchId" in p]
         by_batch = {p.batch_id: p for p in progress if p.run_id in (None, q.spark_run_id)}
         if q.inflight_progress is not None:
             by_batch.setdefault(q.inflight_progress.batch_id, q.inflight_progress)
         return by_batch
 
     def _settle(self, held: Held, q: PacedQuery, src: SourceRun, request: DecisionRequest,
-                by_batch: dict[int, telemetry.TriggerProgress]) -> None:
+                by_batch: dict[int, TriggerProgress]) -> None:
         """The batch in flight, against the asking source: complete it when its trigger reported; take back this
         source's part when Spark went on to a later batch while the source still holds that part pending (it never
         admitted it: the answer never reached it)."""
@@ -96,7 +97,7 @@ class SourceTruth:
             self._rebuild(held, q, {**inflight.parts, src.run: frozenset()}, inflight.spark_batch_id)
 
     def _failed_open(self, held: Held, q: PacedQuery, src: SourceRun, record: FailedOpen,
-                     by_batch: dict[int, telemetry.TriggerProgress]) -> None:
+                     by_batch: dict[int, TriggerProgress]) -> None:
         """The source admitted ``record``'s snapshots in Spark batch ``record.batch_id`` without an answer: that is
         what Spark ran. A decision the driver made for that batch that never reached the source is taken back; an
         earlier batch still in flight ran (Spark went on) and completes. Idempotent: the source reports a record
@@ -148,7 +149,7 @@ class SourceTruth:
         batch = self.driver.controller.reconcile.admit_exactly(q.query_id, ids)
         q.forced += 1
         self.driver.controller.start(batch.id)
-        self.driver.engine.sink_done(q.query_id, telemetry.SinkDone(batch.id, spark_batch_id, time.time(),
+        self.driver.engine.sink_done(q.query_id, SinkDone(batch.id, spark_batch_id, time.time(),
                                                                     running=True))
         self.batch_query[batch.id] = q.query_id
         q.inflight = InFlight(batch.id, spark_batch_id, parts)
@@ -168,7 +169,7 @@ class SourceTruth:
         q.retracted += 1
         held.notify_all()
 
-    def _finish(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress | None) -> None:
+    def _finish(self, held: Held, q: PacedQuery, progress: TriggerProgress | None) -> None:
         """The batch in flight ran: complete it from its progress, or without it when none came."""
         if progress is not None:
             self.complete(held, q, progress, event=False)
@@ -204,7 +205,7 @@ class SourceTruth:
         self._rebuild(held, q, {src.run: gone}, -1)
         self._finish(held, q, None)
 
-    def complete(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress, *, event: bool) -> None:
+    def complete(self, held: Held, q: PacedQuery, progress: TriggerProgress, *, event: bool) -> None:
         """Complete the query's batch in flight from its trigger's progress."""
         self._measured(held, q, progress)
         if self.driver.engine.on_progress(held, progress, event=event, query_id=q.query_id) is not None:
@@ -236,7 +237,7 @@ class SourceTruth:
             log.debug("query %r: %s (%d datasets)", q.query_id, why, count)
         return batch
 
-    def _replayed(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress) -> None:
+    def _replayed(self, held: Held, q: PacedQuery, progress: TriggerProgress) -> None:
         """Spark ran a batch from its offset log without asking the source: account it once."""
         s = self.driver
         q.accounted.add((progress.run_id, progress.batch_id))
@@ -255,7 +256,7 @@ class SourceTruth:
             log.info("query %r: batch %d was replayed from the checkpoint (%d rows); accounted once",
                      q.query_id, progress.batch_id, progress.rows)
 
-    def _measured(self, held: Held, q: PacedQuery, progress: telemetry.TriggerProgress) -> None:
+    def _measured(self, held: Held, q: PacedQuery, progress: TriggerProgress) -> None:
         """Keep what the trigger of the batch in flight measured (bytes per row: how snapshots are sized)."""
         q.accounted.add((progress.run_id, progress.batch_id))
         if progress.source_metrics:

@@ -24,11 +24,12 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from pacer import Controller, MicroBatch
 from pacer.summary import StreamingSummary
-from pacer_spark.driver import telemetry
+from pacer_spark.driver.completion import BatchCompletion, SinkDone
 from pacer_spark.driver.gate import Turn
 from pacer_spark.driver.locking import Held
 from pacer_spark.driver.replay import ReplayGuard
 from pacer_spark.jvm import spark_jvm
+from pacer_spark.jvm.progress import TriggerProgress
 from pacer_spark.options import GenPlan
 from pacer_spark.sources.files_source import FILES_FORMAT, manifest_in_checkpoint
 from pacer_spark.sources.gen import GEN_FORMAT
@@ -73,7 +74,7 @@ class AdmissionService:
         return self.driver.controller
 
     @property
-    def engine(self) -> telemetry.BatchCompletion:
+    def engine(self) -> BatchCompletion:
         """The driver's batch completion."""
         return self.driver.engine
 
@@ -94,8 +95,8 @@ class AdmissionService:
         """Never: a pacer source's batch completes from its sink (:class:`~pacer_spark.sources.sink_gate.SinkGate`)."""
         return False
 
-    def executed_metrics(self, held: Held, query_id: str, done: telemetry.SinkDone,
-                         progress: telemetry.TriggerProgress) -> Sequence[Any]:
+    def executed_metrics(self, held: Held, query_id: str, done: SinkDone,
+                         progress: TriggerProgress) -> Sequence[Any]:
         """None here: the sink gate reads a pacer source's operator metrics in ``foreachBatch``."""
         return []
 

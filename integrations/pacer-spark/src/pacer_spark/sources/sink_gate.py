@@ -6,7 +6,7 @@ turn in its reader's ``latestOffset`` (:class:`~pacer_spark.sources.admission.Ad
 its fair-scheduler pool, which only the stream thread can take (a replay, admitted here, waits for its
 turn here too). Then the sink runs, and the wrapper reads the
 operator metrics of its executed plan and hands the batch to the
-:class:`~pacer_spark.driver.telemetry.BatchCompletion`, which completes it when its trigger reports.
+:class:`~pacer_spark.driver.completion.BatchCompletion`, which completes it when its trigger reports.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
-from pacer_spark.driver import telemetry
+from pacer_spark.driver.completion import SinkDone
 from pacer_spark.driver.loop import Driver
 from pacer_spark.errors import stop_error
 from pacer_spark.jvm import spark_jvm
@@ -78,7 +78,7 @@ class SinkGate:
 
     def _finish(self, query_id: str, batch_id: str, spark_batch_id: int) -> None:
         """The sink returned: read the operator metrics (the next trigger replaces the executed plan), free the
-        gate and leave completion to the trigger's progress event, after commitOffsets (see telemetry.py)."""
+        gate and leave completion to the trigger's progress event, after commitOffsets (see pacer_spark.driver.completion)."""
         source = self.admission.sources[query_id]
         metrics = []
         if self.collect_metrics and source.handle is not None:
@@ -95,7 +95,7 @@ class SinkGate:
             except Exception:
                 log.debug("no operator metrics for %s", batch_id, exc_info=True)
             source.metrics_s.add(time.perf_counter() - t0)
-        self.driver.engine.sink_done(query_id, telemetry.SinkDone(batch_id, spark_batch_id, time.time(), metrics))
+        self.driver.engine.sink_done(query_id, SinkDone(batch_id, spark_batch_id, time.time(), metrics))
 
 
 __all__ = ["Sink", "SinkGate"]

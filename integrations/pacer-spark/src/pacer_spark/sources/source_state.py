@@ -12,7 +12,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from pacer import Dataset
 from pacer.summary import StreamingSummary
-from pacer_spark.driver import telemetry
+from pacer_spark.driver.listener import DurationAverages
 from pacer_spark.jvm import spark_jvm
 from pacer_spark.options import GenPlan
 from pacer_spark.sources.files_source import FILES_FORMAT, Manifest, ignored_name
@@ -46,7 +46,7 @@ class SourceState:
     error: str | None = None
     gate_wait_s: StreamingSummary = field(default_factory=StreamingSummary)
     metrics_s: StreamingSummary = field(default_factory=StreamingSummary)
-    durations: telemetry.DurationAverages = field(default_factory=telemetry.DurationAverages)
+    durations: DurationAverages = field(default_factory=DurationAverages)
     shed: list[int] = field(default_factory=list)
     spark_batches: int = 0
     #: batches Spark ran without the driver's answer (a replay after a restart, or the reader admitting on its own:

@@ -1,4 +1,4 @@
-"""Engine time per micro-batch from Spark's ``StreamingQueryListener``: when a trigger ended and what it cost.
+"""Batch completion: a batch completes in the Controller when its trigger ends, with the engine time Spark measured.
 
 A pacer batch on Spark is one trigger of the query: ``latestOffset`` (the admission decision),
 ``walCommit``, ``queryPlanning``, ``addBatch`` (the scheduling gate and the user's sink, in
@@ -38,48 +38,17 @@ exact.
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-from pyspark.sql.streaming.listener import StreamingQueryListener
+from typing import Any
 
 from pacer import Controller, OperatorMetric
 from pacer.summary import StreamingSummary
 from pacer_spark.config import DEFAULT_PROGRESS_TIMEOUT_S
+from pacer_spark.driver.clock import PinnedClock
 from pacer_spark.driver.locking import Guard, Held
-from pacer_spark.jvm.progress import TriggerProgress, parse_progress_timestamp
-
-
-class PinnedClock:
-    """The Controller's clock on Spark: the wall clock, except while :meth:`pinned` to a past instant.
-
-    The listener completes a batch a few milliseconds after its trigger ended; pinning the clock to
-    the trigger's end for that one ``Controller.complete`` call makes ``completed_at`` the instant
-    Spark finished, not the instant the event was delivered. Only use it under the session's lock.
-    """
-
-    def __init__(self) -> None:
-        self._pinned: float | None = None
-        self._owner: int | None = None
-
-    def __call__(self) -> float:
-        """Now, or the pinned instant for the thread that pinned it."""
-        if self._pinned is not None and self._owner == threading.get_ident():
-            return self._pinned
-        return time.time()
-
-    @contextmanager
-    def pinned(self, at: float) -> Iterator[None]:
-        """Read ``at`` from this clock (in this thread) inside the ``with`` block."""
-        self._pinned, self._owner = at, threading.get_ident()
-        try:
-            yield
-        finally:
-            self._pinned, self._owner = None, None
+from pacer_spark.jvm.progress import TriggerProgress
 
 
 @dataclass
@@ -254,61 +223,4 @@ class BatchCompletion:
             }
 
 
-class DurationAverages:
-    """Spark's ``durationMs`` of a query's triggers, averaged per key: running sums, so bounded however long it runs."""
-
-    def __init__(self) -> None:
-        self._sums: dict[str, float] = {}
-        self.count = 0
-
-    def add(self, durations_ms: Mapping[str, float]) -> None:
-        """One trigger's ``durationMs``."""
-        self.count += 1
-        for key, value in durations_ms.items():
-            self._sums[key] = self._sums.get(key, 0.0) + float(value)
-
-    def averages(self) -> dict[str, float]:
-        """ms per key, over every trigger added (empty before the first)."""
-        return {k: v / self.count for k, v in sorted(self._sums.items())} if self.count else {}
-
-
-class ProgressSink(Protocol):
-    """What :class:`ProgressListener` reports to (the :class:`~pacer_spark.runtime.PacerSession`)."""
-
-    def _on_progress(self, progress: TriggerProgress) -> None: ...
-
-    def _on_terminated(self, run_id: str, exception: str | None) -> None:
-        """A run of a streaming query ended (``run_id``: its run id, not the query's id)."""
-
-
-class ProgressListener(StreamingQueryListener):
-    """Forwards Spark's per-trigger progress (completing batches) and query terminations to the session."""
-
-    def __init__(self, session: ProgressSink) -> None:
-        self.session = session
-
-    def onQueryStarted(self, event: Any) -> None:
-        """Nothing to do."""
-
-    def onQueryProgress(self, event: Any) -> None:
-        """A trigger ended (after ``commitOffsets``): hand its durations to the session."""
-        self.session._on_progress(TriggerProgress.from_event(event.progress))
-
-    def onQueryIdle(self, event: Any) -> None:
-        """Nothing to do."""
-
-    def onQueryTerminated(self, event: Any) -> None:
-        """Mark the query dead so no other batch waits for it."""
-        self.session._on_terminated(str(event.runId), event.exception)
-
-
-__all__ = [
-    "DEFAULT_PROGRESS_TIMEOUT_S",
-    "BatchCompletion",
-    "DurationAverages",
-    "PinnedClock",
-    "ProgressListener",
-    "SinkDone",
-    "TriggerProgress",
-    "parse_progress_timestamp",
-]
+__all__ = ["BatchCompletion", "SinkDone"]

@@ -59,8 +59,8 @@ def test_bad_arguments_fail_before_spark_starts(argv: list[str], message: str, c
 def _validated(argv: list[str]) -> Any:
     """The RunConfig ``pacer run --runtime spark ARGV`` would run: core's flags, then the Spark runtime's."""
     from pacer.cli import build_parser
+    from pacer.cli.run_command import check_strategies, config_from_args
     from pacer.plugins import get_plugin_manager
-    from pacer.run_cli import check_strategies, config_from_args
     from pacer_spark.run.cli import DEFAULT_DURATION, apply_args
 
     pm = get_plugin_manager(allowed=["spark"])

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from pacer import Operator, OperatorDAG, Placement, jars
+from pacer import Operator, OperatorDAG, Placement
+from pacer.infra import jars
 from pacer_spark.plan import rapids_jar
 from pacer_spark.plan.dag import NODE_KINDS, RAPIDS_EXECS, kind_of, rapids_confs
 

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from pacer import OperatorDAG, Placement, jars
+from pacer import OperatorDAG, Placement
+from pacer.infra import jars
 from pacer_spark.plan import rapids_jar
 from pacer_spark.plan.dag import PlanNode, dag_from_plan
 from pacer_spark.plan.rapids_explain import compare, parse_explain

@@ -245,7 +245,7 @@ def test_error_traces_go_to_a_private_file_not_through_a_planted_link(tmp_path: 
 
 def test_a_cached_rapids_jar_another_user_could_have_written_is_refused(tmp_path: Path) -> None:
     """The RAPIDS jar goes on Spark's classpath: one group-writable in pacer's Maven cache is refused, naming it."""
-    from pacer import jars
+    from pacer.infra import jars
     from pacer_spark.plan import rapids_jar
     cache = tmp_path / "maven"
     jar = jars.jar_path(rapids_jar.GROUP, rapids_jar.ARTIFACT, "26.08.0", cache=cache)

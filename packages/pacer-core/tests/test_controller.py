@@ -201,7 +201,7 @@ def test_hook_pacer_cli_commands(capsys: pytest.CaptureFixture[str], monkeypatch
         pm.register(Hello())
         return pm
 
-    monkeypatch.setattr("pacer.cli.get_plugin_manager", with_hello)
+    monkeypatch.setattr("pacer.cli.program.get_plugin_manager", with_hello)
     assert main(["hello", "--who", "pacer"]) == 0
     assert capsys.readouterr().out == "hello pacer\n"
 

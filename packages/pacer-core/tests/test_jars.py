@@ -1,4 +1,4 @@
-"""pacer.jars against the real ``mvn`` and Maven Central (skipped, with the reason, where ``mvn`` is absent)."""
+"""pacer.infra.jars against the real ``mvn`` and Maven Central (skipped, with the reason, where ``mvn`` is absent)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pacer import jars, trusted
+from pacer.infra import jars, trusted
 
 needs_mvn = pytest.mark.skipif(shutil.which("mvn") is None, reason="mvn is not installed (apt-get install maven)")
 

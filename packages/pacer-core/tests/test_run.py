@@ -26,12 +26,12 @@ from pacer import (
     hookimpl,
 )
 from pacer.cli import UsageError, main
+from pacer.cli.run_command import parse_seconds, split_strategy_params
 from pacer.clock import ManualClock
 from pacer.durations import parse_duration
 from pacer.event_loop import EventLoop
 from pacer.plugins import PluginManager
 from pacer.report import build_report
-from pacer.run_cli import parse_seconds, split_strategy_params
 
 CONFIG = RunConfig(
     (QueryRun("lr2", traffic="wave", rate=1500.0, traffic_params={"period": 30.0}, admission="static",
@@ -174,14 +174,14 @@ class TickPlugin:
 
 
 def _with_tick(monkeypatch: pytest.MonkeyPatch) -> None:
-    import pacer.cli
+    import pacer.cli.program
 
     def plugin_manager(**kwargs: Any) -> PluginManager:
         pm = get_plugin_manager(entry_points=False)
         pm.register(TickPlugin())
         return pm
 
-    monkeypatch.setattr(pacer.cli, "get_plugin_manager", plugin_manager)
+    monkeypatch.setattr(pacer.cli.program, "get_plugin_manager", plugin_manager)
 
 
 def test_hook_pacer_runtimes() -> None:

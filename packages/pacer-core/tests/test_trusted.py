@@ -1,4 +1,4 @@
-"""pacer.trusted: whether a cached file is safe to load as code (no link, this user's or root's, owner-writable only)."""
+"""pacer.infra.trusted: whether a cached file is safe to load as code (no link, this user's or root's, owner-writable only)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pacer.trusted import make_dirs, untrusted, untrusted_chain
+from pacer.infra.trusted import make_dirs, untrusted, untrusted_chain
 
 
 def _tree(tmp_path: Path) -> tuple[Path, Path]:

@@ -1,4 +1,4 @@
-"""GPU curves from a RAPIDS qualification-tool jar, read at run time from the cache pacer.jars fills.
+"""GPU curves from a RAPIDS qualification-tool jar, read at run time from the cache pacer.infra.jars fills.
 
 The jar here is one these tests write, in the tool's file format (``CPUOperator,Score``;
 ``Exec,Supported,...``) with made-up scores: NVIDIA's files are never copied into the repository.
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pacer import jars
 from pacer.cli import main
+from pacer.infra import jars
 from pacer_sim import CostModel, Simulation
 from pacer_sim import runtime as sim_runtime
 from pacer_sim.rapids import TOOLS_ARTIFACT, TOOLS_GROUP, exec_name, profiles_in, rapids_cost_model, read_tools_jar

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pacer import jars
+from pacer.infra import jars
 from pacer_sim import rapids
 from pacer_sim.rapids import TOOLS_ARTIFACT, TOOLS_GROUP, load_gpu_profile, tools_jar_from_wheel
 

@@ -25,7 +25,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pacer.daemons import free_port, process_alive
+from pacer.infra.daemons import free_port, process_alive
 from pacer_kafka.distribution import find_java, kafka_classpath, kafka_version
 
 HOST = "127.0.0.1"

@@ -1,7 +1,7 @@
 """Spark's Kafka connector (``spark-sql-kafka-0-10_2.13``) from Maven Central, for the installed PySpark.
 
 :func:`spark_kafka_jars` resolves the connector at the PySpark version with its transitive
-runtime dependencies (:func:`pacer.jars.resolve_with_dependencies`, cached) and drops every jar
+runtime dependencies (:func:`pacer.infra.jars.resolve_with_dependencies`, cached) and drops every jar
 whose library the PySpark wheel already ships in ``pyspark/jars`` (compared by artifact name, so a
 second ``scala-library`` or ``slf4j-api`` at another version never lands on the classpath). What is
 left goes into ``spark.jars``::
@@ -23,7 +23,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from pacer import jars
+from pacer.infra import jars
 from pacer_kafka.distribution import KafkaSetupError, jar_base_name
 
 SPARK_GROUP = "org.apache.spark"
@@ -84,7 +84,7 @@ def published_versions(group: str, artifact: str, *, timeout_s: float = 300.0) -
         raise KafkaSetupError("no 'mvn' on PATH: install Apache Maven (e.g. `apt-get install maven`)")
     pom = (
         '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
-        "<groupId>pacer.jars</groupId><artifactId>versions</artifactId><version>0</version><packaging>pom</packaging>"
+        "<groupId>pacer.infra.jars</groupId><artifactId>versions</artifactId><version>0</version><packaging>pom</packaging>"
         f"<dependencies><dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
         "<version>[0,)</version><type>pom</type><exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId>"
         "</exclusion></exclusions></dependency></dependencies></project>"

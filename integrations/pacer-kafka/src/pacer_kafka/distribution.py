@@ -1,7 +1,7 @@
 """Apache Kafka's own jars and a ``java`` to run them: what ``pacer kafka up`` needs on this machine.
 
 The broker is ``org.apache.kafka:kafka_2.13`` with its runtime dependencies, resolved from Maven
-Central with ``mvn`` into pacer's jar cache (:mod:`pacer.jars`) once; later calls cost a ``stat``.
+Central with ``mvn`` into pacer's jar cache (:mod:`pacer.infra.jars`) once; later calls cost a ``stat``.
 Kafka's POM leaves the SLF4J binding to the distribution (its tarball ships one), so
 ``log4j-slf4j-impl`` at Kafka's own Log4j version is added: without it the broker would log
 nothing, and a failed start could not say why.
@@ -14,7 +14,7 @@ import re
 import shutil
 from pathlib import Path
 
-from pacer import jars
+from pacer.infra import jars
 
 #: The Kafka release ``pacer kafka up`` runs unless told otherwise.
 KAFKA_VERSION = "4.3.1"

@@ -26,9 +26,9 @@ from typing import Any
 
 from pacer import RunConfig
 from pacer.cli import Command, UsageError
+from pacer.cli.run_command import check_strategies, config_from_args
 from pacer.plugins import PluginManager
 from pacer.report import max_latency_trend_ms, write_report
-from pacer.run_cli import check_strategies, config_from_args
 
 #: The demo's defaults, measured on a 2-core machine with PySpark 4.3.0 (see the pacer-spark README).
 DEFAULT_WORKLOAD = "lr2"

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pacer import hookimpl
-from pacer.commands import Command, UsageError
+from pacer.cli.commands import Command, UsageError
 from pacer.plugins import PluginManager
 
 
@@ -84,7 +84,7 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     for jar in args.rapids_jar:
         if not Path(jar).is_file():
             raise UsageError(f"--rapids-jar {jar!r} does not exist; download rapids-4-spark from Maven Central")
-    from pacer.run_cli import parse_seconds
+    from pacer.cli.run_command import parse_seconds
 
     flags: dict[str, list[tuple[str, str]]] = getattr(args, "source_flags", {})
     for name, own in sorted(flags.items()):

@@ -80,7 +80,7 @@ class PluginManager(pluggy.PluginManager):
 
     def register_default_plugins(self) -> None:
         """Register pacer's built-in baselines. (Core's own subcommands are the command line's:
-        :func:`pacer.cli.build_parser` registers :mod:`pacer.core_commands`.)"""
+        :func:`pacer.cli.build_parser` registers :mod:`pacer.cli.core_commands`.)"""
         for name in DEFAULT_PLUGINS:
             module = importlib.import_module(name)
             self.register(module, name=name)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from pacer import Runtime, hookimpl
 from pacer.cli import Command
-from pacer.run_cli import run_alias_command
+from pacer.cli.run_command import run_alias_command
 from pacer_sim.runtime import SIM_RUNTIME
 
 

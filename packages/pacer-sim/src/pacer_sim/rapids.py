@@ -10,7 +10,7 @@ Apache-2.0) ships, inside its jar:
   GPU. Neither a streaming state store exec nor Spark's stream-stream join is listed.
 
 pacer never copies these files: :func:`load_gpu_profile` resolves the jar with
-:func:`pacer.jars.resolve` (``mvn`` into ``~/.cache/pacer/maven`` once) or, where the Maven
+:func:`pacer.infra.jars.resolve` (``mvn`` into ``~/.cache/pacer/maven`` once) or, where the Maven
 repository does not carry it, takes it out of NVIDIA's ``spark-rapids-user-tools`` wheel
 (``pip download --no-deps``, never installed: it pins ``pyspark<4``) into the same cache, and
 reads both CSVs from it; :func:`rapids_cost_model` turns them into the simulator's GPU curves: per operator
@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pacer import jars
+from pacer.infra import jars
 from pacer_sim.costs import CostModel, OperatorCost
 
 TOOLS_GROUP = "com.nvidia"
@@ -160,8 +160,8 @@ def tools_version() -> str:
 def load_gpu_profile(profile: str = DEFAULT_GPU_PROFILE, *, version: str | None = None) -> GpuProfile:
     """Resolve the tools jar (``mvn``, cached) and read ``profile`` from it.
 
-    :raises pacer.jars.JarResolutionError: no ``mvn``, no network, or the repository lacks the jar.
-    :raises pacer.jars.UntrustedCacheError: the cached jar (Maven's or the wheel's) is one another user could write:
+    :raises pacer.infra.jars.JarResolutionError: no ``mvn``, no network, or the repository lacks the jar.
+    :raises pacer.infra.jars.UntrustedCacheError: the cached jar (Maven's or the wheel's) is one another user could write:
         refused, not replaced by a download.
     :raises ValueError: a malformed profile name, or one the jar does not hold.
     """
@@ -190,8 +190,8 @@ def load_gpu_profile(profile: str = DEFAULT_GPU_PROFILE, *, version: str | None 
 def tools_jar_from_wheel(version: str) -> Path:
     """The tools jar taken out of NVIDIA's ``spark-rapids-user-tools`` wheel (downloaded, never installed), cached.
 
-    :raises pacer.jars.JarResolutionError: pip cannot download the wheel, or it holds no such jar.
-    :raises pacer.jars.UntrustedCacheError: the cached jar, or a folder on the way, is one another user could write.
+    :raises pacer.infra.jars.JarResolutionError: pip cannot download the wheel, or it holds no such jar.
+    :raises pacer.infra.jars.UntrustedCacheError: the cached jar, or a folder on the way, is one another user could write.
     """
     target = jars.cache_dir() / "pypi" / f"{TOOLS_ARTIFACT}-{version}.jar"
     if target.is_file():

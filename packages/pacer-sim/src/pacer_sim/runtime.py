@@ -18,9 +18,9 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
+from pacer.cli.run_command import parse_assignments
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.run import RunConfig, RunResult
-from pacer.run_cli import parse_assignments
 from pacer_sim.costs import CostModel
 from pacer_sim.engine import ResourceChange, Simulation
 from pacer_sim.rapids import BUILTIN_PROFILE, DEFAULT_GPU_PROFILE
@@ -80,7 +80,7 @@ def _gpu_profile(name: str) -> Any:
 def build_cost_model(options: Mapping[str, Any], gpus: int) -> tuple[CostModel, str | None]:
     """The cost model ``gpu_profile``, ``cost_profile``, ``cost_param`` and ``noise`` ask for, and the warning
     line when the RAPIDS tools jar could not be had (the built-in curves are used then; the report says so)."""
-    from pacer.jars import JarResolutionError
+    from pacer.infra.jars import JarResolutionError
     from pacer_sim.cost_profile import apply_cost_profile, load_cost_profile
     from pacer_sim.rapids import rapids_cost_model
 

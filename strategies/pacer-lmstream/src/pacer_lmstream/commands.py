@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pacer import UnknownRuntimeError, UnknownStrategyError, hookimpl
-from pacer.commands import Command, UsageError
+from pacer.cli.commands import Command, UsageError
 from pacer.plugins import PluginManager
 
 
@@ -75,7 +75,7 @@ def _check_runtime(name: str, pm: PluginManager, *, sweep: bool) -> None:
 
 def _check(args: argparse.Namespace, pm: PluginManager) -> tuple[float, list[float], dict[str, dict[str, str]]]:
     """Validate the sweep arguments before anything runs: (rate rows/s, inflection points, params)."""
-    from pacer.run_cli import split_strategy_params
+    from pacer.cli.run_command import split_strategy_params
     from pacer_lmstream.sweep import SweepError, sweep_points
     from pacer_workloads import WORKLOADS, bytes_per_row
 

@@ -212,7 +212,7 @@ def _locked(folder: Path) -> Iterator[None]:
     st = folder.lstat()
     if st.st_uid == os.geteuid() and st.st_mode & 0o022 and not folder.is_symlink():
         folder.chmod(st.st_mode & 0o755)
-    from pacer.trusted import untrusted  # here: build_jar.py loads this module by path, without pacer-core
+    from pacer.infra.trusted import untrusted  # here: build_jar.py loads this module by path, without pacer-core
 
     unsafe = untrusted(folder)  # before anything is opened in it: another user could swap what is built here
     if unsafe:
@@ -243,7 +243,7 @@ def _jar_problem(folder: Path, wanted: dict[str, str]) -> str | None:
     jar, stamp = folder / JAR_NAME, folder / _STAMP_NAME
     if not (jar.is_file() and stamp.is_file()):
         return "holds no jar built for these sources and this Spark"
-    from pacer.trusted import untrusted  # here: build_jar.py loads this module by path, without pacer-core
+    from pacer.infra.trusted import untrusted  # here: build_jar.py loads this module by path, without pacer-core
 
     for path in (folder, stamp, jar):
         problem = untrusted(path)

@@ -1,7 +1,7 @@
 """The RAPIDS Accelerator jar from Maven Central, the Spark versions it has shims for, and the execs it supports.
 
 pacer never ships the jar. :func:`resolve_rapids_jar` fetches ``com.nvidia:rapids-4-spark_2.13`` with
-``mvn`` into pacer's Maven cache (:mod:`pacer.jars`; about 1 GB, once) and :func:`cached_rapids_jar`
+``mvn`` into pacer's Maven cache (:mod:`pacer.infra.jars`; about 1 GB, once) and :func:`cached_rapids_jar`
 finds it there without a download::
 
     from pacer_spark.plan import rapids_jar
@@ -39,7 +39,7 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from pacer import jars
+from pacer.infra import jars
 
 #: Maven coordinates of the RAPIDS Accelerator (Scala 2.13 builds: the only ones for Spark 4).
 GROUP = "com.nvidia"
@@ -56,7 +56,7 @@ SHIM_SERVICES = "META-INF/services/com.nvidia.spark.rapids.SparkShimServiceProvi
 #: RAPIDS' generator of the qualification tool's CSV files (``main(file, "execs")`` writes the exec table).
 SUPPORTED_OPS_CLASS = "com.nvidia.spark.rapids.SupportedOpsForTools"
 
-# The dependency plugin pacer.jars runs reads the artifact's POM before copying it, and the POM
+# The dependency plugin pacer.infra.jars runs reads the artifact's POM before copying it, and the POM
 # of rapids-4-spark names a parent (rapids-4-spark-parent_2.13) that a repository may lack (the
 # Maven Central mirror here does): 3.9.0's copy goal resolves the file alone, without the POM
 # (measured: 3.9.0 and 3.10.0 copy it; 3.6.1, 3.8.1 and 3.11.0 fail on the missing parent).
@@ -105,7 +105,7 @@ def rapids_version() -> str:
 def cached_rapids_jar(version: str | None = None, *, cache: Path | None = None) -> Path | None:
     """The jar's path in pacer's Maven cache when it is there, else None (never downloads).
 
-    :raises pacer.jars.UntrustedCacheError: it is there, but another user could have written it (a link, another
+    :raises pacer.infra.jars.UntrustedCacheError: it is there, but another user could have written it (a link, another
         owner, group or other write on it or a folder above it in the cache).
     """
     path = jars.jar_path(GROUP, ARTIFACT, version or rapids_version(), cache=cache)
@@ -116,7 +116,7 @@ def resolve_rapids_jar(version: str | None = None, *, cache: Path | None = None,
                        timeout_s: float = jars.DEFAULT_TIMEOUT_S) -> Path:
     """The cached jar of ``com.nvidia:rapids-4-spark_2.13:<version>``, fetched with ``mvn`` on first use.
 
-    :func:`pacer.jars.resolve` is asked first; where it fails because the repository lacks the
+    :func:`pacer.infra.jars.resolve` is asked first; where it fails because the repository lacks the
     POM's parent, the file alone is copied with the dependency plugin 3.9.0 into the same cache path.
 
     :param version: the RAPIDS release (default :func:`rapids_version`).
@@ -132,7 +132,7 @@ def resolve_rapids_jar(version: str | None = None, *, cache: Path | None = None,
     try:
         return _copy_without_descriptor(version, cache=cache, timeout_s=timeout_s)
     except RapidsJarError as exc:
-        raise RapidsJarError(f"{exc} (pacer.jars said first: {first})") from exc
+        raise RapidsJarError(f"{exc} (pacer.infra.jars said first: {first})") from exc
 
 
 def _copy_without_descriptor(version: str, *, cache: Path | None, timeout_s: float) -> Path:

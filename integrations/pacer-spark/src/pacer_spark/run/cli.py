@@ -1,5 +1,5 @@
 """``pacer run --runtime spark``'s own flags and their checks. The common flags and the command are core's
-(:mod:`pacer.run_cli`); running a configuration on Spark is :mod:`pacer_spark.run.spark_runtime`'s."""
+(:mod:`pacer.cli.run_command`); running a configuration on Spark is :mod:`pacer_spark.run.spark_runtime`'s."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from pacer import RunConfig
-from pacer.commands import UsageError
+from pacer.cli.commands import UsageError
+from pacer.cli.run_command import parse_seconds
 from pacer.plugins import PluginManager
-from pacer.run_cli import parse_seconds
 
 #: Seconds of traffic of ``pacer run --runtime spark`` without ``--duration``.
 DEFAULT_DURATION = 120.0
@@ -19,7 +19,7 @@ DEFAULT_PROGRESS_EVERY = 2.0
 
 
 def configure_spark(p: argparse._ArgumentGroup) -> None:
-    """The Spark runtime's own ``pacer run`` flags (the common ones are core's, :mod:`pacer.run_cli`)."""
+    """The Spark runtime's own ``pacer run`` flags (the common ones are core's, :mod:`pacer.cli.run_command`)."""
     p.add_argument("--trigger", help="run Spark's own fixed processing-time trigger (e.g. 10s, 500ms or 10) as the "
                                      "baseline; pacer then only observes. An alternative to --admission: not both "
                                      "(and --overload is keep: Spark's trigger drops nothing)")

@@ -4,7 +4,7 @@ pacer never ships a jar: Kafka's, RAPIDS', NVIDIA's qualification tool's come fr
 Maven Central through the user's own ``mvn`` (and its ``settings.xml``: mirrors, proxies,
 credentials) and are copied into a cache directory, so the second call costs a ``stat``::
 
-    from pacer import jars
+    from pacer.infra import jars
     jar = jars.resolve("com.google.code.gson", "gson", "2.10.1")
     classpath = jars.resolve_with_dependencies("org.apache.kafka", "kafka-clients", "3.7.0")
 
@@ -22,7 +22,7 @@ would be) for ``$PACER_MAVEN_RETRY_S`` seconds (600; 0: always ask again) and ra
 without running ``mvn``; delete that file to retry at once.
 
 A cached jar ends up on a JVM's classpath, code that runs as the user, so it is loaded only when no
-other local user could have written it or could replace it (:mod:`pacer.trusted`, the check
+other local user could have written it or could replace it (:mod:`pacer.infra.trusted`, the check
 pacer-spark's ``format("pacer")`` jar cache makes): the cache's root, every folder below it on the
 way, the file, and a ``with-dependencies`` folder's ``.complete`` listing and each jar it lists must
 be no symbolic link, owned by this user or root, and writable by their owner alone. Otherwise
@@ -46,7 +46,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from pacer import trusted
+from pacer.infra import trusted
 
 #: Environment variable naming the cache directory.
 CACHE_ENV = "PACER_MAVEN_CACHE"
@@ -71,7 +71,7 @@ class JarResolutionError(RuntimeError):
 
 
 class UntrustedCacheError(JarResolutionError):
-    """A cached file or folder another user could have written or could replace: never loaded (:mod:`pacer.trusted`)."""
+    """A cached file or folder another user could have written or could replace: never loaded (:mod:`pacer.infra.trusted`)."""
 
 
 def cache_dir() -> Path:
@@ -110,7 +110,7 @@ def jar_path(group: str, artifact: str, version: str, *, classifier: str | None 
 
 def check_trusted(path: Path, *, cache: Path | None = None) -> Path:
     """``path`` in the cache, once it and every folder from the cache's root down to it pass
-    :func:`pacer.trusted.untrusted_chain` (no link, this user's or root's, writable by the owner alone).
+    :func:`pacer.infra.trusted.untrusted_chain` (no link, this user's or root's, writable by the owner alone).
 
     :param cache: the cache ``path`` lies in (default :func:`cache_dir`).
     :raises UntrustedCacheError: one of them fails: the message names it, why, and what to do.
@@ -282,7 +282,7 @@ def _pom(group: str, artifact: str, version: str, classifier: str | None) -> str
     extra = f"<classifier>{classifier}</classifier>" if classifier else ""
     return (
         '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
-        "<groupId>pacer.jars</groupId><artifactId>resolve</artifactId><version>0</version><packaging>pom</packaging>"
+        "<groupId>pacer.infra.jars</groupId><artifactId>resolve</artifactId><version>0</version><packaging>pom</packaging>"
         f"<dependencies><dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
         f"<version>{version}</version>{extra}</dependency></dependencies></project>"
     )

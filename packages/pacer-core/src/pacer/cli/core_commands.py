@@ -13,15 +13,15 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pacer.commands import Command
+from pacer.cli.commands import Command
+from pacer.cli.run_command import run_command
 from pacer.hookspecs import hookimpl
-from pacer.run_cli import run_command
 
 if TYPE_CHECKING:
     from pacer.plugins import PluginManager
 
 #: The name :class:`CoreCommands` is registered under.
-PLUGIN_NAME = "pacer.core_commands"
+PLUGIN_NAME = "pacer.cli.core_commands"
 
 
 def _configure_strategies(parser: argparse.ArgumentParser) -> None:

@@ -1,8 +1,8 @@
 """The ``pacer`` command line: every subcommand comes through the ``pacer_cli_commands`` hook, core's own
-(``strategies``, ``run``: :mod:`pacer.core_commands`, an internal plugin) first; runtimes for ``pacer run`` come
-through ``pacer_runtimes`` (:mod:`pacer.run_cli`).
+(``strategies``, ``run``: :mod:`pacer.cli.core_commands`, an internal plugin) first; runtimes for ``pacer run`` come
+through ``pacer_runtimes`` (:mod:`pacer.cli.run_command`).
 
-``Command`` and ``UsageError`` live in the leaf module :mod:`pacer.commands`; they are importable from here too.
+``Command`` and ``UsageError`` live in the leaf module :mod:`pacer.cli.commands`; they are importable from here too.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from pacer import core_commands
-from pacer.commands import Command, UsageError
+from pacer.cli import core_commands
+from pacer.cli.commands import Command, UsageError
 from pacer.plugins import PluginLoadError, PluginManager, get_plugin_manager
 
 __all__ = ["Command", "UsageError", "build_parser", "main"]

@@ -1,7 +1,7 @@
 """Whether a cached file is safe to load as code: no link, this user's (or root's), writable by its owner alone.
 
 pacer caches files that end up on a JVM's classpath, code that runs as the user: the jars of
-:mod:`pacer.jars`' Maven cache and pacer-spark's ``format("pacer")`` jar. A file another local
+:mod:`pacer.infra.jars`' Maven cache and pacer-spark's ``format("pacer")`` jar. A file another local
 user wrote, or could still replace, must not be loaded: one in a cache under a shared folder (a
 ``$PACER_MAVEN_CACHE`` under ``/tmp``), one left writable by group or others, or a symbolic link
 planted to point elsewhere. :func:`untrusted` says why one path fails (None: it passes);

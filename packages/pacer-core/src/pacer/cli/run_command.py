@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pacer import durations
-from pacer.commands import Command, UsageError
+from pacer.cli.commands import Command, UsageError
 from pacer.controller import StrategyError
 from pacer.plugins import PluginManager, UnknownRuntimeError, UnknownStrategyError
 from pacer.report import summary_table, write_report

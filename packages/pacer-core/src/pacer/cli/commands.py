@@ -1,6 +1,6 @@
 """What a ``pacer`` subcommand is, and the one error a command reports as a usage error.
 
-A leaf module: the command line (:mod:`pacer.cli`), core's own commands (:mod:`pacer.core_commands`) and every
+A leaf module: the command line (:mod:`pacer.cli`), core's own commands (:mod:`pacer.cli.core_commands`) and every
 plugin's commands import it, and it imports nothing of pacer's. Library code never raises :class:`UsageError`:
 it raises ``ValueError`` (or its own subclass of it) naming the problem, and the command that called it turns
 that into a usage error.

@@ -90,7 +90,10 @@ class PacerSession:
         self.schedule_gate = self.driver.gate
         self.admission = AdmissionService(self.driver, rapids=self.rapids)
         self.sinks = SinkGate(self.driver, self.admission, collect_metrics=config.operator_metrics)
-        self.observer = SessionTelemetry(spark, self.driver, self.admission, fair=self.fair, rapids=self.rapids)
+        #: the session's ``format("pacer")`` queries (None: not paced); connected to the JVM below, once listening
+        self.paced = PacedQueries(self.driver, spark, config, self.register_query) if config.paced else None
+        self.observer = SessionTelemetry(spark, self.driver, self.admission, fair=self.fair, rapids=self.rapids,
+                                         paced=self.paced)
         self.started_at = time.time()
         #: a checkpoint root pacer made (none given) is pacer's to remove at stop()
         self._own_root = config.checkpoint_root is None
@@ -101,11 +104,8 @@ class PacerSession:
         self.listener = ProgressListener(self.observer)
         spark.streams.addListener(self.listener)
         self.closed = False
-        self.paced: PacedQueries | None = None
-        if config.paced:
-            self.paced = PacedQueries(self.driver, spark, config, self.register_query)
+        if self.paced is not None:
             self.paced.connect()
-        self.observer.paced = self.paced
 
     def _task_slots(self) -> int | None:
         """How many tasks Spark runs at once now (the executors' cores on a cluster, the threads in local mode)."""

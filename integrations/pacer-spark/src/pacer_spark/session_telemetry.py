@@ -40,7 +40,7 @@ class SessionTelemetry:
     :param admission: the ``pacer-gen``/``pacer-files`` sources.
     :param fair: whether the session runs ``spark.scheduler.mode=FAIR``.
     :param rapids: whether the RAPIDS Accelerator is loaded.
-    :ivar paced: the session's ``format("pacer")`` queries (None: not paced).
+    :param paced: the session's ``format("pacer")`` queries (None: not paced).
     """
 
     spark: SparkSession
@@ -48,7 +48,7 @@ class SessionTelemetry:
     admission: AdmissionService
     fair: bool
     rapids: bool
-    paced: PacedQueries | None = field(default=None, init=False)
+    paced: PacedQueries | None = None
     _by_run_id: dict[str, str] = field(default_factory=dict, init=False)
 
     def map_stream(self, stream_id: str, query_id: str) -> None:

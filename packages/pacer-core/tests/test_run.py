@@ -26,7 +26,7 @@ from pacer import (
     hookimpl,
 )
 from pacer.cli import UsageError, main
-from pacer.cli.run_command import parse_seconds, split_strategy_params
+from pacer.cli.run_command import seconds_flag, split_strategy_params
 from pacer.clock import ManualClock
 from pacer.durations import parse_duration
 from pacer.event_loop import EventLoop
@@ -84,11 +84,11 @@ def test_bad_configurations_name_the_problem(tmp_path: Path) -> None:
 
 def test_durations_and_parameters_parse_once_for_every_command() -> None:
     assert parse_duration("500ms") == 0.5 and parse_duration("1.5min") == 90.0 and parse_duration("2") == 2.0
-    assert parse_seconds("--deadline", "10s") == 10.0 and parse_seconds("--deadline", None) is None
+    assert seconds_flag("--deadline", "10s") == 10.0 and seconds_flag("--deadline", None) is None
     with pytest.raises(UsageError, match="--deadline expects a duration such as 10s, 500ms"):
-        parse_seconds("--deadline", "soon")
+        seconds_flag("--deadline", "soon")
     with pytest.raises(UsageError, match="--interval must be > 0 seconds"):
-        parse_seconds("--interval", "-3s")
+        seconds_flag("--interval", "-3s")
     assert split_strategy_params(["admission.rho=0.5", "scheduler.spread=2"]) == {
         "admission": {"rho": "0.5"}, "placement": {}, "scheduler": {"spread": "2"}}
     with pytest.raises(UsageError, match="--param expects KEY=VALUE"):
@@ -97,7 +97,7 @@ def test_durations_and_parameters_parse_once_for_every_command() -> None:
 
 def test_one_duration_parser_for_flags_confs_and_options() -> None:
     """pacer.durations.parse_seconds takes what the flags and pacer-spark's confs and options take, names the option
-    in its errors, and is what pacer.run.parse_duration and the flags' parse_seconds read with."""
+    in its errors, and is what pacer.run.parse_duration and the flags' seconds_flag read with."""
     import pacer.run
 
     assert pacer.run.parse_duration is parse_duration
@@ -111,7 +111,7 @@ def test_one_duration_parser_for_flags_confs_and_options() -> None:
     with pytest.raises(ValueError, match="--interval must be > 0 seconds, got '0'"):
         durations.parse_seconds("0", "--interval", positive=True)
     with pytest.raises(UsageError, match="--deadline expects a duration such as"):
-        parse_seconds("--deadline", "inf")
+        seconds_flag("--deadline", "inf")
 
 
 class TickRuntime:

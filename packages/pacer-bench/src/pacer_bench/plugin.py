@@ -84,14 +84,14 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     for jar in args.rapids_jar:
         if not Path(jar).is_file():
             raise UsageError(f"--rapids-jar {jar!r} does not exist; download rapids-4-spark from Maven Central")
-    from pacer.cli.run_command import parse_seconds
+    from pacer.cli.run_command import seconds_flag
 
     flags: dict[str, list[tuple[str, str]]] = getattr(args, "source_flags", {})
     for name, own in sorted(flags.items()):
         given = [flag for dest, flag in own if getattr(args, dest, None)]
         if given and args.source != name:
             raise UsageError(f"{', '.join(given)} applies to --source {name}; add --source {name}")
-    deadlines = [parse_seconds("--deadline", d) for d in args.deadline]
+    deadlines = [seconds_flag("--deadline", d) for d in args.deadline]
     target = {"source": None if args.source == GENERATED else args.source, "deadlines": deadlines,
               "traffics": args.traffic, "workloads": args.workload, "configs": args.config}
     source_options = {dest: getattr(args, dest, None) for dest, _ in flags.get(args.source, [])}

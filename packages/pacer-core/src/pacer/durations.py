@@ -4,7 +4,7 @@ Every command-line flag, run configuration, Spark conf and source option that ta
 :func:`parse_duration` for a value that must be one, :func:`parse_seconds` for an optional one (None stays None),
 named after the option it was given for so that an error says which option and what a valid value looks like.
 A leaf module: it imports nothing of pacer's. Library code gets ``ValueError``; a command turns it into a usage
-error (:func:`pacer.cli.run_command.parse_seconds` does for a duration flag).
+error (:func:`pacer.cli.run_command.seconds_flag` does for a duration flag).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pacer import RunConfig
 from pacer.cli.commands import UsageError
-from pacer.cli.run_command import parse_seconds
+from pacer.cli.run_command import seconds_flag
 from pacer.plugins import PluginManager
 
 #: Seconds of traffic of ``pacer run --runtime spark`` without ``--duration``.
@@ -75,7 +75,7 @@ def check_spark_flags(args: argparse.Namespace, config: RunConfig) -> float | No
     if args.drain_timeout < 0:
         raise UsageError(f"--drain-timeout must be >= 0, got {args.drain_timeout:g}")
     first = config.queries[0]
-    trigger = parse_seconds("--trigger", args.trigger)
+    trigger = seconds_flag("--trigger", args.trigger)
     if trigger is not None:
         given = [f for f, v in (("--admission", args.admission), ("--interval", args.interval)) if v is not None]
         given += ["--param admission.*"] if first.admission_params else []
@@ -151,7 +151,7 @@ def apply_args(args: argparse.Namespace, config: RunConfig, pm: PluginManager) -
 
     :raises UsageError: with what to do.
     """
-    trigger = check_spark_flags(args, config) if args.config is None else parse_seconds("--trigger", args.trigger)
+    trigger = check_spark_flags(args, config) if args.config is None else seconds_flag("--trigger", args.trigger)
     if trigger is not None:
         queries = tuple(replace(q, admission="asap", admission_params={}) for q in config.queries)
         config = replace(config, queries=queries, overload="keep")

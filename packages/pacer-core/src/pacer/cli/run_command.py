@@ -29,7 +29,7 @@ DEFAULT_RUNTIME = "spark"
 DEFAULT_DURATION = 300.0
 
 
-def parse_seconds(flag: str, value: str | None) -> float | None:
+def seconds_flag(flag: str, value: str | None) -> float | None:
     """A duration flag that must be > 0 (:func:`pacer.durations.parse_seconds`, the one duration parser); None stays
     None.
 
@@ -158,11 +158,11 @@ def config_from_args(args: argparse.Namespace, *, duration_default: float = DEFA
     if not args.workload:
         raise UsageError("give --workload W (lr1 lr1t lr2 lr3 cm1 cm2), or --config FILE")
     try:
-        deadline = parse_seconds("--deadline", args.deadline)
+        deadline = seconds_flag("--deadline", args.deadline)
     except UsageError as exc:
         raise UsageError(f"{exc}; omit --deadline to use each window's slide") from None
     params = split_strategy_params(args.param)
-    interval = parse_seconds("--interval", args.interval)
+    interval = seconds_flag("--interval", args.interval)
     if interval is not None:
         params["admission"]["interval"] = str(interval)
     traffic_params = {}

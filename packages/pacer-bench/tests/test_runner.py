@@ -181,7 +181,7 @@ def test_cli_prints_the_table_and_writes_files(tmp_path: Path, capsys: pytest.Ca
 
 
 @pytest.mark.spark
-@pytest.mark.full(reason="pacer-kafka's test_bench_kafka runs pacer bench on real Spark")
+@pytest.mark.full(reason="test_bench_kafka.py runs pacer bench on real Spark")
 def test_trigger_sweep_runs_on_real_spark(tmp_path: Path) -> None:
     """A short quick trigger sweep on local Spark, in its own process (it owns its SparkSession)."""
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}

@@ -1,4 +1,7 @@
-"""One description of a run for every runtime, the CLI, the bench and the conformance suite.
+"""One description of a run for every runtime, the CLI, the bench and the conformance suite, and the datasets a
+run's arrivals are (:func:`arrival_dataset`). The description itself (:class:`RunConfig`, :class:`QueryRun`), the
+:class:`Runtime` protocol and :class:`RunResult` live in the leaf module :mod:`pacer.runtime_api` and are
+re-exported here.
 
 A :class:`RunConfig` says what runs: its queries (workload, traffic and its parameters, rate,
 deadline, strategies and their parameters, read caps), the scheduler, the duration of the traffic,
@@ -17,270 +20,22 @@ randomise (the simulator's processing-time noise) from ``seed`` itself.
 A configuration is saved to and loaded from TOML or JSON (:meth:`RunConfig.save`,
 :meth:`RunConfig.load`), so that a run can be repeated exactly; a ``pacer.report/1`` file whose
 ``config.run`` holds one loads too. A runtime is any object with the :class:`Runtime` shape,
-registered through the ``pacer_runtimes`` hook (:class:`Runtime` and :class:`RunResult` live in the leaf
-module :mod:`pacer.runtime_api` and are re-exported here).
+registered through the ``pacer_runtimes`` hook.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import tomllib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from pacer.durations import parse_duration as parse_duration  # re-exported: durations live in pacer.durations
 from pacer.model import Dataset
-from pacer.runtime_api import RunResult as RunResult  # re-exported: the runtime contract lives in pacer.runtime_api
+from pacer.runtime_api import OVERLOAD_CHOICES as OVERLOAD_CHOICES  # re-exported: the run contract lives there
+from pacer.runtime_api import RUN_SCHEMA as RUN_SCHEMA
+from pacer.runtime_api import QueryRun as QueryRun
+from pacer.runtime_api import RunConfig as RunConfig
+from pacer.runtime_api import RunResult as RunResult
 from pacer.runtime_api import Runtime as Runtime
-
-RUN_SCHEMA = "pacer.run/1"
-OVERLOAD_CHOICES = ("keep", "shed")
-
-
-def _plain(value: Any) -> Any:
-    """Mappings and sequences as dicts and lists, for JSON and TOML."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
-@dataclass(frozen=True)
-class QueryRun:
-    """One query of a run: its workload, its traffic and the strategies deciding for it.
-
-    :param workload: ``lr1``, ``lr1t``, ``lr2``, ``lr3``, ``cm1`` or ``cm2`` (``pacer_workloads.WORKLOADS``).
-    :param query_id: its id (default: the workload; see :meth:`RunConfig.query_ids`).
-    :param traffic: a traffic pattern (``pacer_workloads.TRAFFIC_PATTERNS``); ``rate`` its mean rows/s.
-    :param traffic_params: the pattern's parameters (``period``, ``min``, ``max``, ...).
-    :param deadline: seconds (None: the query's window slide).
-    :param max_rows: read cap per batch in rows (Spark's ``maxOffsetsPerTrigger``; 0: none).
-    :param max_bytes: read cap per batch in bytes (Spark's ``maxBytesPerTrigger``; 0: none).
-    """
-
-    workload: str
-    query_id: str | None = None
-    traffic: str = "constant"
-    rate: float = 1000.0
-    traffic_params: Mapping[str, float] = field(default_factory=dict)
-    admission: str = "asap"
-    admission_params: Mapping[str, Any] = field(default_factory=dict)
-    placement: str = "cpu-only"
-    placement_params: Mapping[str, Any] = field(default_factory=dict)
-    deadline: float | None = None
-    max_rows: int = 0
-    max_bytes: int = 0
-
-    def __post_init__(self) -> None:
-        if not self.workload:
-            raise ValueError("a query needs a workload (lr1, lr1t, lr2, lr3, cm1, cm2)")
-        if not (self.rate >= 0 and math.isfinite(self.rate)):
-            raise ValueError(f"query {self.query_id or self.workload!r}: rate must be >= 0 rows/s, got {self.rate}")
-        if self.deadline is not None and not self.deadline > 0:
-            raise ValueError(f"query {self.query_id or self.workload!r}: deadline must be > 0 seconds, "
-                             f"got {self.deadline}; leave it out to use the window slide")
-        if self.max_rows < 0 or self.max_bytes < 0:
-            raise ValueError(f"query {self.query_id or self.workload!r}: max_rows and max_bytes must be >= 0 "
-                             "(0: no cap)")
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain values (None left out), for a file or a report's ``config``."""
-        out = {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
-        return {k: v for k, v in out.items() if v is not None}
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """A run, for every runtime (module docstring: seeds, query ids, files).
-
-    :param queries: the queries, in order (query ``i`` gets the seed ``seed + i``).
-    :param scheduler: the scheduling strategy; ``scheduler_params`` its parameters.
-    :param duration: seconds of traffic.
-    :param seed: the run's seed.
-    :param cores: task slots (None: the runtime's own: 2 simulated, Spark's default parallelism).
-    :param gpus: GPUs (None: the runtime's own: none simulated, one on Spark when RAPIDS is loaded).
-    :param partitions: partitions per batch, the most cores one batch uses (Spark's shuffle partitions).
-    :param overload: the Controller's overload policy, ``keep`` or ``shed``.
-    :param fallback: a raising strategy falls back to its baseline for that decision instead of failing.
-    :param monitor_interval: seconds per row of the report's ``series``.
-    :param options: per runtime name, what only that runtime reads.
-    """
-
-    queries: tuple[QueryRun, ...]
-    scheduler: str = "fifo"
-    scheduler_params: Mapping[str, Any] = field(default_factory=dict)
-    duration: float = 300.0
-    seed: int = 7
-    cores: int | None = None
-    gpus: int | None = None
-    partitions: int = 2
-    overload: str = "keep"
-    fallback: bool = False
-    monitor_interval: float = 1.0
-    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "queries", tuple(self.queries))
-        if not self.queries:
-            raise ValueError("a run needs at least one query")
-        for what, value in (("duration", self.duration), ("monitor_interval", self.monitor_interval)):
-            if not (value > 0 and math.isfinite(value)):
-                raise ValueError(f"{what} must be > 0 seconds, got {value}")
-        for what, count, low in (("cores", self.cores, 1), ("gpus", self.gpus, 0), ("partitions", self.partitions, 1)):
-            if count is not None and count < low:
-                raise ValueError(f"{what} must be >= {low}, got {count}")
-        if self.overload not in OVERLOAD_CHOICES:
-            raise ValueError(f"overload must be one of {OVERLOAD_CHOICES}, got {self.overload!r}")
-
-    # ------------------------------------------------------------------ the rules
-
-    def query_seed(self, index: int) -> int:
-        """The traffic seed of query ``index`` (0-based): ``seed + index``, on every runtime."""
-        return self.seed + index
-
-    def query_ids(self) -> list[str]:
-        """Each query's id: ``query_id`` or the workload, a repeat suffixed ``-2``, ``-3``, ..."""
-        taken: set[str] = set()
-        out = []
-        for q in self.queries:
-            base = q.query_id or q.workload
-            qid, n = base, 1
-            while qid in taken:
-                n += 1
-                qid = f"{base}-{n}"
-            taken.add(qid)
-            out.append(qid)
-        return out
-
-    def options_for(self, runtime: str) -> Mapping[str, Any]:
-        """What only ``runtime`` reads (empty when nothing was given)."""
-        return self.options.get(runtime, {})
-
-    def with_options(self, runtime: str, **values: Any) -> RunConfig:
-        """The same run with ``values`` added to ``options[runtime]``."""
-        merged = {**self.options, runtime: {**self.options_for(runtime), **values}}
-        return replace(self, options=merged)
-
-    # ------------------------------------------------------------------ files
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain values (None left out): what :meth:`from_dict` reads back."""
-        out: dict[str, Any] = {"schema": RUN_SCHEMA}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "queries":
-                out["queries"] = [q.as_dict() for q in value]
-            elif value is not None:
-                out[f.name] = _plain(value)
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
-        """Read :meth:`as_dict`'s form (or a ``pacer.report/1`` whose ``config.run`` holds it).
-
-        :raises ValueError: for an unknown key or a bad value, naming it.
-        """
-        if data.get("schema") == "pacer.report/1":
-            run = (data.get("config") or {}).get("run")
-            if not isinstance(run, Mapping):
-                raise ValueError("this pacer.report/1 has no config.run to repeat (written before pacer.run/1)")
-            data = run
-        body = {k: v for k, v in data.items() if k != "schema"}
-        if data.get("schema", RUN_SCHEMA) != RUN_SCHEMA:
-            raise ValueError(f"not a {RUN_SCHEMA} configuration: schema={data.get('schema')!r}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(body) - known)
-        if unknown:
-            raise ValueError(f"unknown run setting(s) {unknown}; known: {sorted(known)}")
-        raw = body.get("queries")
-        if not isinstance(raw, Sequence) or isinstance(raw, str):
-            raise ValueError("a run needs 'queries': a list of tables with at least 'workload'")
-        query_keys = {f.name for f in fields(QueryRun)}
-        queries = []
-        for i, q in enumerate(raw):
-            if not isinstance(q, Mapping):
-                raise ValueError(f"queries[{i}] must be a table, got {q!r}")
-            bad = sorted(set(q) - query_keys)
-            if bad:
-                raise ValueError(f"queries[{i}]: unknown setting(s) {bad}; known: {sorted(query_keys)}")
-            queries.append(QueryRun(**q))
-        try:
-            return cls(**{**body, "queries": tuple(queries)})
-        except TypeError as exc:
-            raise ValueError(f"bad run configuration: {exc}") from None
-
-    def dumps(self, fmt: str = "json") -> str:
-        """The configuration as ``json`` or ``toml`` text."""
-        if fmt == "json":
-            return json.dumps(self.as_dict(), indent=2, sort_keys=True) + "\n"
-        if fmt == "toml":
-            return to_toml(self.as_dict())
-        raise ValueError(f"unknown format {fmt!r}; use json or toml")
-
-    def save(self, path: str | Path) -> Path:
-        """Write the configuration to ``path`` (``.toml``: TOML, anything else: JSON), creating folders."""
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(self.dumps("toml" if out.suffix == ".toml" else "json"))
-        return out
-
-    @classmethod
-    def load(cls, path: str | Path) -> RunConfig:
-        """Read a configuration :meth:`save` wrote (TOML or JSON by its suffix), or a report's ``config.run``.
-
-        :raises ValueError: for a missing, unreadable or malformed file, naming it.
-        """
-        source = Path(path)
-        try:
-            text = source.read_text()
-        except OSError as exc:
-            raise ValueError(f"cannot read run configuration {str(source)!r}: {exc.strerror}") from None
-        try:
-            data = tomllib.loads(text) if source.suffix == ".toml" else json.loads(text)
-        except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{str(source)!r} is not valid {source.suffix.lstrip('.') or 'JSON'}: {exc}") from None
-        try:
-            return cls.from_dict(data)
-        except ValueError as exc:
-            raise ValueError(f"{str(source)!r}: {exc}") from None
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)  # a JSON string is a TOML basic string
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{json.dumps(str(k))} = {_toml_value(v)}" for k, v in value.items()) + "}"
-    raise ValueError(f"cannot write {value!r} to TOML")
-
-
-def to_toml(data: Mapping[str, Any]) -> str:
-    """A run configuration as TOML: scalars first, then ``[options]`` and one ``[[queries]]`` table per query."""
-    lines = [f"{k} = {_toml_value(v)}" for k, v in data.items()
-             if v is not None and k not in ("queries", "options")]
-    for runtime, opts in (data.get("options") or {}).items():
-        lines += ["", f"[options.{json.dumps(str(runtime))}]"]
-        lines += [f"{json.dumps(str(k))} = {_toml_value(v)}" for k, v in opts.items() if v is not None]
-    for query in data.get("queries") or ():
-        lines += ["", "[[queries]]"]
-        lines += [f"{k} = {_toml_value(v)}" for k, v in query.items() if v is not None]
-    return "\n".join(lines) + "\n"
-
+from pacer.runtime_api import to_toml as to_toml
 
 # ---------------------------------------------------------------------- arrivals
 

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -59,7 +60,7 @@ def distributions() -> dict[str, Distribution]:
         project = tomllib.loads(pyproject.read_text())["project"]
         declared = [*project.get("dependencies", []), *(dep for extra in project.get("optional-dependencies", {}).values()
                                                          for dep in extra)]
-        requires = {dep.split("[")[0].split(">")[0].split("=")[0].split("<")[0].strip() for dep in declared}
+        requires = {re.split(r"[\[<>=!~;\s]", dep.strip(), maxsplit=1)[0] for dep in declared}  # the name before extras/versions
         dist = Distribution(project["name"], {r for r in requires if r.startswith("pacer")})
         for path in sorted(src.rglob("*.py")):
             parts = path.relative_to(src).with_suffix("").parts
@@ -94,8 +95,8 @@ def _imports(path: Path, module: str, is_package: bool) -> Iterator[tuple[str, b
             base = absolute(node)
             for alias in node.names:  # a name of ``base`` rather than a module: import_graph keeps ``base``
                 yield f"{base}.{alias.name}", type_only
-        for child in ast.iter_child_nodes(node):
-            yield from visit(child, type_only)
+        for inner in ast.iter_child_nodes(node):
+            yield from visit(inner, type_only)
 
     yield from visit(ast.parse(path.read_text()), False)
 

@@ -282,7 +282,7 @@ def _pom(group: str, artifact: str, version: str, classifier: str | None) -> str
     extra = f"<classifier>{classifier}</classifier>" if classifier else ""
     return (
         '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
-        "<groupId>pacer.infra.jars</groupId><artifactId>resolve</artifactId><version>0</version><packaging>pom</packaging>"
+        "<groupId>pacer.jars</groupId><artifactId>resolve</artifactId><version>0</version><packaging>pom</packaging>"
         f"<dependencies><dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
         f"<version>{version}</version>{extra}</dependency></dependencies></project>"
     )

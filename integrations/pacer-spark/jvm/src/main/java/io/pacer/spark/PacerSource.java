@@ -160,10 +160,9 @@ public final class PacerSource extends PacedStream implements Source,
    * a long batch) cut into up to {@link #KAFKA_PIECES} pieces, each dated by its own oldest and newest records
    * (a dataset's rows are taken as spread evenly between them), so the deadline sees how old each part of the
    * backlog is and a catch-up can take it a part at a time. First at {@link #KAFKA_TIME_PIECES} moments evenly
-   * spaced over the records' times ({@link KafkaRecordTimes#timeCuts}): a burst and the trickle after it are
-   * never one piece read as evenly spread (a restart's backlog after a crash, with live records behind it,
-   * read 3 points fewer rows late than the records' own times said); then each of those parts by rows, the
-   * pieces left given to the largest parts.
+   * spaced over the records' times ({@link KafkaRecordTimes#timeCuts}), so that a burst and the trickle after
+   * it are never one piece read as evenly spread (pacer-spark's README gives the measured effect); then each of
+   * those parts by rows, the pieces left given to the largest parts.
    */
   private List<Offset> kafkaSteps(Offset prev, Offset next, int room) {
     String prevJson = prev == null ? startingOffsetsJson() : prev.json();

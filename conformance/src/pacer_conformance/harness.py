@@ -18,7 +18,7 @@ from pacer.event_loop import POLL_INTERVAL, EventLoop
 
 
 def default_cost(batch: MicroBatch) -> float:
-    """Processing seconds of a batch: Spark's ~0.3 s fixed cost plus 2 MB/s."""
+    """Processing seconds of a batch: 0.3 s fixed (as the simulator's ``batch_overhead``) plus 2 MB/s."""
     return 0.3 + batch.bytes / 2e6
 
 

@@ -199,7 +199,7 @@ def server_properties(*, port: int, controller_port: int, data_dir: Path) -> str
 
 
 def _jvm(java: str, classpath: list[Path], folder: Path, heap: str | None) -> list[str]:
-    # C1 alone (no C2 warm-up) starts the broker in about 0.7x the time on 2 cores (README); a later
+    # C1 alone (no C2 warm-up) starts the broker sooner on few cores (measured: README); a later
     # -XX:TieredStopAtLevel=4 in $PACER_KAFKA_JVM_OPTS restores C2.
     command = [java, "-XX:TieredStopAtLevel=1"]
     command += [f"-Xmx{heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"] if heap else ["-XX:+UseSerialGC"]

@@ -14,10 +14,7 @@ met the deadline for its own oldest data. A catch-up batch that missed leaves be
 through it: the next batch is formed at once as well, whatever that data's age, until one meets the deadline
 (data that arrived after the missed batch completed is the strategy's again). A Spark source, seen only
 between batches, shows that data at its next look a second or two old; a strategy that batched it would hold
-it up to another deadline after the backlog. Measured on Kafka (a restart on a live topic, LR2 wave traffic at
-2000 rows/s, 10 s deadline), zStream's second batch ended 11.2 s after its oldest record and its third, held
-by zStream, 9.3 s after, so the records met the deadline again only 18.9 s after the start, where Spark's
-default trigger took 9.3 s.
+it up to another deadline after the backlog (measured on Kafka: ``bench-results/kafka-restart-live-topic/``).
 
 Before the service-time model is fitted (cold start) there is nothing to bound a batch by: the whole
 buffer is taken, as Spark's default trigger would, unless the query was registered with ``probe_rows``
@@ -26,15 +23,14 @@ model is fitted is a probe of at most that many rows, doubling with each batch, 
 from the model after that.
 
 While the query is overloaded (:mod:`pacer.overload`: no batch size serves the offered load within the
-deadline) under the ``keep`` policy, and for one deadline after an overload period ended, waiting only adds
-latency and small batches only add per-batch costs: the Controller admits everything buffered whenever the
-query is idle, as Spark's default trigger does, so pacer does no worse than it on the data that cannot make
-the deadline (the report's ``overload`` says when and for how long). The deadline after a period is there
-because the overload is judged on the recent arrival rate: it ends before the backlog it left is drained, and
-bursty traffic brings the next burst soon; a strategy that waits in between makes the next burst's data late
-(measured, simulated, lr3 binary traffic at 12000 rows/s, 10 s deadline, 16 seeds: zStream 24.2 % of rows
-late without it, 21.8 % with it, Spark's default trigger 20.0 %). Under ``shed`` the overload policy bounds the
-batch instead.
+deadline) or strained under the ``keep`` policy, and after an overload period for as long as it lasted (at
+least one deadline), waiting only adds latency and small batches only add per-batch costs: the Controller
+admits everything buffered whenever the query is idle, as Spark's default trigger does
+(:meth:`pacer.overload.OverloadMonitor.eager`), so pacer does no worse than it on the data that cannot make the
+deadline (the report's ``overload`` says when and for how long). The hold-over after a period is there because
+the overload is judged on the recent arrival rate: it ends before the backlog it left is drained, and bursty
+traffic brings the next burst soon; a strategy that waits in between makes the next burst's data late.
+Under ``shed`` the overload policy bounds the batch instead.
 
 An episode runs from the admission of its first catch-up batch to the completion of its last (a catch-up
 batch admitted within one deadline of the previous one's completion continues the episode: a source seen

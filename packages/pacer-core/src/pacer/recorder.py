@@ -152,7 +152,7 @@ class QueryRecord:
 
     @property
     def misses(self) -> int:
-        """Completed datasets over the deadline (:attr:`miss_datasets`; the former name)."""
+        """Completed datasets over the deadline: an alias of :attr:`miss_datasets`."""
         return self.miss_datasets
 
     @property

@@ -111,7 +111,7 @@ def _latency_ms(lats: StreamingSummary) -> dict[str, float]:
 
 def _series(record: QueryRecord, *, start: float, end: float, interval: float) -> list[dict[str, Any]]:
     """The query's series: computed from every arrival and batch while the record still holds them all and the
-    run spans at most ``MAX_POINTS`` intervals (exact, as always before); else from the record's bounded
+    run spans at most ``MAX_POINTS`` intervals (exact); else from the record's bounded
     per-interval sums (:class:`pacer.series.SeriesAccumulator`: at most ``MAX_POINTS`` rows, wider intervals)."""
     if interval <= 0:
         raise ValueError("monitoring interval must be > 0")

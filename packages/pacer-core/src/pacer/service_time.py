@@ -1,8 +1,8 @@
 """One service-time model for every admission strategy: a fixed part plus a per-byte part.
 
 A micro-batch costs the engine a fixed amount whatever its size (on Spark:
-``walCommit`` + ``queryPlanning`` + ``commitOffsets`` + task launch, ≈ 220 ms a
-batch on 2 cores) plus a part that grows with its bytes. zStream's T_anal and
+``walCommit`` + ``queryPlanning`` + ``commitOffsets`` + task launch, a large share
+of a small batch's time) plus a part that grows with its bytes. zStream's T_anal and
 LMStream's Eq. 6 estimate the second part only, as ``bytes / AvgThPut``; that
 underestimates small batches and overestimates large ones, so a strategy that
 admits "when the predicted completion reaches the deadline" completes after it.

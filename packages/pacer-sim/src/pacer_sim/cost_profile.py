@@ -10,7 +10,7 @@ are the least-squares fit ``seconds = init + bytes / bandwidth`` over both direc
 Every curve the model then holds is cited (``CostModel.citations``, the report's ``config.cost_model.citations``):
 a measured one by its implementation, library version, machine and profile file (:func:`cite`), every other one
 as "modelled, not measured" with the model's source. A profile's ``kinds`` are the implementations its ``curves``
-name (numpy and cupy in profiles written before other implementations were measured);
+name (numpy and cupy in a profile without ``curves``);
 :func:`select_curves` takes another measured implementation's points instead (``numba`` on the CPU, say).
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 from pacer_sim.costs import CostModel
 
 FORMAT = "pacer.cost-profile/1"
-#: Which implementation a profile's curves are when it does not say (profiles written before ``curves`` existed).
+#: Which implementation a profile's curves are when it does not say (a profile without ``curves``).
 LEGACY_CURVES = {"cpu": "numpy", "gpu": "cupy"}
 
 
@@ -107,7 +107,7 @@ def _implementation(profile: dict[str, Any], device: str) -> str:
     """The implementation (and library version) whose points are ``device``'s curves in ``profile``."""
     name = (profile.get("curves") or {}).get(device) or LEGACY_CURVES[device]
     library = ((profile.get("implementations") or {}).get(name) or {}).get("library")
-    if library is None:  # a profile from before implementations were recorded: NumPy or CuPy
+    if library is None:  # a profile that does not record this implementation: NumPy or CuPy
         version = (profile.get("libraries") or {}).get(name)
         library = f"{name} {version}" if version else name
     return library if library.split(" ")[0] == name else f"{name} ({library})"

@@ -15,7 +15,7 @@ papers report, not measurements of a real GPU:
   wherever adjacent operators sit on different devices; data arrives in, and
   leaves from, host memory (dStream Eq. 3);
 - every micro-batch pays ``batch_overhead`` (Spark's planning, WAL and offset
-  commits: 300-420 ms end to end on the 2-core machines pacer is developed on);
+  commits; the README says where its default comes from);
 - CPU work runs in parallel over the batch's partitions (up to the cores it is
   given); GPU work runs on the GPU, one device shared by every batch on it, and
   does not speed up with cores;

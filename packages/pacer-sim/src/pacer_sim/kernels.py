@@ -331,7 +331,7 @@ def format_status(profile: Mapping[str, Any]) -> list[str]:
 def format_table(profile: Mapping[str, Any]) -> str:
     """Per kind and size, each measured implementation's milliseconds and its time over NumPy's (x)."""
     impls = {n: e for n, e in _ordered(profile.get("implementations") or {}) if e.get("kinds")}
-    if not impls:  # a profile written before implementations were recorded: its curves, as cpu and gpu
+    if not impls:  # a profile without ``implementations``: its curves, as cpu and gpu
         impls = {d: {"kinds": {k: devs[d] for k, devs in profile["kinds"].items() if d in devs}} for d in DEVICES}
     base = impls.get(REFERENCE) or impls.get("cpu") or {"kinds": {}}
     lines = [f"{'kind':<10} {'bytes':>11} " + " ".join(f"{n + ' ms':>16}" for n in impls)]

@@ -4,8 +4,7 @@ NVIDIA's qualification tool (``com.nvidia:rapids-4-spark-tools_2.12`` on Maven C
 Apache-2.0) ships, inside its jar:
 
 - ``operatorsScore-<platform>-<gpu>.csv`` (``CPUOperator,Score``): the speed-up NVIDIA measured
-  for each Spark exec on that platform and GPU (on-prem A100: ``SortMergeJoinExec`` 22.33,
-  ``ShuffleExchangeExec`` 4.9, ``FilterExec`` 4.51, ``HashAggregateExec`` 4.41, ``ProjectExec`` 3.0);
+  for each Spark exec on that platform and GPU (on-prem A100's: the README);
 - ``supportedExecs.csv`` (``Exec,Supported,...``): which execs the RAPIDS Accelerator runs on the
   GPU. Neither a streaming state store exec nor Spark's stream-stream join is listed.
 

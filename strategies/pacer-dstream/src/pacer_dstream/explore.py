@@ -1,8 +1,9 @@
-"""When dStream explores (``exploration=budgeted``, the default since issue 20; departs from the paper's letter).
+"""When dStream explores (``exploration=budgeted``, the default; departs from the paper's letter).
 
 The paper explores by optimism: an entry never measured costs 0, so the shortest path tries it. Every exploring
 batch is a batch on a plan nobody measured; under asap admission a slower batch makes the next one larger, so on an
-overloaded query one exploring batch delays every batch after it (issue 20's grid). ``budgeted`` keeps two plans:
+overloaded query one exploring batch delays every batch after it (the README's placement grid). ``budgeted``
+keeps two plans:
 
 - the **exploiting** plan: the shortest path over what is known (measured in the batch's bucket, or estimated from
   the buckets that measured it, ``cold_start``); an entry never measured anywhere is not chosen (infinite), unless

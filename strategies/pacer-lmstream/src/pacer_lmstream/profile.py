@@ -2,8 +2,9 @@
 
 LMStream initialises its inflection point "with the values derived from the experiments that are dependent on
 resource configurations or workload types". Without them, pacer's InfPT_0 is one fixed 150 KB per partition for
-every query on every machine, and Eq. 10 (trained on the InfPT each batch was placed with) never moves it: on issue
-20's grid that fixed threshold sent cm2's small batches to the GPU (1.40× the better single device per row).
+every query on every machine, and Eq. 10 (trained on the InfPT each batch was placed with) never moves it: where
+the machine's crossover lies above 150 KB, batches in between go to the GPU, which costs them more (the README's
+placement grid).
 
 With ``inflection_profile`` set, InfPT_0 is the query's own crossover on that machine: the bytes per partition at
 which the query's DAG with every GPU-capable operator on the GPU costs what it costs all on the CPU, under a cost

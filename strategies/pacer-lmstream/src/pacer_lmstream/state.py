@@ -79,7 +79,7 @@ class LMStreamState:
         if rows_file:
             self.initial_rows = tuple(load_rows(rows_file))
             # Never extrapolate past the measured sweep: with a target latency (SlideTime) far from the
-            # latencies the sweep saw, Eq. 10 otherwise runs to the clamp (lr1 at 256 KB/s: 1 KB).
+            # latencies the sweep saw, Eq. 10 otherwise runs to a clamp.
             swept = [row.inflection for row in self.initial_rows]
             self.regressor.min_bytes = max(self.regressor.min_bytes, min(swept))
             self.regressor.max_bytes = max(self.regressor.min_bytes, min(self.regressor.max_bytes, max(swept)))

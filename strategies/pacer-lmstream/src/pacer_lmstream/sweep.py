@@ -26,7 +26,7 @@ from pacer.plugins import PluginManager
 from pacer_lmstream.calibration import write_rows
 from pacer_lmstream.regression import Sample
 
-#: The sweep around InfPT_0 when no list is given (issue 13: x 0.25, 0.5, 1, 2, 4).
+#: The sweep around InfPT_0 when no list is given (x 0.25, 0.5, 1, 2, 4).
 DEFAULT_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 
 #: The runtime the sweep runs on: the simulator's per-batch reports are what Eq. 10 learns from.

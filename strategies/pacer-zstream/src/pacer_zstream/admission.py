@@ -149,8 +149,8 @@ class ZStreamAdmission:
         """How late the next poll may come: the 0.99 quantile of the recent gaps between polls that waited.
 
         On the simulator that is the 10 ms poll interval. On Spark a poll can come much later: the query's
-        stream thread runs a no-data batch (watermark advance) between data batches, ~0.8 s for LR2 on
-        2 cores, and the batch that should be admitted meanwhile would miss by that much.
+        stream thread runs a no-data batch (watermark advance) between data batches, and the batch that should
+        be admitted meanwhile would miss by that much (README, "A late poll").
         """
         if not self.poll_gaps:
             return self.slack

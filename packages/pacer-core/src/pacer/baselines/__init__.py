@@ -1,6 +1,7 @@
 """The baselines pacer ships, registered by default and ``trylast``.
 
-- admission: ``static`` (Spark's ``processingTime`` trigger), ``asap`` (Spark's default trigger);
+- admission: ``static`` (Spark's ``processingTime`` trigger), ``asap`` (Spark's default trigger), ``min-rows``
+  (Kafka's ``minOffsetsPerTrigger`` + ``maxTriggerDelay``), ``pid`` (Spark Streaming's backpressure);
 - scheduling: ``fifo``, ``fair``;
 - placement: ``cpu-only``, ``gpu-only``, ``static-preference`` (LMStream Table II).
 """

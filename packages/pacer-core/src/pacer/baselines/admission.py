@@ -94,7 +94,7 @@ def _static_state(spec: QuerySpec | None, params: Mapping[str, Any]) -> StaticTr
 
 @hookimpl(trylast=True)
 def pacer_strategies() -> Sequence[StrategyInfo]:
-    """Declare ``static`` and ``asap``."""
+    """Declare ``static``, ``asap``, ``min-rows`` and ``pid``."""
     return [
         StrategyInfo(
             name="static",
@@ -141,7 +141,7 @@ def pacer_strategies() -> Sequence[StrategyInfo]:
 def pacer_admit(
     ctx: StrategyContext, buffer: DatasetBuffer, now: float, system: SystemView
 ) -> AdmissionDecision | None:
-    """Answer for ``static`` and ``asap``."""
+    """Answer for ``static``, ``asap``, ``min-rows`` and ``pid``."""
     if ctx.chosen == "asap":
         limit: int = ctx.state
         if limit and len(buffer) > limit:

@@ -14,8 +14,8 @@ pytest.importorskip("pacer_kafka", reason="the kafka bench source needs pacer-ka
 from pacer_bench.kafka_source import SOURCE, kafka_figures, topic_name
 from pacer_bench.latency_target import analyse
 from pacer_bench.runner import ScenarioError, resolve_configs
-from pacer_bench.sources import BenchSource, find_source, source_names
 from pacer_bench.tables import BenchRun
+from pacer_bench.traffic_sources import BenchSource, find_source, source_names
 
 
 def test_pacer_bench_finds_the_kafka_source_through_its_entry_point() -> None:

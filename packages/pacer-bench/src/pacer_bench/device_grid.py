@@ -16,9 +16,11 @@ share of the data), so per batch or in total the placements process different th
 
 Rates are multiples of the **CPU's capacity** of the workload (:func:`cpu_capacity`): the constant rate at which one
 second of data, run all on the CPU on the simulator's cores, takes one second (the largest rate that batches of one
-second keep up with on the CPU). The simulator's cost model is ``pacer sim``'s default (``--gpu-profile``
-:data:`pacer_sim.rapids.DEFAULT_GPU_PROFILE`; pacer-sim's built-in curves where NVIDIA's tools jar cannot be had,
-which the grid's notes then say).
+second keep up with on the CPU). The simulator's cost model is ``pacer sim``'s default (the ``--gpu-profile`` a
+``pacer run --runtime sim`` without flags runs on, :func:`default_gpu_profile`; pacer-sim's built-in curves where
+NVIDIA's tools jar cannot be had, which the grid's notes then say). pacer-sim is reached through its public names
+only: its runtime (:data:`pacer_sim.SIM_RUNTIME`, the :class:`pacer.Runtime` protocol and the
+:class:`pacer_sim.Simulation` it builds) and :func:`pacer_sim.batch_work`.
 """
 
 from __future__ import annotations
@@ -28,10 +30,13 @@ import functools
 import io
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pacer import Device
 
 #: The grid's axes (the issue's): workloads, traffic patterns, rates as multiples of the CPU's capacity, GPUs,
 #: overload policies.
@@ -57,6 +62,9 @@ BOUND = 1.05
 MISS_POINTS = 1.0
 #: Cores of every cell (the simulator's default, the machine pacer is developed on).
 CORES = 2
+#: ``pacer sim --gpu-profile`` value of pacer-sim's built-in curves (documented in its ``--gpu-profile`` help): what
+#: the cells run on when the default profile's jar cannot be had.
+BUILTIN_CURVES = "builtin"
 
 
 @dataclass(frozen=True)
@@ -126,20 +134,51 @@ class Judged:
 
 
 @functools.cache
+def default_gpu_profile() -> str:
+    """The GPU profile ``pacer run --runtime sim`` runs on without flags: the simulator's own defaults, read through
+    the :class:`pacer.Runtime` protocol (its flags parsed from nothing, folded into a run by ``from_args``)."""
+    import argparse
+
+    from pacer import QueryRun, RunConfig
+    from pacer.plugins import get_plugin_manager
+    from pacer_sim import SIM_RUNTIME
+
+    parser = argparse.ArgumentParser()
+    SIM_RUNTIME.configure(parser.add_argument_group(SIM_RUNTIME.name))
+    config = SIM_RUNTIME.from_args(parser.parse_args([]), RunConfig((QueryRun("lr1"),)), get_plugin_manager())
+    return str(config.options_for(SIM_RUNTIME.name).get("gpu_profile", BUILTIN_CURVES))
+
+
+@functools.cache
 def cost_model(gpus: int) -> tuple[Any, str | None]:
     """``pacer sim``'s default cost model for ``gpus`` GPUs, and the warning when its GPU profile was not had (built
-    once per process: every cell asks which profile it runs on)."""
-    from pacer_sim.rapids import DEFAULT_GPU_PROFILE
-    from pacer_sim.runtime import build_cost_model
+    once per process: every cell asks which profile it runs on). Read from the :class:`pacer_sim.Simulation` the
+    simulator builds for a run on :func:`default_gpu_profile`."""
+    from pacer import QueryRun, RunConfig
+    from pacer_sim import SIM_RUNTIME
 
-    return build_cost_model({"gpu_profile": DEFAULT_GPU_PROFILE}, gpus)
+    config = RunConfig((QueryRun("lr1"),), duration=1.0, cores=CORES, gpus=gpus).with_options(
+        SIM_RUNTIME.name, gpu_profile=default_gpu_profile())
+    sim = SIM_RUNTIME.build(config)
+    return sim.cost_model, sim.extra_config["gpu_profile"]["warning"] or None
+
+
+def alone_seconds(model: Any, spec: Any, devices: Mapping[str, Device], nbytes: float, *, cores: float,
+                  gpus: int) -> float:
+    """Seconds one batch of ``nbytes`` of query ``spec``, placed on ``devices``, takes alone on ``cores`` cores and an
+    idle GPU under ``model``: :func:`pacer_sim.batch_work` of a one-dataset batch, seed 0 (pass a noise-free model for
+    the curve itself)."""
+    from pacer import Dataset, MicroBatch, Placement
+    from pacer_sim import batch_work
+
+    batch = MicroBatch("alone", spec.id, 0, (Dataset("alone", 0.0, int(nbytes), 1),), 0.0,
+                       placement=Placement(dict(devices)))
+    return float(batch_work(model, spec, batch, gpus=gpus, seed=0).alone_s(cores))
 
 
 def cpu_capacity(workload: str, model: Any, cores: int = CORES) -> float:
     """Rows/s the CPU keeps up with in batches of one second: the rate at which a batch of one second of data, run
     all on the CPU alone on ``cores`` cores (no noise), takes one second. Found by bisection on the cost model."""
-    from pacer import Device
-    from pacer_sim.costs import alone_seconds
     from pacer_workloads import WORKLOADS as KNOWN
     from pacer_workloads import bytes_per_row, make_query
 
@@ -185,18 +224,17 @@ def run_cell(cell: Cell, duration: float) -> dict[str, Outcome]:
     """Every placement of :data:`PLACEMENTS` in ``cell`` (simulated, in this process)."""
     from pacer import QueryRun, RunConfig
     from pacer.plugins import get_plugin_manager
-    from pacer_sim.rapids import BUILTIN_PROFILE, DEFAULT_GPU_PROFILE
-    from pacer_sim.runtime import SIM_RUNTIME
+    from pacer_sim import SIM_RUNTIME
 
     pm = get_plugin_manager()
     out: dict[str, Outcome] = {}
     # the profile the cells really run on: the built-in curves where the GPU profile's jar could not be had
-    profile = DEFAULT_GPU_PROFILE if cost_model(cell.gpus)[1] is None else BUILTIN_PROFILE
+    profile = default_gpu_profile() if cost_model(cell.gpus)[1] is None else BUILTIN_CURVES
     for placement in PLACEMENTS:
         query = QueryRun(cell.workload, traffic=cell.traffic, rate=cell.rate, admission=ADMISSION, placement=placement,
                          placement_params={"inflection_profile": profile} if placement in PROFILED else {})
         config = RunConfig((query,), duration=duration, seed=cell.seed, cores=CORES, gpus=cell.gpus,
-                           overload=cell.overload).with_options("sim", gpu_profile=DEFAULT_GPU_PROFILE)
+                           overload=cell.overload).with_options(SIM_RUNTIME.name, gpu_profile=default_gpu_profile())
         with _quiet():
             report = SIM_RUNTIME.run(config, plugin_manager=pm).report
         q = next(iter(report["queries"].values()))
@@ -231,11 +269,11 @@ def conditions(judged: Sequence[Judged]) -> list[Judged]:
     """The grid judged per **condition** (a cell without its seed) over its repetitions: every placement's runs of
     the condition summed (:func:`_summed`), then judged as one cell (:func:`judge`).
 
-    Per seed, a placement's engine time per row under overload depends on where the batch boundaries fall: on
-    batches of 20 000 rows or more lr1's single devices cost within 1.6 % of each other (noise-free cost model), yet
-    gpu-only was 0.87×, 1.06× and 1.13× cpu-only per row on seeds 7, 8 and 9 of one condition. Within 1.05× of the
-    better one on every seed would take foreseeing the boundaries, not placing well; summed over the repetitions,
-    that noise averages out and what the devices cost remains."""
+    Per seed, a placement's engine time per row under overload depends on where the batch boundaries fall, so the
+    single devices can swap places from seed to seed while costing nearly the same per row (``tests/test_device_grid.py``
+    has such a condition). Within :data:`BOUND` of
+    the better one on every seed would take foreseeing the boundaries, not placing well; summed over the
+    repetitions, that noise averages out and what the devices cost remains."""
     runs: dict[tuple[str, str, float, int, str], tuple[Cell, dict[int, dict[str, Outcome]]]] = {}
     for j in judged:
         c = j.cell

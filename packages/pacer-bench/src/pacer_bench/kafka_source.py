@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from pacer import Runtime
 from pacer.plugins import PluginManager
-from pacer_kafka.broker import start_broker, stop_broker
-from pacer_kafka.produce import ensure_topic, plan_workload, produce
+from pacer_kafka import plan_workload, produce, start_broker, stop_broker
+from pacer_kafka.produce import ensure_topic  # not among pacer_kafka's public names yet
 
 if TYPE_CHECKING:
-    from pacer_bench.sources import BenchSource
+    from pacer_bench.traffic_sources import BenchSource
 
 #: Partitions of every topic the bench creates (as ``pacer produce --partitions 2``).
 TOPIC_PARTITIONS = 2
@@ -173,7 +173,7 @@ def run_one_kafka(config: Any, pm: PluginManager, runtime: Runtime, options: Map
     Spark's Kafka source: a fresh topic, its traffic produced while the query runs; returns the report
     (figures from its ``kafka`` section, :func:`kafka_figures`) and whether it failed (not drained, a
     query failed, or the producer could not write everything)."""
-    from pacer_bench.runner import on_spark
+    from pacer_bench.runtime_traits import on_spark
 
     (query,) = config.queries
     topic = topic_name(config.label, repetition)
@@ -211,9 +211,8 @@ KAFKA_WARM_UP_S = 4.0
 def warm_up_kafka(config: Any, pm: PluginManager, runtime: Runtime, options: Mapping[str, Any], *,
                   bootstrap_servers: str) -> None:
     """A short throwaway run of ``config`` on its own topic, not measured: a fresh JVM's first streaming batch
-    of a stateful query pays code generation and JIT (12-18 s on 2 cores, see
-    :func:`pacer_spark.run.spark_runtime.stream_warm_up`, which the Spark runtime skips for Kafka sources), which
-    would otherwise fall on the first configuration alone. None when :data:`KAFKA_WARM_UP_S` is 0."""
+    of a stateful query pays code generation and JIT (the Spark runtime's own streaming warm-up skips Kafka
+    sources), which would otherwise fall on the first configuration alone. None when :data:`KAFKA_WARM_UP_S` is 0."""
     if KAFKA_WARM_UP_S <= 0:
         return
     warm = replace(config.with_duration(min(KAFKA_WARM_UP_S, config.duration)), label=f"warm-up {config.label}")
@@ -222,7 +221,7 @@ def warm_up_kafka(config: Any, pm: PluginManager, runtime: Runtime, options: Map
 
 
 class KafkaSource:
-    """pacer-bench's ``--source kafka`` (a :class:`pacer_bench.sources.BenchSource`): ``--bootstrap-servers``, or a
+    """pacer-bench's ``--source kafka`` (a :class:`pacer_bench.traffic_sources.BenchSource`): ``--bootstrap-servers``, or a
     scratch broker for the whole bench run (:func:`kafka_servers`); :func:`warm_up_kafka`, then
     :func:`run_one_kafka` for every configuration and repetition, on the ``spark`` runtime."""
 
@@ -233,6 +232,8 @@ class KafkaSource:
     summary = (", reading Kafka (a fresh topic per configuration, its traffic produced while it ran; "
                "latency from each record's Kafka timestamp to the end of its batch)")
     warm_up_message = "warming up Spark's Kafka path (not measured)"
+    #: latency-target's statics are Spark's trigger at each deadline: the baseline a Kafka user runs.
+    statics_at_deadlines = True
 
     def configure(self, group: argparse._ArgumentGroup) -> None:
         """``--bootstrap-servers HOST:PORT``."""

@@ -1,6 +1,7 @@
 """Registers ``pacer bench`` with the pacer CLI. ``--runtime`` names any runtime an installed package provides
 (the ``pacer_runtimes`` hook, checked before anything runs); ``--source`` is ``gen`` or a source another package
-registers (:mod:`pacer_bench.sources`), which adds its own flags to the latency-target group."""
+registers (:mod:`pacer_bench.traffic_sources`), which adds its own flags to the latency-target group. The scenarios
+are the registry's (:data:`pacer_bench.scenarios.SCENARIOS`)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pacer.plugins import PluginManager
 
 def _configure(parser: argparse.ArgumentParser) -> None:
     from pacer_bench.scenarios import SCENARIOS
-    from pacer_bench.sources import GENERATED, load_sources
+    from pacer_bench.traffic_sources import GENERATED, load_sources
 
     parser.add_argument("scenario", choices=sorted(SCENARIOS), help="the experiment to run")
     parser.add_argument("--runtime", default="sim",
@@ -71,8 +72,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, pm: PluginManager) -> int:
-    from pacer_bench.runner import ScenarioError
-    from pacer_bench.sources import GENERATED
+    from pacer_bench.scenarios import ScenarioError
+    from pacer_bench.traffic_sources import GENERATED
 
     if args.duration is not None and args.duration <= 0:
         raise UsageError("--duration must be > 0 seconds")
@@ -107,19 +108,23 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
 
 
 def _run_grid(args: argparse.Namespace, out: Path) -> int:
-    """``device-sweep --grid``: every cell simulated (:mod:`pacer_bench.device_grid`)."""
-    from pacer_bench.device_grid_outputs import run_device_grid
+    """``SCENARIO --grid``: the scenario's grid variant (device-sweep's: every cell simulated,
+    :mod:`pacer_bench.device_grid`)."""
+    from pacer_bench.runtime_traits import runtime_traits
+    from pacer_bench.scenarios import SCENARIOS
 
-    if args.scenario != "device-sweep":
-        raise UsageError("--grid applies to device-sweep")
+    grid = SCENARIOS[args.scenario].grid
+    if grid is None:
+        raise UsageError(f"--grid applies to {', '.join(n for n, s in sorted(SCENARIOS.items()) if s.grid)}")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
     if args.gpus is not None and args.gpus < 1:
-        raise UsageError("device-sweep --grid compares CPU and GPU placements and needs --gpus >= 1 (default: 1 and 2)")
-    if args.runtime != "sim":
-        print(f"pacer bench: device-sweep --grid runs on the simulator, not {args.runtime}", file=sys.stderr)
-    paths = run_device_grid(out, quick=args.quick, duration=args.duration, seed=args.seed, repeat=args.repeat,
-                            gpus=args.gpus, jobs=args.jobs)
+        raise UsageError(f"{args.scenario} --grid compares CPU and GPU placements and needs --gpus >= 1 "
+                         "(default: 1 and 2)")
+    if not runtime_traits(args.runtime).simulated:  # the grid runs on pacer-sim whatever --runtime asks
+        print(f"pacer bench: {args.scenario} --grid runs on the simulator, not {args.runtime}", file=sys.stderr)
+    paths = grid(out, quick=args.quick, duration=args.duration, seed=args.seed, repeat=args.repeat, gpus=args.gpus,
+                 jobs=args.jobs)
     text = paths["md"].read_text()
     print(text.split("\n## ")[0])
     print(f"wrote {len(paths)} files to {args.out} (every cell in {paths['md']} and {paths['csv']})")

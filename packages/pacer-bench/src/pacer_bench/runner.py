@@ -1,6 +1,7 @@
 """Run every configuration of a scenario on a runtime (the simulator, real Spark: found through the ``pacer_runtimes``
-hook), then write the outputs. latency-target's sources other than pacer's generator (``--source kafka``) come from
-the packages that register them (:mod:`pacer_bench.sources`)."""
+hook), then write the outputs. The scenario comes from the registry (:data:`pacer_bench.scenarios.SCENARIOS`), what
+differs per runtime from :mod:`pacer_bench.runtime_traits`; latency-target's sources other than pacer's generator
+(``--source kafka``) come from the packages that register them (:mod:`pacer_bench.traffic_sources`)."""
 
 from __future__ import annotations
 
@@ -11,27 +12,24 @@ import platform
 import sys
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pacer import RunConfig, Runtime, UnknownRuntimeError, UnknownStrategyError
+from pacer import Runtime, UnknownRuntimeError, UnknownStrategyError
 from pacer.plugins import PluginManager, get_plugin_manager
-from pacer_bench.latency_target import write_latency_target
-from pacer_bench.multi_query import write_multi_query
-from pacer_bench.outputs import write_outputs
-from pacer_bench.progress import ProgressBar
-from pacer_bench.scenarios import SCENARIOS, Config, latency_target_configs, latency_target_plan
-from pacer_bench.sources import GENERATED, BenchSource, UnknownSourceError, find_source
+from pacer_bench.progress_bar import ProgressBar
+from pacer_bench.runtime_traits import GPU, SIMULATOR, runtime_traits
+from pacer_bench.scenarios import Config, Request, ScenarioError, ScenarioResult, find_scenario
 from pacer_bench.tables import BenchRun
+from pacer_bench.traffic_sources import GENERATED, BenchSource, UnknownSourceError, find_source
 
-#: Seconds a Spark configuration may take after its traffic ends to finish its backlog.
-SPARK_DRAIN_TIMEOUT = 120.0
+__all__ = ["ScenarioError", "machine_description", "record_latencies", "resolve_configs", "run_scenario"]
 
 
-class ScenarioError(ValueError):
-    """A scenario that cannot run as asked (unknown scenario, strategy or runtime, a bad option), found before
-    anything runs; ``pacer bench`` reports it as a usage error."""
+def _request(quick: bool, runtime: str, target: Mapping[str, Any] | None, source: BenchSource | None) -> Request:
+    """What the scenario builds its configurations (and its writer its outputs) from, on ``runtime``."""
+    return Request(quick=quick, simulated=runtime_traits(runtime).simulated, target=dict(target or {}),
+                   source=source)
 
 
 def resolve_configs(
@@ -48,40 +46,34 @@ def resolve_configs(
         placements process the same batches) or ``shed`` (pacer's default for users).
     :param rate_scale: multiply every query's input rate by this (e.g. to contend the cores harder).
     :param target: latency-target's choices (:func:`pacer_bench.scenarios.narrow_plan`); a ``source`` (other
-        than pacer's generator: :mod:`pacer_bench.sources`) runs on the runtime it names (kafka: Spark).
-    :raises ScenarioError: for an unknown scenario, strategy, runtime (the installed ones come from the
-        ``pacer_runtimes`` hook) or source, or a scenario that cannot run on ``runtime``.
+        than pacer's generator: :mod:`pacer_bench.traffic_sources`) runs on the runtime it names (kafka: Spark).
+    :raises ScenarioError: for an unknown scenario (naming the registered ones), strategy, runtime (the installed
+        ones come from the ``pacer_runtimes`` hook) or source, or a scenario that cannot run on ``runtime``.
     """
-    if scenario not in SCENARIOS:
-        raise ScenarioError(f"unknown scenario {scenario!r}; choose from {', '.join(sorted(SCENARIOS))}")
+    chosen = find_scenario(scenario)
     notes: list[str] = []
-    if target and any(target.values()) and scenario != "latency-target":
+    if target and any(target.values()) and not chosen.narrowed:
         raise ScenarioError("--source, --deadline, --traffic, --workload and --config apply to latency-target")
     source = _source(target)
     if source is not None:
         runtime = source.runtime  # e.g. Spark's Kafka source
-    if runtime == "spark" and scenario == "device-sweep" and not rapids_jars:
-        notes.append("device-sweep ran on the simulator: placement on Spark needs a GPU and the RAPIDS Accelerator "
-                     "jar (--rapids-jar), and neither is here; every figure is simulated")
-        runtime = "sim"
+    lacking = runtime_traits(runtime).lacking(chosen.needs, rapids_jars)
+    if lacking:  # the scenario's point needs what the runtime cannot give: shown on the simulator instead
+        notes.append(f"{chosen.name} ran on the simulator: {'; '.join(lacking.values())}; every figure is simulated")
+        runtime = SIMULATOR
+    traits = runtime_traits(runtime)
     try:
         plugin_manager.find_runtime(runtime)
     except UnknownRuntimeError as exc:
-        extra = " (pip install 'pacer-bench[spark]', or the README's development install)" if runtime == "spark" else ""
-        raise ScenarioError(f"--runtime {runtime}: {exc}{extra}") from None
-    if scenario == "latency-target":
-        try:
-            configs = latency_target_configs(latency_target_plan(quick, runtime, target))
-        except ValueError as exc:
-            raise ScenarioError(str(exc)) from None
-        if not configs:
-            raise ScenarioError(f"--config {', '.join((target or {}).get('configs') or ())}: no latency-target "
-                             "configuration has that name or family (asap, static, pid, min-rows, fixed-point, "
-                             "lmstream, zstream, or a name such as 'static 10s', 'zstream @10s')")
-    else:
-        configs = SCENARIOS[scenario].build(quick, runtime)
-    if runtime == "spark" and any(c.resource_loss for c in configs):
-        raise ScenarioError(f"{scenario} takes cores away mid-run, which local Spark cannot do; run it with --runtime sim")
+        raise ScenarioError(f"--runtime {runtime}: {exc}{traits.install_hint}") from None
+    try:
+        configs = chosen.build(_request(quick, runtime, target, source))
+    except ValueError as exc:
+        raise ScenarioError(str(exc)) from None
+    refused = traits.lacking(set().union(*(c.needs for c in configs)), rapids_jars)
+    if refused:
+        raise ScenarioError(f"{chosen.name} cannot run on --runtime {runtime}: {'; '.join(refused.values())}; "
+                            f"run it with --runtime {SIMULATOR}")
     if duration is not None:
         configs = [c.with_duration(duration) for c in configs]
     if overload not in ("keep", "shed"):
@@ -94,8 +86,8 @@ def resolve_configs(
     if gpus is not None:
         if gpus < 0:
             raise ScenarioError(f"--gpus must be >= 0, got {gpus}")
-        if scenario == "device-sweep" and gpus == 0:
-            raise ScenarioError("device-sweep compares CPU and GPU placements and needs a GPU: --gpus 1 (its default)")
+        if gpus == 0 and GPU in chosen.needs:
+            raise ScenarioError(f"{chosen.name} {chosen.needs[GPU]} and needs a GPU: --gpus 1 (its default)")
         configs = [c.with_gpus(gpus) for c in configs]
     for config in configs:
         try:
@@ -152,40 +144,18 @@ def record_latencies(report: dict[str, Any], controller: Any) -> None:
 
 
 def machine_description(runtime: str, master: str) -> str:
-    """``Linux x86_64, 2 cores, Python 3.11.7`` (+ the Spark version and master on Spark)."""
+    """``Linux x86_64, 2 cores, Python 3.11.7`` (+ what the runtime adds: the Spark version and master on Spark)."""
     text = f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    if runtime == "spark":
-        import pyspark
-
-        text += f", PySpark {pyspark.__version__} {master}"
-    return text
-
-
-def spark_options(master: str, rapids_jars: Sequence[str]) -> dict[str, Any]:
-    """What the bench asks of the ``spark`` runtime: one session for every configuration (warmed up once), no
-    progress lines, and :data:`SPARK_DRAIN_TIMEOUT` seconds for each configuration's backlog."""
-    return {"master": master, "rapids_jar": list(rapids_jars), "drain_timeout": SPARK_DRAIN_TIMEOUT,
-            "progress_every": 0.0, "keep_session": True}
-
-
-def on_spark(config: Config, run: RunConfig) -> RunConfig:
-    """What a configuration means on Spark: static admission is Spark's own processing-time trigger (pacer only
-    observes), and a raising strategy falls back to its baseline rather than failing the stream."""
-    run = replace(run, fallback=True)
-    if config.queries and all(q.admission == "static" for q in config.queries):
-        interval = float(config.queries[0].admission_params.get("interval", 10.0))
-        run = run.with_options("spark", trigger=f"{interval:g}s")
-    return run
+    return text + runtime_traits(runtime).machine(master)
 
 
 def _run_one(config: Config, pm: PluginManager, runtime: Runtime,
              options: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
-    """One configuration once on ``runtime`` with its ``options`` (``spark``: :func:`spark_options`); returns its
-    report (every dataset latency kept, see :func:`record_latencies`) and whether it failed (Spark: did not drain,
-    or a query failed)."""
-    run = config.run_config()
-    if runtime.name == "spark":
-        run = on_spark(config, run)
+    """One configuration once on ``runtime`` with its ``options`` (the runtime's
+    :attr:`~pacer_bench.runtime_traits.RuntimeTraits.run_options`), adapted to it
+    (:attr:`~pacer_bench.runtime_traits.RuntimeTraits.adapt`); returns its report (every dataset latency kept, see
+    :func:`record_latencies`) and whether it failed (Spark: did not drain, or a query failed)."""
+    run = runtime_traits(runtime.name).adapt(config, config.run_config())
     if options:
         run = run.with_options(runtime.name, **options, label=config.label)
     result = runtime.run(run, plugin_manager=pm)
@@ -196,7 +166,7 @@ def _run_one(config: Config, pm: PluginManager, runtime: Runtime,
 def run_scenario(
     scenario: str,
     *,
-    runtime: str = "sim",
+    runtime: str = SIMULATOR,
     out: str | Path,
     quick: bool = False,
     duration: float | None = None,
@@ -223,15 +193,19 @@ def run_scenario(
     ``scripts/gen_readme.py`` builds the README's results section.
 
     latency-target takes ``target`` (:func:`pacer_bench.scenarios.narrow_plan`: deadlines, traffics,
-    workloads, configs, source); with a ``source`` (:mod:`pacer_bench.sources`) every configuration runs through
+    workloads, configs, source); with a ``source`` (:mod:`pacer_bench.traffic_sources`) every configuration runs through
     it, with ``source_options`` (its own flags, by ``dest``): ``kafka`` (pacer-kafka) reads a fresh topic per
     configuration on ``source_options["bootstrap_servers"]``, or on a scratch broker when None.
+
+    The scenario is looked up in the registry (:func:`pacer_bench.scenarios.find_scenario`), which builds its
+    configurations and writes its outputs (:attr:`pacer_bench.scenarios.Scenario.write`).
 
     :raises ScenarioError: before anything runs, for a bad scenario, strategy, runtime combination or ``repeat``.
     :return: the paths written, by kind (``meta`` included).
     """
     if repeat < 1:
         raise ScenarioError(f"--repeat must be >= 1, got {repeat}")
+    chosen = find_scenario(scenario)
     pm = plugin_manager or get_plugin_manager()
     actual, configs, notes = resolve_configs(scenario, runtime=runtime, quick=quick, duration=duration, seed=seed,
                                              plugin_manager=pm, rapids_jars=rapids_jars, gpus=gpus,
@@ -242,7 +216,8 @@ def run_scenario(
     reports: dict[str, list[dict[str, Any]]] = {c.label: [] for c in configs}
     failures: list[str] = []
     runner = pm.find_runtime(actual)
-    options = spark_options(master, rapids_jars) if actual == "spark" else {}
+    traits = runtime_traits(actual)
+    options = traits.run_options(master, rapids_jars)
     source = _source(target)
     with ExitStack() as stack:
         handle = stack.enter_context(source.open(source_options or {})) if source is not None else None
@@ -272,19 +247,14 @@ def run_scenario(
         notes.append(f"did not drain or failed on Spark: {', '.join(failures)}")
     runs = [BenchRun(c.label, reports[c.label][0], baseline=c.baseline, group=c.group, x=c.x, series=c.series,
                      repeats=tuple(reports[c.label][1:]), deadline=c.deadline, tags=c.tags) for c in configs]
-    summary = SCENARIOS[scenario].summary + (" — simulated (pacer-sim)" if actual == "sim" else " — real Spark")
+    summary = chosen.summary + traits.described
     if source is not None:
         summary += source.summary
     if quick:
         summary += ", quick version"
     machine = machine_description(actual, master)
-    if scenario == "latency-target":
-        paths = write_latency_target(out, runs, latency_target_plan(quick, actual, target)["deadlines"], summary=summary,
-                                     notes=notes, machine=machine)
-    elif scenario == "multi-query":
-        paths = write_multi_query(out, runs, summary=summary, notes=notes, machine=machine)
-    else:
-        paths = write_outputs(out, scenario, runs, summary=summary, notes=notes, machine=machine)
+    paths = chosen.write(out, ScenarioResult(chosen.name, runs, _request(quick, actual, target, source), summary,
+                                             notes, machine))
     meta = {
         "scenario": scenario, "runtime": actual, "requested_runtime": runtime, "quick": quick, "seed": seed,
         "rate_scale": rate_scale,

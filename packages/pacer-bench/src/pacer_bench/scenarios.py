@@ -1,12 +1,23 @@
-"""The papers' experiments as named scenarios: each is a list of configurations run side by side."""
+"""The papers' experiments as a registry of named scenarios (:data:`SCENARIOS`): each builds its configurations,
+run side by side, and writes its own outputs.
+
+The runner looks a scenario up by name (:func:`find_scenario`) and asks it everything that differs between
+scenarios (its configurations, its outputs, what it needs of a runtime, whether it takes latency-target's choices,
+a ``--grid`` variant), so a scenario added to :data:`SCENARIOS` runs without a change to the runner.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pacer import QueryRun, RunConfig
+from pacer_bench.runtime_traits import GPU, RESOURCE_LOSS, SIMULATOR
+
+if TYPE_CHECKING:
+    from pacer_bench.tables import BenchRun
 
 #: Traffic parameters that are rates (rows/s): :meth:`Config.with_rate_scale` scales them with the mean.
 RATE_PARAMS = frozenset({"min", "max", "amplitude", "offset", "sd"})
@@ -33,10 +44,16 @@ class Config:
     overload: str = "keep"  # the Controller's overload policy: keep (measure every dataset) or shed
     tags: Mapping[str, Any] = field(default_factory=dict)  # what the configuration is, for the analysis
 
+    @property
+    def needs(self) -> frozenset[str]:
+        """The runtime capabilities this configuration cannot run without (``resource-loss`` when it takes cores
+        away): the runner refuses it on a runtime that lacks one."""
+        return frozenset({RESOURCE_LOSS}) if self.resource_loss else frozenset()
+
     def run_config(self) -> RunConfig:
         """The run this configuration is, for any runtime (fallback off: a raising strategy fails the run; the runner
-        adapts it to Spark, see ``pacer_bench.runner._on_spark``)."""
-        options = {"sim": {"resource_loss": [list(self.resource_loss)]}} if self.resource_loss else {}
+        adapts it to the runtime it runs on, see :attr:`pacer_bench.runtime_traits.RuntimeTraits.adapt`)."""
+        options = {SIMULATOR: {"resource_loss": [list(self.resource_loss)]}} if self.resource_loss else {}
         return RunConfig(self.queries, scheduler=self.scheduler, duration=self.duration, seed=self.seed,
                          cores=self.cores, gpus=self.gpus, overload=self.overload, options=options)
 
@@ -50,9 +67,11 @@ class Config:
 
     def with_rate_scale(self, scale: float) -> Config:
         """The same configuration with every query's input rate multiplied by ``scale``: its mean rate and the rates
-        its traffic parameters name (``min``, ``max``, ``amplitude``, ``offset``, ``sd``), so the shape stays."""
+        its traffic parameters name (``min``, ``max``, ``amplitude``, ``offset``, ``sd``), so the shape stays; a
+        parameter that is text (a trace's file) is kept."""
         def scaled(q: QueryRun) -> QueryRun:
-            params = {k: v * scale if k in RATE_PARAMS else v for k, v in dict(q.traffic_params).items()}
+            params = {k: v * scale if k in RATE_PARAMS and isinstance(v, int | float) else v
+                      for k, v in dict(q.traffic_params).items()}
             return replace(q, rate=q.rate * scale, traffic_params=params)
 
         return replace(self, queries=tuple(scaled(q) for q in self.queries))
@@ -70,13 +89,74 @@ class Config:
         return replace(self, duration=duration, resource_loss=loss)
 
 
+class ScenarioError(ValueError):
+    """A scenario that cannot run as asked (unknown scenario, strategy or runtime, a bad option), found before
+    anything runs; ``pacer bench`` reports it as a usage error."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a scenario is asked to build: the full or the quick version, for which kind of runtime, with which of
+    latency-target's choices.
+
+    :param simulated: the runtime simulates time (:attr:`pacer_bench.runtime_traits.RuntimeTraits.simulated`): long
+        runs cost little there, so scenarios run longer than on a wall-clock engine.
+    :param target: latency-target's choices (:func:`narrow_plan`: deadlines, traffics, workloads, configs, source).
+    :param source: the registered traffic source ``target["source"]`` names
+        (:class:`pacer_bench.traffic_sources.BenchSource`; None: pacer's generated traffic).
+    """
+
+    quick: bool = False
+    simulated: bool = True
+    target: Mapping[str, Any] = field(default_factory=dict)
+    source: Any = None
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    """What a scenario's writer gets once every configuration ran: the runs (repetitions folded in), the request
+    they were built from, and the text every output carries (summary line, notes, machine)."""
+
+    name: str
+    runs: Sequence[BenchRun]
+    request: Request
+    summary: str
+    notes: Sequence[str]
+    machine: str
+
+
+def write_tables(out: str | Path, result: ScenarioResult) -> dict[str, Path]:
+    """The outputs every scenario has: :func:`pacer_bench.outputs.write_outputs` under the scenario's name."""
+    from pacer_bench.outputs import write_outputs
+
+    return write_outputs(out, result.name, result.runs, summary=result.summary, notes=result.notes,
+                         machine=result.machine)
+
+
 @dataclass(frozen=True)
 class Scenario:
-    """A named experiment: what it reproduces, and its configurations (full and quick)."""
+    """A named experiment: what it reproduces, how it builds its configurations, how it writes its outputs and what
+    it needs of a runtime.
+
+    :param build: its configurations for a :class:`Request` (full or quick, simulated or not, narrowed).
+        A ``ValueError`` it raises is reported as a :class:`ScenarioError`.
+    :param write: its outputs under a folder (default :func:`write_tables`); returns the paths by kind.
+    :param needs: runtime capabilities it cannot show its point without
+        (:data:`pacer_bench.runtime_traits.GPU`), each with why: on a runtime that lacks one it runs on the
+        simulator and says so, and ``--gpus 0`` is refused where it needs a GPU.
+    :param narrowed: it takes latency-target's choices (``--source``, ``--deadline``, ``--traffic``, ``--workload``,
+        ``--config``); any other scenario refuses them.
+    :param grid: its ``--grid`` variant, ``(out, *, quick, duration, seed, repeat, gpus, jobs)`` -> the paths
+        written (None: ``--grid`` does not apply).
+    """
 
     name: str
     summary: str
-    build: Callable[[bool, str], list[Config]]
+    build: Callable[[Request], list[Config]]
+    write: Callable[[str | Path, ScenarioResult], dict[str, Path]] = write_tables
+    needs: Mapping[str, str] = field(default_factory=dict)
+    narrowed: bool = False
+    grid: Callable[..., dict[str, Path]] | None = None
 
 
 ADAPTIVE_ADMISSION = ("fixed-point", "zstream", "lmstream")
@@ -86,10 +166,11 @@ ADAPTIVE_ADMISSION = ("fixed-point", "zstream", "lmstream")
 TRIGGER_SWEEP_DEADLINE = 10.0
 
 
-def _trigger_sweep(quick: bool, runtime: str) -> list[Config]:
+def _trigger_sweep(request: Request) -> list[Config]:
     # On Spark, LR2 at 2000 rows/s: the rate both the 10 s trigger and small batches sustain on 2 cores
     # (LR1's join is capacity-bound, not superlinear, there; see the pacer-spark README).
-    if runtime == "sim":
+    quick = request.quick
+    if request.simulated:
         workload, rate, duration = "lr1", 1500.0, (90.0 if quick else 300.0)
     else:
         workload, rate, duration = "lr2", 2000.0, (60.0 if quick else 90.0)
@@ -103,7 +184,7 @@ def _trigger_sweep(quick: bool, runtime: str) -> list[Config]:
         for s in ((10,) if quick else (2, 5, 8, 10))
     ]
     configs.append(Config("asap", query("asap"), duration=duration, deadline=d))
-    for name in ADAPTIVE_ADMISSION[:1] if quick and runtime == "spark" else ADAPTIVE_ADMISSION:
+    for name in ADAPTIVE_ADMISSION[:1] if quick and not request.simulated else ADAPTIVE_ADMISSION:
         configs.append(Config(name, query(name), duration=duration, deadline=d))
     return configs
 
@@ -119,16 +200,17 @@ MULTI_QUERY_STATICS_QUICK = (2, 10)
 MULTI_QUERY_ADAPTIVE = (("edf", "asap"), ("edf", "zstream"), ("rdas", "zstream"), ("edf", "lmstream"))
 
 
-def multi_query_duration(quick: bool, runtime: str) -> float:
+def multi_query_duration(quick: bool, simulated: bool) -> float:
     """Seconds of traffic of every multi-query configuration: 300 simulated (120 quick); on Spark 90 (30 quick:
-    8 configurations of about 40 s each, some 5 minutes a repetition on 2 cores)."""
-    if runtime == "sim":
+    8 configurations of about 40 s each)."""
+    if simulated:
         return 120.0 if quick else 300.0
     return 30.0 if quick else 90.0
 
 
-def _multi_query(quick: bool, runtime: str) -> list[Config]:
-    duration = multi_query_duration(quick, runtime)
+def _multi_query(request: Request) -> list[Config]:
+    quick = request.quick
+    duration = multi_query_duration(quick, request.simulated)
 
     def queries(admission: str, params: Mapping[str, Any]) -> tuple[QueryRun, ...]:
         return tuple(
@@ -156,8 +238,8 @@ DEVICE_RATES_KB = (64, 256, 1024, 4096, 16384)
 PLACEMENTS = ("cpu-only", "gpu-only", "static-preference", "lmstream", "dstream")
 
 
-def _device_sweep(quick: bool, runtime: str) -> list[Config]:
-    duration = 60.0 if quick else 180.0
+def _device_sweep(request: Request) -> list[Config]:
+    duration = 60.0 if request.quick else 180.0
     from pacer_workloads import bytes_per_row
 
     per_row = bytes_per_row("linear_road")
@@ -183,8 +265,8 @@ def _device_sweep(quick: bool, runtime: str) -> list[Config]:
     return configs
 
 
-def _sinusoidal(quick: bool, runtime: str) -> list[Config]:
-    duration = 180.0 if quick else 600.0
+def _sinusoidal(request: Request) -> list[Config]:
+    duration = 180.0 if request.quick else 600.0
     rate = 1500.0
     traffic = {"period": 60.0}
     configs = [
@@ -195,8 +277,8 @@ def _sinusoidal(quick: bool, runtime: str) -> list[Config]:
     return configs
 
 
-def _resource_loss(quick: bool, runtime: str) -> list[Config]:
-    duration = 180.0 if quick else 600.0
+def _resource_loss(request: Request) -> list[Config]:
+    duration = 180.0 if request.quick else 600.0
     loss = (duration / 3, 2 * duration / 3, 0.25)
     return [
         Config("static 10s", (QueryRun("lr2", rate=2500.0, admission="static", admission_params={"interval": 10.0}),), duration=duration, cores=4, resource_loss=loss, baseline=True),
@@ -205,8 +287,8 @@ def _resource_loss(quick: bool, runtime: str) -> list[Config]:
     ]
 
 
-def _frequency(quick: bool, runtime: str) -> list[Config]:
-    duration = 120.0 if quick else 300.0
+def _frequency(request: Request) -> list[Config]:
+    duration = 120.0 if request.quick else 300.0
     configs = []
     for pattern in ("increasing", "decreasing", "wave", "binary"):
         for admission, params in (("static", {"interval": 10.0}), ("asap", {}), ("fixed-point", {})):
@@ -226,30 +308,32 @@ DEADLINE_AWARE = ("zstream",)
 TARGET_ADAPTIVE = ("pid", "min-rows", "fixed-point", "lmstream", "zstream")
 
 
-def latency_target_plan(quick: bool, runtime: str, target: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def latency_target_plan(request: Request) -> dict[str, Any]:
     """What latency-target runs: workloads and rates, traffic patterns, static intervals, deadlines, duration.
 
     ``--quick`` is LR2 under binary bursts with statics 2/5/10 s (11 configurations), 120 s of traffic on the
-    simulator and 30 s on Spark, where 3 repetitions take about 33 x 40 s, some 22 minutes, on 2 cores.
+    simulator and 30 s on Spark.
 
-    :param target: choices of the command line (:func:`narrow_plan`): ``deadlines``, ``traffics``,
-        ``workloads`` (names), ``configs`` (names or families) and ``source`` (``kafka``: the static
-        triggers are Spark's trigger at each deadline).
+    The request's ``target`` holds the command line's choices (:func:`narrow_plan`): ``deadlines``, ``traffics``,
+    ``workloads`` (names), ``configs`` (names or families); with a ``source`` whose ``statics_at_deadlines`` is
+    set (``kafka``), the static triggers are the engine's trigger at each deadline.
     """
+    quick, simulated = request.quick, request.simulated
     workloads = (("lr2", 2000.0),) if quick else (("lr2", 2000.0), ("cm2", 1000.0))
     plan: dict[str, Any] = {
         "workloads": workloads,
         "traffics": ("binary",) if quick else ("constant", "wave", "binary", "spike"),
         "statics": (2, 5, 10) if quick else (2, 3, 5, 8, 10, 15, 20),
         "deadlines": LATENCY_DEADLINES,
-        "duration": (120.0 if runtime == "sim" else 30.0) if quick else (300.0 if runtime == "sim" else 60.0),
+        "duration": (120.0 if simulated else 30.0) if quick else (300.0 if simulated else 60.0),
         "configs": (),
     }
-    return narrow_plan(plan, target or {})
+    return narrow_plan(plan, request.target, request.source)
 
 
-def narrow_plan(plan: dict[str, Any], target: Mapping[str, Any]) -> dict[str, Any]:
-    """``plan`` narrowed to the command line's choices (an empty choice keeps the plan's).
+def narrow_plan(plan: dict[str, Any], target: Mapping[str, Any], source: Any = None) -> dict[str, Any]:
+    """``plan`` narrowed to the command line's choices (an empty choice keeps the plan's); a ``source`` that sets
+    ``statics_at_deadlines`` (:class:`pacer_bench.traffic_sources.BenchSource`) makes the statics one per deadline.
 
     :raises ValueError: a workload the plan does not hold, or a deadline not > 0.
     """
@@ -268,7 +352,7 @@ def narrow_plan(plan: dict[str, Any], target: Mapping[str, Any]) -> dict[str, An
         rates = dict(plan["workloads"])  # the plan's rate, else LR's 2000 and CM's 1000 rows/s
         plan["workloads"] = tuple((w, rates.get(w, 1000.0 if w.startswith("cm") else 2000.0))
                                   for w in target["workloads"])
-    if target.get("source") == "kafka":  # Spark's own trigger at each deadline: the baseline a Kafka user runs
+    if getattr(source, "statics_at_deadlines", False):  # the engine's trigger at each deadline (Kafka on Spark)
         plan["statics"] = tuple(sorted({d if d != int(d) else int(d) for d in plan["deadlines"]}))
     plan["configs"] = tuple(target.get("configs") or ())
     return plan
@@ -308,23 +392,68 @@ def latency_target_configs(plan: Mapping[str, Any]) -> list[Config]:
     return configs
 
 
-def _latency_target(quick: bool, runtime: str) -> list[Config]:
-    return latency_target_configs(latency_target_plan(quick, runtime))
+def _latency_target(request: Request) -> list[Config]:
+    """latency-target's configurations (:func:`latency_target_plan`, narrowed by the request's target).
+
+    :raises ValueError: a bad choice, or ``--config`` names no configuration.
+    """
+    configs = latency_target_configs(latency_target_plan(request))
+    if not configs:
+        raise ValueError(f"--config {', '.join(request.target.get('configs') or ())}: no latency-target "
+                         "configuration has that name or family (asap, static, pid, min-rows, fixed-point, "
+                         "lmstream, zstream, or a name such as 'static 10s', 'zstream @10s')")
+    return configs
 
 
+def _write_latency_target(out: str | Path, result: ScenarioResult) -> dict[str, Path]:
+    """latency-target's winners, bounds and Pareto plots, judged against the plan's deadlines."""
+    from pacer_bench.latency_target import write_latency_target
+
+    return write_latency_target(out, result.runs, latency_target_plan(result.request)["deadlines"],
+                                summary=result.summary, notes=result.notes, machine=result.machine)
+
+
+def _write_multi_query(out: str | Path, result: ScenarioResult) -> dict[str, Path]:
+    """multi-query's summary and bound tables before the common ones."""
+    from pacer_bench.multi_query import write_multi_query
+
+    return write_multi_query(out, result.runs, summary=result.summary, notes=result.notes, machine=result.machine)
+
+
+def _device_grid(out: str | Path, **options: Any) -> dict[str, Path]:
+    """device-sweep's ``--grid``: every cell simulated (:func:`pacer_bench.device_grid_outputs.run_device_grid`)."""
+    from pacer_bench.device_grid_outputs import run_device_grid
+
+    return run_device_grid(out, **options)
+
+
+#: Every scenario ``pacer bench`` runs, by name (the order the help lists them in is sorted).
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
         Scenario("trigger-sweep", "Static triggers 2/5/8/10 s and ASAP vs each admission strategy (LMStream Figs. 6-9, zStream Figs. 13-14)", _trigger_sweep),
         Scenario("multi-query", "Three queries with deadlines 5/10/20 s under binary bursts sharing the cores: FIFO and "
                  "FAIR with static triggers (the cheapest that meets every deadline marked) vs asap, zStream and "
-                 "LMStream admission under EDF and RDAS, by total engine time (zStream Figs. 7-12)", _multi_query),
-        Scenario("device-sweep", "Rates 64 KB/s-16 MB/s, every placement strategy (dStream Figs. 6-11)", _device_sweep),
+                 "LMStream admission under EDF and RDAS, by total engine time (zStream Figs. 7-12)", _multi_query,
+                 write=_write_multi_query),
+        Scenario("device-sweep", "Rates 64 KB/s-16 MB/s, every placement strategy (dStream Figs. 6-11)", _device_sweep,
+                 needs={GPU: "compares CPU and GPU placements"}, grid=_device_grid),
         Scenario("sinusoidal", "Fixed-point vs static intervals under sinusoidal load (Das Fig. 15)", _sinusoidal),
         Scenario("resource-loss", "25 % of the cores taken away mid-run (Das §5.5, Figs. 19-20)", _resource_loss),
         Scenario("latency-target", "What a latency target costs: deadlines 5/10/20 s, Spark's default trigger, "
                  "static triggers (the cheapest that meets each deadline marked) and adaptive admission, by engine time",
-                 _latency_target),
+                 _latency_target, write=_write_latency_target, narrowed=True),
         Scenario("frequency", "SPBench data-frequency patterns: increasing, decreasing, wave, binary", _frequency),
     )
 }
+
+
+def find_scenario(name: str) -> Scenario:
+    """The registered scenario called ``name``.
+
+    :raises ScenarioError: none is, naming the ones that are.
+    """
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise ScenarioError(f"unknown scenario {name!r}; choose from {', '.join(sorted(SCENARIOS))}") from None

@@ -2,8 +2,9 @@
 packages register, so that pacer-bench imports none of them.
 
 A source is an object registered under the entry-point group :data:`ENTRY_POINT_GROUP` (``pacer_bench.sources``;
-the entry point's name is the ``--source`` value) that follows :class:`BenchSource`. pacer-kafka registers
-``kafka`` (``pacer_bench.kafka_source``): every configuration a ``pacer run --source kafka`` on a fresh topic.
+the entry point's name is the ``--source`` value) that follows :class:`BenchSource`. pacer-bench registers
+``kafka`` (:mod:`pacer_bench.kafka_source`, with its ``kafka`` extra): every configuration a
+``pacer run --source kafka`` on a fresh topic.
 A source adds its own flags to ``pacer bench`` (:meth:`BenchSource.configure`); their values reach it as the
 ``options`` of :meth:`BenchSource.open`. It runs on the runtime it names (:attr:`BenchSource.runtime`), found
 through the ``pacer_runtimes`` hook like any other. Sources are found whatever ``PACER_PLUGINS`` says (it
@@ -26,6 +27,8 @@ from pacer.plugins import PluginManager
 ENTRY_POINT_GROUP = "pacer_bench.sources"
 #: The ``--source`` of pacer's own generated traffic (no source object: the runtime generates it).
 GENERATED = "gen"
+#: What to install for a source pacer-bench knows of when it is not installed (added to the error).
+INSTALL_HINTS = {"kafka": " (pip install 'pacer-bench[kafka]', or the README's development install)"}
 
 
 class UnknownSourceError(ValueError):
@@ -41,6 +44,10 @@ class BenchSource(Protocol):
     :ivar help: what ``--source NAME`` does, for ``pacer bench --help``.
     :ivar summary: what the scenario's summary line adds when this source ran (starts with ``, ``).
     :ivar warm_up_message: the progress line while :meth:`warm_up` runs.
+
+    A source may also set ``statics_at_deadlines = True`` (read with ``getattr``, default False): latency-target's
+    static triggers are then the engine's trigger at each deadline, the baseline a user of that source runs,
+    instead of the plan's intervals.
     """
 
     name: str
@@ -101,7 +108,7 @@ def find_source(name: str) -> BenchSource:
     sources = load_sources(warn=False)
     if name not in sources:
         installed = ", ".join([GENERATED, *sorted(sources)])
-        hint = " (pip install 'pacer-bench[kafka]', or the README's development install)" if name == "kafka" else ""
+        hint = INSTALL_HINTS.get(name, "")
         raise UnknownSourceError(f"unknown --source {name!r}: no installed package registers it under the "
                                  f"{ENTRY_POINT_GROUP!r} entry points{hint}. Installed sources: {installed}")
     return sources[name]

@@ -1,4 +1,4 @@
-"""latency-target's source registry (pacer_bench.sources): a source another package registers is found, adds its
+"""latency-target's source registry (pacer_bench.traffic_sources): a source another package registers is found, adds its
 own flags, runs every configuration on the runtime it names, and pacer-bench imports none of them."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from pacer import Runtime
 from pacer.cli import main
 from pacer.plugins import PluginManager, get_plugin_manager
-from pacer_bench import runner, sources
+from pacer_bench import runner, traffic_sources
 from pacer_bench.runner import ScenarioError, resolve_configs, run_scenario
 
 
@@ -56,7 +56,7 @@ class FakeSource:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeSource:
     source = FakeSource()
-    monkeypatch.setattr(sources, "load_sources", lambda *, warn=True: {"fake": source})
+    monkeypatch.setattr(traffic_sources, "load_sources", lambda *, warn=True: {"fake": source})
     return source
 
 
@@ -99,8 +99,8 @@ def test_a_source_flag_without_its_source_is_a_usage_error(fake: FakeSource, tmp
 
 
 def test_the_installed_sources_are_found_without_importing_them_here() -> None:
-    assert sources.GENERATED not in sources.source_names()
-    assert set(sources.source_names()) == set(sources.load_sources())
+    assert traffic_sources.GENERATED not in traffic_sources.source_names()
+    assert set(traffic_sources.source_names()) == set(traffic_sources.load_sources())
 
 
 def test_pacer_bench_passes_the_source_its_own_flags(fake: FakeSource, tmp_path: Path,

@@ -1,0 +1,115 @@
+"""What pacer bench does differently per runtime, declared in one place: the runner and the scenarios read a
+runtime's :class:`RuntimeTraits` and never compare its name.
+
+pacer's :class:`pacer.Runtime` protocol says what any caller needs (``name``, ``capabilities``, ``run``); what only
+the bench needs (the options it passes, what a configuration means there, which capabilities its scenarios need and
+how the runtime can or cannot give them) is kept here, by runtime name, so that pacer-bench imports no runtime
+package. A runtime without an entry gets :func:`runtime_traits`'s defaults: no options, configurations as they are,
+wall-clock time, every capability assumed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from pacer import RunConfig
+
+if TYPE_CHECKING:
+    from pacer_bench.scenarios import Config
+
+#: Capabilities a scenario or a configuration may need of a runtime (``gpu`` as in ``pacer.Runtime.capabilities``).
+GPU = "gpu"
+RESOURCE_LOSS = "resource-loss"
+#: The runtime a scenario runs on where the asked one lacks a capability the scenario needs (and says so).
+SIMULATOR = "sim"
+#: Seconds a Spark configuration may take after its traffic ends to finish its backlog.
+SPARK_DRAIN_TIMEOUT = 120.0
+
+
+def _no_options(master: str, rapids_jars: Sequence[str]) -> dict[str, Any]:
+    return {}
+
+
+def _as_is(config: Config, run: RunConfig) -> RunConfig:
+    return run
+
+
+def _nothing(master: str) -> str:
+    return ""
+
+
+@dataclass(frozen=True)
+class RuntimeTraits:
+    """What pacer bench knows of one runtime beyond the :class:`pacer.Runtime` protocol.
+
+    :param described: how the scenario's summary line ends when it ran there (`` — real Spark``).
+    :param simulated: the runtime simulates time: long runs cost little, so scenarios run longer there.
+    :param install_hint: added to the error when the runtime is not installed (what to ``pip install``).
+    :param run_options: ``(master, rapids_jars)`` -> the options every configuration passes it
+        (``config.options[name]``).
+    :param adapt: what a configuration's run means there (e.g. static admission as the engine's own trigger).
+    :param machine: ``master`` -> what the machine description adds (e.g. the engine's version).
+    :param lacks: capability -> why the runtime cannot give it (the note or error says so).
+    :param jars_give: capabilities it gains from the RAPIDS Accelerator jars (``--rapids-jar``).
+    """
+
+    described: str
+    simulated: bool = False
+    install_hint: str = ""
+    run_options: Callable[[str, Sequence[str]], dict[str, Any]] = _no_options
+    adapt: Callable[[Config, RunConfig], RunConfig] = _as_is
+    machine: Callable[[str], str] = _nothing
+    lacks: Mapping[str, str] = field(default_factory=dict)
+    jars_give: frozenset[str] = frozenset()
+
+    def lacking(self, needs: Iterable[str], rapids_jars: Sequence[str] = ()) -> dict[str, str]:
+        """The capabilities of ``needs`` this runtime cannot give with ``rapids_jars``, each with why."""
+        return {need: self.lacks[need] for need in needs
+                if need in self.lacks and not (rapids_jars and need in self.jars_give)}
+
+
+def spark_options(master: str, rapids_jars: Sequence[str]) -> dict[str, Any]:
+    """What the bench asks of the ``spark`` runtime: one session for every configuration (warmed up once), no
+    progress lines, and :data:`SPARK_DRAIN_TIMEOUT` seconds for each configuration's backlog."""
+    return {"master": master, "rapids_jar": list(rapids_jars), "drain_timeout": SPARK_DRAIN_TIMEOUT,
+            "progress_every": 0.0, "keep_session": True}
+
+
+def on_spark(config: Config, run: RunConfig) -> RunConfig:
+    """What a configuration means on Spark: static admission is Spark's own processing-time trigger (pacer only
+    observes), and a raising strategy falls back to its baseline rather than failing the stream."""
+    run = replace(run, fallback=True)
+    if config.queries and all(q.admission == "static" for q in config.queries):
+        interval = float(config.queries[0].admission_params.get("interval", 10.0))
+        run = run.with_options("spark", trigger=f"{interval:g}s")
+    return run
+
+
+def spark_machine(master: str) -> str:
+    """``, PySpark 4.0.1 local[2]``: the engine's version and master."""
+    import pyspark
+
+    return f", PySpark {pyspark.__version__} {master}"
+
+
+#: The runtimes pacer bench knows more of than the protocol says, by the name the ``pacer_runtimes`` hook gives.
+RUNTIME_TRAITS: dict[str, RuntimeTraits] = {
+    SIMULATOR: RuntimeTraits(" — simulated (pacer-sim)", simulated=True),
+    "spark": RuntimeTraits(
+        " — real Spark",
+        install_hint=" (pip install 'pacer-bench[spark]', or the README's development install)",
+        run_options=spark_options, adapt=on_spark, machine=spark_machine,
+        lacks={GPU: "placement on Spark needs a GPU and the RAPIDS Accelerator jar (--rapids-jar), and neither is "
+                    "here",
+               RESOURCE_LOSS: "local Spark cannot take cores away mid-run"},
+        jars_give=frozenset({GPU}),
+    ),
+}
+
+
+def runtime_traits(name: str) -> RuntimeTraits:
+    """The traits of the runtime called ``name`` (:data:`RUNTIME_TRAITS`; defaults for one the bench does not
+    know)."""
+    return RUNTIME_TRAITS.get(name) or RuntimeTraits(f" — {name}")

@@ -10,6 +10,9 @@
   floor of :data:`SPARK_FLOORS` (the order pacer-spark's README lists them in).
 - **Py4J stays behind the JVM boundary**: PySpark's private handles to the JVM (``_jvm``, ``_jsparkSession``...)
   are read only in the modules of pacer-spark's ``jvm`` room (:data:`JVM_ROOM`).
+- **The driver owns the Controller**: outside pacer-spark's ``driver`` room (:data:`DRIVER_ROOM`) no module calls a
+  method of a ``controller``, reaches the driver's Controller, or names the driver's lock proof (``Held``, ``Guard``):
+  the front ends read and change it only through the books the driver hands them.
 """
 
 from __future__ import annotations
@@ -29,6 +32,10 @@ PY4J_NAMES = frozenset({"_jvm", "_jsparkSession", "_jsq", "_jsc", "_jdf", "_gate
                         "_jwrite", "_jwriter", "_jdsw"})
 #: The only room whose modules may read them: pacer-spark's ``jvm`` subpackage.
 JVM_ROOM = "pacer_spark.jvm"
+#: The only room whose modules may call the Controller or hold the driver's lock proof.
+DRIVER_ROOM = "pacer_spark.driver"
+#: The driver's lock and its proof: names only its own room uses.
+LOCK_NAMES = frozenset({"Held", "Guard"})
 #: pacer-spark's rooms, lowest first: the shared top-level modules, ``jvm/``, ``plan/``, ``driver/``, the two front
 #: ends (``paced/``, ``sources/``: siblings, neither imports the other), the user's surface (the other top-level
 #: modules), ``run/``.
@@ -222,6 +229,35 @@ def py4j_reads() -> dict[str, list[int]]:
     return found
 
 
+def controller_reaches(modules: dict[str, Path] | None = None) -> dict[str, list[int]]:
+    """pacer-spark module outside :data:`DRIVER_ROOM` -> the lines where it calls a method of a ``controller``
+    (``x.controller.arrive(...)``), reads a driver's ``controller`` or names :data:`LOCK_NAMES`."""
+    if modules is None:
+        modules = distributions()["pacer-spark"].modules
+    found: dict[str, list[int]] = {}
+    for module, path in modules.items():
+        if module.startswith(DRIVER_ROOM + "."):
+            continue
+        lines = []
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                owner = node.func.value
+                while isinstance(owner, ast.Attribute) and owner.attr != "controller":
+                    owner = owner.value  # x.controller.reconcile.retract(...) calls the Controller too
+                if isinstance(owner, ast.Attribute) or (isinstance(owner, ast.Name) and owner.id == "controller"):
+                    lines.append(node.lineno)
+            elif isinstance(node, ast.Attribute) and node.attr == "controller" and \
+                    (ast.unparse(node.value).endswith("driver")):
+                lines.append(node.lineno)
+            elif isinstance(node, ast.Name) and node.id in LOCK_NAMES:
+                lines.append(node.lineno)
+            elif isinstance(node, ast.alias) and node.name in LOCK_NAMES:
+                lines.append(node.lineno)
+        if lines:
+            found[module] = sorted(set(lines))
+    return found
+
+
 # -- the checks --------------------------------------------------------------------------------------
 
 
@@ -256,6 +292,10 @@ def test_py4j_is_read_only_behind_the_jvm_boundary() -> None:
     assert outside == {}, f"Py4J names read outside {JVM_ROOM} (module: lines): {outside}"
 
 
+def test_only_the_driver_calls_the_controller_or_holds_its_lock() -> None:
+    assert controller_reaches() == {}, f"outside {DRIVER_ROOM} (module: lines): {controller_reaches()}"
+
+
 # -- the check itself, on planted code -----------------------------------------------------------------
 
 
@@ -281,3 +321,19 @@ def test_a_planted_py4j_read_and_upward_import_are_seen(tmp_path: Path, monkeypa
     monkeypatch.setitem(globals(), "distributions", lambda: dists)
     assert py4j_reads()["pacer.planted"] == [4]
     assert ("pacer.planted", "pacer-spark") in upward_imports()
+
+
+def test_a_planted_controller_call_and_lock_proof_are_seen(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text("from pacer_spark.driver.locking import Held\n\n"
+                       "def f(self, held: Held):\n"
+                       "    self.driver.controller.reconcile.retract('b1')\n"
+                       "    c = self.driver.controller\n"
+                       "    return c\n\n"
+                       "def g(books, session):\n"
+                       "    books.arrive('q', None)\n"
+                       "    return session.controller\n")
+    inside = tmp_path / "inside.py"
+    inside.write_text(planted.read_text())
+    found = controller_reaches({"pacer_spark.paced.planted": planted, "pacer_spark.driver.inside": inside})
+    assert found == {"pacer_spark.paced.planted": [1, 3, 4, 5]}  # books and the user's session.controller pass

@@ -8,9 +8,9 @@ import pytest
 
 from pacer import Controller, Dataset, MicroBatch
 from pacer.plugins import get_plugin_manager
+from pacer_spark.driver.books import Books
 from pacer_spark.driver.clock import PinnedClock
 from pacer_spark.driver.gate import Turn
-from pacer_spark.driver.locking import Held
 from pacer_spark.driver.loop import Driver
 from pacer_spark.driver.replay import ReplayGuard
 from pacer_workloads import make_query
@@ -35,21 +35,21 @@ class ListAsk:
         self.steps: list[str] = []
         self.waited: float | None = None
 
-    def report(self, held: Held) -> bool:
-        held.check()
+    def report(self, books: Books) -> bool:
+        books.check()
         self.steps.append("report")
         return self.count > 0
 
-    def arrive(self, held: Held) -> None:
+    def arrive(self, books: Books) -> None:
         self.steps.append("arrive")
         for i in range(self.count):
-            self.driver.controller.arrive("q", Dataset(f"d{i}", 0.0, 100, 10, handle=i))
+            books.arrive("q", Dataset(f"d{i}", 0.0, 100, 10, handle=i))
 
-    def admitted(self, held: Held, batch: MicroBatch) -> bool:
+    def admitted(self, books: Books, batch: MicroBatch) -> bool:
         self.steps.append(f"admitted {len(batch.datasets)}")
         return self.gated
 
-    def passed(self, held: Held, turn: Turn) -> None:
+    def passed(self, books: Books, turn: Turn) -> None:
         self.steps.append("passed")
         self.waited = turn.waited_s
 
@@ -60,8 +60,8 @@ def test_one_loop_reports_arrives_admits_and_passes_the_gate_in_order() -> None:
     admitted = driver.decide(ask)
     assert admitted is not None and admitted.turn is not None
     assert ask.steps == ["report", "arrive", "admitted 3", "passed"]
-    with driver.guard.held():
-        assert driver.controller.batch(admitted.batch.id).started  # the gate let it run
+    with driver.books() as books:
+        assert books.batch(admitted.batch.id).started  # the gate let it run
 
 
 def test_an_ask_with_nothing_new_admits_nothing_and_an_observed_batch_skips_the_gate() -> None:
@@ -88,6 +88,30 @@ def test_a_held_proof_kept_past_its_block_is_refused() -> None:
             errors.append(exc)
 
     with driver.guard.held():  # held by this thread: the proof is still no good in another one
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        worker.join()
+    assert len(errors) == 1
+
+
+def test_books_kept_past_their_block_are_refused() -> None:
+    """A front end's books are the proof of the driver's lock: used after their ``with`` block, or from another
+    thread, they refuse."""
+    driver = _driver()
+    with driver.books() as books:
+        books.check()
+        assert books.query_ids() == ["q"]
+    with pytest.raises(RuntimeError, match="without it"):
+        books.check()
+    errors: list[BaseException] = []
+
+    def other_thread() -> None:
+        try:
+            books.check()
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    with driver.books():
         worker = threading.Thread(target=other_thread)
         worker.start()
         worker.join()

@@ -59,8 +59,8 @@ def feed(folder: Path, files: int, every_s: float, first: int = 0) -> threading.
 
 def _dead(handle: Any, query_id: str) -> bool:
     """Whether the session's driver holds ``query_id``'s current run for dead (read under the driver's lock)."""
-    with handle.driver.guard.held() as held:
-        return bool(handle.paced.dead(held, query_id))
+    with handle.driver.books() as books:
+        return bool(handle.paced.dead(books, query_id))
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 90.0) -> None:

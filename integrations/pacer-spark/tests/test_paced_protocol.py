@@ -196,10 +196,7 @@ def test_every_interleaving_reads_and_accounts_each_snapshot_once_and_never_stal
         entry = _progress(spark_run, batch_id, [ROWS * len(part) for part in read], unanswered)
         batch_id += 1
         if listener:
-            with paced.driver.guard.held() as held:
-                query_id = paced.owner(held, spark_run)
-                if query_id is not None:
-                    paced.on_progress(held, query_id, TriggerProgress.from_json(entry))
+            paced.driver.on_progress(TriggerProgress.from_json(entry))  # the listener's thread
         for src in srcs:
             src.unsent.append(entry)
 

@@ -31,7 +31,6 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from pacer import Controller, Devices, OperatorDAG, QuerySpec
 from pacer.plugins import get_plugin_manager
-from pacer.report import build_report
 from pacer_spark.checkpoint import clear_interrupted_first_batch
 from pacer_spark.config import PacerConfig
 from pacer_spark.driver.clock import PinnedClock
@@ -56,12 +55,12 @@ class PacerSession:
     """pacer attached to a SparkSession. Build it with :func:`attach` (or from a :class:`PacerConfig`).
 
     :ivar config: what it was built with.
-    :ivar controller: the Controller (guard its methods with :attr:`lock`).
-    :ivar lock: the one lock around the Controller: every Controller call takes it (RPC threads, stream
-        threads, the listener); :attr:`cond` is its condition, notified on every admission, completion
-        and termination.
+    :ivar controller: the Controller, to read (its views, its reports) while holding :attr:`lock`; only the
+        session's :class:`~pacer_spark.driver.loop.Driver` changes it.
+    :ivar lock: the driver's one lock around the Controller (RPC threads, stream threads and the listener take it).
+    :ivar driver: the driver every front end decides through.
     :ivar admission: the ``pacer-gen``/``pacer-files`` sources' admission service.
-    :ivar observer: the listener's events, errors, overhead and the report's ``spark`` part.
+    :ivar observer: errors, overhead and the report's ``spark`` part.
     :ivar paced: the ``format("pacer")`` queries (None when attached with ``paced=False``).
     """
 
@@ -86,12 +85,14 @@ class PacerSession:
         self.driver = Driver(self.controller, self.clock, self.replay, concurrency=config.concurrency,
                              gate_timeout=config.gate_timeout, fair=self.fair, progress_timeout=config.progress_timeout,
                              enactment=self.enactment, cores=None if config.cores else self._task_slots)
-        self.lock, self.cond, self.engine = self.driver.guard.lock, self.driver.guard.cond, self.driver.engine
+        self.lock = self.driver.guard.lock
         self.schedule_gate = self.driver.gate
+        #: the session's ``format("pacer")`` queries (None: not paced); connected to the JVM below, once listening.
+        #: Built first: the driver hands a trigger's progress to the front end that registered first and claims it,
+        #: and a paced query's run is matched by its run id, before any ``pacer-gen`` query of the same name
+        self.paced = PacedQueries(self.driver, spark, config, self.register_query) if config.paced else None
         self.admission = AdmissionService(self.driver, rapids=self.rapids)
         self.sinks = SinkGate(self.driver, self.admission, collect_metrics=config.operator_metrics)
-        #: the session's ``format("pacer")`` queries (None: not paced); connected to the JVM below, once listening
-        self.paced = PacedQueries(self.driver, spark, config, self.register_query) if config.paced else None
         self.observer = SessionTelemetry(spark, self.driver, self.admission, fair=self.fair, rapids=self.rapids,
                                          paced=self.paced)
         self.started_at = time.time()
@@ -101,7 +102,7 @@ class PacerSession:
         spark.dataSource.register(PacerGenDataSource)
         spark.dataSource.register(PacerFilesDataSource)
         self.server = ControllerServer(self.admission.handle)
-        self.listener = ProgressListener(self.observer)
+        self.listener = ProgressListener(self.driver)
         spark.streams.addListener(self.listener)
         self.closed = False
         if self.paced is not None:
@@ -115,10 +116,6 @@ class PacerSession:
     def sources(self) -> dict[str, SourceState]:
         """Query id -> the state of its ``pacer-gen``/``pacer-files`` source."""
         return self.admission.sources
-
-    def map_stream(self, stream_id: str, query_id: str) -> None:
-        """Route listener events of the streaming query ``stream_id`` (its id or run id) to ``query_id``."""
-        self.observer.map_stream(stream_id, query_id)
 
     # ------------------------------------------------------------------ registration
 
@@ -173,16 +170,15 @@ class PacerSession:
             spec = QuerySpec(id=query_id, dag=dag, window_range=window_range, window_slide=window_slide,
                              deadline=deadline or self.config.deadline, partitions=parts)
         spec = replace(spec, dag=spark_dag(spec.dag))  # what Spark + RAPIDS run only on the CPU is CPU-only
-        with self.lock:
-            self.controller.add_query(
-                spec,
-                admission=admission or self.config.admission,
-                placement=placement or self.config.placement,
-                admission_params={**self.config.admission_params, **(admission_params or {})},
-                placement_params={**self.config.placement_params, **(placement_params or {})},
-                max_rows=max_rows, max_bytes=max_bytes,
-                overload=overload, probe_rows=probe_rows,
-            )
+        self.driver.add_query(
+            spec,
+            admission=admission or self.config.admission,
+            placement=placement or self.config.placement,
+            admission_params={**self.config.admission_params, **(admission_params or {})},
+            placement_params={**self.config.placement_params, **(placement_params or {})},
+            max_rows=max_rows, max_bytes=max_bytes,
+            overload=overload, probe_rows=probe_rows,
+        )
         return spec
 
     def source_options(self, query_id: str) -> dict[str, str]:
@@ -207,13 +203,13 @@ class PacerSession:
             (``<checkpoint>/pacer-files/manifest.jsonl``), so a restart on that checkpoint, from a new session too,
             reads every file once; a query started with a plain ``writeStream`` keeps it under ``checkpoint_root``.
         """
-        if query_id not in self.controller.query_ids():
+        if not self.driver.knows(query_id):
             raise KeyError(f"query {query_id!r} is not registered; call register_query first")
         given = {k: str(v) for k, v in options.items()}
         if fmt == FILES_FORMAT and not any(k.lower() == "timezone" for k in given):
             given["timeZone"] = str(self.spark.conf.get("spark.sql.session.timeZone", "UTC"))
         opts = self.admission.add(query_id, fmt, given,
-                                  partitions=self.controller.query(query_id).spec.partitions,
+                                  partitions=self.driver.spec(query_id).partitions,
                                   manifest=self.checkpoint_root / query_id / "pacer-manifest.jsonl")
         reader = self.spark.readStream.format(fmt).options(**opts, **self.source_options(query_id))
         if schema is not None:
@@ -257,10 +253,7 @@ class PacerSession:
         )
         writer = writer.trigger(**ends) if ends else writer.trigger(processingTime=trigger or "0 seconds")
         handle = writer.start()
-        with self.lock:
-            self.admission.started(query_id, handle)
-            self.map_stream(str(handle.runId), query_id)
-            self.map_stream(str(handle.id), query_id)
+        self.admission.started(query_id, handle)
         return handle
 
     def run_workload(
@@ -360,10 +353,10 @@ class PacerSession:
         """The run as a ``pacer.report/1`` document with ``runtime: "spark"``; ``spark.executors`` names, per query,
         the executors whose tasks ran it (``driver`` in local mode; :func:`pacer_spark.jvm.spark_jvm.query_executors`)."""
         executors = spark_jvm.query_executors(self.spark)  # Py4J calls to Spark's status store: outside the Controller's lock
-        with self.lock:
-            return build_report(runtime="spark", config=dict(config or {}), controller=self.controller,
-                                start=self.started_at, end=end or time.time(), interval=interval,
-                                extra={"spark": {**self.observer.spark_section(), "executors": executors}})
+        with self.driver.books() as books:
+            return books.report(runtime="spark", config=dict(config or {}), start=self.started_at,
+                                end=end or time.time(), interval=interval,
+                                extra={"spark": {**self.observer.spark_section(books), "executors": executors}})
 
     def stop(self, *, timeout: float = 10.0) -> None:
         """Stop every query this session started (each between batches when it can), the listener and the server."""
@@ -371,7 +364,7 @@ class PacerSession:
             return
         self.closed = True
         self.admission.stop(timeout)
-        self.engine.settle(min(timeout, 2.0))  # the last triggers' progress events are on their way
+        self.driver.engine.settle(min(timeout, 2.0))  # the last triggers' progress events are on their way
         try:
             self.spark.streams.removeListener(self.listener)
         except Exception:  # pragma: no cover - session already stopped

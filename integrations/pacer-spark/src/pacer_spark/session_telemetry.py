@@ -8,16 +8,15 @@ queries, :mod:`pacer_spark.paced.service`); a query's termination marks it dead,
 from __future__ import annotations
 
 import logging
-import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
 
 from pacer.summary import StreamingSummary
+from pacer_spark.driver.books import Books
 from pacer_spark.driver.loop import Driver
 from pacer_spark.errors import root_cause
-from pacer_spark.jvm.progress import TriggerProgress
 from pacer_spark.sources.admission import AdmissionService
 from pacer_spark.sources.files_source import FILES_FORMAT
 
@@ -49,55 +48,6 @@ class SessionTelemetry:
     fair: bool
     rapids: bool
     paced: PacedQueries | None = None
-    _by_run_id: dict[str, str] = field(default_factory=dict, init=False)
-
-    def map_stream(self, stream_id: str, query_id: str) -> None:
-        """Route listener events of the streaming query ``stream_id`` (its id or run id) to ``query_id``."""
-        self._by_run_id[stream_id] = query_id
-
-    # ------------------------------------------------------------------ listener callbacks (ProgressSink)
-
-    def _on_progress(self, progress: TriggerProgress) -> None:
-        """A trigger ended: keep Spark's durations and complete the batch it ran (the listener's thread)."""
-        with self.driver.guard.held() as held:
-            if self.paced is not None:  # a format("pacer") query is matched by its run id, whatever its name
-                owner = self.paced.owner(held, progress.run_id)
-                if owner is not None:
-                    self.paced.on_progress(held, owner, progress)
-                    return
-                if self.paced.known_run(held, progress.run_id):  # a late event of an earlier run
-                    return
-            source = self.admission.sources.get(progress.query)
-            if source is None:
-                return
-            source.durations.add(progress.durations_ms)
-            try:
-                self.driver.engine.on_progress(held, progress)
-            except Exception as exc:  # a feedback hook raised without fallback: fail the query as foreachBatch did
-                log.error("query %r: completing batch %d failed: %s", progress.query, progress.batch_id, exc)
-                source.error = source.error or f"{type(exc).__name__}: {exc}"
-                source.dead = True
-                if source.handle is not None:
-                    threading.Thread(target=source.handle.stop, name="pacer-stop", daemon=True).start()
-
-    def _on_terminated(self, run_id: str, exception: str | None) -> None:
-        """A streaming query stopped or failed: no batch waits for it any more."""
-        with self.driver.guard.held() as held:
-            owner = self.paced.owner(held, run_id) if self.paced is not None else None
-            if self.paced is not None and owner is not None:  # only its current run: a restart's old run is not it
-                self.paced.on_terminated(held, owner, exception)
-            query_id = self._by_run_id.get(run_id)
-            source = self.admission.sources.get(query_id) if query_id else None
-            if source is not None and source.handle is not None and str(source.handle.runId) != run_id:
-                source = None  # an earlier run of a query restarted since: its end is not this run's
-            if source is not None and query_id is not None:
-                source.dead = True
-                source.error = source.error or exception
-                try:  # a batch still waiting: its trigger failed after the sink, or the query was stopped
-                    self.driver.engine.give_up(held, query_id)
-                except Exception:
-                    log.exception("query %r: completing its last batch at termination failed", query_id)
-            held.notify_all()
 
     # ------------------------------------------------------------------ reading
 
@@ -131,11 +81,11 @@ class SessionTelemetry:
             "gate_wait_ms_max": 1e3 * waits.max if waits.count else None,
         }
 
-    def spark_section(self) -> dict[str, Any]:
+    def spark_section(self, books: Books) -> dict[str, Any]:
         """The report's ``spark`` part: Spark's side of the run, pacer's overhead, enactment, errors (lock held)."""
         import pyspark
 
-        reports = [r for r in self.driver.controller.reports() if r.placement is not None]
+        reports = [r for r in books.reports() if r.placement is not None]
         placements = [r.placement for r in reports if r.placement is not None]
         sources = self.admission.sources
         enactment = self.driver.enactment

@@ -1,13 +1,15 @@
 """The driver every front end decides through.
 
-``loop`` (the ``Driver``: the Controller and one admission loop for every front end), ``locking`` (the session's one
-lock, written in the types), ``gate`` and ``pools`` (where an admitted batch waits for its turn, and which FAIR pool
+``loop`` (the ``Driver``: the Controller and one admission loop for every front end), ``books`` (all a front end
+may read and change of the Controller, open only while the lock is held), ``locking`` (the session's one lock,
+written in the types), ``gate`` and ``pools`` (where an admitted batch waits for its turn, and which FAIR pool
 runs it), ``replay`` (admitting exactly what Spark replays), ``completion`` (a batch completes when its trigger ends, with
 Spark's engine time), ``clock`` (the Controller's clock, pinned to a trigger's end meanwhile), ``listener`` (Spark's
-listener: progress and ends handed to the session). Imports ``plan``, ``jvm`` and the shared top-level modules.
+listener: progress and ends handed to the driver). Imports ``plan``, ``jvm`` and the shared top-level modules.
 """
 
 __all__ = [
+    "books",
     "clock",
     "completion",
     "gate",

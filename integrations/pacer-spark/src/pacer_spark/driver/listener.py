@@ -1,5 +1,5 @@
 """Spark's ``StreamingQueryListener`` for a pacer session: each trigger's progress (which completes its batch) and
-each query's end, handed to the session; Spark's per-trigger durations averaged per source."""
+each query's end, handed to the driver; Spark's per-trigger durations averaged per source."""
 
 from __future__ import annotations
 
@@ -30,33 +30,34 @@ class DurationAverages:
 
 
 class ProgressSink(Protocol):
-    """What :class:`ProgressListener` reports to (the :class:`~pacer_spark.runtime.PacerSession`)."""
+    """What :class:`ProgressListener` reports to (the session's :class:`~pacer_spark.driver.loop.Driver`)."""
 
-    def _on_progress(self, progress: TriggerProgress) -> None: ...
+    def on_progress(self, progress: TriggerProgress) -> None:
+        """A trigger ended."""
 
-    def _on_terminated(self, run_id: str, exception: str | None) -> None:
+    def on_terminated(self, run_id: str, exception: str | None) -> None:
         """A run of a streaming query ended (``run_id``: its run id, not the query's id)."""
 
 
 class ProgressListener(StreamingQueryListener):
-    """Forwards Spark's per-trigger progress (completing batches) and query terminations to the session."""
+    """Forwards Spark's per-trigger progress (completing batches) and query terminations to the driver."""
 
-    def __init__(self, session: ProgressSink) -> None:
-        self.session = session
+    def __init__(self, driver: ProgressSink) -> None:
+        self.driver = driver
 
     def onQueryStarted(self, event: Any) -> None:
         """Nothing to do."""
 
     def onQueryProgress(self, event: Any) -> None:
-        """A trigger ended (after ``commitOffsets``): hand its durations to the session."""
-        self.session._on_progress(TriggerProgress.from_event(event.progress))
+        """A trigger ended (after ``commitOffsets``): its progress completes its batch."""
+        self.driver.on_progress(TriggerProgress.from_event(event.progress))
 
     def onQueryIdle(self, event: Any) -> None:
         """Nothing to do."""
 
     def onQueryTerminated(self, event: Any) -> None:
         """Mark the query dead so no other batch waits for it."""
-        self.session._on_terminated(str(event.runId), event.exception)
+        self.driver.on_terminated(str(event.runId), event.exception)
 
 
 __all__ = ["DurationAverages", "ProgressListener", "ProgressSink"]

@@ -1,9 +1,10 @@
 """The driver loop every pacer front end on Spark decides through.
 
 One :class:`Driver` per attached session, built first: it owns the Controller, the one lock that guards it (a
-:class:`~pacer_spark.driver.locking.Guard`: the methods that need it take its :class:`~pacer_spark.driver.locking.Held`), the
-Controller's clock, batch completion, the scheduling gate and the replay guard. The front ends are handed the
-driver, never the session:
+:class:`~pacer_spark.driver.locking.Guard`), the Controller's clock, batch completion, the scheduling gate and the
+replay guard. Only the driver calls the Controller: the front ends get :class:`~pacer_spark.driver.books.Books`,
+open while the lock is held, inside the driver's steps or from :meth:`Driver.books`. They are handed the driver,
+never the session:
 
 - :class:`pacer_spark.paced.service.PacedQueries` (``format("pacer")``: the JVM source asks over Py4J);
 - :class:`pacer_spark.sources.admission.AdmissionService` (``pacer-gen``/``pacer-files``: the reader asks over RPC).
@@ -12,17 +13,20 @@ Both answer a source's ``latestOffset`` through :meth:`Driver.decide`, the one a
 describes the ask as an :class:`Ask` (what its trigger reported, what arrived, what the answer is), the driver
 steps it under the lock (report, arrive, admit, record), then passes the admitted batch through the gate outside
 it. Each front end registers as an :class:`Owner` so that the driver can ask, for a batch or a query, the front
-end it belongs to: whether its query died, whether its trigger is still running, what it executed.
+end it belongs to: whether its query died, whether its trigger is still running, what it executed; Spark's
+listener events reach the owners through :meth:`Driver.on_progress` and :meth:`Driver.on_terminated`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from pacer import Controller, MicroBatch, OperatorMetric
+from pacer import Controller, MicroBatch, OperatorMetric, QuerySpec
+from pacer_spark.driver.books import Books
 from pacer_spark.driver.clock import PinnedClock
 from pacer_spark.driver.completion import BatchCompletion, SinkDone
 from pacer_spark.driver.gate import Gate, Turn
@@ -31,7 +35,7 @@ from pacer_spark.driver.replay import ReplayGuard
 from pacer_spark.jvm.progress import TriggerProgress
 
 if TYPE_CHECKING:
-    from pacer_spark.plan.enact import Enactment
+    from pacer_spark.plan.enact import Enacted, Enactment
 
 log = logging.getLogger("pacer.spark")
 
@@ -45,18 +49,26 @@ class Owner(Protocol):
     def owns(self, query_id: str) -> bool:
         """Whether ``query_id`` is one of this front end's queries."""
 
-    def dead(self, held: Held, query_id: str) -> bool:
+    def dead(self, books: Books, query_id: str) -> bool:
         """Whether the query's current run stopped or failed (its batches no longer hold the gate)."""
 
-    def running(self, held: Held, batch_id: str) -> bool:
+    def running(self, books: Books, batch_id: str) -> bool:
         """Whether ``batch_id`` is one of its batches whose trigger has not reported yet."""
 
-    def completed(self, held: Held, query_id: str, batch_id: str) -> None:
+    def completed(self, books: Books, query_id: str, batch_id: str) -> None:
         """A batch of the query completed."""
 
-    def executed_metrics(self, held: Held, query_id: str, done: SinkDone,
+    def executed_metrics(self, books: Books, query_id: str, done: SinkDone,
                          progress: TriggerProgress) -> Sequence[OperatorMetric]:
         """The operator metrics of a completed batch, from the plan Spark executed for it (empty when unknown)."""
+
+    def progress(self, books: Books, progress: TriggerProgress) -> bool:
+        """A trigger of a streaming query ended (Spark's listener): whether the trigger is this front end's (then
+        it has completed the batch it ran, or kept what it reports for the query's next ask)."""
+
+    def terminated(self, books: Books, run_id: str, error: str | None) -> None:
+        """A run of a streaming query ended (``run_id``: its run id), with Spark's error text if it failed: a run
+        of this front end's queries no longer holds the gate, and its batch still waiting completes."""
 
 
 class Ask(Protocol):
@@ -74,19 +86,19 @@ class Ask(Protocol):
     def stream_id(self) -> str | None:
         """The Spark streaming query's id once known (read only where RAPIDS is loaded: it may cost a Py4J call)."""
 
-    def report(self, held: Held) -> bool:
+    def report(self, books: Books) -> bool:
         """Take what the ask reports before any new data: complete the query's previous batch from its trigger's
         progress (its trigger ended: the source is asked for the next one), account what Spark ran without an
         answer. False: answer now, admit nothing (an unknown query, no new data, a repeated ask)."""
 
-    def arrive(self, held: Held) -> None:
+    def arrive(self, books: Books) -> None:
         """Hand the Controller every dataset that arrived since the last ask."""
 
-    def admitted(self, held: Held, batch: MicroBatch) -> bool:
+    def admitted(self, books: Books, batch: MicroBatch) -> bool:
         """Record the batch the query's strategy admitted (its end offset, its placement); whether it passes the
         gate now (False: Spark's own trigger decides it, pacer only observes)."""
 
-    def passed(self, held: Held, turn: Turn) -> None:
+    def passed(self, books: Books, turn: Turn) -> None:
         """The admitted batch passed the gate: keep how long it waited."""
 
 
@@ -142,24 +154,71 @@ class Driver:
         (FAIR/RDAS). None: nothing admitted now.
         """
         with self.guard.held() as held:
+            books = self._books(held)
             self.follow_cores(held)
-            if not ask.report(held):
+            if not ask.report(books):
                 held.notify_all()
                 return None
-            ask.arrive(held)
+            ask.arrive(books)
             batch = self.admit(held, ask.query_id, drain=ask.drain)
             if batch is None:
                 return None
-            gated = ask.admitted(held, batch)
+            gated = ask.admitted(books, batch)
             if self.enactment is not None:  # before Spark plans the batch: the source's answer is still to come
-                self.enactment.enact(self.controller, batch, ask)
+                self._record(batch.id, self.enactment.enact(batch, self.controller.query(batch.query_id).spec.dag,
+                                                            ask))
             held.notify_all()
         if not gated:
             return Admitted(batch, None)
         turn = self.gate.pass_batch(batch.id, excluded=self.excluded)
         with self.guard.held() as held:
-            ask.passed(held, turn)
+            ask.passed(self._books(held), turn)
         return Admitted(batch, turn)
+
+    @contextmanager
+    def books(self) -> Iterator[Books]:
+        """Hold the driver's lock for the ``with`` block and hand out its :class:`Books` (module docstring)."""
+        with self.guard.held() as held:
+            yield self._books(held)
+
+    def _books(self, held: Held) -> Books:
+        """The books, open while ``held``."""
+        return Books(self.controller, self.engine, self.replay, held)
+
+    # ------------------------------------------------------------------ Spark's listener
+
+    def on_progress(self, progress: TriggerProgress) -> None:
+        """A trigger ended (the listener's thread): the first front end that owns its run completes its batch."""
+        with self.guard.held() as held:
+            books = self._books(held)
+            for owner in self.owners:
+                if owner.progress(books, progress):
+                    return
+
+    def on_terminated(self, run_id: str, exception: str | None) -> None:
+        """A run of a streaming query stopped or failed (the listener's thread): no batch waits for it any more."""
+        with self.guard.held() as held:
+            books = self._books(held)
+            for owner in self.owners:
+                owner.terminated(books, run_id, exception)
+            held.notify_all()
+
+    # ------------------------------------------------------------------ the queries' registry
+
+    def add_query(self, spec: QuerySpec, **strategies: Any) -> None:
+        """Register a query with the Controller (:meth:`pacer.Controller.add_query`'s keywords)."""
+        with self.guard.held():
+            self.controller.add_query(spec, **strategies)
+
+    def knows(self, query_id: str) -> bool:
+        """Whether ``query_id`` is registered."""
+        with self.guard.held():
+            return query_id in self.controller.query_ids()
+
+    def spec(self, query_id: str) -> QuerySpec:
+        """A registered query's spec (KeyError for an unknown one)."""
+        with self.guard.held():
+            return self.controller.query(query_id).spec
 
     def follow_cores(self, held: Held) -> None:
         """Plan for the task slots Spark has now: an executor lost (a SIGKILL, a node gone) takes its cores with
@@ -194,26 +253,34 @@ class Driver:
     def excluded(self, held: Held, batch_id: str) -> bool:
         """Batches the gate's order skips: their query died, or their sink returned and their trigger commits."""
         query_id = self.controller.batch(batch_id).query_id
-        if any(owner.owns(query_id) and owner.dead(held, query_id) for owner in self.owners):
+        books = self._books(held)
+        if any(owner.owns(query_id) and owner.dead(books, query_id) for owner in self.owners):
             return True
-        return self.engine.awaiting(held, batch_id) and not any(owner.running(held, batch_id)
+        return self.engine.awaiting(held, batch_id) and not any(owner.running(books, batch_id)
                                                                   for owner in self.owners)
 
     def completed(self, held: Held, query_id: str, batch_id: str) -> None:
         """Batch completion's callback: tell the front end the batch was its."""
         for owner in self.owners:
             if owner.owns(query_id):
-                owner.completed(held, query_id, batch_id)
+                owner.completed(self._books(held), query_id, batch_id)
 
     def before_complete(self, held: Held, query_id: str, done: SinkDone, progress: TriggerProgress | None) -> None:
         """Batch completion, just before the Controller completes the batch: the enactment's check of it."""
         if self.enactment is not None:
-            self.enactment.completed(self.controller, done.batch_id, None if progress is None else progress.batch_id)
+            batch = self.controller.batch(done.batch_id).batch
+            self._record(batch.id, self.enactment.completed(batch, self.controller.query(query_id).spec.dag,
+                                                            None if progress is None else progress.batch_id))
+
+    def _record(self, batch_id: str, enacted: Enacted | None) -> None:
+        """Record with the Controller what enacting the batch's placement came to (lock held)."""
+        if enacted is not None:
+            self.controller.record_enactment(batch_id, enacted.enacted, enacted.note, ran=enacted.ran)
 
     def executed_metrics(self, held: Held, query_id: str, done: SinkDone,
                          progress: TriggerProgress) -> Sequence[OperatorMetric]:
         """Batch completion's reader of operator metrics: the owning front end's."""
         for owner in self.owners:
             if owner.owns(query_id):
-                return owner.executed_metrics(held, query_id, done, progress)
+                return owner.executed_metrics(self._books(held), query_id, done, progress)
         return []

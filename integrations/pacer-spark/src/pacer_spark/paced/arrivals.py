@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pacer import Dataset
-from pacer_spark.driver.locking import Held
+from pacer_spark.driver.books import Books
 from pacer_spark.jvm.decider import DecisionRequest, OffsetSnapshot, snapshot_spans
 from pacer_spark.options import parse_seconds
 from pacer_spark.paced.state import DEFAULT_MAX_AGE_S, PacedQuery, SourceRun, snapshot_id
@@ -30,18 +30,18 @@ class Arrivals:
     def __init__(self, driver: Driver) -> None:
         self.driver = driver
 
-    def arrive(self, held: Held, q: PacedQuery, request: DecisionRequest) -> None:
+    def arrive(self, books: Books, q: PacedQuery, request: DecisionRequest) -> None:
         """New snapshots (up to the read limit) arrive, each dated by :func:`~pacer_spark.jvm.decider.snapshot_spans`
         (after :meth:`dated`)."""
         src = q.sources[request.run]
         now = min(time.time(), request.now)
-        dated = tuple(self.dated(q, snap, now) if snap.seq not in src.arrived else snap for snap in request.snapshots)
+        dated = tuple(self.dated(books, q, snap, now) if snap.seq not in src.arrived else snap for snap in request.snapshots)
         spans = snapshot_spans(dated, request.admissible, now)
         for snapshot, (oldest, newest) in zip(dated, spans, strict=False):
             if snapshot.seq not in src.arrived:
-                self.arrive_one(q, src, snapshot, arrival=oldest, newest=newest)
+                self.arrive_one(books, q, src, snapshot, arrival=oldest, newest=newest)
 
-    def dated(self, q: PacedQuery, snapshot: OffsetSnapshot, now: float) -> OffsetSnapshot:
+    def dated(self, books: Books, q: PacedQuery, snapshot: OffsetSnapshot, now: float) -> OffsetSnapshot:
         """``snapshot`` as the query dates it: its source time kept where ``pacer.arrival`` is ``source`` and the time
         is believable; else dated when the JVM first saw it (zero, in the future, or older than the query's start by
         more than ``pacer.arrival.maxAge``: a producer's event time, a copy that kept old mtimes), counted and
@@ -50,7 +50,7 @@ class Arrivals:
             return replace(snapshot, source_time=None, source_newest=None)
         if snapshot.source_time is not None and not q.source_timed:
             q.source_timed = True  # the source dates its data: the report says so from now on
-            self.driver.controller.recorder.record(q.query_id).dated_by("source-time")
+            books.dated_by(q.query_id, "source-time")
         if snapshot.source_time is None:
             if q.source_timed:
                 q.source_time_missing += 1
@@ -69,12 +69,12 @@ class Arrivals:
                                    "for a source whose times are event times", q.query_id, snapshot.source_time, max_age)
         return replace(snapshot, source_time=None, source_newest=None)
 
-    def arrive_one(self, q: PacedQuery, src: SourceRun, snapshot: OffsetSnapshot, *, arrival: float | None = None,
+    def arrive_one(self, books: Books, q: PacedQuery, src: SourceRun, snapshot: OffsetSnapshot, *, arrival: float | None = None,
                 newest: float | None = None) -> None:
         if arrival is None:  # an admission the source reported: dated as any other snapshot
-            snapshot = self.dated(q, snapshot, time.time())
+            snapshot = self.dated(books, q, snapshot, time.time())
         dataset = self.dataset(q, src, snapshot, arrival=arrival, newest=newest)
-        self.driver.controller.arrive(q.query_id, dataset)
+        books.arrive(q.query_id, dataset)
         src.arrived[snapshot.seq] = dataset.id
 
     def dataset(self, q: PacedQuery, src: SourceRun, snapshot: OffsetSnapshot, *, arrival: float | None = None,

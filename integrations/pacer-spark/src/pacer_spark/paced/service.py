@@ -37,9 +37,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pacer import MicroBatch, OperatorMetric
+from pacer_spark.driver.books import Books
 from pacer_spark.driver.completion import SinkDone
 from pacer_spark.driver.gate import Turn
-from pacer_spark.driver.locking import Held
 from pacer_spark.jvm import spark_jvm
 from pacer_spark.jvm.decider import (
     Decision,
@@ -123,7 +123,7 @@ class PacedQueries:
             return Decision(ask.index)
         return Decision(ask.index, pool=admitted.turn.pool if admitted.turn is not None else None)
 
-    def admitted(self, held: Held, q: PacedQuery, request: DecisionRequest, batch: MicroBatch) -> int | None:
+    def admitted(self, books: Books, q: PacedQuery, request: DecisionRequest, batch: MicroBatch) -> int | None:
         """Record the admitted batch (it runs in the request's Spark batch); the index of the asking source's last
         snapshot in it (None: the batch holds none of this source's data; another source of the query reads it)."""
         parts: dict[str, set[int]] = {}
@@ -167,7 +167,7 @@ class PacedQueries:
         raise RuntimeError(f"query {q.query_id!r}: snapshot {last} of the batch in flight is not pending at source "
                            f"{request.run}")
 
-    def stale(self, held: Held, request: DecisionRequest) -> bool:
+    def stale(self, books: Books, request: DecisionRequest) -> bool:
         """Whether ``request`` reached the driver after a later one of its source, or of a later run of its query
         (its source gave up waiting and went on): nothing in it is the source's state any more."""
         q = self.queries.get(request.query)
@@ -183,57 +183,56 @@ class PacedQueries:
             return True
         return False
 
-    def query_for(self, held: Held, request: DecisionRequest) -> PacedQuery:
+    def query_for(self, books: Books, request: DecisionRequest) -> PacedQuery:
         """The query of ``request``, registered with the Controller on first sight; a new Spark run of it (a
         restart) gives back what its previous run held; a second paced source of the same run (a union, a join)
         joins it, its options merged with the others'."""
-        s = self.driver
         q = self.queries.get(request.query)
         options = check_options(request.options)
         if q is None:
-            self._register(held, request.query, options)
+            self._register(books, request.query, options)
             q = self.queries[request.query] = PacedQuery(request.query, source=request.source, options=options,
                                                          seen_at=time.time())
             log.info("query %r: paced by pacer (source %s, admission %s, deadline %s)", request.query,
-                     request.source, s.controller.query(request.query).admission,
-                     s.controller.query(request.query).spec.deadline)
+                     request.source, books.query(request.query).admission,
+                     books.query(request.query).spec.deadline)
         if request.query_id and request.query_id != q.stream_id:
             q.stream_id = request.query_id
         if request.run not in q.sources:
             new_run = (request.spark_run_id is None or request.spark_run_id != q.spark_run_id) if q.sources else True
             if new_run:  # the first source of a new run of the query: a start, or a restart
                 if q.runs_seen:
-                    self._restart(held, q)
+                    self._restart(books, q)
                 if q.runs_seen and options != q.options:  # restarted with other options: they hold from now on
                     log.info("query %r: restarted with other pacer options (%s)", q.query_id,
                              changed_options(q.options, options))
-                    self._register(held, q.query_id, options, again=True)
+                    self._register(books, q.query_id, options, again=True)
                 q.options = options
                 q.sources = {}
                 q.dead, q.error, q.holding, q.first_batch, q.asked_trigger = False, None, False, None, None
             else:  # another paced source of the same run: one query, one deadline
                 merged = merged_options(q.query_id, q.options, options)
                 if merged != q.options:
-                    self._register(held, q.query_id, merged, again=True)
+                    self._register(books, q.query_id, merged, again=True)
                     q.options = merged
             q.sources[request.run] = SourceRun(request.run)
             q.runs_seen = True
             if new_run:
-                self._restore_model(q, request.source_checkpoint)
+                self._restore_model(books, q, request.source_checkpoint)
         q.sources[request.run].last_ask = max(q.sources[request.run].last_ask, request.ask)
         if request.spark_run_id and request.spark_run_id != q.spark_run_id:
             q.spark_run_id = request.spark_run_id
             self._by_spark_run[request.spark_run_id] = q.query_id
         return q
 
-    def _restore_model(self, q: PacedQuery, source_checkpoint: str | None) -> None:
+    def _restore_model(self, books: Books, q: PacedQuery, source_checkpoint: str | None) -> None:
         """A run starts: take over the service-time model its checkpoint keeps (:mod:`pacer_spark.paced.model_store`)."""
         q.model_file = model_store.model_path(source_checkpoint)
         state = model_store.load(q.model_file) if q.model_file is not None else None
         if state is None:
             return
         try:
-            self.driver.controller.reconcile.restore_service(q.query_id, state)
+            books.restore_service(q.query_id, state)
         except (ValueError, KeyError, TypeError) as exc:
             log.warning("query %r: the service-time model in %s is not usable (%s); the query starts with probe "
                         "batches", q.query_id, q.model_file, exc)
@@ -242,14 +241,14 @@ class PacedQueries:
         log.info("query %r: service-time model restored from %s", q.query_id, q.model_file)
 
 
-    def _restart(self, held: Held, q: PacedQuery) -> None:
+    def _restart(self, books: Books, q: PacedQuery) -> None:
         """A new run of ``q`` started: its previous run's batch completes (or is taken back when it never ran), and
         what that run observed but never admitted is given back (the new run observes it again from Spark's last
         committed offset)."""
-        self.truth.close_run(held, q, "restarted")
-        self.truth.give_back(q)
+        self.truth.close_run(books, q, "restarted")
+        self.truth.give_back(books, q)
 
-    def _register(self, held: Held, query_id: str, options: dict[str, str], *, again: bool = False) -> None:
+    def _register(self, books: Books, query_id: str, options: dict[str, str], *, again: bool = False) -> None:
         """Register the query with the Controller under its options (``again``: give a known one new options)."""
         s = self.driver
         params = {kind: {k[len(f"pacer.param.{kind}."):]: v for k, v in options.items()
@@ -257,8 +256,8 @@ class PacedQueries:
         deadline = parse_seconds(options["pacer.deadline"]) if "pacer.deadline" in options else None
         if again:
             c = self.config
-            spec = replace(s.controller.query(query_id).spec, deadline=deadline or c.deadline)
-            s.controller.reconfigure(spec, admission=options.get("pacer.admission") or c.admission,
+            spec = replace(books.query(query_id).spec, deadline=deadline or c.deadline)
+            books.reconfigure(spec, admission=options.get("pacer.admission") or c.admission,
                                      placement=options.get("pacer.placement") or c.placement,
                                      admission_params={**c.admission_params, **params["admission"]},
                                      placement_params={**c.placement_params, **params["placement"]})
@@ -270,21 +269,21 @@ class PacedQueries:
         self.register_query(query_id, deadline=deadline, admission=options.get("pacer.admission"),
                          placement=options.get("pacer.placement"), admission_params=params["admission"],
                          placement_params=params["placement"], overload="keep", probe_rows=PROBE_ROWS)
-        s.controller.recorder.record(query_id).dated_by("first-seen")  # until a snapshot brings its own time
+        books.dated_by(query_id, "first-seen")  # until a snapshot brings its own time
 
     # ------------------------------------------------------------------ a source's stop
 
     def stopped(self, event: StopEvent) -> None:
         """A source run stopped (the JVM's ``stop``): a query whose asks never reached the driver is registered from
         the event, so what Spark ran is accounted; then the source's truth decides (:meth:`SourceTruth.stop_run`)."""
-        with self.driver.guard.held() as held:
-            if self.stale(held, event.as_request()):  # a run the query has since left behind
+        with self.driver.books() as books:
+            if self.stale(books, event.as_request()):  # a run the query has since left behind
                 return
             q = self.queries.get(event.query)
             if (q is None or event.run not in q.sources) and (event.failed_open or event.progress):
                 # its asks never reached the driver, yet Spark ran batches: account them
                 try:
-                    q = self.query_for(held, event.as_request())
+                    q = self.query_for(books, event.as_request())
                 except (ValueError, KeyError, LookupError):
                     log.warning("query %r: its source stopped after admissions pacer could not account (its pacer "
                                 "options are refused)", event.query, exc_info=True)
@@ -292,25 +291,40 @@ class PacedQueries:
             src = q.sources.get(event.run) if q is not None else None
             if q is None or src is None:
                 return
-            self.truth.stop_run(held, q, src, event)
+            self.truth.stop_run(books, q, src, event)
 
     # ------------------------------------------------------------------ listener
 
-    def owner(self, held: Held, run_id: str | None) -> str | None:
+    def progress(self, books: Books, progress: TriggerProgress) -> bool:
+        """A trigger ended: the current run of a paced query completes its batch (:meth:`on_progress`); a late event
+        of an earlier run of one is taken and dropped."""
+        owner = self.owner(books, progress.run_id)
+        if owner is not None:
+            self.on_progress(books, owner, progress)
+            return True
+        return self.known_run(books, progress.run_id)
+
+    def terminated(self, books: Books, run_id: str, error: str | None) -> None:
+        """A run ended: only a paced query's current run is it (a restart's old run is not)."""
+        owner = self.owner(books, run_id)
+        if owner is not None:
+            self.on_terminated(books, owner, error)
+
+    def owner(self, books: Books, run_id: str | None) -> str | None:
         """The pacer id of the ``format("pacer")`` query whose current Spark run is ``run_id`` (else None)."""
         query_id = self._by_spark_run.get(run_id or "")
         q = self.queries.get(query_id or "")
         return query_id if q is not None and q.spark_run_id == run_id else None
 
-    def known_run(self, held: Held, run_id: str | None) -> bool:
+    def known_run(self, books: Books, run_id: str | None) -> bool:
         """Whether ``run_id`` is a run (current or past) of one of this session's ``format("pacer")`` queries."""
         return (run_id or "") in self._by_spark_run
 
-    def running(self, held: Held, batch_id: str) -> bool:
+    def running(self, books: Books, batch_id: str) -> bool:
         """Whether ``batch_id`` is a ``format("pacer")`` batch whose trigger has not reported yet."""
         return batch_id in self.truth.batch_query
 
-    def on_progress(self, held: Held, query_id: str, progress: TriggerProgress) -> None:
+    def on_progress(self, books: Books, query_id: str, progress: TriggerProgress) -> None:
         """A trigger of the current run of a paced query ended: complete its batch.
 
         Batches Spark replays from its offset log, and admissions the source made without an answer (its progress
@@ -318,17 +332,17 @@ class PacedQueries:
         (:meth:`take_reports`).
         """
         q = self.queries[query_id]
-        if self.driver.engine.waiting_spark_batch(held, q.query_id) == progress.batch_id and not progress.unanswered:
-            self.truth.complete(held, q, progress, event=True)
+        if books.waiting_spark_batch(q.query_id) == progress.batch_id and not progress.unanswered:
+            self.truth.complete(books, q, progress, event=True)
             return
         # counts the trigger's engine time; a batch a source admitted without an answer is not the one decided: it
         # completes from that source's next ask, which reports what it admitted
         if q.inflight is not None and q.inflight.spark_batch_id == progress.batch_id:
             q.inflight_progress = progress
-        self.driver.engine.on_progress(held, progress, query_id=q.query_id, complete=False)
+        books.on_progress(progress, query_id=q.query_id, complete=False)
 
 
-    def executed_metrics(self, held: Held, query_id: str, done: SinkDone,
+    def executed_metrics(self, books: Books, query_id: str, done: SinkDone,
                          progress: TriggerProgress) -> list[OperatorMetric]:
         """The batch's operator metrics from the query's executed plan (the engine's ``read_metrics``).
 
@@ -336,7 +350,6 @@ class PacedQueries:
         batch, so a later batch's plan is never taken for it). The first plan read also replaces the minimal
         chain the query got when first seen with the DAG it really executes (``dag_from_plan``).
         """
-        s = self.driver
         q = self.queries.get(query_id)
         if q is None or q.stream_id is None or not self.config.operator_metrics:
             return []
@@ -346,40 +359,40 @@ class PacedQueries:
                 return []
             if not q.plan_dag:  # registered on first sight with the minimal chain: now the real DAG
                 q.plan_dag = True
-                s.controller.replace_dag(query_id, dag_from_plan(root))
-            batch = s.controller.batch(done.batch_id).batch
-            return operator_metrics(root, s.controller.query(query_id).spec.dag, batch.placement,
+                books.replace_dag(query_id, dag_from_plan(root))
+            batch = books.batch(done.batch_id).batch
+            return operator_metrics(root, books.query(query_id).spec.dag, batch.placement,
                                     batch_bytes=batch.bytes, batch_rows=batch.rows)
         except Exception:  # py4j or a plan pacer cannot read: the batch completes without operator metrics
             log.debug("query %r: no operator metrics for batch %s", query_id, done.batch_id, exc_info=True)
             return []
 
-    def on_terminated(self, held: Held, query_id: str, error: str | None) -> None:
+    def on_terminated(self, books: Books, query_id: str, error: str | None) -> None:
         """The current run of the query stopped or failed (the listener, matched by run id)."""
         q = self.queries[query_id]
         q.dead, q.error = True, q.error or error
-        self.truth.close_run(held, q, "terminated")
+        self.truth.close_run(books, q, "terminated")
 
     # ------------------------------------------------------------------ reading
 
     def hold(self, query_id: str) -> bool:
         """Admit no further batch of ``query_id``, so that stopping it interrupts none (Spark's ``stop()`` interrupts
         the running batch, which its next run redoes); False when it is no ``format("pacer")`` query here."""
-        with self.driver.guard.held() as held:
+        with self.driver.books() as books:
             q = self.queries.get(query_id)
             if q is not None:
                 q.holding = True
-                held.notify_all()
+                books.notify_all()
             return q is not None
 
     def owns(self, query_id: str) -> bool:
         """Whether ``query_id`` is a ``format("pacer")`` query of this session."""
         return query_id in self.queries
 
-    def completed(self, held: Held, query_id: str, batch_id: str) -> None:
+    def completed(self, books: Books, query_id: str, batch_id: str) -> None:
         """A batch completed: nothing to forget (its snapshots left with its decision)."""
 
-    def dead(self, held: Held, query_id: str) -> bool:
+    def dead(self, books: Books, query_id: str) -> bool:
         """Whether the paced query ``query_id`` terminated."""
         q = self.queries.get(query_id)
         return q is not None and q.dead
@@ -414,39 +427,39 @@ class SourceAsk:
         self.error: str | None = None
         self.index: int | None = None
 
-    def report(self, held: Held) -> bool:
+    def report(self, books: Books) -> bool:
         """Register the query on first sight, then take its reports; False without new snapshots."""
-        if self.queries.stale(held, self.request):
+        if self.queries.stale(books, self.request):
             return False
         try:
-            self.q = self.queries.query_for(held, self.request)
+            self.q = self.queries.query_for(books, self.request)
         except (ValueError, KeyError, LookupError) as exc:
             self.error = f"query {self.request.query!r}: {exc}"
             return False
         self.q.decisions += 1
-        if self.queries.truth.take_reports(held, self.q, self.request):  # another source of the query asked first
-            self.queries.arrivals.arrive(held, self.q, self.request)
+        if self.queries.truth.take_reports(books, self.q, self.request):  # another source of the query asked first
+            self.queries.arrivals.arrive(books, self.q, self.request)
             self.index = self.queries.answer(self.q, self.request)
             return False
         if not self.queries.first_ask(self.q, self.request):  # a source asked before it in this Spark batch and
-            self.queries.arrivals.arrive(held, self.q, self.request)  # was answered: a batch now could not include its part
+            self.queries.arrivals.arrive(books, self.q, self.request)  # was answered: a batch now could not include its part
             return False
         return bool(self.request.snapshots) and not self.q.holding
 
-    def arrive(self, held: Held) -> None:
+    def arrive(self, books: Books) -> None:
         """The request's new snapshots arrive."""
         assert self.q is not None
-        self.queries.arrivals.arrive(held, self.q, self.request)
+        self.queries.arrivals.arrive(books, self.q, self.request)
 
-    def admitted(self, held: Held, batch: MicroBatch) -> bool:
+    def admitted(self, books: Books, batch: MicroBatch) -> bool:
         """Record the batch; it always passes the gate (the JVM sets its pool on the stream thread)."""
         assert self.q is not None
-        self.index = self.queries.admitted(held, self.q, self.request, batch)
+        self.index = self.queries.admitted(books, self.q, self.request, batch)
         if self.request.caller_waiting and not self.request.available_now:
             self.q.drained += 1
         return True
 
-    def passed(self, held: Held, turn: Turn) -> None:
+    def passed(self, books: Books, turn: Turn) -> None:
         """Keep the gate's wait."""
         assert self.q is not None
         self.q.gate_wait_s.add(turn.waited_s)

@@ -15,8 +15,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pacer import Dataset, MicroBatch
+from pacer_spark.driver.books import Books
 from pacer_spark.driver.completion import SinkDone
-from pacer_spark.driver.locking import Held
 from pacer_spark.jvm.decider import DecisionRequest, FailedOpen, StopEvent
 from pacer_spark.jvm.progress import TriggerProgress
 from pacer_spark.paced import model_store
@@ -40,7 +40,7 @@ class SourceTruth:
         self.arrivals = arrivals
         self.batch_query: dict[str, str] = {}
 
-    def take_reports(self, held: Held, q: PacedQuery, request: DecisionRequest) -> bool:
+    def take_reports(self, books: Books, q: PacedQuery, request: DecisionRequest) -> bool:
         """Rebuild the query's state from what the asking source reports before any decision (the protocol in
         ``integrations/pacer-spark/README.md``): the admissions it made without an answer, the end of the batch in
         flight, batches Spark replayed from its offset log, and its pending snapshots. Whether the ask is answered
@@ -49,21 +49,21 @@ class SourceTruth:
         by_batch = self.progress(q, request.progress)
         q.failed_open_lost += request.failed_open_dropped
         for record in request.failed_open:
-            self._failed_open(held, q, src, record, by_batch)
-        self._settle(held, q, src, request, by_batch)
+            self._failed_open(books, q, src, record, by_batch)
+        self._settle(books, q, src, request, by_batch)
         if request.first_batch_id >= 0:
             q.first_batch = request.first_batch_id
-        self._replays(held, q, by_batch)
-        self._unreported(held, q, src, {snap.seq for snap in request.snapshots})
+        self._replays(books, q, by_batch)
+        self._unreported(books, q, src, {snap.seq for snap in request.snapshots})
         return q.inflight is not None and q.inflight.spark_batch_id == request.batch_id
 
-    def _replays(self, held: Held, q: PacedQuery, by_batch: dict[int, TriggerProgress]) -> None:
+    def _replays(self, books: Books, q: PacedQuery, by_batch: dict[int, TriggerProgress]) -> None:
         """Account the batches Spark ran before the run's first ask (it re-runs the last logged batch at a start
         without asking any source), each once."""
         for p in sorted(by_batch.values(), key=lambda p: p.batch_id):
             if p.rows > 0 and (p.run_id, p.batch_id) not in q.accounted and q.inflight is None and \
                     (q.first_batch is None or p.batch_id < q.first_batch):
-                self._replayed(held, q, p)
+                self._replayed(books, q, p)
 
     @staticmethod
     def progress(q: PacedQuery, entries: tuple[dict[str, Any], ...]) -> dict[int, TriggerProgress]:
@@ -75,7 +75,7 @@ class SourceTruth:
             by_batch.setdefault(q.inflight_progress.batch_id, q.inflight_progress)
         return by_batch
 
-    def _settle(self, held: Held, q: PacedQuery, src: SourceRun, request: DecisionRequest,
+    def _settle(self, books: Books, q: PacedQuery, src: SourceRun, request: DecisionRequest,
                 by_batch: dict[int, TriggerProgress]) -> None:
         """The batch in flight, against the asking source: complete it when its trigger reported; take back this
         source's part when Spark went on to a later batch while the source still holds that part pending (it never
@@ -85,7 +85,7 @@ class SourceTruth:
             return
         progress = by_batch.get(inflight.spark_batch_id)
         if progress is not None and not progress.unanswered:
-            self.complete(held, q, progress, event=False)
+            self.complete(books, q, progress, event=False)
             return
         if progress is not None:  # a source admitted otherwise: its own ask reports what, and completes it
             q.inflight_progress = progress
@@ -94,9 +94,9 @@ class SourceTruth:
         if request.batch_id != inflight.spark_batch_id and inflight.seqs(src.run) & pending:
             log.warning("query %r: Spark batch %d ran without the part pacer admitted from source %s (the answer "
                         "never reached it); that part waits again", q.query_id, inflight.spark_batch_id, src.run)
-            self._rebuild(held, q, {**inflight.parts, src.run: frozenset()}, inflight.spark_batch_id)
+            self._rebuild(books, q, {**inflight.parts, src.run: frozenset()}, inflight.spark_batch_id)
 
-    def _failed_open(self, held: Held, q: PacedQuery, src: SourceRun, record: FailedOpen,
+    def _failed_open(self, books: Books, q: PacedQuery, src: SourceRun, record: FailedOpen,
                      by_batch: dict[int, TriggerProgress]) -> None:
         """The source admitted ``record``'s snapshots in Spark batch ``record.batch_id`` without an answer: that is
         what Spark ran. A decision the driver made for that batch that never reached the source is taken back; an
@@ -117,49 +117,49 @@ class SourceTruth:
         else:
             if inflight is not None and 0 <= record.batch_id < inflight.spark_batch_id:
                 later = inflight  # decided after this record's batch ran (its source never reached the driver)
-                self._retract(held, q)
+                self._retract(books, q)
             elif inflight is not None:  # an earlier batch: Spark went on to this one, so that one ran
-                self._finish(held, q, by_batch.get(inflight.spark_batch_id))
+                self._finish(books, q, by_batch.get(inflight.spark_batch_id))
             parts = {src.run: seqs}
-        done = {snap.seq for snap in record.snapshots if self.driver.controller.ledger.finished(
+        done = {snap.seq for snap in record.snapshots if books.finished(
             q.query_id, snapshot_id(src.run, snap.seq))}
         if done:  # completed already as the batch decided for them (the same snapshots): accounted once
             parts[src.run] = seqs - done
         for snap in record.snapshots:
             if snap.seq not in src.arrived and snap.seq not in done:
-                self.arrivals.arrive_one(q, src, snap)
-        self._rebuild(held, q, parts, record.batch_id)
+                self.arrivals.arrive_one(books, q, src, snap)
+        self._rebuild(books, q, parts, record.batch_id)
         progress = by_batch.get(record.batch_id)
         if progress is not None:
-            self.complete(held, q, progress, event=False)
+            self.complete(books, q, progress, event=False)
         if later is not None:  # the batch decided after it is in flight again, less what this source read here
             if q.inflight is not None:
-                self._finish(held, q, None)
-            self._rebuild(held, q, {**later.parts, src.run: later.seqs(src.run) - seqs}, later.spark_batch_id)
+                self._finish(books, q, None)
+            self._rebuild(books, q, {**later.parts, src.run: later.seqs(src.run) - seqs}, later.spark_batch_id)
 
-    def _rebuild(self, held: Held, q: PacedQuery, parts: dict[str, frozenset[int]], spark_batch_id: int) -> None:
+    def _rebuild(self, books: Books, q: PacedQuery, parts: dict[str, frozenset[int]], spark_batch_id: int) -> None:
         """Make the batch in flight for ``spark_batch_id`` exactly ``parts`` (what the sources really admitted):
         the driver's own batch, if any, is taken back first; no batch when ``parts`` is empty."""
         if q.inflight is not None and q.inflight.spark_batch_id == spark_batch_id:
-            self._retract(held, q)
+            self._retract(books, q)
         parts = {run: seqs for run, seqs in parts.items() if seqs}
         if not parts:
             return
         ids = [q.sources[run].arrived[seq] for run, seqs in parts.items() for seq in sorted(seqs)]
-        batch = self.driver.controller.reconcile.admit_exactly(q.query_id, ids)
+        batch = books.admit_exactly(q.query_id, ids)
         q.forced += 1
-        self.driver.controller.start(batch.id)
+        books.start(batch.id)
         self.driver.engine.sink_done(q.query_id, SinkDone(batch.id, spark_batch_id, time.time(),
                                                                     running=True))
         self.batch_query[batch.id] = q.query_id
         q.inflight = InFlight(batch.id, spark_batch_id, parts)
 
-    def _retract(self, held: Held, q: PacedQuery) -> None:
+    def _retract(self, books: Books, q: PacedQuery) -> None:
         """Take back the batch in flight: Spark never ran it as admitted. Its snapshots wait again."""
         inflight = q.inflight
         assert inflight is not None
-        self.driver.engine.forget(held, q.query_id)
-        self.driver.controller.reconcile.retract(inflight.batch_id)
+        books.forget(q.query_id)
+        books.retract(inflight.batch_id)
         self.batch_query.pop(inflight.batch_id, None)
         for run, seqs in inflight.parts.items():  # buffered again: their sources' books hold them
             src = q.sources.get(run)
@@ -167,14 +167,14 @@ class SourceTruth:
                 src.arrived[seq] = snapshot_id(run, seq)  # type: ignore[union-attr]
         q.inflight, q.inflight_progress = None, None
         q.retracted += 1
-        held.notify_all()
+        books.notify_all()
 
-    def _finish(self, held: Held, q: PacedQuery, progress: TriggerProgress | None) -> None:
+    def _finish(self, books: Books, q: PacedQuery, progress: TriggerProgress | None) -> None:
         """The batch in flight ran: complete it from its progress, or without it when none came."""
         if progress is not None:
-            self.complete(held, q, progress, event=False)
+            self.complete(books, q, progress, event=False)
             return
-        done = self.driver.engine.give_up(held, q.query_id)
+        done = books.give_up(q.query_id)
         if done is not None:
             q.given_up.add((None, done.spark_batch_id))
             q.accounted.add((q.spark_run_id, done.spark_batch_id))
@@ -192,7 +192,7 @@ class SourceTruth:
         self.batch_query.pop(inflight.batch_id, None)
         q.inflight, q.inflight_progress = None, None
 
-    def _unreported(self, held: Held, q: PacedQuery, src: SourceRun, pending: set[int]) -> None:
+    def _unreported(self, books: Books, q: PacedQuery, src: SourceRun, pending: set[int]) -> None:
         """Snapshots the driver buffers that the source no longer holds pending, outside the batch in flight: Spark
         read them in admissions whose records the source could no longer keep (``failed_open_dropped``). They ran:
         accounted as one batch, completed without its progress."""
@@ -202,61 +202,60 @@ class SourceTruth:
             return
         log.warning("query %r: %d snapshots of source %s were read by Spark in admissions it could not report; "
                     "accounted as one batch", q.query_id, len(gone), src.run)
-        self._rebuild(held, q, {src.run: gone}, -1)
-        self._finish(held, q, None)
+        self._rebuild(books, q, {src.run: gone}, -1)
+        self._finish(books, q, None)
 
-    def complete(self, held: Held, q: PacedQuery, progress: TriggerProgress, *, event: bool) -> None:
+    def complete(self, books: Books, q: PacedQuery, progress: TriggerProgress, *, event: bool) -> None:
         """Complete the query's batch in flight from its trigger's progress."""
-        self._measured(held, q, progress)
-        if self.driver.engine.on_progress(held, progress, event=event, query_id=q.query_id) is not None:
+        self._measured(books, q, progress)
+        if books.on_progress(progress, event=event, query_id=q.query_id) is not None:
             self._done(q)
-            self._save_model(q)
+            self._save_model(books, q)
 
-    def give_back(self, q: PacedQuery) -> int:
+    def give_back(self, books: Books, q: PacedQuery) -> int:
         """Withdraw every buffered snapshot of ``q`` (their sources offer them again: a restart re-observes them from
         the last committed offset, a source's next ask reports them pending); the batch in flight keeps its own."""
-        withdrawn = self.driver.controller.withdraw(q.query_id)
+        withdrawn = books.withdraw(q.query_id)
         q.withdrawn += withdrawn
         for src in q.sources.values():
             keep = q.inflight.seqs(src.run) if q.inflight is not None else frozenset()
             src.arrived = {seq: dataset for seq, dataset in src.arrived.items() if seq in keep}
         return withdrawn
 
-    def close_run(self, held: Held, q: PacedQuery, why: str) -> None:
+    def close_run(self, books: Books, q: PacedQuery, why: str) -> None:
         """The run of ``q`` ended without telling which batch its trigger finished: its batch in flight completes
         now, without its progress (a replay of it by the next run is then not counted again)."""
         if q.inflight is not None:
             log.debug("query %r: run ended (%s); batch %s completed without its progress", q.query_id, why,
                       q.inflight.batch_id)
-            self._finish(held, q, None)
+            self._finish(books, q, None)
 
-    def _force(self, held: Held, q: PacedQuery, count: int, why: str) -> MicroBatch | None:
-        batch = self.driver.force(held, q.query_id, count)
+    def _force(self, books: Books, q: PacedQuery, count: int, why: str) -> MicroBatch | None:
+        batch = books.force(q.query_id, count)
         if batch is not None:
             q.forced += 1
             log.debug("query %r: %s (%d datasets)", q.query_id, why, count)
         return batch
 
-    def _replayed(self, held: Held, q: PacedQuery, progress: TriggerProgress) -> None:
+    def _replayed(self, books: Books, q: PacedQuery, progress: TriggerProgress) -> None:
         """Spark ran a batch from its offset log without asking the source: account it once."""
-        s = self.driver
         q.accounted.add((progress.run_id, progress.batch_id))
         if (None, progress.batch_id) in q.given_up:  # completed when the run that first ran it stopped
             return
         arrival = progress.started_at or progress.delivered_at
-        self.give_back(q)  # keeps the order: the replay came before them
+        self.give_back(books, q)  # keeps the order: the replay came before them
         dataset = Dataset(f"replay:{q.stream_id}:{progress.batch_id}", arrival, progress.rows * DEFAULT_ROW_BYTES,
                           progress.rows)
-        s.controller.arrive(q.query_id, dataset)
-        batch = self._force(held, q, 1, f"Spark replayed batch {progress.batch_id} from its offset log")
+        books.arrive(q.query_id, dataset)
+        batch = self._force(books, q, 1, f"Spark replayed batch {progress.batch_id} from its offset log")
         if batch is not None:
-            s.controller.start(batch.id)
-            s.controller.complete(batch.id, engine_s=progress.engine_s, completed_at=progress.ended_at)
+            books.start(batch.id)
+            books.complete(batch.id, engine_s=progress.engine_s, completed_at=progress.ended_at)
             q.replays += 1
             log.info("query %r: batch %d was replayed from the checkpoint (%d rows); accounted once",
                      q.query_id, progress.batch_id, progress.rows)
 
-    def _measured(self, held: Held, q: PacedQuery, progress: TriggerProgress) -> None:
+    def _measured(self, books: Books, q: PacedQuery, progress: TriggerProgress) -> None:
         """Keep what the trigger of the batch in flight measured (bytes per row: how snapshots are sized)."""
         q.accounted.add((progress.run_id, progress.batch_id))
         if progress.source_metrics:
@@ -264,41 +263,41 @@ class SourceTruth:
         if q.inflight is None or q.inflight.spark_batch_id != progress.batch_id:
             return
         try:
-            q.read_bytes += self.driver.controller.batch(q.inflight.batch_id).batch.bytes
+            q.read_bytes += books.batch(q.inflight.batch_id).batch.bytes
             q.read_rows += progress.rows
         except KeyError:
             pass
 
-    def _save_model(self, q: PacedQuery) -> None:
+    def _save_model(self, books: Books, q: PacedQuery) -> None:
         """Keep the query's fitted model with its checkpoint, at most every ``SAVE_EVERY_S``."""
         now = time.monotonic()
         if q.model_file is None or now - q.model_saved_at < model_store.SAVE_EVERY_S:
             return
-        state = self.driver.controller.reconcile.service_state(q.query_id)
+        state = books.service_state(q.query_id)
         if not state.get("n"):
             return
         q.model_saved_at = now
         model_store.save(q.model_file, state)
 
-    def stop_run(self, held: Held, q: PacedQuery, src: SourceRun, event: StopEvent) -> None:
+    def stop_run(self, books: Books, q: PacedQuery, src: SourceRun, event: StopEvent) -> None:
         """Source ``src`` of ``q`` stopped (the JVM's ``stop``, after Spark's stream thread ended): a batch whose
         trigger reported completes; one whose trigger never ended is taken back (Spark replays it from its offset
         log at the next start, or the next run observes its data again); what the source held is given back."""
         by_batch = self.progress(q, event.progress)
         if event.first_batch_id >= 0:
             q.first_batch = event.first_batch_id
-        self._replays(held, q, {b: p for b, p in by_batch.items()
+        self._replays(books, q, {b: p for b, p in by_batch.items()
                                 if b not in {r.batch_id for r in event.failed_open}})
         for record in event.failed_open:
             if record.batch_id in by_batch:  # the trigger ended: it ran; else it never happened for Spark
-                self._failed_open(held, q, src, record, by_batch)
+                self._failed_open(books, q, src, record, by_batch)
         inflight = q.inflight
         progress = by_batch.get(inflight.spark_batch_id) if inflight is not None else None
         if inflight is not None and progress is None:
-            self._retract(held, q)
+            self._retract(books, q)
         elif progress is not None and not progress.unanswered:
-            self.complete(held, q, progress, event=False)
+            self.complete(books, q, progress, event=False)
         # else: another source of the query admitted into it unanswered; its stop event reports what
-        self.give_back(q)
+        self.give_back(books, q)
         q.dead = True
-        held.notify_all()
+        books.notify_all()

@@ -5,7 +5,7 @@ source's ``latestOffset`` (on the query's stream thread, which waits for the ans
 ``pacer-gen``/``pacer-files`` batch in the reader's ``latestOffset``. The confs
 :func:`~pacer_spark.plan.dag.rapids_confs` derives from the placement are set then on the stream's own session
 (``sparkSessionForStream``), so the batch's plan follows them. Whether it was enacted, and why not, goes to the
-Controller (:meth:`pacer.Controller.record_enactment`) and from there to the batch's report.
+driver as an :class:`Enacted` value, which it records with the Controller and from there goes to the batch's report.
 
 Where the RAPIDS plugin runs in ``explainOnly`` mode (:mod:`pacer_spark.plan.rapids_explain`) the placement is enacted
 (RAPIDS plans it) and every operator runs on the CPU: the note says so, and when the batch completes
@@ -15,9 +15,11 @@ Where the RAPIDS plugin runs in ``explainOnly`` mode (:mod:`pacer_spark.plan.rap
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pacer import Controller, MicroBatch
+from pacer import Device, MicroBatch, OperatorDAG
 from pacer_spark.jvm import spark_jvm
 from pacer_spark.plan.dag import EXPLAIN_ONLY, enacted_devices, rapids_confs, rapids_loaded
 
@@ -45,6 +47,16 @@ class StreamOf(Protocol):
         """The Spark streaming query's id, None while unknown."""
 
 
+@dataclass(frozen=True)
+class Enacted:
+    """What enacting a batch's placement came to: whether it was enacted, why not or how, and per operator the
+    device Spark planned it on where it may differ from the placement (None: as placed)."""
+
+    enacted: bool
+    note: str
+    ran: Mapping[str, Device] | None = None
+
+
 class Enactment:
     """Placement enactment for one attached session: where RAPIDS is loaded, each admitted batch's placement goes to
     its stream's session before Spark plans it; in ``explainOnly`` mode each completed batch is also checked against
@@ -61,51 +73,43 @@ class Enactment:
         self.check = rapids_explain.RapidsExplainCheck(spark) if self.explain_only else None
         self._streams: dict[str, str | None] = {}  # batch id -> its streaming query's id, until it completes
 
-    def enact(self, controller: Controller, batch: MicroBatch, source: StreamOf) -> None:
-        """Enact ``batch``'s placement on the session of the active streaming query ``source.stream_id`` (a
-        ``format("pacer")`` source knows its query's id from its first batch on, a ``pacer-gen`` reader once its
-        query started), or record why not (lock held)."""
+    def enact(self, batch: MicroBatch, dag: OperatorDAG, source: StreamOf) -> Enacted | None:
+        """Enact ``batch``'s placement (its query's operators ``dag``) on the session of the active streaming query
+        ``source.stream_id`` (a ``format("pacer")`` source knows its query's id from its first batch on, a
+        ``pacer-gen`` reader once its query started); what came of it (None: the batch has no placement)."""
         if batch.placement is None:
-            return
+            return None
         if not self.rapids:
-            controller.record_enactment(batch.id, False, NO_RAPIDS)
-            return
+            return Enacted(False, NO_RAPIDS)
         stream_id = self._streams[batch.id] = source.stream_id
         if stream_id is None:
-            controller.record_enactment(batch.id, False, NO_SESSION)
-            return
-        confs, note = rapids_confs(batch.placement, controller.query(batch.query_id).spec.dag,
-                                   explain_only=self.explain_only)
+            return Enacted(False, NO_SESSION)
+        confs, note = rapids_confs(batch.placement, dag, explain_only=self.explain_only)
         try:
             active = spark_jvm.set_stream_confs_by_id(self.spark, stream_id, confs)
         except Exception as exc:  # py4j: the session stopped under us; Spark plans the batch with the confs it has
             log.warning("query %r: its placement was not enacted (%s)", batch.query_id, exc)
-            controller.record_enactment(batch.id, False, f"not enacted: setting the RAPIDS confs failed ({exc})")
-            return
+            return Enacted(False, f"not enacted: setting the RAPIDS confs failed ({exc})")
         if not active:
-            controller.record_enactment(batch.id, False, NOT_ACTIVE)
-            return
+            return Enacted(False, NOT_ACTIVE)
         # what the confs let RAPIDS run on the GPU (a type placed on both devices runs on the CPU); in explainOnly
         # mode RAPIDS' own plan of the batch replaces it when the batch completes (completed)
-        ran = enacted_devices(batch.placement, controller.query(batch.query_id).spec.dag)
-        controller.record_enactment(batch.id, True, _note(note, self.explain_only), ran=ran)
+        return Enacted(True, _note(note, self.explain_only), enacted_devices(batch.placement, dag))
 
-    def completed(self, controller: Controller, batch_id: str, spark_batch_id: int | None) -> None:
-        """A batch's trigger ended (lock held, before the Controller completes it): in ``explainOnly`` mode, compare
-        its placement with RAPIDS' tagging of the plan Spark made for it (``spark_batch_id``: Spark's id of it,
-        None when its trigger did not report)."""
-        stream_id = self._streams.pop(batch_id, None)
+    def completed(self, batch: MicroBatch, dag: OperatorDAG, spark_batch_id: int | None) -> Enacted | None:
+        """A batch's trigger ended (before the Controller completes it): in ``explainOnly`` mode, its placement
+        compared with RAPIDS' tagging of the plan Spark made for it (``spark_batch_id``: Spark's id of it, None when
+        its trigger did not report); None: nothing to record."""
+        stream_id = self._streams.pop(batch.id, None)
         if self.check is None or spark_batch_id is None:
-            return
-        batch = controller.batch(batch_id).batch
+            return None
         placement = batch.placement
-        result = self.check.check(batch.query_id, stream_id, batch_id, spark_batch_id,
-                                  controller.query(batch.query_id).spec.dag, placement)
-        if placement is not None and placement.enacted and not result.problem:
-            # gpu_operator_ratio counts what RAPIDS planned for the GPU, not what pacer asked for
-            ran = {op.operator_id: op.rapids or "cpu" for op in result.operators}
-            controller.record_enactment(batch_id, True, placement.note,
-                                        ran={op_id: ran.get(op_id, "cpu") for op_id in placement.devices})
+        result = self.check.check(batch.query_id, stream_id, batch.id, spark_batch_id, dag, placement)
+        if placement is None or not placement.enacted or result.problem:
+            return None
+        # gpu_operator_ratio counts what RAPIDS planned for the GPU, not what pacer asked for
+        ran = {op.operator_id: op.rapids or "cpu" for op in result.operators}
+        return Enacted(True, placement.note, {op_id: ran.get(op_id, "cpu") for op_id in placement.devices})
 
     def summary(self) -> dict[str, Any]:
         """The report's ``spark.rapids_explain``: per query, RAPIDS' plans against pacer's placements (explainOnly
@@ -118,4 +122,4 @@ class Enactment:
             self.check.close()
 
 
-__all__ = ["EXPLAINED", "NOT_ACTIVE", "NO_RAPIDS", "NO_SESSION", "Enactment", "StreamOf"]
+__all__ = ["EXPLAINED", "NOT_ACTIVE", "NO_RAPIDS", "NO_SESSION", "Enacted", "Enactment", "StreamOf"]

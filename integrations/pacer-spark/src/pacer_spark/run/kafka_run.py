@@ -310,8 +310,6 @@ class KafkaRun:
         self.session = session
         self.settings = dict(settings)
         self.queries: list[KafkaQuery] = []
-        self.controller = session.controller
-        self.lock = session.lock
         self.drain_timeout = drain_timeout
         self.checked = False
         self.checkpoints: dict[str, str] = {}

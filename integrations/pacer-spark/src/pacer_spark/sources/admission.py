@@ -14,6 +14,7 @@ A ``pacer-files`` manifest lives in the checkpoint :meth:`AdmissionService.check
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.streaming.query import StreamingQuery
 
-from pacer import Controller, MicroBatch
+from pacer import MicroBatch
 from pacer.summary import StreamingSummary
-from pacer_spark.driver.completion import BatchCompletion, SinkDone
+from pacer_spark.driver.books import Books
+from pacer_spark.driver.completion import SinkDone
 from pacer_spark.driver.gate import Turn
-from pacer_spark.driver.locking import Held
 from pacer_spark.driver.replay import ReplayGuard
 from pacer_spark.jvm import spark_jvm
 from pacer_spark.jvm.progress import TriggerProgress
@@ -64,19 +65,11 @@ class AdmissionService:
     rpc_s: StreamingSummary = field(default_factory=StreamingSummary, init=False)
     rpc_rtt_s: StreamingSummary = field(default_factory=StreamingSummary, init=False)
     polls: int = field(default=0, init=False)
+    #: a started query's run id (and its id) -> the query (Spark's listener names a run by its run id)
+    _by_run_id: dict[str, str] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.driver.register(self)
-
-    @property
-    def controller(self) -> Controller:
-        """The driver's Controller (every call under the driver's lock)."""
-        return self.driver.controller
-
-    @property
-    def engine(self) -> BatchCompletion:
-        """The driver's batch completion."""
-        return self.driver.engine
 
     def warn_once(self, key: str, message: str, *args: object) -> None:
         """Log ``message`` at WARNING the first time ``key`` is seen (the gate's record of warnings)."""
@@ -86,19 +79,51 @@ class AdmissionService:
         """Whether ``query_id`` reads a ``pacer-gen``/``pacer-files`` source of this session."""
         return query_id in self.sources
 
-    def dead(self, held: Held, query_id: str) -> bool:
+    def dead(self, books: Books, query_id: str) -> bool:
         """Whether the query's stream terminated."""
         source = self.sources.get(query_id)
         return source is not None and source.dead
 
-    def running(self, held: Held, batch_id: str) -> bool:
+    def running(self, books: Books, batch_id: str) -> bool:
         """Never: a pacer source's batch completes from its sink (:class:`~pacer_spark.sources.sink_gate.SinkGate`)."""
         return False
 
-    def executed_metrics(self, held: Held, query_id: str, done: SinkDone,
+    def executed_metrics(self, books: Books, query_id: str, done: SinkDone,
                          progress: TriggerProgress) -> Sequence[Any]:
         """None here: the sink gate reads a pacer source's operator metrics in ``foreachBatch``."""
         return []
+
+    def progress(self, books: Books, progress: TriggerProgress) -> bool:
+        """A trigger of a query reading a pacer source ended: keep Spark's durations and complete its batch."""
+        source = self.sources.get(progress.query)
+        if source is None:
+            return False
+        source.durations.add(progress.durations_ms)
+        try:
+            books.on_progress(progress)
+        except Exception as exc:  # a feedback hook raised without fallback: fail the query as foreachBatch did
+            log.error("query %r: completing batch %d failed: %s", progress.query, progress.batch_id, exc)
+            source.error = source.error or f"{type(exc).__name__}: {exc}"
+            source.dead = True
+            if source.handle is not None:
+                threading.Thread(target=source.handle.stop, name="pacer-stop", daemon=True).start()
+        return True
+
+    def terminated(self, books: Books, run_id: str, error: str | None) -> None:
+        """A run ended: when it is the current run of a query reading a pacer source, no batch waits for the query
+        any more, and its batch still waiting (its trigger failed after the sink, or it was stopped) completes."""
+        query_id = self._by_run_id.get(run_id)
+        source = self.sources.get(query_id) if query_id else None
+        if source is None or query_id is None:
+            return
+        if source.handle is not None and str(source.handle.runId) != run_id:
+            return  # an earlier run of a query restarted since: its end is not this run's
+        source.dead = True
+        source.error = source.error or error
+        try:
+            books.give_up(query_id)
+        except Exception:
+            log.exception("query %r: completing its last batch at termination failed", query_id)
 
     def add(self, query_id: str, fmt: str, options: Mapping[str, str], *, partitions: int,
             manifest: Path) -> dict[str, str]:
@@ -121,27 +146,27 @@ class AdmissionService:
                 source.manifest = Path(opts["manifest"])
         else:
             raise ValueError(f"unknown pacer source {fmt!r}; use {GEN_FORMAT!r} or {FILES_FORMAT!r}")
-        with self.driver.guard.held() as held:
-            if query_id in self.sources and query_id in self.controller.query_ids():
+        with self.driver.books() as books:
+            if query_id in self.sources and query_id in books.query_ids():
                 # the query restarts in this session: its new reader offers again, from the committed offset, what
                 # the Controller still holds from the last run (observed, never admitted), so it is taken back; a
                 # batch admitted that never began (stopped while it waited for its turn) is taken back with it
-                q = self.controller.query(query_id)
+                q = books.query(query_id)
                 stale = q.in_flight if q.in_flight is not None and q.in_flight != self.sources[query_id].claimed \
                     else None
                 source.unanswered, source.retracted = self.sources[query_id].unanswered, \
                     self.sources[query_id].retracted
                 self.sources[query_id] = source
                 if stale is not None:
-                    self._retract(held, query_id, stale, "its run stopped before Spark ran the batch")
-                self.controller.withdraw(query_id)
+                    self._retract(books, query_id, stale, "its run stopped before Spark ran the batch")
+                books.withdraw(query_id)
             self.sources[query_id] = source
         return opts
 
     def checkpointed(self, query_id: str, checkpoint: str) -> None:
         """The query of ``query_id`` starts on ``checkpoint`` (before Spark starts it): a ``pacer-files`` source
         without option ``manifest`` keeps its manifest in it, so the manifest moves with the checkpoint."""
-        with self.driver.guard.held():
+        with self.driver.books():
             source = self.sources[query_id]
             if source.fmt == FILES_FORMAT and not source.options.get("manifest"):
                 source.manifest = manifest_in_checkpoint(checkpoint, legacy=source.default_manifest)
@@ -151,11 +176,13 @@ class AdmissionService:
                                    checkpoint, source.default_manifest)
 
     def started(self, query_id: str, handle: StreamingQuery) -> None:
-        """The query of ``query_id``'s source started as ``handle``."""
-        with self.driver.guard.held():
+        """The query of ``query_id``'s source started as ``handle`` (its listener events are the query's from now)."""
+        with self.driver.books():
             source = self.sources[query_id]
             source.handle = handle
             source.dead = False
+            self._by_run_id[str(handle.runId)] = query_id
+            self._by_run_id[str(handle.id)] = query_id
 
     # ------------------------------------------------------------------ the RPC
 
@@ -166,8 +193,8 @@ class AdmissionService:
         waited = 0.0
         try:
             if request.get("op") == "manifest":
-                with self.driver.guard.held() as held:
-                    return {"manifest": str(self._source(held, str(request["query"])).manifest_path())}
+                with self.driver.books() as books:
+                    return {"manifest": str(self._source(books, str(request["query"])).manifest_path())}
             if request.get("op") != "latest":
                 raise ValueError(f"unknown request {request.get('op')!r}")
             until = request.get("until")
@@ -182,10 +209,10 @@ class AdmissionService:
         finally:
             self.rpc_s.add(time.perf_counter() - t0 - waited)
 
-    def _listed(self, held: Held, ask: _ReaderAsk) -> bool:
+    def _listed(self, books: Books, ask: _ReaderAsk) -> bool:
         """The reader's report before admission: what it listed, the previous batch's progress (its trigger
         ended: Spark holds it) or its expiry. False for a repeated ask (answered as before)."""
-        source = self._source(held, ask.query_id)
+        source = self._source(books, ask.query_id)
         if ask.rtt is not None:
             self.rpc_rtt_s.add(float(ask.rtt))
         source.listed = True
@@ -193,32 +220,32 @@ class AdmissionService:
             source.files[int(entry["index"])] = dict(entry)
         if source.next_index is None or source.next_index < ask.start:
             source.next_index = ask.start  # datasets before ``start`` were processed by an earlier run
-        waiting = self.engine.waiting_spark_batch(held, ask.query_id)  # its trigger ended: Spark holds its progress
+        waiting = books.waiting_spark_batch(ask.query_id)  # its trigger ended: Spark holds its progress
         if waiting is not None and source.handle is not None:
             progress = spark_jvm.query_progress(source.handle, waiting)
             if progress is not None:
-                self.engine.on_progress(held, progress, event=False)
-        stale = self.engine.expire(held, ask.query_id, time.time())  # never reported: completed as at its sink
+                books.on_progress(progress, event=False)
+        stale = books.expire(ask.query_id, time.time())  # never reported: completed as at its sink
         if stale is not None:
             self.warn_once(f"no-progress-{ask.query_id}", "query %r: no progress event %.0f s after batch %s's "
-                           "sink; completed without its engine time", ask.query_id, self.engine.timeout_s,
+                           "sink; completed without its engine time", ask.query_id, self.driver.engine.timeout_s,
                            stale.batch_id)
         if source.admitted_end is not None and ask.start < source.admitted_end:
             # another reader of the same query (a self-join), or a repeated ask: same answer
             ask.reply = {"end": source.admitted_end, "shed": source.shed}
             return False
         if source.handle is None:
-            self._committed_unwatched(held, source)
+            self._committed_unwatched(books, source)
         return True
 
-    def _source(self, held: Held, query_id: str) -> SourceState:
+    def _source(self, books: Books, query_id: str) -> SourceState:
         """The source of ``query_id``; KeyError for a query this session does not know."""
         source = self.sources.get(query_id)
-        if source is None or query_id not in self.controller.query_ids():
+        if source is None or query_id not in books.query_ids():
             raise KeyError(f"query {query_id!r} is not registered with this pacer session")
         return source
 
-    def _committed_unwatched(self, held: Held, source: SourceState) -> None:
+    def _committed_unwatched(self, books: Books, source: SourceState) -> None:
         """Complete the in-flight batch of a query started with a plain ``writeStream``.
 
         Without :meth:`pacer_spark.PacerSession.start` no gate sees its batches run and no progress event
@@ -226,18 +253,18 @@ class AdmissionService:
         so that batch completed by now (its engine time unknown). Without this, the query stalled after
         its first batch.
         """
-        q = self.controller.query(source.query_id)
+        q = books.query(source.query_id)
         if q.in_flight is None:
             return
         self.warn_once(f"unwatched-{source.query_id}",
                        "query %r reads a pacer source but was not started with PacerSession.start: a batch "
                        "completes when Spark asks for the next one (no scheduling gate, no engine time)",
                        source.query_id)
-        self.controller.start(q.in_flight)
-        self.controller.complete(q.in_flight, completed_at=time.time())
-        self.completed(held, source.query_id, q.in_flight)
+        books.start(q.in_flight)
+        books.complete(q.in_flight, completed_at=time.time())
+        self.completed(books, source.query_id, q.in_flight)
 
-    def _arrive_available(self, held: Held, source: SourceState, now: float, until: int | None = None) -> None:
+    def _arrive_available(self, books: Books, source: SourceState, now: float, until: int | None = None) -> None:
         """Hand the Controller every dataset that has arrived and that it has not seen (under availableNow,
         none at or past ``until``: the reader will not read them in this run)."""
         assert source.next_index is not None
@@ -248,16 +275,16 @@ class AdmissionService:
             dataset = source.dataset(source.next_index)
             if dataset is None:
                 break
-            self.controller.arrive(source.query_id, dataset)
+            books.arrive(source.query_id, dataset)
             source.next_index += 1
 
-    def _admitted(self, held: Held, source: SourceState, batch: MicroBatch) -> None:
+    def _admitted(self, books: Books, source: SourceState, batch: MicroBatch) -> None:
         """Record the admitted batch's offsets (the driver enacts its placement)."""
         indices = [int(d.handle) for d in batch.datasets]
         begin, end = min(indices), max(indices) + 1
         source.ranges[batch.id] = (begin, end)
         source.admitted_end = end
-        held.notify_all()
+        books.notify_all()
 
     # ------------------------------------------------------------------ foreachBatch: the batch Spark runs
 
@@ -272,28 +299,28 @@ class AdmissionService:
         """
         source = self.sources[query_id]
         span = source.logged_range(spark_batch_id)  # a file read through Py4J: outside the lock
-        with self.driver.guard.held() as held:
+        with self.driver.books() as books:
             source.spark_batches += 1
-            q = self.controller.query(query_id)
+            q = books.query(query_id)
             if q.in_flight is not None:
                 # admitted for this trigger: not started yet, or started by the gate at admission and its sink
                 # not run yet (one that ran waits only for its progress: this is a batch pacer did not form)
                 fresh = not q.in_flight_started or (q.in_flight in self.gated
-                                                   and not self.engine.awaiting(held, q.in_flight))
+                                                   and not books.awaiting(q.in_flight))
                 if not fresh:
                     return None
                 decided = source.ranges.get(q.in_flight)
                 if span is None or decided is None or decided == span[:2]:
                     source.claimed = q.in_flight
                     return q.in_flight
-                self._retract(held, query_id, q.in_flight, f"Spark batch {spark_batch_id} reads datasets "
+                self._retract(books, query_id, q.in_flight, f"Spark batch {spark_batch_id} reads datasets "
                               f"{span[0]}..{span[1] - 1}, not {decided[0]}..{decided[1] - 1}: the reader admitted "
                               "without the answer")
             # No admitted batch: a replay after restart, an admission the reader made alone, or a no-data batch.
             if span is None or span[1] <= span[0]:
                 return None
             begin, end, shed = span
-            buffered = {int(d.handle): d.id for d in self.controller.buffered(query_id)}
+            buffered = {int(d.handle): d.id for d in books.buffered(query_id)}
             ids: list[str] = []
             if source.next_index is None or source.next_index < begin:
                 source.next_index = begin
@@ -313,36 +340,36 @@ class AdmissionService:
                     log.warning("query %r: cannot describe dataset %d of Spark batch %d; not tracked",
                                 query_id, index, spark_batch_id)
                     return None
-                self.controller.arrive(query_id, dataset)
+                books.arrive(query_id, dataset)
                 ids.append(dataset.id)
                 source.next_index = index + 1
             if not ids:
                 return None
-            batch = self.controller.reconcile.admit_exactly(query_id, ids)
-            self._admitted(held, source, batch)
+            batch = books.admit_exactly(query_id, ids)
+            self._admitted(books, source, batch)
             source.claimed = batch.id
             source.unanswered += 1
             if batch.placement is not None:  # Spark planned it before pacer formed it: no placement was enacted
-                self.controller.record_enactment(batch.id, False, "not enacted: Spark planned the batch before "
+                books.record_enactment(batch.id, False, "not enacted: Spark planned the batch before "
                                                  "pacer formed it (a replay, or an admission the reader made alone)")
             log.info("query %r: Spark batch %d reads datasets %d..%d, admitted without a decision (a replay from "
                      "the checkpoint, or the reader's own); accounted exactly", query_id, spark_batch_id, begin,
                      end - 1)
             return batch.id
 
-    def _retract(self, held: Held, query_id: str, batch_id: str, why: str) -> None:
+    def _retract(self, books: Books, query_id: str, batch_id: str, why: str) -> None:
         """Take back an admitted batch Spark never ran: its datasets wait again (:meth:`pacer.reconcile.Reconciliation.retract`)."""
         source = self.sources[query_id]
-        self.controller.reconcile.retract(batch_id)
-        self.engine.forget(held, query_id)
+        books.retract(batch_id)
+        books.forget(query_id)
         self.gated.discard(batch_id)
         source.ranges.pop(batch_id, None)
         source.admitted_end = None
         source.retracted += 1
         log.warning("query %r: batch %s taken back: %s", query_id, batch_id, why)
-        held.notify_all()
+        books.notify_all()
 
-    def completed(self, held: Held, query_id: str, batch_id: str) -> None:
+    def completed(self, books: Books, query_id: str, batch_id: str) -> None:
         """The batch completed: forget its offsets."""
         self.gated.discard(batch_id)
         source = self.sources.get(query_id)  # None for a format("pacer") query
@@ -353,13 +380,13 @@ class AdmissionService:
 
     def drained(self) -> bool:
         """True when every source is done: generated traffic fully processed, no file dataset waiting."""
-        with self.driver.guard.held():
+        with self.driver.books() as books:
             for query_id, source in self.sources.items():
                 if source.dead:
                     if source.error:
                         return False
                     continue
-                q = self.controller.query(query_id)
+                q = books.query(query_id)
                 if q.in_flight is not None or q.buffered_count or not source.drained():
                     return False
             return True
@@ -370,10 +397,10 @@ class AdmissionService:
 
     def stop(self, timeout: float) -> None:
         """Mark every source dead (no batch waits for them) and stop each query, between batches when it can."""
-        with self.driver.guard.held() as held:
+        with self.driver.books() as books:
             for source in self.sources.values():
                 source.dead = True
-            held.notify_all()
+            books.notify_all()
         for source in self.sources.values():
             handle = source.handle
             if handle is None or not handle.isActive:
@@ -408,21 +435,21 @@ class _ReaderAsk:
         self.reply: dict[str, Any] = {"end": start}
         self.batch_id: str | None = None
 
-    def report(self, held: Held) -> bool:
+    def report(self, books: Books) -> bool:
         """What the reader listed; the previous batch completed from its progress."""
-        return self.service._listed(held, self)
+        return self.service._listed(books, self)
 
-    def arrive(self, held: Held) -> None:
+    def arrive(self, books: Books) -> None:
         """Every dataset that has arrived (under availableNow, none at or past ``until``)."""
-        source = self.service._source(held, self.query_id)
+        source = self.service._source(books, self.query_id)
         limits = [e for e in (self.until, self.available) if e is not None]
-        self.service._arrive_available(held, source, time.time(), min(limits) if limits else None)
+        self.service._arrive_available(books, source, time.time(), min(limits) if limits else None)
         self.service.polls += 1
 
-    def admitted(self, held: Held, batch: MicroBatch) -> bool:
+    def admitted(self, books: Books, batch: MicroBatch) -> bool:
         """Record the batch and the offsets it shed; it passes the gate unless Spark's own trigger decides."""
-        source = self.service._source(held, self.query_id)
-        self.service._admitted(held, source, batch)
+        source = self.service._source(books, self.query_id)
+        self.service._admitted(books, source, batch)
         self.batch_id = batch.id
         taken = {int(d.handle) for d in batch.datasets}  # the rest of [start, end) was shed: not to be read
         source.shed = [i for i in range(self.start, source.admitted_end or self.start) if i not in taken]
@@ -435,7 +462,7 @@ class _ReaderAsk:
         handle = self.service.sources[self.query_id].handle
         return handle.id if handle is not None else None
 
-    def passed(self, held: Held, turn: Turn) -> None:
+    def passed(self, books: Books, turn: Turn) -> None:
         """Keep the gate's wait; the batch's pool is set in its ``foreachBatch``."""
         assert self.batch_id is not None
         self.service.gated.add(self.batch_id)

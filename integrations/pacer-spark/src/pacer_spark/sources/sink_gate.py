@@ -67,11 +67,11 @@ class SinkGate:
     def _wait_turn(self, query_id: str, batch_id: str, df: DataFrame) -> None:
         source = self.admission.sources[query_id]
         if source.observe_only:  # Spark's own trigger: pacer only observes
-            with self.driver.guard.held():
-                self.driver.controller.start(batch_id)
+            with self.driver.books() as books:
+                books.start(batch_id)
             return
         turn = self.driver.gate.pass_batch(batch_id, excluded=self.driver.excluded)  # passed at admission: its pool
-        with self.driver.guard.held():
+        with self.driver.books() as books:
             if batch_id not in self.admission.gated:  # a replayed batch, admitted here: its wait counts here
                 source.gate_wait_s.add(turn.waited_s)
         df.sparkSession.sparkContext.setLocalProperty("spark.scheduler.pool", turn.pool)  # type: ignore[arg-type]
@@ -84,9 +84,9 @@ class SinkGate:
         if self.collect_metrics and source.handle is not None:
             t0 = time.perf_counter()
             try:
-                with self.driver.guard.held():
-                    batch = self.driver.controller.batch(batch_id).batch
-                    dag = self.driver.controller.query(query_id).spec.dag
+                with self.driver.books() as books:
+                    batch = books.batch(batch_id).batch
+                    dag = books.query(query_id).spec.dag
                 root = spark_jvm.executed_plan(source.handle)
                 if root is None:
                     raise LookupError("the query has no executed plan yet")

@@ -55,10 +55,12 @@ class ProducedTopic:
 def produced_topic(kafka_broker: BrokerInfo, run_pacer: RunPacer) -> ProducedTopic:
     """2 000 Linear Road records written by ``pacer produce`` at a binary traffic pattern into 2 partitions.
 
-    binary, rate 1000, period 2 s: 1.5 x 1000 rows/s for the first second, 0.5 x 1000 for the next.
+    binary, rate 1000, period 2 s: 1.5 x 1000 rows/s for the first second, 0.5 x 1000 for the next (noise=0: the
+    exact shape, not Poisson rows around it).
     """
     proc = run_pacer("produce", "--bootstrap-servers", kafka_broker.bootstrap_servers, "--topic", "lr2-binary",
-                     "--workload", "lr2", "--traffic", "binary", "--traffic-param", "period=2", "--rate", "1000",
+                     "--workload", "lr2", "--traffic", "binary", "--traffic-param", "period=2",
+                     "--traffic-param", "noise=0", "--rate", "1000",
                      "--duration", "2", "--seed", "7", "--partitions", "2", "--quiet")
     assert proc.returncode == 0, proc.stderr
     return ProducedTopic(kafka_broker.bootstrap_servers, "lr2-binary", 2000, 2, proc.stdout)

@@ -50,7 +50,8 @@ def _epoch_s(iso: str) -> float:
 
 
 def test_values_are_the_generator_rows(kafka_broker: BrokerInfo) -> None:
-    plan = plan_workload("cm1", traffic="constant", rate=150, duration=2, seed=3, value_format="csv")
+    plan = plan_workload("cm1", traffic="constant", rate=150, duration=2, seed=3, value_format="csv",
+                         traffic_params={"noise": 0})  # exactly 150 rows a second
     start = float(int(time.time()) + 1)
     result = produce(kafka_broker.bootstrap_servers, "cm1-csv", plan, start_time=start)
     assert (result.produced, result.failed, result.created) == (300, 0, True)
@@ -71,7 +72,7 @@ def test_values_are_the_generator_rows(kafka_broker: BrokerInfo) -> None:
 
 
 def test_existing_topic_keeps_its_partitions(kafka_broker: BrokerInfo) -> None:
-    plan = plan_workload("lr1", traffic="constant", rate=20, duration=1, seed=1)
+    plan = plan_workload("lr1", traffic="constant", rate=20, duration=1, seed=1, traffic_params={"noise": 0})  # 20 rows
     first = produce(kafka_broker.bootstrap_servers, "reused", plan, partitions=3)
     second = produce(kafka_broker.bootstrap_servers, "reused", plan, partitions=5)
     assert (first.partitions, first.created, second.partitions, second.created) == (3, True, 3, False)

@@ -95,7 +95,8 @@ def test_plan_rejects_bad_input_with_what_to_do() -> None:
 
 
 def test_plan_follows_the_traffic_schedule() -> None:
-    plan = plan_workload("cm2", traffic="binary", rate=1000, duration=4, seed=1, traffic_params={"period": 2})
+    plan = plan_workload("cm2", traffic="binary", rate=1000, duration=4, seed=1,
+                         traffic_params={"period": 2, "noise": 0})  # the exact shape, not Poisson rows around it
     assert plan.stream == "cluster_monitoring"
     assert [rows for _, _, rows in plan.arrivals] == [1500, 500, 1500, 500]
     assert plan.asked_rate == 1000
@@ -114,7 +115,8 @@ def test_json_values_hold_the_generator_rows() -> None:
 
 
 def test_summary_says_when_the_producer_cannot_keep_up() -> None:
-    plan = plan_workload("lr2", traffic="constant", rate=50000, duration=10, seed=0)
+    plan = plan_workload("lr2", traffic="constant", rate=50000, duration=10, seed=0,
+                         traffic_params={"noise": 0})  # asked: exactly 50000 rows/s
     slow = ProduceResult("t", 1, True, produced=500000, achieved_rate=31000.0, elapsed_s=16.1, max_lag_s=6.0,
                          asked_rate=plan.asked_rate)
     lines = summary_lines(plan, slow)

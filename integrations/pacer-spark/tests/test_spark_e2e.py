@@ -250,7 +250,7 @@ def test_available_now_on_pacer_gen_reads_what_arrived_in_pacer_batches(spark: A
         pacer.register_query("g", workload="lr2", max_rows=200)
         # the whole 8 s of traffic has arrived when the query starts
         df = pacer.read_stream("g", "pacer-gen", stream="linear_road", traffic="constant", rate=100, duration=8,
-                               start=time.time() - 9, period=1)
+                               start=time.time() - 9, period=1, **{"traffic.noise": 0})  # exactly 100 rows a second
         query = pacer.start(df, "g", lambda frame, _: sizes.append(frame.count()), trigger="availableNow")
         assert query.awaitTermination(120), "availableNow stops once what had arrived is read"
     finally:

@@ -6,12 +6,16 @@ import pytest
 
 from pacer_workloads import TRAFFIC_PATTERNS, Arrival, TrafficPattern, make_traffic, schedule_arrivals
 
+#: The patterns with a shape of their own (``trace`` replays a file: test_trace.py).
+SHAPES = tuple(name for name in TRAFFIC_PATTERNS if name != "trace")
+
 
 def test_pattern_names() -> None:
-    assert TRAFFIC_PATTERNS == ("constant", "random", "sinusoidal", "wave", "binary", "spike", "increasing", "decreasing")
+    assert TRAFFIC_PATTERNS == ("constant", "random", "sinusoidal", "wave", "binary", "spike", "increasing", "decreasing",
+                                "trace")
 
 
-@pytest.mark.parametrize("name", TRAFFIC_PATTERNS)
+@pytest.mark.parametrize("name", SHAPES)
 def test_every_pattern_has_about_the_requested_mean(name: str) -> None:
     traffic = make_traffic(name, rate=1000, duration=600)
     assert isinstance(traffic, TrafficPattern) and traffic.name == name
@@ -26,14 +30,14 @@ def test_every_pattern_has_about_the_requested_mean(name: str) -> None:
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("constant", {"rate": 1000}),
-        ("random", {"rate": 1000, "sd": 200}),
-        ("sinusoidal", {"mid": 1000, "amp": 500, "period": 60}),
-        ("wave", {"min": 500, "max": 1500, "period": 60, "amplitude": 500, "offset": 1000}),
-        ("binary", {"min": 500, "max": 1500, "period": 20}),
-        ("spike", {"min": 500, "spike": 0.2, "max": 5500, "period": 60}),
-        ("increasing", {"min": 500, "max": 1500, "duration": 300}),
-        ("decreasing", {"min": 500, "max": 1500, "duration": 300}),
+        ("constant", {"rate": 1000, "noise": 1}),
+        ("random", {"rate": 1000, "sd": 200, "noise": 1}),
+        ("sinusoidal", {"mid": 1000, "amp": 500, "period": 60, "noise": 1}),
+        ("wave", {"min": 500, "max": 1500, "period": 60, "amplitude": 500, "offset": 1000, "noise": 1}),
+        ("binary", {"min": 500, "max": 1500, "period": 20, "noise": 1}),
+        ("spike", {"min": 500, "spike": 0.2, "max": 5500, "period": 60, "noise": 1}),
+        ("increasing", {"min": 500, "max": 1500, "duration": 300, "noise": 1}),
+        ("decreasing", {"min": 500, "max": 1500, "duration": 300, "noise": 1}),
     ],
 )
 def test_default_parameters(name: str, expected: dict[str, float]) -> None:
@@ -79,24 +83,28 @@ def test_random_is_deterministic_per_seed_and_never_negative() -> None:
     assert a == schedule_arrivals(traffic, duration=100, seed=5)
     assert a != schedule_arrivals(traffic, duration=100, seed=6)
     assert min(x.rows for x in a) == 0 and all(x.rows >= 0 for x in a)
-    wide = [x.rows for x in schedule_arrivals(make_traffic("random", rate=1000, sd=100), duration=2000, seed=1)]
+    # the Normal rates alone (noise=0: no Poisson rows around them, whose variance would add to sd²)
+    wide = [x.rows for x in schedule_arrivals(make_traffic("random", rate=1000, sd=100, noise=0), duration=2000, seed=1)]
     mean = sum(wide) / len(wide)
     sd = math.sqrt(sum((r - mean) ** 2 for r in wide) / len(wide))
     assert mean == pytest.approx(1000, rel=0.01) and sd == pytest.approx(100, rel=0.1)
 
 
-def test_deterministic_patterns_ignore_the_seed() -> None:
-    traffic = make_traffic("sinusoidal", rate=100)
+@pytest.mark.parametrize("name", [n for n in SHAPES if n != "random"])
+def test_noise_0_shapes_ignore_the_seed(name: str) -> None:
+    traffic = make_traffic(name, rate=100, noise=0)
+    assert not traffic.stochastic
     assert schedule_arrivals(traffic, duration=60, seed=1) == schedule_arrivals(traffic, duration=60, seed=2)
 
 
 def test_idle_periods_give_zero_row_datasets() -> None:
-    arrivals = schedule_arrivals(make_traffic("binary", rate=500, min=0, max=1000, period=4), duration=8, seed=1)
+    exact = make_traffic("binary", rate=500, min=0, max=1000, period=4, noise=0)  # the exact shape, exact rows
+    arrivals = schedule_arrivals(exact, duration=8, seed=1)
     assert [a.rows for a in arrivals] == [1000, 1000, 0, 0, 1000, 1000, 0, 0]
 
 
 def test_period_and_start_shift_the_arrivals() -> None:
-    traffic = make_traffic("increasing", rate=100, min=0, max=100, duration=10)
+    traffic = make_traffic("increasing", rate=100, min=0, max=100, duration=10, noise=0)  # exact rows
     arrivals = schedule_arrivals(traffic, duration=10, seed=1, period=2.5, start=1000.0)
     assert [a.time for a in arrivals] == [1002.5, 1005.0, 1007.5, 1010.0]
     # rows = integral of the ramp over each period: 10 t over [0, 2.5], [2.5, 5], ...
@@ -118,7 +126,7 @@ def test_bad_traffic_is_rejected_with_what_is_allowed() -> None:
         make_traffic("random", rate=10, sd=-1)
     with pytest.raises(ValueError, match=r"spike must be a fraction in \(0, 1\]"):
         make_traffic("spike", rate=10, spike=1.5)
-    with pytest.raises(ValueError, match=r"has no parameter \['periode'\]; its parameters are \['max', 'min', 'period'\]"):
+    with pytest.raises(ValueError, match=r"has no parameter \['periode'\]; its parameters are \['max', 'min', 'noise', 'period'\]"):
         make_traffic("binary", rate=10, periode=3)
     with pytest.raises(ValueError, match="period must be > 0"):
         schedule_arrivals(make_traffic("constant", rate=1), duration=10, seed=1, period=0)

@@ -90,6 +90,7 @@ def run(workload: str, placement: str, rate: float, *, write: bool = True) -> Po
     qid = sim.add_query(
         workload, rate=rate / bytes_per_row(SPECS[workload].stream), admission="one-dataset", placement=placement,
         placement_params=STRATEGY_PARAMS.get(placement, {}), duration=DURATION, partitions=2,
+        traffic_params={"noise": 0.0},  # identical batches: constant traffic's exact rows, not Poisson around them
     )
     report = sim.run(DURATION)
     after = sim.controller.reports(qid)[WARM_UP:]

@@ -56,7 +56,7 @@ def test_the_mappers_estimate_of_its_plan_is_the_sum_of_the_measured_operator_ti
     sim = Simulation(cores=2, gpus=1, seed=3, cost_model=model, plugin_manager=pm)
     qid = sim.add_query(
         "lr3", rate=1e6 / bytes_per_row(WORKLOADS["lr3"].stream), admission="one-dataset", placement="dstream",
-        duration=12, partitions=2,
+        duration=12, partitions=2, traffic_params={"noise": 0.0},  # identical batches: exact rows, no Poisson
     )
     sim.run(12)
     last = sim.controller.reports(qid)[-1]

@@ -23,21 +23,37 @@ from pacer.cli import main
 TOLERANCE = 0.005
 
 
-def _late(tmp_path: Path, traffic: str, admission: str, seed: int) -> dict:
+def _late(tmp_path: Path, traffic: str, admission: str, seed: int, extra: tuple[str, ...] = ()) -> dict:
     report = tmp_path / f"{traffic}-{admission}-{seed}.json"
     assert main(["run", "--runtime", "sim", "--workload", "lr3", "--traffic", traffic, "--rate", "12000",
                  "--admission", admission, "--deadline", "10s", "--duration", "300", "--seed", str(seed),
-                 "--overload", "keep", "--report", str(report)]) == 0
+                 "--overload", "keep", "--report", str(report), *extra]) == 0
     return json.loads(report.read_text())["queries"]["lr3"]
 
 
-@pytest.mark.parametrize(("traffic", "seed"), [("wave", 11), ("wave", 16), ("binary", 11), ("binary", 19), ("random", 12)])
+#: binary as measured (issue 18, item 5): SPBench's periodic bursts, each at the start of its period (noise=0).
+PERIODIC = ("--traffic-param", "noise=0")
+
+
+@pytest.mark.parametrize(("traffic", "seed", "extra"), [("wave", 11, ()), ("wave", 16, ()), ("binary", 11, PERIODIC),
+                                                        ("binary", 19, PERIODIC), ("random", 12, ())])
 def test_zstream_misses_no_more_than_the_default_trigger_when_bursts_overload_the_engine(
-        tmp_path: Path, traffic: str, seed: int) -> None:
-    default = _late(tmp_path, traffic, "asap", seed)
-    zstream = _late(tmp_path, traffic, "zstream", seed)
+        tmp_path: Path, traffic: str, seed: int, extra: tuple[str, ...]) -> None:
+    default = _late(tmp_path, traffic, "asap", seed, extra)
+    zstream = _late(tmp_path, traffic, "zstream", seed, extra)
     assert default["deadline_miss_ratio"] > 0.05  # infeasible: the default trigger misses too
     assert zstream["deadline_miss_ratio"] <= default["deadline_miss_ratio"] + TOLERANCE
     overload = zstream["overload"]
     assert overload["episodes"] >= 3 and overload["overloaded_s"] > 60  # reported, with when and how long
     assert all(p["seconds"] > 0 for p in overload["periods"])
+
+
+@pytest.mark.xfail(strict=True, reason="with binary's burst onsets drawn from the seed (the traffic default), zStream "
+                   "misses more rows than the default trigger: 0.664 against 0.267 (seed 13), and more at each of seeds "
+                   "11-20 (0.28-0.85 against 0.23-0.37, simulated)")
+def test_zstream_misses_no_more_than_the_default_trigger_when_the_bursts_come_at_random(tmp_path: Path) -> None:
+    """Known: zStream's waiting between bursts pays when the next burst comes on time, not when it may come early."""
+    default = _late(tmp_path, "binary", "asap", 13)
+    zstream = _late(tmp_path, "binary", "zstream", 13)
+    assert default["deadline_miss_ratio"] > 0.05
+    assert zstream["deadline_miss_ratio"] <= default["deadline_miss_ratio"] + TOLERANCE

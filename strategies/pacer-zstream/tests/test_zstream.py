@@ -148,18 +148,32 @@ def test_the_fixed_cost_makes_zstream_admit_earlier_than_the_throughput_estimate
     assert pacer_way.admit("q", buf, 9.0, system, history, model).admits  # 9 + 1.1 >= 10
 
 
-def test_lr1_at_1500_rows_per_second_stays_within_its_deadline_simulated() -> None:
-    """Simulated: zStream used to diverge here (miss 0.93, average latency 212 s): it admitted the whole buffer."""
+def _lr1_at_1500_rows_per_second(noise: float) -> None:
     from pacer.report import max_latency_trend_ms
     from pacer_sim import Simulation
 
     sim = Simulation(seed=7, cores=2, scheduler="fifo")
-    sim.add_query("lr1", traffic="constant", rate=1500.0, admission="zstream", deadline=10.0)
+    sim.add_query("lr1", traffic="constant", rate=1500.0, traffic_params={"noise": noise}, admission="zstream",
+                  deadline=10.0)
     report = sim.run(900.0)
     q = report["queries"]["lr1"]
     assert q["deadline_miss_ratio"] <= 0.02
     first, last = max_latency_trend_ms(report, "lr1")
     assert last <= 1.2 * max(first, 10_000.0), "latency does not grow over the run"
+
+
+def test_lr1_at_1500_rows_per_second_stays_within_its_deadline_simulated() -> None:
+    """Simulated: zStream used to diverge here (miss 0.93, average latency 212 s): it admitted the whole buffer.
+    The traffic of that regression: exactly 1500 rows every second (noise=0)."""
+    _lr1_at_1500_rows_per_second(0.0)
+
+
+@pytest.mark.xfail(strict=True, reason="zStream diverges again when the rows vary at all: after ~27 one-dataset "
+                   "batches of 1494-1507 rows it waits, admits 10 datasets (12 s of superlinear join) and the "
+                   "backlog grows (miss 0.88-0.96 at noise 0.01 to 1, seeds 7 and 8; 0 at noise=0)")
+def test_lr1_at_1500_rows_per_second_stays_within_its_deadline_with_poisson_rows() -> None:
+    """The same run with Poisson rows (the traffic default): a known divergence, reported with the noise work."""
+    _lr1_at_1500_rows_per_second(1.0)
 
 
 def test_a_late_poll_is_anticipated() -> None:

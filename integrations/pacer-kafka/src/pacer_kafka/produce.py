@@ -47,7 +47,7 @@ class ProducePlan:
     workload: str
     stream: str
     traffic: str
-    traffic_params: Mapping[str, float]
+    traffic_params: Mapping[str, float | str]
     arrivals: tuple[tuple[int, float, int], ...]
     duration: float
     period: float
@@ -66,7 +66,7 @@ class ProducePlan:
 
 
 def plan_workload(workload: str, *, traffic: str, rate: float, duration: float, seed: int, period: float = 1.0,
-                  value_format: str = "json", traffic_params: Mapping[str, float] | None = None) -> ProducePlan:
+                  value_format: str = "json", traffic_params: Mapping[str, float | str] | None = None) -> ProducePlan:
     """Check the inputs and lay out the datasets.
 
     :raises ValueError: unknown workload, traffic pattern or format; rate, duration or period not > 0.

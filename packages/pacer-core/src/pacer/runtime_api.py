@@ -46,7 +46,8 @@ class QueryRun:
     :param workload: ``lr1``, ``lr1t``, ``lr2``, ``lr3``, ``cm1`` or ``cm2`` (``pacer_workloads.WORKLOADS``).
     :param query_id: its id (default: the workload; see :meth:`RunConfig.query_ids`).
     :param traffic: a traffic pattern (``pacer_workloads.TRAFFIC_PATTERNS``); ``rate`` its mean rows/s.
-    :param traffic_params: the pattern's parameters (``period``, ``min``, ``max``, ...).
+    :param traffic_params: the pattern's parameters (``period``, ``min``, ``max``, ``noise``, ...): numbers, or
+        text where the pattern takes text (``trace``'s ``file`` and ``format``).
     :param deadline: seconds (None: the query's window slide).
     :param max_rows: read cap per batch in rows (Spark's ``maxOffsetsPerTrigger``; 0: none).
     :param max_bytes: read cap per batch in bytes (Spark's ``maxBytesPerTrigger``; 0: none).
@@ -56,7 +57,7 @@ class QueryRun:
     query_id: str | None = None
     traffic: str = "constant"
     rate: float = 1000.0
-    traffic_params: Mapping[str, float] = field(default_factory=dict)
+    traffic_params: Mapping[str, float | str] = field(default_factory=dict)
     admission: str = "asap"
     admission_params: Mapping[str, Any] = field(default_factory=dict)
     placement: str = "cpu-only"

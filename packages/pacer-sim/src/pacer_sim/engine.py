@@ -128,7 +128,7 @@ class Simulation:
         *,
         traffic: str = "constant",
         rate: float = 1000.0,
-        traffic_params: Mapping[str, float] | None = None,
+        traffic_params: Mapping[str, float | str] | None = None,
         admission: str = "asap",
         admission_params: Mapping[str, Any] | None = None,
         placement: str = "cpu-only",

@@ -52,6 +52,15 @@ def parse_assignments(values: Sequence[str], what: str) -> dict[str, str]:
     return out
 
 
+def traffic_value(text: str) -> float | str:
+    """A ``--traffic-param`` value: a number when it reads as one (``30``, ``0.5``, ``1e3``), else the text
+    (``file=my.csv``). The traffic pattern refuses text where it needs a number, naming the parameter."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 def split_strategy_params(values: Sequence[str]) -> dict[str, dict[str, str]]:
     """``--param admission.rho=0.5`` -> ``{"admission": {"rho": "0.5"}, "placement": {}, "scheduler": {}}``."""
     out: dict[str, dict[str, str]] = {"admission": {}, "placement": {}, "scheduler": {}}
@@ -87,10 +96,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", nargs="+", action="extend",
                    help="lr1 lr1t lr2 lr3 cm1 cm2; several values (or repeats) run several queries")
     p.add_argument("--traffic", default="constant",
-                   help="constant, random, sinusoidal, wave, binary, spike, increasing, decreasing (default constant)")
+                   help="constant, random, sinusoidal, wave, binary, spike, increasing, decreasing, or trace (your "
+                        "own traffic from a file: --traffic-param file=PATH) (default constant)")
     p.add_argument("--rate", type=float, default=1000.0, help="mean input rate in rows/s (default 1000)")
     p.add_argument("--traffic-param", action="append", default=[], metavar="KEY=VALUE",
-                   help="traffic parameter, e.g. period=30")
+                   help="traffic parameter, e.g. period=30, noise=0 (the exact shape, the same for every seed; "
+                        "default 1: Poisson rows, burst onsets drawn from the seed) or file=my.csv (trace)")
     p.add_argument("--admission", help="admission strategy (default asap: Spark's default trigger); `pacer strategies` "
                                        "lists them, e.g. zstream, fixed-point, lmstream, static, pid, min-rows")
     p.add_argument("--interval", help="the batch interval of admission static or pid, e.g. 10s, 500ms or 2 (seconds)")
@@ -165,12 +176,8 @@ def config_from_args(args: argparse.Namespace, *, duration_default: float = DEFA
     interval = seconds_flag("--interval", args.interval)
     if interval is not None:
         params["admission"]["interval"] = str(interval)
-    traffic_params = {}
-    for key, value in parse_assignments(args.traffic_param, "--traffic-param").items():
-        try:
-            traffic_params[key] = float(value)
-        except ValueError:
-            raise UsageError(f"--traffic-param {key} must be a number, got {value!r}") from None
+    traffic_params = {key: traffic_value(value)
+                      for key, value in parse_assignments(args.traffic_param, "--traffic-param").items()}
     queries = tuple(
         QueryRun(workload, traffic=args.traffic, rate=args.rate, traffic_params=traffic_params,
                  admission=args.admission or "asap", admission_params=params["admission"], placement=args.placement,

@@ -280,10 +280,10 @@ def test_pacer_spark_rooms_import_only_lower_floors() -> None:
 
 
 def test_the_room_check_sees_a_room_importing_a_higher_one() -> None:
-    graph = {"pacer_spark.jvm.spark_jvm": {"pacer_spark.driver.loop"}, "pacer_spark.paced.service":
+    graph = {"pacer_spark.jvm.stream_query": {"pacer_spark.driver.loop"}, "pacer_spark.paced.service":
              {"pacer_spark.sources.gen", "pacer_spark.driver.loop", "pacer_spark.errors"},
              "pacer_spark.run.cli": {"pacer_spark"}}
-    assert upward_room_imports(graph) == {("pacer_spark.jvm.spark_jvm", "pacer_spark.driver.loop"),
+    assert upward_room_imports(graph) == {("pacer_spark.jvm.stream_query", "pacer_spark.driver.loop"),
                                           ("pacer_spark.paced.service", "pacer_spark.sources.gen")}
 
 

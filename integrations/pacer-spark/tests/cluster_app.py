@@ -118,7 +118,7 @@ def kafka_phase(spark: Any, args: argparse.Namespace, work: Path) -> dict[str, A
     sampling = threading.Event()
 
     def sample() -> None:
-        from pacer_spark.jvm.spark_jvm import task_slots
+        from pacer_spark.jvm.status_store import task_slots
 
         while not sampling.wait(0.1):
             cores.append((time.time(), pacer.controller.cores, task_slots(spark)))

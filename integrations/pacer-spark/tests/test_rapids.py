@@ -52,14 +52,14 @@ def gpu_spark() -> Iterator[Any]:
 
 def test_gpu_placement_is_enacted_through_rapids(gpu_spark: Any, tmp_path: Path) -> None:
     import pacer_spark
-    from pacer_spark.jvm import spark_jvm
+    from pacer_spark.jvm import stream_query
     pacer = pacer_spark.attach(gpu_spark, admission="asap", scheduler="fifo", placement="gpu-only",
                                checkpoint_root=str(tmp_path))
     try:
         pacer.run_workload("lr2", rate=1000, duration=6)
         assert pacer.await_drained(180), pacer.errors()
         report = pacer.report({"test": "rapids"})
-        root = spark_jvm.executed_plan(pacer.sources["lr2"].handle, metrics=False)
+        root = stream_query.executed_plan(pacer.sources["lr2"].handle, metrics=False)
     finally:
         pacer.stop()
     spark_info = report["spark"]

@@ -309,8 +309,8 @@ def test_the_decider_answers_a_seq_and_refuses_an_index_out_of_range() -> None:
 
 
 def test_the_jvm_plan_reader_reads_what_the_py4j_walk_reads(spark: Any, bridge: PacerBridge) -> None:
-    from pacer_spark.jvm.spark_jvm import read_plan
-    from pacer_spark.jvm.spark_jvm import walk_plan as _walk_plan
+    from pacer_spark.jvm.plan_reader import read_plan
+    from pacer_spark.jvm.plan_reader import walk_plan as _walk_plan
     from pacer_spark.plan.dag import dag_from_plan
 
     adaptive = spark.conf.get("spark.sql.adaptive.enabled")

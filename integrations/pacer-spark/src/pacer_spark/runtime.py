@@ -37,7 +37,7 @@ from pacer_spark.driver.clock import PinnedClock
 from pacer_spark.driver.listener import ProgressListener
 from pacer_spark.driver.loop import Driver
 from pacer_spark.driver.pools import DEFAULT_LADDER
-from pacer_spark.jvm import spark_jvm
+from pacer_spark.jvm import status_store, stream_query
 from pacer_spark.options import OPT_ADDRESS, OPT_QUERY, OPT_TIMEOUT, parse_seconds
 from pacer_spark.paced.service import PacedQueries
 from pacer_spark.plan.dag import dag_from_plan, rapids_loaded, spark_dag
@@ -110,7 +110,7 @@ class PacerSession:
 
     def _task_slots(self) -> int | None:
         """How many tasks Spark runs at once now (the executors' cores on a cluster, the threads in local mode)."""
-        return spark_jvm.task_slots(self.spark)
+        return status_store.task_slots(self.spark)
 
     @property
     def sources(self) -> dict[str, SourceState]:
@@ -265,7 +265,7 @@ class PacerSession:
         rate: float = 1000.0,
         duration: float = 120.0,
         seed: int = 7,
-        traffic_params: Mapping[str, float] | None = None,
+        traffic_params: Mapping[str, float | str] | None = None,
         files: str | None = None,
         file_format: str = "csv",
         deadline: float | None = None,
@@ -313,7 +313,7 @@ class PacerSession:
         source = self.sources.get(query_id)
         if source is None or source.handle is None:
             return None
-        root = spark_jvm.executed_plan(source.handle, metrics=False)
+        root = stream_query.executed_plan(source.handle, metrics=False)
         return dag_from_plan(root) if root is not None else None
 
     def expected(self, query_id: str) -> int | None:
@@ -351,8 +351,8 @@ class PacerSession:
     def report(self, config: Mapping[str, Any] | None = None, *, interval: float = 1.0,
                end: float | None = None) -> dict[str, Any]:
         """The run as a ``pacer.report/1`` document with ``runtime: "spark"``; ``spark.executors`` names, per query,
-        the executors whose tasks ran it (``driver`` in local mode; :func:`pacer_spark.jvm.spark_jvm.query_executors`)."""
-        executors = spark_jvm.query_executors(self.spark)  # Py4J calls to Spark's status store: outside the Controller's lock
+        the executors whose tasks ran it (``driver`` in local mode; :func:`pacer_spark.jvm.status_store.query_executors`)."""
+        executors = status_store.query_executors(self.spark)  # Py4J calls to Spark's status store: outside the Controller's lock
         with self.driver.books() as books:
             return books.report(runtime="spark", config=dict(config or {}), start=self.started_at,
                                 end=end or time.time(), interval=interval,

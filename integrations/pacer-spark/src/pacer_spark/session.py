@@ -10,7 +10,7 @@ from typing import Any
 
 from pacer_spark.connectors import connector
 from pacer_spark.driver.pools import DEFAULT_LADDER, write_allocation_file
-from pacer_spark.jvm import spark_jvm
+from pacer_spark.jvm import classpath
 from pacer_spark.plan.rapids_explain import EXPLAIN_ONLY_CONFS
 
 
@@ -91,14 +91,14 @@ def add_kafka_connector(session: Any) -> bool:
     :raises ImportError: pacer-kafka is not installed.
     :raises RuntimeError: the driver's class loader is not one jars can be added to.
     """
-    if spark_jvm.finds_data_source(session, "kafka"):
+    if classpath.finds_data_source(session, "kafka"):
         return False
-    loader = spark_jvm.driver_loader_class(session)
+    loader = classpath.driver_loader_class(session)
     if loader != "org.apache.spark.util.MutableURLClassLoader":
         raise RuntimeError("the driver JVM started without Spark's Kafka connector, and its class loader "
                            f"({loader}) takes no jars: start "
                            "the process's first session with pacer_spark.session_builder(..., kafka=True)")
-    spark_jvm.add_driver_jars(session, [str(Path(jar).resolve()) for jar in kafka_jars()])
+    classpath.add_driver_jars(session, [str(Path(jar).resolve()) for jar in kafka_jars()])
     return True
 
 

@@ -2,7 +2,7 @@
 
 pacer's Controller lives in the driver's Python process, and ``format("pacer")``'s JVM source asks it over
 PySpark's Py4J gateway on every batch (:mod:`pacer_spark.jvm.decider`); the listener, the scheduling gate's pools and
-the plan reader go through the same gateway (:mod:`pacer_spark.jvm.spark_jvm`). A Spark Connect session
+the plan reader go through the same gateway (the ``pacer_spark.jvm`` adapters). A Spark Connect session
 (``SparkSession.builder.remote("sc://...")``, PySpark's thin client) has no Py4J and no driver JVM in this
 process: its driver is the Connect server's, which cannot call back into this Python process. :func:`require_classic`
 refuses such a session by name, before anything is asked of it (a Connect session's ``sparkContext`` would raise

@@ -24,7 +24,7 @@ trained on the shorter span. Completing on progress keeps "a query has at most o
 flight" without extra locking: until the batch completes, the query is busy in the Controller and
 the next ``latestOffset`` of the same query admits nothing. That call proves the trigger ended, and
 Spark put the trigger's progress in the query's own buffer (``recentProgress``) before starting
-the next trigger, so the session reads it from there (:func:`pacer_spark.jvm.spark_jvm.query_progress`) rather than wait
+the next trigger, so the session reads it from there (:func:`pacer_spark.jvm.stream_query.query_progress`) rather than wait
 for the listener bus: Spark posts the event to an asynchronous queue that a thread of its own drains, and
 PySpark's listener gets it over Py4J, so under load it comes late (how late was measured once, in pacer-spark's
 README, "Batch time"; a run's own figure is its report's ``progress_delivery_ms_*``). Either way the batch
@@ -131,7 +131,7 @@ class BatchCompletion:
 
         Every listener event (``event``) counts towards the query's total trigger time, pacer's batches
         or not (no-data batches that advance a watermark are Spark's own); a progress read from the
-        query's buffer (:func:`pacer_spark.jvm.spark_jvm.query_progress`, ``event=False``) only completes.
+        query's buffer (:func:`pacer_spark.jvm.stream_query.query_progress`, ``event=False``) only completes.
 
         :param query_id: pacer's id of the query (default: the progress's name; a ``format("pacer")``
             query is matched by its run id instead, whatever its name).

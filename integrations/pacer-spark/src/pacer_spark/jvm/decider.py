@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from pacer_spark.jvm import callback
 from pacer_spark.jvm import jar as jvm
-from pacer_spark.jvm import spark_jvm
 
 logger = logging.getLogger(__name__)
 
@@ -380,12 +380,12 @@ class PacerBridge:
         self.timeout_s = timeout_s
         self.owner = f"bridge-{uuid.uuid4().hex}"
         self.jar = jvm.ensure_loaded(spark)
-        spark_jvm.start_callback_server(spark)
+        callback.start_callback_server(spark)
         self._deciders: dict[str, _JvmDecider] = {}
 
     @property
     def _registry(self) -> Any:
-        return spark_jvm.decider_registry(self._spark, jvm.REGISTRY_CLASS)
+        return callback.decider_registry(self._spark, jvm.REGISTRY_CLASS)
 
     def register(self, query_name: str, decide: DecisionFunction = admit_all) -> None:
         """Routes the decisions of query ``query_name`` (``"*"``: every query) to ``decide``.
@@ -406,7 +406,7 @@ class PacerBridge:
             raise ValueError("register_handler() needs the query's name, or '*' for every query")
         decider = _JvmDecider(handle, on_stop)
         self._deciders[query_name] = decider  # keep the object alive while the JVM holds its proxy
-        self._registry.register(self.owner, spark_jvm.java_session(self._spark), query_name, decider,
+        self._registry.register(self.owner, callback.java_session(self._spark), query_name, decider,
                                 int(self.timeout_s * 1000))
 
     def unregister(self, query_name: str) -> bool:

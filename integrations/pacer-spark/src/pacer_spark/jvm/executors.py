@@ -1,6 +1,6 @@
 """Which executors ran each streaming query, for the report's ``spark.executors``: the plain-Python part.
 
-:func:`pacer_spark.jvm.spark_jvm.query_executors` reads Spark's status store (what the web UI shows, kept with the UI
+:func:`pacer_spark.jvm.status_store.query_executors` reads Spark's status store (what the web UI shows, kept with the UI
 off too): every job of a streaming query's batch is described by Spark as ``<name>\\nid = <query id>\\nrunId =
 ...\\nbatch = N``; each of its stages' per-executor summary names the executors that ran its tasks. Here: which
 query a job belongs to, and which of its jobs are looked up.

@@ -377,8 +377,8 @@ def jar_conf(existing: str | None = None) -> dict[str, str]:
 def is_loaded(spark: Any) -> bool:
     """Whether the driver JVM of ``spark`` can load the ``format("pacer")`` provider."""
     # imported here, not above: build_jar.py loads this module by path, where the package is not importable
-    from pacer_spark.jvm import spark_jvm
-    return spark_jvm.driver_loads_class(spark, PROVIDER_CLASS)
+    from pacer_spark.jvm import classpath
+    return classpath.driver_loads_class(spark, PROVIDER_CLASS)
 
 
 def ensure_loaded(spark: Any) -> Path:
@@ -390,13 +390,13 @@ def ensure_loaded(spark: Any) -> Path:
 
     :raises JvmBuildError: the build failed, or the class loader cannot take a jar at run time.
     """
-    from pacer_spark.jvm import spark_jvm  # here, not above: as in is_loaded
+    from pacer_spark.jvm import classpath  # here, not above: as in is_loaded
 
     jar = build_jar().jar
     if is_loaded(spark):
         return jar
     try:
-        spark_jvm.add_driver_jars(spark, [str(jar)])
+        classpath.add_driver_jars(spark, [str(jar)])
     except Exception as exc:
         raise JvmBuildError(
             f"cannot add {jar} to the running driver ({exc}); start the session with "

@@ -1,4 +1,4 @@
-"""Spark plan trees as plain values: what :mod:`pacer_spark.jvm.spark_jvm` reads from an executed plan (its nodes,
+"""Spark plan trees as plain values: what :mod:`pacer_spark.jvm.plan_reader` reads from an executed plan (its nodes,
 their SQL metrics, their children), for :mod:`pacer_spark.plan.dag` to turn into operator DAGs."""
 
 from __future__ import annotations

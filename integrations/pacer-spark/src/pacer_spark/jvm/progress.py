@@ -1,5 +1,5 @@
 """A trigger's progress as plain values: Spark's ``StreamingQueryProgress`` JSON read once, whether it came from
-the listener's event or from a query's progress buffer (:mod:`pacer_spark.jvm.spark_jvm`)."""
+the listener's event or from a query's progress buffer (:mod:`pacer_spark.jvm.stream_query`)."""
 
 from __future__ import annotations
 

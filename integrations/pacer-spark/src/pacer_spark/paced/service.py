@@ -40,7 +40,7 @@ from pacer import MicroBatch, OperatorMetric
 from pacer_spark.driver.books import Books
 from pacer_spark.driver.completion import SinkDone
 from pacer_spark.driver.gate import Turn
-from pacer_spark.jvm import spark_jvm
+from pacer_spark.jvm import stream_query
 from pacer_spark.jvm.decider import (
     Decision,
     DecisionRequest,
@@ -354,7 +354,7 @@ class PacedQueries:
         if q is None or q.stream_id is None or not self.config.operator_metrics:
             return []
         try:
-            root = spark_jvm.stream_executed_plan(self.spark, q.stream_id, progress.batch_id)
+            root = stream_query.stream_executed_plan(self.spark, q.stream_id, progress.batch_id)
             if root is None:  # Spark planned the next batch already: this batch's plan is gone
                 return []
             if not q.plan_dag:  # registered on first sight with the minimal chain: now the real DAG

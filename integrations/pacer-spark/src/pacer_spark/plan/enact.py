@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pacer import Device, MicroBatch, OperatorDAG
-from pacer_spark.jvm import spark_jvm
+from pacer_spark.jvm import session_confs
 from pacer_spark.plan.dag import EXPLAIN_ONLY, enacted_devices, rapids_confs, rapids_loaded
 
 log = logging.getLogger("pacer_spark.plan.enact")
@@ -68,7 +68,7 @@ class Enactment:
     def __init__(self, spark: Any) -> None:
         from pacer_spark.plan import rapids_explain
         self.spark = spark
-        self.rapids = rapids_loaded(spark_jvm.session_conf(spark, "spark.plugins"))
+        self.rapids = rapids_loaded(session_confs.session_conf(spark, "spark.plugins"))
         self.explain_only = self.rapids and rapids_explain.explain_only(spark)
         self.check = rapids_explain.RapidsExplainCheck(spark) if self.explain_only else None
         self._streams: dict[str, str | None] = {}  # batch id -> its streaming query's id, until it completes
@@ -86,7 +86,7 @@ class Enactment:
             return Enacted(False, NO_SESSION)
         confs, note = rapids_confs(batch.placement, dag, explain_only=self.explain_only)
         try:
-            active = spark_jvm.set_stream_confs_by_id(self.spark, stream_id, confs)
+            active = session_confs.set_stream_confs_by_id(self.spark, stream_id, confs)
         except Exception as exc:  # py4j: the session stopped under us; Spark plans the batch with the confs it has
             log.warning("query %r: its placement was not enacted (%s)", batch.query_id, exc)
             return Enacted(False, f"not enacted: setting the RAPIDS confs failed ({exc})")

@@ -13,7 +13,7 @@ plugin initialises no GPU in that mode, so a CPU-only machine can check, batch b
 sets (:func:`pacer_spark.plan.dag.rapids_confs`) become exactly the plan RAPIDS would run.
 
 :class:`ExplainLog` copies the messages of RAPIDS' ``GpuOverrides`` logger, each with its thread's name, into a
-file of its own (through :mod:`pacer_spark.jvm.spark_jvm`); a streaming query plans its batches on its stream thread,
+file of its own (through :mod:`pacer_spark.jvm.log4j`); a streaming query plans its batches on its stream thread,
 whose name carries the query's id, so the explain of a query's batch is the one its stream thread logged while
 planning it. :func:`parse_explain` reads the exec lines into a tree, and :func:`compare` matches pacer's operators
 to RAPIDS' execs kind by kind in data-flow order (as the executed plan's metrics are matched) and tells, per
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from pacer import Device, OperatorDAG, Placement
-from pacer_spark.jvm import spark_jvm
+from pacer_spark.jvm import log4j, session_confs
 from pacer_spark.plan.dag import COARSENED, RAPIDS_PLUGIN, enacted_devices, kind_of, rapids_confs
 
 log = logging.getLogger("pacer_spark.plan.rapids_explain")
@@ -67,8 +67,8 @@ def node_name(exec_name: str) -> str:
 
 def explain_only(spark: Any) -> bool:
     """Whether ``spark`` runs the RAPIDS plugin in ``explainOnly`` mode."""
-    plugins = spark_jvm.session_conf(spark, "spark.plugins") or ""
-    mode = spark_jvm.session_conf(spark, MODE_CONF) or ""
+    plugins = session_confs.session_conf(spark, "spark.plugins") or ""
+    mode = session_confs.session_conf(spark, MODE_CONF) or ""
     return RAPIDS_PLUGIN in plugins and mode.lower() == EXPLAIN_ONLY_MODE.lower()
 
 
@@ -261,7 +261,7 @@ class ExplainLog:
         self._partial = ""
         self._pending: dict[str, list[str]] = {}
         self._lock = threading.Lock()
-        spark_jvm.add_log_file_appender(spark, EXPLAIN_LOGGER, str(self.path), _PATTERN, self._name)
+        log4j.add_log_file_appender(spark, EXPLAIN_LOGGER, str(self.path), _PATTERN, self._name)
 
     def take(self, stream_id: str) -> list[str]:
         """The explain messages the stream thread of query ``stream_id`` logged since the last call, oldest first."""
@@ -290,7 +290,7 @@ class ExplainLog:
 
     def close(self) -> None:
         """Detach the appender and delete the file."""
-        spark_jvm.remove_log_appender(self._spark, EXPLAIN_LOGGER, self._name)
+        log4j.remove_log_appender(self._spark, EXPLAIN_LOGGER, self._name)
         try:
             self.path.unlink(missing_ok=True)
             os.rmdir(self._dir)

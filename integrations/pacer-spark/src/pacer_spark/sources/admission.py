@@ -29,7 +29,7 @@ from pacer_spark.driver.books import Books
 from pacer_spark.driver.completion import SinkDone
 from pacer_spark.driver.gate import Turn
 from pacer_spark.driver.replay import ReplayGuard
-from pacer_spark.jvm import spark_jvm
+from pacer_spark.jvm import stream_query
 from pacer_spark.jvm.progress import TriggerProgress
 from pacer_spark.options import GenPlan
 from pacer_spark.sources.files_source import FILES_FORMAT, manifest_in_checkpoint
@@ -136,6 +136,8 @@ class AdmissionService:
         opts = dict(options)
         if fmt == GEN_FORMAT:
             opts.setdefault("start", repr(time.time()))
+            if opts.get("traffic.file"):  # a trace: the readers rebuild its arrivals wherever they run
+                opts["traffic.file"] = str(Path(opts["traffic.file"]).expanduser().resolve())
             opts.setdefault("numPartitions", str(partitions))
             source = SourceState(query_id, fmt, opts, gen=GenPlan.from_options(opts))
         elif fmt == FILES_FORMAT:
@@ -222,7 +224,7 @@ class AdmissionService:
             source.next_index = ask.start  # datasets before ``start`` were processed by an earlier run
         waiting = books.waiting_spark_batch(ask.query_id)  # its trigger ended: Spark holds its progress
         if waiting is not None and source.handle is not None:
-            progress = spark_jvm.query_progress(source.handle, waiting)
+            progress = stream_query.query_progress(source.handle, waiting)
             if progress is not None:
                 books.on_progress(progress, event=False)
         stale = books.expire(ask.query_id, time.time())  # never reported: completed as at its sink

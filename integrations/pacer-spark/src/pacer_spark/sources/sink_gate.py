@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame
 from pacer_spark.driver.completion import SinkDone
 from pacer_spark.driver.loop import Driver
 from pacer_spark.errors import stop_error
-from pacer_spark.jvm import spark_jvm
+from pacer_spark.jvm import stream_query
 from pacer_spark.plan.dag import operator_metrics
 from pacer_spark.sources.admission import AdmissionService
 
@@ -87,7 +87,7 @@ class SinkGate:
                 with self.driver.books() as books:
                     batch = books.batch(batch_id).batch
                     dag = books.query(query_id).spec.dag
-                root = spark_jvm.executed_plan(source.handle)
+                root = stream_query.executed_plan(source.handle)
                 if root is None:
                     raise LookupError("the query has no executed plan yet")
                 metrics = operator_metrics(root, dag, batch.placement,

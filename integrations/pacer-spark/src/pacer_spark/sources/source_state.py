@@ -13,7 +13,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pacer import Dataset
 from pacer.summary import StreamingSummary
 from pacer_spark.driver.listener import DurationAverages
-from pacer_spark.jvm import spark_jvm
+from pacer_spark.jvm import stream_query
 from pacer_spark.options import GenPlan
 from pacer_spark.sources.files_source import FILES_FORMAT, Manifest, ignored_name
 from pacer_spark.sources.gen import shed_in
@@ -114,7 +114,7 @@ class SourceState:
         datasets its end offset records as shed (None: not started, or not readable)."""
         if self.handle is None:
             return None
-        logged = spark_jvm.logged_offsets(self.handle, spark_batch_id)
+        logged = stream_query.logged_offsets(self.handle, spark_batch_id)
         if logged is None:  # an internal API changed: pacer then just does not track this batch
             return None
         begin, end = logged

@@ -1,0 +1,64 @@
+"""Spark's status store through the JVM: the executors that ran each query's tasks, and the task slots of the live
+executors. Empty or None when it cannot be read: the report then says nothing rather than fail."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pacer_spark.jvm import executors
+
+log = logging.getLogger("pacer_spark.jvm.status_store")
+
+
+def query_executors(spark: Any, *, max_jobs: int = executors.MAX_JOBS,
+                    sampled: int = executors.SAMPLED_JOBS) -> dict[str, list[str]]:
+    """``{query name (or id when unnamed): sorted ids of the executors that ran its tasks}``.
+
+    Reads the descriptions of the newest ``max_jobs`` jobs of the SparkContext and, per query, the executors of
+    every stage of ``sampled`` of its jobs spread over the run (its oldest and newest retained ones among them): an
+    executor that ran only a few batches in between may be left out. ``"driver"`` is the id in local mode. Empty
+    when the status store cannot be read (an internal API that moved): the report then says nothing rather than fail.
+    """
+    try:
+        sc = spark.sparkContext
+        convert = sc._jvm.scala.jdk.javaapi.CollectionConverters
+        store = sc._jsc.sc().statusStore()
+        jobs = convert.asJava(store.jobsList(None))  # newest first
+        by_query: dict[str, list[Any]] = {}
+        iterator = jobs.iterator()
+        for _ in range(min(int(jobs.size()), max_jobs)):
+            job = iterator.next()
+            description = str(job.description())  # Scala's "Some(...)" or "None"
+            key = executors.query_key(description[5:-1]) if description.startswith("Some(") else None
+            if key is not None:
+                by_query.setdefault(key, []).append(job)
+        found: dict[str, list[str]] = {}
+        for key, its_jobs in by_query.items():
+            ran: set[str] = set()
+            for job in executors.spread(its_jobs, sampled):
+                for stage in convert.asJava(job.stageIds()):
+                    ran.update(str(e) for e in convert.asJava(store.executorSummary(int(stage), 0).keySet()))
+            found[key] = sorted(ran)
+    except Exception as exc:  # the store or an API of it is not there: no executors in the report
+        log.debug("cannot read the executors from Spark's status store: %s", exc)
+        return {}
+    return found
+
+
+def task_slots(spark: Any) -> int | None:
+    """How many tasks Spark can run at once now: the cores of the live executors (the driver's own in local mode),
+    from the status store's executor list. None when it cannot be read (the caller keeps what it had)."""
+    try:
+        convert = spark.sparkContext._jvm.scala.jdk.javaapi.CollectionConverters
+        listed = convert.asJava(spark.sparkContext._jsc.sc().statusStore().executorList(True))  # active only
+        cores = {str(e.id()): int(e.totalCores()) for e in listed}
+    except Exception as exc:  # an internal API that moved, or a stopping JVM
+        log.debug("cannot read the executors' cores from Spark's status store: %s", exc)
+        return None
+    executors_only = [n for name, n in cores.items() if name != "driver"]
+    total = sum(executors_only) if executors_only else cores.get("driver", 0)
+    return total or None
+
+
+__all__ = ["query_executors", "task_slots"]

@@ -297,7 +297,8 @@ def test_first_pacer_gen_batch_after_a_restart_honours_the_read_cap(spark: Any, 
     def run(root: Path, admission: str, **extra: Any) -> Any:
         pacer = pacer_spark.attach(spark, checkpoint_root=str(root), paced=False, **extra)
         pacer.register_query("gen", admission=admission, max_rows=20)
-        df = pacer.read_stream("gen", "pacer-gen", stream="cluster_monitoring", rate=10, duration=8, start=start)
+        df = pacer.read_stream("gen", "pacer-gen", stream="cluster_monitoring", rate=10, duration=8, start=start,
+                               **{"traffic.noise": 0})  # exactly 10 rows a dataset
         pacer.start(df, "gen", lambda frame, _: sizes.append(frame.count()), checkpoint=str(tmp_path / "ck"))
         return pacer
 

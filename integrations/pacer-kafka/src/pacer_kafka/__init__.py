@@ -9,7 +9,7 @@ from pacer_kafka.broker import BrokerError, BrokerInfo, running_broker, start_br
 from pacer_kafka.clients import KafkaConnectionError
 from pacer_kafka.connector import spark_kafka_jars
 from pacer_kafka.distribution import KAFKA_VERSION, KafkaSetupError, kafka_classpath
-from pacer_kafka.produce import ProducePlan, ProduceResult, plan_workload, produce
+from pacer_kafka.produce import ProducePlan, ProduceResult, ensure_topic, plan_workload, produce
 
 __all__ = [
     "KAFKA_VERSION",
@@ -19,6 +19,7 @@ __all__ = [
     "KafkaSetupError",
     "ProducePlan",
     "ProduceResult",
+    "ensure_topic",
     "kafka_classpath",
     "plan_workload",
     "produce",

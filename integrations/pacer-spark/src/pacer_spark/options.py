@@ -56,7 +56,7 @@ class GenPlan:
     start: float
     period: float = 1.0
     partitions: int = 2
-    params: tuple[tuple[str, float], ...] = field(default=())
+    params: tuple[tuple[str, str], ...] = field(default=())
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> GenPlan:
@@ -67,7 +67,8 @@ class GenPlan:
         stream = options.get("stream", "linear_road")
         if stream not in STREAMS:
             raise ValueError(f"pacer-gen: unknown stream {stream!r}; use one of {', '.join(STREAMS)}")
-        params = tuple(sorted((k[len("traffic."):], float(v)) for k, v in options.items() if k.startswith("traffic.")))
+        # as given: the pattern reads its numbers, and a trace its file (pacer_workloads.make_traffic)
+        params = tuple(sorted((k[len("traffic."):], str(v)) for k, v in options.items() if k.startswith("traffic.")))
         plan = cls(
             stream=stream,
             traffic=options.get("traffic", "constant"),
@@ -109,7 +110,7 @@ class GenPlan:
 
 @cache
 def _arrivals(
-    traffic: str, rate: float, duration: float, seed: int, period: float, params: tuple[tuple[str, float], ...]
+    traffic: str, rate: float, duration: float, seed: int, period: float, params: tuple[tuple[str, str], ...]
 ) -> tuple[Arrival, ...]:
     pattern = make_traffic(traffic, rate=rate, duration=duration, **dict(params))
     return tuple(schedule_arrivals(pattern, duration=duration, seed=seed, period=period))

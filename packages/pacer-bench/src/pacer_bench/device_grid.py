@@ -30,7 +30,7 @@ import functools
 import io
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -62,9 +62,6 @@ BOUND = 1.05
 MISS_POINTS = 1.0
 #: Cores of every cell (the simulator's default, the machine pacer is developed on).
 CORES = 2
-#: ``pacer sim --gpu-profile`` value of pacer-sim's built-in curves (documented in its ``--gpu-profile`` help): what
-#: the cells run on when the default profile's jar cannot be had.
-BUILTIN_CURVES = "builtin"
 
 
 @dataclass(frozen=True)
@@ -133,20 +130,11 @@ class Judged:
         return max(self.x_best / BOUND - 1.0, (self.miss_points - MISS_POINTS) / 100.0)
 
 
-@functools.cache
 def default_gpu_profile() -> str:
-    """The GPU profile ``pacer run --runtime sim`` runs on without flags: the simulator's own defaults, read through
-    the :class:`pacer.Runtime` protocol (its flags parsed from nothing, folded into a run by ``from_args``)."""
-    import argparse
+    """The GPU profile ``pacer run --runtime sim`` runs on without flags (:data:`pacer_sim.DEFAULT_GPU_PROFILE`)."""
+    from pacer_sim import DEFAULT_GPU_PROFILE
 
-    from pacer import QueryRun, RunConfig
-    from pacer.plugins import get_plugin_manager
-    from pacer_sim import SIM_RUNTIME
-
-    parser = argparse.ArgumentParser()
-    SIM_RUNTIME.configure(parser.add_argument_group(SIM_RUNTIME.name))
-    config = SIM_RUNTIME.from_args(parser.parse_args([]), RunConfig((QueryRun("lr1"),)), get_plugin_manager())
-    return str(config.options_for(SIM_RUNTIME.name).get("gpu_profile", BUILTIN_CURVES))
+    return DEFAULT_GPU_PROFILE
 
 
 @functools.cache
@@ -163,22 +151,10 @@ def cost_model(gpus: int) -> tuple[Any, str | None]:
     return sim.cost_model, sim.extra_config["gpu_profile"]["warning"] or None
 
 
-def alone_seconds(model: Any, spec: Any, devices: Mapping[str, Device], nbytes: float, *, cores: float,
-                  gpus: int) -> float:
-    """Seconds one batch of ``nbytes`` of query ``spec``, placed on ``devices``, takes alone on ``cores`` cores and an
-    idle GPU under ``model``: :func:`pacer_sim.batch_work` of a one-dataset batch, seed 0 (pass a noise-free model for
-    the curve itself)."""
-    from pacer import Dataset, MicroBatch, Placement
-    from pacer_sim import batch_work
-
-    batch = MicroBatch("alone", spec.id, 0, (Dataset("alone", 0.0, int(nbytes), 1),), 0.0,
-                       placement=Placement(dict(devices)))
-    return float(batch_work(model, spec, batch, gpus=gpus, seed=0).alone_s(cores))
-
-
 def cpu_capacity(workload: str, model: Any, cores: int = CORES) -> float:
     """Rows/s the CPU keeps up with in batches of one second: the rate at which a batch of one second of data, run
     all on the CPU alone on ``cores`` cores (no noise), takes one second. Found by bisection on the cost model."""
+    from pacer_sim import alone_seconds
     from pacer_workloads import WORKLOADS as KNOWN
     from pacer_workloads import bytes_per_row, make_query
 
@@ -224,12 +200,12 @@ def run_cell(cell: Cell, duration: float) -> dict[str, Outcome]:
     """Every placement of :data:`PLACEMENTS` in ``cell`` (simulated, in this process)."""
     from pacer import QueryRun, RunConfig
     from pacer.plugins import get_plugin_manager
-    from pacer_sim import SIM_RUNTIME
+    from pacer_sim import BUILTIN_PROFILE, SIM_RUNTIME
 
     pm = get_plugin_manager()
     out: dict[str, Outcome] = {}
     # the profile the cells really run on: the built-in curves where the GPU profile's jar could not be had
-    profile = default_gpu_profile() if cost_model(cell.gpus)[1] is None else BUILTIN_CURVES
+    profile = default_gpu_profile() if cost_model(cell.gpus)[1] is None else BUILTIN_PROFILE
     for placement in PLACEMENTS:
         query = QueryRun(cell.workload, traffic=cell.traffic, rate=cell.rate, admission=ADMISSION, placement=placement,
                          placement_params={"inflection_profile": profile} if placement in PROFILED else {})

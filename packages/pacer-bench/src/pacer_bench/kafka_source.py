@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pacer import Runtime
 from pacer.plugins import PluginManager
-from pacer_kafka import plan_workload, produce, start_broker, stop_broker
-from pacer_kafka.produce import ensure_topic  # not among pacer_kafka's public names yet
+from pacer_kafka import ensure_topic, plan_workload, produce, start_broker, stop_broker
 
 if TYPE_CHECKING:
     from pacer_bench.traffic_sources import BenchSource

@@ -35,7 +35,7 @@ def profile_cost_model(profile: str) -> Any:
 
     :raises ValueError: an unknown profile name or an unreadable file, naming it and what is accepted.
     """
-    from pacer_sim.runtime import build_cost_model
+    from pacer_sim import build_cost_model
 
     option = {"cost_profile": profile} if Path(profile).is_file() else {"gpu_profile": profile}
     try:
@@ -52,7 +52,7 @@ def profile_cost_model(profile: str) -> Any:
 def query_seconds(model: Any, spec: QuerySpec, part_bytes: float, *, on_gpu: bool) -> float:
     """Seconds a batch of ``part_bytes`` per partition takes alone under ``model``: every operator on the CPU, or
     every GPU-capable one on the GPU."""
-    from pacer_sim.costs import alone_seconds
+    from pacer_sim import alone_seconds
 
     partitions = max(1, spec.partitions)
     devices: dict[str, Device] = {op.id: "gpu" if on_gpu and not op.cpu_only else "cpu" for op in spec.dag.operators}

@@ -202,3 +202,6 @@ def test_a_paced_query_gets_its_dag_and_operator_metrics_from_the_executed_plan(
     timed = [m for r in reports for m in r.operator_metrics if m.time_s > 0]
     assert timed and {m.operator_id for m in timed} <= {op.id for op in dag.operators}
     assert any(m.rows_in > 0 for r in reports for m in r.operator_metrics if m.operator_id.startswith("aggregate"))
+    # a format("pacer") batch's core-seconds: its tasks', found by the streaming query's id on Spark's jobs
+    busy = [r.busy_core_s for r in reports if r.engine_s is not None]
+    assert busy and all(b is not None for b in busy) and sum(b or 0.0 for b in busy) > 0

@@ -29,7 +29,9 @@ def _lossless(report: dict[str, Any], expected: dict[str, int]) -> None:
 
 def test_two_queries_end_to_end(spark: Any, tmp_path: Path) -> None:
     import pacer_spark
+    from pacer_spark.jvm import status_store
 
+    attached = time.time()
     pacer = pacer_spark.attach(spark, admission="asap", scheduler="fifo", deadline="8s",
                                checkpoint_root=str(tmp_path))
     try:
@@ -38,9 +40,17 @@ def test_two_queries_end_to_end(spark: Any, tmp_path: Path) -> None:
         assert pacer.await_drained(90), pacer.errors()
         report = pacer.report({"test": "e2e"})
         dag = pacer.executed_dag("lr2")
+        spark_s = status_store.stages_run_time_s(spark, since=attached)
     finally:
         pacer.stop()
     _lossless(report, {"lr2": 5, "cm2": 5})
+    # busy core-seconds: the queries' tasks' run time, as Spark's own status store counts it (each task holds a core)
+    assert spark_s is not None and report["cost"]["busy_core_s"] == pytest.approx(spark_s, rel=0.02)
+    for q in report["queries"].values():
+        assert q["cost"]["busy_batches"] == q["batches"] and q["cost"]["busy_core_s"] > 0
+        assert 0 <= q["cost"]["trigger_s"] <= q["cost"]["engine_s"]
+    assert report["cost"]["busy_core_s"] < report["cost"]["allocated_core_s"] <= \
+        pacer.cores * report["duration_s"] + 1e-6
     overhead = report["overhead"]
     assert overhead["measured"] and overhead["admission_poll_us_p99"] > 0
     assert overhead["per_batch_share_of_processing"] < 0.05

@@ -223,7 +223,9 @@ def test_report_cost_is_engine_time_share_and_batch_rate() -> None:
         clock.now += 1.0
     report = build_report(runtime="sim", config={}, controller=c, start=0.0, end=6.0)
     cost = report["queries"]["q"]["cost"]
-    assert cost == {"engine_s": 3.5, "engine_share": pytest.approx(3.5 / 6.0), "batches_per_min": 30.0}
+    assert cost == {"busy_core_s": None, "busy_batches": 0, "trigger_s": 3.5, "gate_wait_s": 0.0, "engine_s": 3.5,
+                    "engine_share": pytest.approx(3.5 / 6.0), "batches_per_min": 30.0}
+    assert report["cost"] == {"allocated_core_s": None, "busy_core_s": None}
 
 
 # ---------------------------------------------------------------- Spark's baselines
@@ -289,3 +291,30 @@ def test_a_saved_service_model_restores_the_same_predictions_and_a_foreign_one_i
         with pytest.raises(ValueError):
             fresh.restore(bad)
         assert not fresh.ready
+
+
+def test_busy_core_seconds_and_gate_waits_are_reported_apart_from_the_engine_time() -> None:
+    """A batch's trigger on Spark includes its wait for its turn at pacer's gate: the report's ``trigger_s`` and the
+    service-time model leave it out, and the core-seconds its tasks executed are summed apart, per query and run."""
+    clock = ManualClock()
+    c = Controller(clock=clock, cores=2, timer=None)
+    c.add_query(_spec())
+    for i, (engine, wait, busy) in enumerate(((1.0, 0.0, 1.5), (3.0, 2.0, 1.75), (1.0, 0.0, 0.75))):
+        c.arrive("q", Dataset(f"d{i}", clock.now, 1000 * (i + 1), 1))
+        batch = c.poll("q")
+        assert batch is not None
+        _run(c, clock, batch.id, 1.0, engine_s=engine, gate_wait_s=wait, busy_core_s=busy)
+    (_, waited, _) = c.reports("q")
+    assert (waited.cost_s, waited.trigger_s) == (3.0, 1.0)
+    # every batch took 1 s without the second one's 2 s wait: no per-byte part (the first batch is not learnt from)
+    fitted = c.query("q").service_time
+    assert (fitted["observations"], fitted["fixed_ms"], fitted["per_mb_ms"]) == (2, pytest.approx(1000.0),
+                                                                                 pytest.approx(0.0, abs=1e-6))
+    c.record_busy("q", 0.5)  # a trigger without data after the last batch ran tasks too
+    report = build_report(runtime="spark", config={}, controller=c, start=0.0, end=4.0, allocated_core_s=8.0)
+    cost = report["queries"]["q"]["cost"]
+    assert (cost["busy_core_s"], cost["busy_batches"], cost["trigger_s"], cost["gate_wait_s"], cost["engine_s"]) == \
+        (4.5, 3, 3.0, 2.0, 5.0)
+    assert report["cost"] == {"allocated_core_s": 8.0, "busy_core_s": 4.5}
+    with pytest.raises(ValueError, match="gate_wait_s must be >= 0"):
+        c.complete("nope", gate_wait_s=-1.0)

@@ -18,6 +18,7 @@ is wrapped in the scheduling gate. The parts, one module each:
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 import time
@@ -37,7 +38,7 @@ from pacer_spark.driver.clock import PinnedClock
 from pacer_spark.driver.listener import ProgressListener
 from pacer_spark.driver.loop import Driver
 from pacer_spark.driver.pools import DEFAULT_LADDER
-from pacer_spark.jvm import status_store, stream_query
+from pacer_spark.jvm import jar, status_store, stream_query, task_time
 from pacer_spark.options import OPT_ADDRESS, OPT_QUERY, OPT_TIMEOUT, parse_seconds
 from pacer_spark.paced.service import PacedQueries
 from pacer_spark.plan.dag import dag_from_plan, rapids_loaded, spark_dag
@@ -49,6 +50,8 @@ from pacer_spark.sources.files_source import FILES_FORMAT, PacerFilesDataSource
 from pacer_spark.sources.gen import GEN_FORMAT, PacerGenDataSource
 from pacer_spark.sources.rpc import ControllerServer
 from pacer_spark.sources.sink_gate import Sink, SinkGate
+
+log = logging.getLogger("pacer_spark")
 
 
 class PacerSession:
@@ -82,9 +85,12 @@ class PacerSession:
         )
         self.fair = str(spark.conf.get("spark.scheduler.mode", "FIFO")).upper() == "FAIR"
         self.enactment = Enactment(spark)  # placements to RAPIDS confs; explainOnly: RAPIDS' plan checked
+        #: the core-seconds each query's tasks executed (pacer's listener on Spark's bus; None: not measured)
+        self.task_time = _task_time(spark)
         self.driver = Driver(self.controller, self.clock, self.replay, concurrency=config.concurrency,
                              gate_timeout=config.gate_timeout, fair=self.fair, progress_timeout=config.progress_timeout,
-                             enactment=self.enactment, cores=None if config.cores else self._task_slots)
+                             enactment=self.enactment, cores=None if config.cores else self._task_slots,
+                             task_time=self.task_time)
         self.lock = self.driver.guard.lock
         self.schedule_gate = self.driver.gate
         #: the session's ``format("pacer")`` queries (None: not paced); connected to the JVM below, once listening.
@@ -352,10 +358,13 @@ class PacerSession:
                end: float | None = None) -> dict[str, Any]:
         """The run as a ``pacer.report/1`` document with ``runtime: "spark"``; ``spark.executors`` names, per query,
         the executors whose tasks ran it (``driver`` in local mode; :func:`pacer_spark.jvm.status_store.query_executors`)."""
+        end = end or time.time()
         executors = status_store.query_executors(self.spark)  # Py4J calls to Spark's status store: outside the Controller's lock
+        allocated = status_store.allocated_core_s(self.spark, self.started_at, end)
+        self.driver.settle_busy()
         with self.driver.books() as books:
-            return books.report(runtime="spark", config=dict(config or {}), start=self.started_at,
-                                end=end or time.time(), interval=interval,
+            return books.report(runtime="spark", config=dict(config or {}), start=self.started_at, end=end,
+                                interval=interval, allocated_core_s=allocated,
                                 extra={"spark": {**self.observer.spark_section(books), "executors": executors}})
 
     def stop(self, *, timeout: float = 10.0) -> None:
@@ -373,6 +382,8 @@ class PacerSession:
         if self.paced is not None:
             self.paced.close()
         self.enactment.close()
+        if self.task_time is not None:
+            task_time.remove_task_time(self.spark, self.task_time)
         self.pm.unregister(self.replay)
         _ATTACHED.pop(id(self.spark), None)
         if self._own_root:
@@ -380,6 +391,18 @@ class PacerSession:
 
 
 # ---------------------------------------------------------------------- attach
+
+
+def _task_time(spark: SparkSession) -> task_time.TaskTime | None:
+    """pacer's task-time listener on ``spark``'s bus, its jar loaded first (the jar ``format("pacer")`` needs too);
+    None, with a warning, where the jar cannot be loaded: batches then carry no ``busy_core_s``."""
+    try:
+        jar.ensure_loaded(spark)
+    except Exception as exc:  # no JDK, or a driver whose class loader takes no jar at run time
+        log.warning("pacer: the core-seconds of each query's tasks (busy_core_s) are not measured: pacer's jar is "
+                    "not loaded (%s)", exc)
+        return None
+    return task_time.add_task_time(spark)
 
 
 def attach(spark: SparkSession, **options: Any) -> PacerSession:

@@ -351,6 +351,8 @@ class Controller:
         engine_s: float | None = None,
         completed_at: float | None = None,
         rows: int | None = None,
+        busy_core_s: float | None = None,
+        gate_wait_s: float = 0.0,
     ) -> BatchReport:
         """The runtime finished ``batch_id`` (its sink committed): record and dispatch feedback.
 
@@ -360,14 +362,19 @@ class Controller:
             trigger, reported by its listener); default: the clock now.
         :param rows: the rows the engine counted in the batch (Spark's ``numInputRows``), where the datasets'
             own counts were estimates (a file snapshot's, from its bytes): the report counts these instead.
+        :param busy_core_s: the core-seconds the batch's tasks executed, where the runtime measures them.
+        :param gate_wait_s: seconds the batch waited for its turn at pacer's gate within ``engine_s`` (left out of
+            what the service-time model learns, and of the report's ``trigger_s``).
         """
-        if engine_s is not None and (engine_s < 0 or engine_s != engine_s):
-            raise ValueError(f"engine_s must be >= 0 seconds, got {engine_s}")
+        for name, value in (("engine_s", engine_s), ("busy_core_s", busy_core_s), ("gate_wait_s", gate_wait_s)):
+            if value is not None and (value < 0 or value != value):
+                raise ValueError(f"{name} must be >= 0 seconds, got {value}")
         run = self._state.run(batch_id)
         now = self.clock() if completed_at is None else completed_at
         batch = run.batch
         q = self._state.queries[batch.query_id]
-        report = run.report(now, operator_metrics=operator_metrics, cores_used=cores_used, engine_s=engine_s, rows=rows)
+        report = run.report(now, operator_metrics=operator_metrics, cores_used=cores_used, engine_s=engine_s, rows=rows,
+                            busy_core_s=busy_core_s, gate_wait_s=gate_wait_s)
         self.ledger.processed(batch.query_id, (d.id for d in batch.datasets))
         self._state.completed(q, batch_id)
         q.completed(batch, report, now)
@@ -378,6 +385,14 @@ class Controller:
     def _feedback_took(self, seconds: float, run: RunningBatch) -> None:
         """The feedback on ``run`` took ``seconds``: with its polls and scheduling, pacer's time on the batch."""
         self.overhead.per_batch.add(run.overhead_s + seconds)
+
+    def record_busy(self, query_id: str, core_s: float) -> None:
+        """Core-seconds the query's tasks executed outside its completed batches (a trigger without data after the
+        last one, a task that ended after its batch completed): they count in its report's ``busy_core_s``."""
+        if core_s < 0 or core_s != core_s:
+            raise ValueError(f"core_s must be >= 0, got {core_s}")
+        self._state.query(query_id)
+        self.recorder.record(query_id).busy_core_s += core_s
 
     def record_enactment(self, batch_id: str, enacted: bool, note: str = "",
                          ran: Mapping[str, Device] | None = None) -> None:

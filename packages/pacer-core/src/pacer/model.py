@@ -302,6 +302,12 @@ class BatchReport:
     ``dataset_rows``: the rows of each dataset, in the order of ``dataset_latencies`` (the Controller always
     fills it; empty in a report built without it). ``dataset_spans``: seconds from each dataset's oldest to its
     newest data (:attr:`Dataset.newest`; 0: all at its arrival; empty: none known).
+
+    Three costs, one definition on every runtime: :attr:`busy_core_s`, the core-seconds its tasks executed (Spark: the
+    sum of its tasks' executor run time; the simulator: the cores it held over the time it held them; None where
+    the runtime does not measure it); :attr:`trigger_s`, the engine's time on the batch less ``gate_wait_s``, the
+    seconds it waited for its turn at pacer's gate inside it (Spark's trigger includes that wait); and, per run, the
+    cores allocated (the report's ``cost.allocated_core_s``).
     """
 
     batch_id: str
@@ -321,12 +327,20 @@ class BatchReport:
     engine_s: float | None = None
     dataset_rows: tuple[int, ...] = ()
     dataset_spans: tuple[float, ...] = ()
+    busy_core_s: float | None = None
+    gate_wait_s: float = 0.0
 
     @property
     def cost_s(self) -> float:
         """What the batch cost the engine: ``engine_s`` when the runtime measured it (Spark's
         ``triggerExecution``), else its processing time (start → completion)."""
         return self.engine_s if self.engine_s is not None else self.completed_at - self.started_at
+
+    @property
+    def trigger_s(self) -> float:
+        """What the batch cost the engine without waiting: :attr:`cost_s` less the seconds it waited for its turn at
+        pacer's gate inside it (what the service-time model learns from)."""
+        return max(0.0, self.cost_s - self.gate_wait_s)
 
     @property
     def service_s(self) -> float:

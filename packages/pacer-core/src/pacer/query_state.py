@@ -64,7 +64,7 @@ class QueryState:
         the history and the record learn of it (``report.rows`` beyond ``batch.rows``: rows the engine counted
         beyond the datasets' own counts)."""
         recounted = report.rows - batch.rows
-        self.service.observe(report.bytes, report.cost_s)
+        self.service.observe(report.bytes, report.trigger_s)
         self.overload.check(now, self.service)
         self.catch_up.completed(batch.id, now, self.buffer, recounted=recounted)
         self.history.add(report)
@@ -92,7 +92,8 @@ class RunningBatch:
     overhead_s: float = 0.0
 
     def report(self, completed_at: float, *, operator_metrics: Iterable[OperatorMetric] = (),
-               cores_used: float | None = None, engine_s: float | None = None, rows: int | None = None) -> BatchReport:
+               cores_used: float | None = None, engine_s: float | None = None, rows: int | None = None,
+               busy_core_s: float | None = None, gate_wait_s: float = 0.0) -> BatchReport:
         """The batch's report, completed at ``completed_at`` (a batch never started counts as started then).
 
         :param rows: the rows the engine counted in the batch, where it counts them: they replace the datasets'
@@ -118,6 +119,8 @@ class RunningBatch:
             operator_metrics=tuple(operator_metrics),
             cores_used=cores_used,
             engine_s=engine_s,
+            busy_core_s=busy_core_s,
+            gate_wait_s=gate_wait_s,
             dataset_rows=counts,
             dataset_spans=tuple(max(0.0, d.newest - d.arrival) if d.newest is not None else 0.0
                                 for d in batch.datasets),

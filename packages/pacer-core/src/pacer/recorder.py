@@ -68,6 +68,11 @@ class QueryRecord:
         self.bytes_processed = 0
         self.processing_s = 0.0
         self.engine_s = 0.0
+        #: the engine's time less gate waits, the gate waits, and the core-seconds of the batches that measured them
+        self.trigger_s = 0.0
+        self.gate_wait_s = 0.0
+        self.busy_core_s = 0.0
+        self.busy_batches = 0
         #: Completed datasets whose latency exceeded the deadline, and their rows (shed ones not included).
         self.miss_datasets = 0
         self.miss_rows = 0
@@ -123,6 +128,11 @@ class QueryRecord:
         self.bytes_processed += report.bytes
         self.processing_s += report.processing_s
         self.engine_s += report.cost_s
+        self.trigger_s += report.trigger_s
+        self.gate_wait_s += report.gate_wait_s
+        if report.busy_core_s is not None:
+            self.busy_core_s += report.busy_core_s
+            self.busy_batches += 1
         self.processing.add(report.processing_s)
         rows = report.dataset_rows
         exact = len(rows) == len(report.dataset_latencies)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +129,7 @@ def build_report(
     end: float,
     interval: float = 1.0,
     extra: Mapping[str, Any] | None = None,
+    allocated_core_s: float | None = None,
 ) -> dict[str, Any]:
     """Assemble a ``pacer.report/1`` document from a Controller after a run: its query views
     (:meth:`pacer.Controller.query`), its recorder (arrivals and completed batches), ledger and overhead.
@@ -138,6 +139,12 @@ def build_report(
     :param start: clock time the run started; ``end``: when it ended.
     :param interval: monitoring interval of the series, seconds.
     :param extra: more top-level keys (e.g. the machine, Spark's version).
+    :param allocated_core_s: the core-seconds the run held (cores x the time they were allocated to it), where the
+        runtime knows them: the report's ``cost.allocated_core_s``.
+
+    Each query's ``cost`` holds three measures: ``busy_core_s`` (core-seconds its tasks executed; None where no batch
+    measured it), ``trigger_s`` (the engine's time on its batches less ``gate_wait_s``, the time they waited for their
+    turn at pacer's gate) and ``engine_s`` (the engine's time, waits included, as reports before them had).
     """
     wall = max(end - start, 1e-9)
     queries: dict[str, Any] = {}
@@ -187,6 +194,10 @@ def build_report(
             "miss_rows": miss_rows,
             "miss_datasets": miss_datasets,
             "cost": {
+                "busy_core_s": record.busy_core_s if record.busy_batches else None,
+                "busy_batches": record.busy_batches,
+                "trigger_s": record.trigger_s,
+                "gate_wait_s": record.gate_wait_s,
                 "engine_s": record.engine_s,
                 "engine_share": record.engine_s / wall,
                 "batches_per_min": 60.0 * record.batches / wall,
@@ -217,10 +228,18 @@ def build_report(
         "cores": controller.cores,
         "overhead": overhead_summary(controller),
         "queries": queries,
+        "cost": {"allocated_core_s": allocated_core_s, "busy_core_s": _total(
+            q["cost"]["busy_core_s"] for q in queries.values())},
     }
     if extra:
         doc.update(extra)
     return _clean(doc)  # type: ignore[no-any-return]
+
+
+def _total(values: Iterable[float | None]) -> float | None:
+    """The sum of the known ``values`` (None when none is known)."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def dumps(report: Mapping[str, Any]) -> str:

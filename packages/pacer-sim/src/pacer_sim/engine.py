@@ -7,6 +7,7 @@ report (the Controller's wall-clock overhead timer is off unless asked for).
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -206,6 +207,11 @@ class Simulation:
         taken = sum(c.fraction for c in self.resource_changes if c.start <= t < c.end)
         return self.cores * max(0.0, 1.0 - taken)
 
+    def allocated_core_s(self, end: float) -> float:
+        """Core-seconds the engine had from 0 to ``end``: its cores over time, less those resource changes took."""
+        cuts = sorted({0.0, end, *(t for c in self.resource_changes for t in (c.start, c.end) if 0.0 < t < end)})
+        return sum(self.cores_available(a) * (b - a) for a, b in itertools.pairwise(cuts))
+
     def run(self, duration: float, *, drain: float | None = None) -> dict[str, Any]:
         """Simulate ``duration`` seconds of traffic, then drain buffered and running data.
 
@@ -235,6 +241,7 @@ class Simulation:
             runtime="sim", config=self.config(duration), controller=self.controller,
             start=0.0, end=end, interval=self.monitor_interval,
             extra={"events": self.events, "drained": self.drained, "simulated": True},
+            allocated_core_s=self.allocated_core_s(end),
         )
 
     def _step(self, t: float, kind: int, payload: Any) -> bool:
@@ -349,7 +356,7 @@ class Simulation:
         started = run.started_at if run.started_at is not None else t
         cores_used = run.core_s / (t - started) if t > started else run.cores
         report = self.controller.complete(run.batch.id, operator_metrics=run.metrics(), cores_used=cores_used,
-                                          engine_s=t - started)
+                                          engine_s=t - started, busy_core_s=run.core_s)
         self._reschedule(t)
         self._loop.poll_soon(report.query_id, t)
 

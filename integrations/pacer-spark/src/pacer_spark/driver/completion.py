@@ -78,13 +78,17 @@ class BatchCompletion:
     :param timeout_s: seconds after the sink's end when a batch without a progress event is given up on.
     :param read_metrics: reads a ``format("pacer")`` batch's operator metrics from its executed plan, where no
         ``foreachBatch`` read them: ``(held, query_id, done, progress) -> metrics`` (empty: none).
+    :param waited: ``(held, batch_id) -> seconds`` the batch waited for its turn at the gate inside its trigger.
+    :param busy: ``(held, query_id) -> core-seconds`` the query's tasks executed since its last batch (None: unknown).
     """
 
     def __init__(self, controller: Controller, guard: Guard, clock: PinnedClock,
                  completed: Callable[[Held, str, str], None], timeout_s: float = DEFAULT_PROGRESS_TIMEOUT_S, *,
                  read_metrics: Callable[[Held, str, SinkDone, TriggerProgress], Sequence[OperatorMetric]] | None
                  = None,
-                 before_complete: Callable[[Held, str, SinkDone, TriggerProgress | None], None] | None = None) -> None:
+                 before_complete: Callable[[Held, str, SinkDone, TriggerProgress | None], None] | None = None,
+                 waited: Callable[[Held, str], float] | None = None,
+                 busy: Callable[[Held, str], float | None] | None = None) -> None:
         if not timeout_s > 0:
             raise ValueError(f"progress timeout must be > 0 seconds, got {timeout_s}")
         self.controller = controller
@@ -104,6 +108,8 @@ class BatchCompletion:
         self.read_metrics = read_metrics
         #: called with ``(held, query_id, done, progress)`` just before a batch completes (the placement check).
         self.before_complete = before_complete
+        self.waited = waited
+        self.busy = busy
 
     def sink_done(self, query_id: str, done: SinkDone) -> None:
         """``foreachBatch`` of ``done.batch_id`` returned; its trigger is committing (frees the gate)."""
@@ -168,9 +174,12 @@ class BatchCompletion:
         try:
             if self.before_complete is not None:
                 self.before_complete(held, query_id, done, progress)
-            self.controller.complete(done.batch_id, operator_metrics=metrics,
-                                     engine_s=progress.engine_s if progress is not None else None, completed_at=at,
-                                     rows=progress.source_rows if progress is not None and done.running else None)
+            waited = self.waited(held, done.batch_id) if self.waited is not None else 0.0
+            engine_s = progress.engine_s if progress is not None else None
+            self.controller.complete(done.batch_id, operator_metrics=metrics, engine_s=engine_s, completed_at=at,
+                                     rows=progress.source_rows if progress is not None and done.running else None,
+                                     gate_wait_s=min(waited, engine_s) if engine_s is not None else 0.0,
+                                     busy_core_s=self.busy(held, query_id) if self.busy is not None else None)
         finally:
             self.completed(held, query_id, done.batch_id)
             held.notify_all()

@@ -59,6 +59,8 @@ class Gate:
         self.timeout_s = timeout_s
         self.fair = fair
         self._warned: set[str] = set()
+        #: seconds each admitted, not yet completed batch waited here (inside its trigger, on Spark)
+        self._waited: dict[str, float] = {}
 
     def pass_batch(self, batch_id: str, *, excluded: Callable[[Held, str], bool] = lambda held, b: False) -> Turn:
         """Wait until ``batch_id`` may run, mark it started and return its :class:`Turn` (takes the lock).
@@ -96,12 +98,18 @@ class Gate:
                 self.guard.cond.wait(timeout=0.5)
             if any(b.id == batch_id for b in self.controller.pending()):
                 self.controller.start(batch_id)  # keeps the first start time when called again
+                self._waited[batch_id] = self._waited.get(batch_id, 0.0) + time.monotonic() - t0
         if pool is not None and not self.fair:
             self.warn_once("no-fair", "scheduler %r gives core shares, but spark.scheduler.mode is not FAIR: shares "
                            "are not enacted (build the session with pacer_spark.session_builder)",
                            self.controller.scheduler)
             pool = None
         return Turn(pool, time.monotonic() - t0, timed_out)
+
+    def take_wait(self, held: Held, batch_id: str) -> float:
+        """Seconds ``batch_id`` waited for its turn here, all its passes together (0 when none), forgotten now: its
+        batch completes, or was taken back."""
+        return self._waited.pop(batch_id, 0.0)
 
     def warn_once(self, key: str, message: str, *args: object) -> None:
         """Log ``message`` at WARNING the first time ``key`` is seen."""

@@ -35,6 +35,7 @@ from pacer_spark.driver.replay import ReplayGuard
 from pacer_spark.jvm.progress import TriggerProgress
 
 if TYPE_CHECKING:
+    from pacer_spark.jvm.task_time import TaskTime
     from pacer_spark.plan.enact import Enacted, Enactment
 
 log = logging.getLogger("pacer.spark")
@@ -65,6 +66,10 @@ class Owner(Protocol):
     def progress(self, books: Books, progress: TriggerProgress) -> bool:
         """A trigger of a streaming query ended (Spark's listener): whether the trigger is this front end's (then
         it has completed the batch it ran, or kept what it reports for the query's next ask)."""
+
+    def stream_of(self, books: Books, query_id: str) -> str | None:
+        """The id of the Spark streaming query running ``query_id`` now (None while unknown): its tasks' time is the
+        query's (:class:`~pacer_spark.jvm.task_time.TaskTime`)."""
 
     def terminated(self, books: Books, run_id: str, error: str | None) -> None:
         """A run of a streaming query ended (``run_id``: its run id), with Spark's error text if it failed: a run
@@ -117,6 +122,8 @@ class Driver:
     :param concurrency: batches the gate lets run at once (FIFO/EDF); ``gate_timeout``: seconds a batch waits
         for its turn at most; ``fair``: whether the session runs ``spark.scheduler.mode=FAIR``.
     :param progress_timeout: seconds after a batch's sink when it completes without its progress event.
+    :param task_time: the core-seconds each streaming query's tasks executed (None: not measured; no batch then has
+        ``busy_core_s``).
     :param cores: reads how many task slots Spark has now (the live executors' cores; None: unreadable now); the
         Controller follows it, looked at most every :data:`CORES_EVERY_S` seconds at an ask. None:
         the cores are fixed (the user set ``cores``).
@@ -128,7 +135,8 @@ class Driver:
 
     def __init__(self, controller: Controller, clock: PinnedClock, replay: ReplayGuard, *, concurrency: int,
                  gate_timeout: float, fair: bool, progress_timeout: float,
-                 enactment: Enactment | None = None, cores: Callable[[], int | None] | None = None) -> None:
+                 enactment: Enactment | None = None, cores: Callable[[], int | None] | None = None,
+                 task_time: TaskTime | None = None) -> None:
         self.controller = controller
         self.cores = cores
         self._cores_seen_at: float | None = None
@@ -138,9 +146,11 @@ class Driver:
         self.owners: list[Owner] = []
         #: applies each admitted batch's placement (RAPIDS confs) and, in explainOnly mode, checks RAPIDS' plan
         self.enactment = enactment
-        self.engine = BatchCompletion(controller, self.guard, clock, self.completed, progress_timeout,
-                                      read_metrics=self.executed_metrics, before_complete=self.before_complete)
+        self.task_time = task_time
         self.gate = Gate(controller, self.guard, concurrency=concurrency, timeout_s=gate_timeout, fair=fair)
+        self.engine = BatchCompletion(controller, self.guard, clock, self.completed, progress_timeout,
+                                      read_metrics=self.executed_metrics, before_complete=self.before_complete,
+                                      waited=self.gate.take_wait, busy=self.busy)
 
     def register(self, owner: Owner) -> None:
         """Route the driver's questions about ``owner``'s queries and batches to it."""
@@ -276,6 +286,28 @@ class Driver:
         """Record with the Controller what enacting the batch's placement came to (lock held)."""
         if enacted is not None:
             self.controller.record_enactment(batch_id, enacted.enacted, enacted.note, ran=enacted.ran)
+
+    def settle_busy(self) -> None:
+        """Count, in each query's busy core-seconds, what its tasks executed since its last completed batch (a
+        trigger without data after it, a task that ended after it): before a report."""
+        if self.task_time is None:
+            return
+        with self.guard.held() as held:
+            for query_id in self.controller.query_ids():
+                core_s = self.busy(held, query_id)
+                if core_s:
+                    self.controller.record_busy(query_id, core_s)
+
+    def busy(self, held: Held, query_id: str) -> float | None:
+        """Batch completion's reader of a batch's core-seconds: what the query's tasks executed since its last batch
+        (a task ending after its batch completed counts in the next one)."""
+        if self.task_time is None:
+            return None
+        for owner in self.owners:
+            if owner.owns(query_id):
+                stream = owner.stream_of(self._books(held), query_id)
+                return self.task_time.since_last(stream) if stream is not None else None
+        return None
 
     def executed_metrics(self, held: Held, query_id: str, done: SinkDone,
                          progress: TriggerProgress) -> Sequence[OperatorMetric]:

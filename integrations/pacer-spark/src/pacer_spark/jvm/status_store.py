@@ -61,4 +61,45 @@ def task_slots(spark: Any) -> int | None:
     return total or None
 
 
-__all__ = ["query_executors", "task_slots"]
+def allocated_core_s(spark: Any, start: float, end: float) -> float | None:
+    """Core-seconds the application held from ``start`` to ``end`` (epoch seconds): each executor's cores times the
+    part of that span it was alive (removed executors included, as far as the status store keeps them), the driver's
+    own cores in local mode. None when the status store cannot be read."""
+    try:
+        convert = spark.sparkContext._jvm.scala.jdk.javaapi.CollectionConverters
+        listed = convert.asJava(spark.sparkContext._jsc.sc().statusStore().executorList(False))  # dead ones too
+        spans: dict[str, tuple[int, float, float]] = {}
+        for e in listed:
+            added = int(e.addTime().getTime()) / 1000.0
+            removed = e.removeTime()
+            gone = int(removed.get().getTime()) / 1000.0 if removed.isDefined() else end
+            spans[str(e.id())] = (int(e.totalCores()), added, gone)
+    except Exception as exc:  # an internal API that moved, or a stopping JVM
+        log.debug("cannot read the executors' lifetimes from Spark's status store: %s", exc)
+        return None
+    executors_only = {k: v for k, v in spans.items() if k != "driver"}
+    held = executors_only or {k: v for k, v in spans.items() if k == "driver"}
+    return sum(cores * max(0.0, min(gone, end) - max(added, start)) for cores, added, gone in held.values())
+
+
+def stages_run_time_s(spark: Any, *, since: float = 0.0) -> float | None:
+    """Seconds of executor run time of the stages Spark's status store keeps that were submitted at ``since`` (epoch
+    seconds) or later: Spark's own count of its tasks' time, to compare with pacer's."""
+    try:
+        sc = spark.sparkContext
+        convert = sc._jvm.scala.jdk.javaapi.CollectionConverters
+        no_quantiles = sc._gateway.new_array(sc._gateway.jvm.double, 0)
+        # (statuses: all, details, withSummaries, unsortedQuantiles, taskStatus: all)
+        stages = convert.asJava(sc._jsc.sc().statusStore().stageList(None, False, False, no_quantiles, None))
+        total = 0
+        for stage in stages:
+            submitted = stage.submissionTime()
+            if submitted.isDefined() and int(submitted.get().getTime()) >= 1000.0 * since:
+                total += int(stage.executorRunTime())
+        return total / 1000.0
+    except Exception as exc:
+        log.debug("cannot read the stages from Spark's status store: %s", exc)
+        return None
+
+
+__all__ = ["allocated_core_s", "query_executors", "stages_run_time_s", "task_slots"]

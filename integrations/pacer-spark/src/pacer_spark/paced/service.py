@@ -310,6 +310,11 @@ class PacedQueries:
         if owner is not None:
             self.on_terminated(books, owner, error)
 
+    def stream_of(self, books: Books, query_id: str) -> str | None:
+        """The paced query's streaming query id, once a source asked with it."""
+        q = self.queries.get(query_id)
+        return q.stream_id if q is not None else None
+
     def owner(self, books: Books, run_id: str | None) -> str | None:
         """The pacer id of the ``format("pacer")`` query whose current Spark run is ``run_id`` (else None)."""
         query_id = self._by_spark_run.get(run_id or "")

@@ -109,6 +109,11 @@ class AdmissionService:
                 threading.Thread(target=source.handle.stop, name="pacer-stop", daemon=True).start()
         return True
 
+    def stream_of(self, books: Books, query_id: str) -> str | None:
+        """The id of the streaming query reading the source, once started."""
+        source = self.sources.get(query_id)
+        return source.stream_id if source is not None else None
+
     def terminated(self, books: Books, run_id: str, error: str | None) -> None:
         """A run ended: when it is the current run of a query reading a pacer source, no batch waits for the query
         any more, and its batch still waiting (its trigger failed after the sink, or it was stopped) completes."""
@@ -183,8 +188,9 @@ class AdmissionService:
             source = self.sources[query_id]
             source.handle = handle
             source.dead = False
+            source.stream_id = str(handle.id)
             self._by_run_id[str(handle.runId)] = query_id
-            self._by_run_id[str(handle.id)] = query_id
+            self._by_run_id[source.stream_id] = query_id
 
     # ------------------------------------------------------------------ the RPC
 

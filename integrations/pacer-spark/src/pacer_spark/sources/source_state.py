@@ -25,7 +25,7 @@ class SourceState:
 
     :ivar next_index: the next dataset offset to hand to the Controller (None before the reader asked).
     :ivar admitted_end: the end offset of the last admitted batch.
-    :ivar handle: the streaming query, once started.
+    :ivar handle: the streaming query, once started; :ivar stream_id: its id.
     :ivar observe_only: Spark's own trigger decides its batches; pacer only observes.
     :ivar listed: a ``pacer-files`` reader has listed its folder at least once.
     :ivar manifest: a ``pacer-files`` manifest: option ``manifest``, or in the checkpoint once
@@ -41,6 +41,7 @@ class SourceState:
     admitted_end: int | None = None
     ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
     handle: StreamingQuery | None = None
+    stream_id: str | None = None
     observe_only: bool = False
     dead: bool = False
     error: str | None = None

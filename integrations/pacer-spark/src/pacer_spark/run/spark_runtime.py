@@ -133,9 +133,9 @@ def stream_warm_up(config: RunConfig, checkpoint: str) -> RunConfig:
     """A short throwaway run of the same queries (Spark's default trigger, nothing dropped, no progress lines).
 
     A fresh JVM's first streaming batch of a stateful query pays the Python source's worker start-up, code
-    generation and JIT: 12-18 s on 2 cores against ~1 s later. Measured, it would be the first batch of every
-    run (and 2 % of a 180 s run's datasets late by it); a long-running query pays it once in its lifetime.
-    It streams into its own ``checkpoint`` folder, never the measured run's.
+    generation and JIT, many times a later batch's time (pacer-bench's README gives the figure). Measured, it would
+    be the first batch of every run; a long-running query pays it once in its lifetime. It streams into its own
+    ``checkpoint`` folder, never the measured run's.
     """
     queries = tuple(replace(q, admission="asap", admission_params={}) for q in config.queries)
     warm = replace(config, queries=queries, duration=min(STREAM_WARM_UP_S, config.duration), overload="keep")

@@ -316,8 +316,8 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """The files of ``[start, end)`` in ``numPartitions`` partitions (default 2; files the Controller shed,
-        recorded in ``end``, are skipped, in a replay too): one Python task per file cost a worker round trip each
-        (3.3x Spark's csv source).
+        recorded in ``end``, are skipped, in a replay too): one Python task per file would cost a worker round trip
+        each (pacer-spark's README, pacer-files).
 
         :raises RuntimeError: when the manifest does not name every file of the range (it was lost or replaced):
             reading fewer files would lose rows without a word.

@@ -47,7 +47,7 @@ def test_the_rows_move_the_inflection_point_to_the_fastest_points_of_the_sweep(t
     state = _state(rows)
     # Eq. 10 at (max throughput, SlideTime 5 s) lies among the GPU rows (37.5-75 KB), below Part = 128 KB
     assert 37_500.0 <= state.inflection <= 75_000.0
-    without = LMStreamState(_spec(), {**DEFAULTS, "async_regression": False})
+    without = LMStreamState(_spec(), {**DEFAULTS, "async_regression": False, "inflection_profile": "none"})
     assert without.inflection == 150_000.0
 
 

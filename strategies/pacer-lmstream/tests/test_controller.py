@@ -31,7 +31,8 @@ def _run_one(c: Controller, clock: ManualClock, processing: float) -> None:
 def test_sliding_window_end_to_end() -> None:
     clock = ManualClock()
     c = _controller(clock)
-    c.add_query(_spec(slide=5.0), admission="lmstream", placement="lmstream", placement_params={"async_regression": False})
+    c.add_query(_spec(slide=5.0), admission="lmstream", placement="lmstream",
+                placement_params={"async_regression": False, "inflection_profile": "none"})  # the paper's 150 KB
     c.arrive("q", Dataset("d0", 0.0, 600_000, 1000))
     first = c.poll("q")
     assert first is not None and len(first.datasets) == 1  # cold start
@@ -122,7 +123,8 @@ def test_admission_only_does_not_train_the_regression() -> None:
 def test_background_regression_runs_after_each_batch() -> None:
     clock = ManualClock()
     c = _controller(clock)
-    c.add_query(_spec(slide=5.0), admission="asap", placement="lmstream", placement_params={"regression_window": 4})
+    c.add_query(_spec(slide=5.0), admission="asap", placement="lmstream",
+                placement_params={"regression_window": 4, "inflection_profile": "none"})  # the paper's 150 KB
     for i in range(6):
         c.arrive("q", Dataset(f"d{i}", clock.now, 100_000 * (i + 1), 10))
         assert c.poll("q") is not None

@@ -1,4 +1,5 @@
-"""``inflection_profile``: InfPT_0 from the machine's cost profile, the query's own CPU/GPU crossover under it."""
+"""``inflection_profile``: InfPT_0 from a cost profile (by default the simulator's when a run names none), the
+query's own CPU/GPU crossover under it; the paper's 150 KB where asked for or where no profile is known."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ import pytest
 
 from pacer import Dataset, Devices, MicroBatch, Operator, OperatorDAG, QuerySpec
 from pacer_lmstream.plugin import PARAMS
-from pacer_lmstream.profile import crossover_bytes, profile_cost_model, query_seconds
+from pacer_lmstream.profile import (
+    PAPER_INFLECTION_BYTES,
+    crossover_bytes,
+    initial_inflection,
+    known_profile,
+    profile_cost_model,
+    query_seconds,
+)
 from pacer_lmstream.state import LMStreamState
 from pacer_sim.costs import CostModel, OperatorCost, default_operators
 
@@ -43,8 +51,49 @@ def test_the_state_starts_from_the_profiles_crossover_and_says_so() -> None:
     placement = state.place(batch, DAG, Devices(cpu_cores=2, gpus=1), 2)
     assert "InfPT_0 from builtin" in placement.note
     assert placement.devices["agg"] == "gpu"  # 4x past the crossover
-    fixed = LMStreamState(SPEC, {p.name: p.default for p in PARAMS})
-    assert fixed.inflection == 150_000.0  # without a profile: the paper's InfPT_0
+
+
+def test_by_default_the_profile_is_the_one_the_simulator_runs_on_when_a_run_names_none() -> None:
+    from pacer_sim import BUILTIN_PROFILE, Simulation, build_cost_model
+
+    assert known_profile() == BUILTIN_PROFILE
+    unnamed, warning = build_cost_model({}, gpus=1)
+    assert warning is None
+    assert replace(unnamed, noise=0.0) == profile_cost_model(known_profile())
+    assert replace(Simulation().cost_model, noise=0.0) == profile_cost_model(known_profile())
+    defaults = {p.name: p.default for p in PARAMS}
+    assert (defaults["inflection_profile"], defaults["initial_inflection_bytes"]) == ("auto", 0.0)
+    state = LMStreamState(SPEC, defaults)
+    assert state.inflection == crossover_bytes(profile_cost_model(BUILTIN_PROFILE), SPEC)
+    assert state.inflection_profile == BUILTIN_PROFILE
+
+
+@pytest.mark.parametrize("letter", [{"inflection_profile": "none"}, {"inflection_profile": ""},
+                                    {"inflection_profile": "None"}, {"initial_inflection_bytes": 150_000.0},
+                                    {"initial_inflection_bytes": 150_000.0, "inflection_profile": "none"}])
+def test_the_paper_s_150_kb_where_asked_for(letter: dict[str, object]) -> None:
+    state = LMStreamState(SPEC, {p.name: p.default for p in PARAMS} | letter)
+    assert state.inflection == 150_000.0 and state.inflection_profile == ""
+    assert initial_inflection(None, {p.name: p.default for p in PARAMS}) == (PAPER_INFLECTION_BYTES, "")  # no query
+    batch = MicroBatch("q#1", "q", 1, (Dataset("d", 0.0, 2 * 150_000, 1),), 0.0)
+    assert "InfPT_0 from" not in state.place(batch, DAG, Devices(cpu_cores=2, gpus=1), 2).note
+
+
+def test_a_given_number_is_the_initial_point_and_a_profile_besides_it_is_refused() -> None:
+    defaults = {p.name: p.default for p in PARAMS}
+    assert initial_inflection(SPEC, defaults | {"initial_inflection_bytes": 2e5}) == (2e5, "")
+    with pytest.raises(ValueError, match=r"initial_inflection_bytes=200000 and inflection_profile='builtin' both"):
+        initial_inflection(SPEC, defaults | {"initial_inflection_bytes": 2e5, "inflection_profile": "builtin"})
+    with pytest.raises(ValueError, match=r"initial_inflection_bytes must be > 0"):
+        initial_inflection(SPEC, defaults | {"initial_inflection_bytes": -1.0})
+
+
+def test_without_pacer_sim_no_profile_is_known(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pacer_sim", None)  # import pacer_sim raises ImportError
+    assert known_profile() is None
+    assert initial_inflection(SPEC, {p.name: p.default for p in PARAMS}) == (PAPER_INFLECTION_BYTES, "")
 
 
 def test_an_unknown_profile_is_refused_naming_it() -> None:

@@ -30,7 +30,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
     rate.add_argument("--rate-kbps", type=float, help="input rate in KB/s (1 KB = 1000 bytes of the stream's CSV)")
     p.add_argument("--out", help="calibration file to write (JSON; LMStream's initial_rows loads it)")
     p.add_argument("--inflection-points", type=float, nargs="+", metavar="BYTES",
-                   help="InfPT values to sweep (default: InfPT_0 x 0.25 0.5 1 2 4)")
+                   help="InfPT values to sweep (default: InfPT_0 x 0.25 0.5 1 2 4, InfPT_0 "
+                   "placement.initial_inflection_bytes or the paper's 150 KB)")
     p.add_argument("--admission", default="lmstream", help="admission during the sweep (default lmstream)")
     p.add_argument("--param", action="append", default=[], metavar="DECISION.KEY=VALUE",
                    help="strategy parameter, e.g. admission.max_datasets=1 or placement.initial_inflection_bytes=2e5")
@@ -76,6 +77,7 @@ def _check_runtime(name: str, pm: PluginManager, *, sweep: bool) -> None:
 def _check(args: argparse.Namespace, pm: PluginManager) -> tuple[float, list[float], dict[str, dict[str, str]]]:
     """Validate the sweep arguments before anything runs: (rate rows/s, inflection points, params)."""
     from pacer.cli.run_command import split_strategy_params
+    from pacer_lmstream.profile import PAPER_INFLECTION_BYTES
     from pacer_lmstream.sweep import SweepError, sweep_points
     from pacer_workloads import WORKLOADS, bytes_per_row
 
@@ -99,6 +101,9 @@ def _check(args: argparse.Namespace, pm: PluginManager) -> tuple[float, list[flo
     params = split_strategy_params(args.param)
     if params["placement"].get("initial_rows"):
         raise UsageError("placement.initial_rows would move InfPT during the sweep; the sweep holds each point fixed")
+    if "inflection_profile" in params["placement"]:
+        raise UsageError("placement.inflection_profile would set InfPT during the sweep; the sweep holds each point "
+                         "fixed (centre it with placement.initial_inflection_bytes or give --inflection-points)")
     try:
         resolved = pm.find("lmstream", "placement").resolve_params(params["placement"])
         pm.find(args.admission, "admission").resolve_params(params["admission"])
@@ -108,7 +113,7 @@ def _check(args: argparse.Namespace, pm: PluginManager) -> tuple[float, list[flo
         raise UsageError(str(exc)) from None
     try:
         points = (list(args.inflection_points) if args.inflection_points
-                  else sweep_points(float(resolved["initial_inflection_bytes"])))
+                  else sweep_points(float(resolved["initial_inflection_bytes"]) or PAPER_INFLECTION_BYTES))
     except SweepError as exc:
         raise UsageError(str(exc)) from None
     if any(x <= 0 for x in points):

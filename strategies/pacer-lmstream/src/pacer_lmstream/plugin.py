@@ -21,10 +21,12 @@ from pacer import (
 from pacer_lmstream.state import NAME, LMStreamState, build_state
 
 PARAMS: tuple[Param, ...] = (
-    Param("initial_inflection_bytes", 150_000.0, "InfPT_0: initial inflection point, bytes per partition (150 KB)"),
-    Param("inflection_profile", "", "InfPT_0 from a cost profile instead: a pacer-sim GPU profile name "
-          "(onprem-a100) or a pacer calibrate --kernels cost-profile file; InfPT_0 is then where the query costs the "
-          "same with its GPU-capable operators on the GPU as all on the CPU ('': initial_inflection_bytes)"),
+    Param("initial_inflection_bytes", 0.0, "InfPT_0 in bytes per partition; 0: the query's crossover under the "
+          "cost profile (inflection_profile), the paper's 150 KB where none is known; 150000: the paper's letter"),
+    Param("inflection_profile", "auto", "the cost profile InfPT_0 is the query's crossover under (where its "
+          "GPU-capable operators on the GPU cost what all on the CPU costs): auto (the one pacer-sim runs on when a run "
+          "names none: its built-in curves), a pacer-sim GPU profile name (onprem-a100, builtin), a pacer calibrate "
+          "--kernels cost-profile file, or none (the paper's fixed 150 KB)"),
     Param("base_trans_cost", 0.1, "baseTransCost of Eq. 9"),
     Param("regression_window", 32, "recent batches that train the Eq. 10 regression"),
     Param("regression_ridge", 1e-3, "ridge strength on the standardised Eq. 10 slopes (0: plain least squares)"),

@@ -22,7 +22,7 @@ from pacer.queueing import SHARE_SCHEDULERS, Peers, QueueWait, capped_prefix, ca
 from pacer_lmstream.admission import MaxLatencyAverage, construct_micro_batch
 from pacer_lmstream.calibration import load_rows
 from pacer_lmstream.placement import PREFERENCES, OperatorCost, map_device
-from pacer_lmstream.profile import crossover_bytes, profile_cost_model
+from pacer_lmstream.profile import initial_inflection
 from pacer_lmstream.regression import InflectionRegressor, Sample
 
 if TYPE_CHECKING:
@@ -50,12 +50,8 @@ class LMStreamState:
         if self.base_trans_cost < 0:
             raise ValueError(f"lmstream: base_trans_cost must be >= 0, got {self.base_trans_cost}")
         self.max_latency = MaxLatencyAverage()
-        self.inflection_profile = str(params.get("inflection_profile", "") or "")
-        initial = float(params["initial_inflection_bytes"])
-        if self.inflection_profile and spec is not None:
-            initial = crossover_bytes(profile_cost_model(self.inflection_profile), spec,
-                                      low=float(params["inflection_min_bytes"]),
-                                      high=float(params["inflection_max_bytes"]))
+        #: InfPT_0 and the cost profile it is the query's crossover under ("": a number, the paper's 150 KB by default)
+        initial, self.inflection_profile = initial_inflection(spec, params)
         self.regressor = InflectionRegressor(
             initial,
             window=int(params["regression_window"]),

@@ -3,11 +3,12 @@
 LMStream refits its inflection point (InfPT) by regression over (throughput, latency) -> InfPT
 (Eq. 10) and seeds it with "pre-experimental results". pacer trains Eq. 10 on the InfPT each
 batch was placed with, so without rows from *other* inflection points the fit returns InfPT_0
-forever. The sweep runs inflection points (InfPT_0 x 0.25, 0.5, 1, 2, 4 by default, or a given
-list) for one workload and rate on the simulator (pacer-sim), each with LMStream's placement held
-at that point, and writes one row per point: the mean per-batch throughput (bytes / processing
-time, Eq. 4) and the mean MaxLat after warm-up, i.e. exactly what Eq. 10 learns from online. The
-file is :mod:`pacer_lmstream.calibration`'s; the strategy parameter ``initial_rows=FILE`` loads it.
+forever. The sweep runs inflection points (InfPT_0 x 0.25, 0.5, 1, 2, 4 by default, InfPT_0 the
+paper's 150 KB unless given, or a given list) for one workload and rate on the simulator (pacer-sim),
+each with LMStream's placement held at that point, and writes one row per point: the mean per-batch
+throughput (bytes / processing time, Eq. 4) and the mean MaxLat after warm-up, i.e. exactly what
+Eq. 10 learns from online. The file is :mod:`pacer_lmstream.calibration`'s; the strategy parameter
+``initial_rows=FILE`` loads it.
 
 Every sweep figure comes from the simulator and is *simulated*. On Spark the sweep is refused
 (:data:`SPARK_REFUSAL`). Library code: what cannot run raises :class:`SweepError` (a ``ValueError``);
@@ -94,15 +95,16 @@ def run_point(
 ) -> SweepPoint:
     """Simulate ``workload`` at ``rate`` rows/s with LMStream's placement held at ``inflection_bytes``.
 
-    The regression runs inline (``async_regression=False``): with every label equal it keeps InfPT
-    where it is, so every batch of the run is placed with ``inflection_bytes``.
+    InfPT_0 is ``inflection_bytes`` (``inflection_profile=none``: no crossover from a cost profile) and the
+    regression runs inline (``async_regression=False``): with every label equal it keeps InfPT where it is, so
+    every batch of the run is placed with ``inflection_bytes``.
 
     :raises SweepError: when fewer than ``warm_up + 1`` batches complete (give a longer duration).
     """
     from pacer_sim import Simulation
 
     params = {**dict(placement_params or {}), "initial_inflection_bytes": inflection_bytes,
-              "async_regression": False, "initial_rows": ""}
+              "inflection_profile": "none", "async_regression": False, "initial_rows": ""}
     extra = {"cost_model": cost_model} if cost_model is not None else {}
     sim = Simulation(cores=cores, gpus=gpus, seed=seed, plugin_manager=plugin_manager, monitor_interval=10.0,
                      **extra)

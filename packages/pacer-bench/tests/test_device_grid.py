@@ -118,3 +118,13 @@ def test_lmstream_seeded_from_the_cells_profile_holds_where_its_fixed_threshold_
     monkeypatch.setattr("pacer_lmstream.profile.known_profile", lambda: None)
     (fixed,) = [j for j in g.judge(cell, g.run_cell(cell, 120.0)) if j.strategy == "lmstream"]
     assert fixed.x_best > 1.3
+
+
+def test_the_grid_says_why_its_gpu_counts_give_the_same_figures(tmp_path: Path) -> None:
+    """One query per cell: a lone batch runs at one GPU's speed whatever the count, and the page says so."""
+    cells = g.cells(seeds=[7], gpus=[1, 2], workloads=["cm2"], traffics=["binary"], factors=[2.0], overloads=["keep"])
+    judged = [j for cell in cells for j in g.judge(cell, g.run_cell(cell, 30.0))]
+    text = write_grid(tmp_path / "g", judged, meta={})["md"].read_text()
+    assert "GPU counts [1, 2]: every figure is the same on each" in text
+    two = [j for j in judged if j.cell.gpus == 2]
+    assert [(j.x_best, j.miss_points) for j in two] == [(j.x_best, j.miss_points) for j in judged if j.cell.gpus == 1]

@@ -86,6 +86,25 @@ def _worst_shown(judged: Sequence[Judged], unit: str) -> list[str]:
     return out
 
 
+def _gpu_axis(judged: Sequence[Judged]) -> list[str]:
+    """Whether the grid's GPU counts gave different figures, and why they cannot where they did not."""
+    by_gpus: dict[int, dict[tuple[Any, ...], tuple[float, float]]] = {}
+    for j in judged:
+        key = (j.cell.workload, j.cell.traffic, j.cell.factor, j.cell.seed, j.cell.overload, j.strategy)
+        by_gpus.setdefault(j.cell.gpus, {})[key] = (j.x_best, j.miss_points)
+    if len(by_gpus) < 2:
+        return []
+    axes = list(by_gpus.values())
+    same = all(axis == axes[0] for axis in axes[1:])
+    if not same:
+        return [f"GPU counts {sorted(by_gpus)}: their figures differ (see every cell).", ""]
+    return [f"GPU counts {sorted(by_gpus)}: every figure is the same on each. A cell runs one query, which has at "
+            "most one batch in flight; the simulator runs each batch in its GPU phase at "
+            "min(1, GPUs / batches in their GPU phase) of one GPU's speed, so a lone batch runs at one GPU's speed "
+            "whatever the count, and the strategies see only whether a GPU is there. A second GPU matters only "
+            "where batches of several queries share the GPU phase (the multi-query scenario).", ""]
+
+
 def markdown(judged: Sequence[Judged], *, title: str, notes: Sequence[str] = ()) -> str:
     """The summary per condition (its repetitions summed, :func:`pacer_bench.device_grid.conditions`) and per run,
     the worst conditions and cells in full, and a table of every cell."""
@@ -96,6 +115,7 @@ def markdown(judged: Sequence[Judged], *, title: str, notes: Sequence[str] = ())
             f"gpu-only with the lower engine time per row), misses ≤ its + {MISS_POINTS:g} point.", "",
             f"Per condition (workload × traffic × rate × GPUs × overload policy), its {repetitions} repetition(s) "
             "summed: engine time and rows processed summed, misses weighted by rows in.", ""]
+    out += _gpu_axis(judged)
     out += _summary(summed, "conditions")
     out += ["Per run (each seed alone: under overload the batch boundaries, and so the cost per row, differ from "
             "seed to seed for every placement, the single devices included).", ""]

@@ -7,14 +7,14 @@ from typing import Any
 from pacer import Controller, Dataset, Operator, OperatorDAG, QuerySpec
 from pacer.clock import ManualClock
 from pacer.report import build_report
-from pacer_bench.latency_target import analyse, judge
+from pacer_bench.latency_target import analyse, goal_lines, judge
 from pacer_bench.runner import record_latencies
 from pacer_bench.tables import BenchRun
 
 
-def _report(wait_s: float, processing_s: float, n: int = 10) -> dict[str, Any]:
+def _report(wait_s: float, processing_s: float, n: int = 10, busy_s: float | None = None) -> dict[str, Any]:
     """n datasets, one a second, each admitted ``wait_s`` after it arrived and processed in ``processing_s``:
-    every latency is wait + processing, the engine time n x processing."""
+    every latency is wait + processing, the engine time n x processing (``busy_s``: each batch's core-seconds)."""
     clock = ManualClock()
     dag = OperatorDAG.chain(Operator("scan", "scan"), Operator("agg", "aggregate"), Operator("sink", "sink"))
     c = Controller(clock=clock, cores=2, timer=None, overload="keep")
@@ -27,7 +27,7 @@ def _report(wait_s: float, processing_s: float, n: int = 10) -> dict[str, Any]:
         assert batch is not None
         c.start(batch.id)
         clock.now += processing_s
-        c.complete(batch.id)
+        c.complete(batch.id, busy_core_s=busy_s)
     report = build_report(runtime="sim", config={}, controller=c, start=0.0, end=n + wait_s + processing_s)
     record_latencies(report, c)
     return report
@@ -81,3 +81,37 @@ def test_no_static_meeting_the_deadline_means_no_oracle() -> None:
     _, winners = analyse([RUNS[0], RUNS[3]], [5.0])
     assert winners[0]["oracle"] == "none met it" and winners[0]["winner"] == "asap"
     assert winners[0]["winner_vs_oracle"] is None
+
+
+def test_configurations_are_compared_in_busy_core_seconds_where_every_run_measured_them() -> None:
+    """What a user pays: the static that met the deadline with the fewest busy core-seconds is the oracle, though
+    another took less engine time (its batches waited, or held fewer cores)."""
+    def run(name: str, family: str, processing_s: float, busy_s: float | None, interval: float = 0.0) -> BenchRun:
+        tags = {"workload": "lr2", "traffic": "binary", "name": name, "family": family, "deadline": None,
+                "interval": interval}
+        return BenchRun(f"lr2 binary / {name}", _report(0.1, processing_s, busy_s=busy_s), baseline=family == "asap",
+                        group="lr2 binary", tags=tags)
+
+    runs = [run("asap", "asap", 1.0, 0.4), run("static 2s", "static", 0.6, 0.5, 2.0),
+            run("static 3s", "static", 0.8, 0.3, 3.0)]
+    rows, (winner,) = analyse(runs, [5.0])
+    by_name = {r["config"]: r for r in rows}
+    assert winner["cost"] == "busy core-s" and winner["oracle"] == "static 3s" and winner["winner"] == "static 3s"
+    assert by_name["static 3s"]["mark"] == "oracle" and by_name["static 3s"]["cost_vs_default"] == 0.75
+    assert by_name["static 3s"]["busy_core_s"] == 3.0 and by_name["static 3s"]["engine_s"] == 8.0
+    assert (winner["winner_busy_core_s"], winner["winner_engine_s"]) == (3.0, 8.0)
+    # one configuration without them: every configuration of the group is compared in engine time
+    rows, (winner,) = analyse([*runs[:2], run("static 3s", "static", 0.8, None, 3.0)], [5.0])
+    assert winner["cost"] == "engine s" and winner["oracle"] == "static 2s"
+
+
+def test_the_summary_restates_the_single_query_goal_and_says_by_how_much_it_was_missed() -> None:
+    rows, winners = analyse(RUNS, [5.0, 10.0])
+    bounded = [{**r, "cost_vs_bound": 1.1 if r["deadline_s"] == 10.0 else 1.5} for r in rows]
+    five, ten = goal_lines(bounded, winners)
+    # @5s: 0.32x the default's engine time (over 0.3 by 0.02), 1.5x the bound (over 1.2 by 0.3); no row late
+    assert five.startswith("lr2 binary at 5 s, zstream @5s: late rows 0.00% (goal ≤ 1.00%)")
+    assert five.endswith("missed: engine s × the default trigger's by 0.020, engine s × the bound by 0.300")
+    assert ten.endswith("engine s × the bound 1.100 (goal ≤ 1.200): met")
+    (unknown,) = goal_lines([{**rows[5], "cost_vs_bound": None}], winners[:1])
+    assert unknown.endswith("missed: engine s × the default trigger's by 0.020")

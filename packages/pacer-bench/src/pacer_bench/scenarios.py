@@ -441,7 +441,7 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("sinusoidal", "Fixed-point vs static intervals under sinusoidal load (Das Fig. 15)", _sinusoidal),
         Scenario("resource-loss", "25 % of the cores taken away mid-run (Das §5.5, Figs. 19-20)", _resource_loss),
         Scenario("latency-target", "What a latency target costs: deadlines 5/10/20 s, Spark's default trigger, "
-                 "static triggers (the cheapest that meets each deadline marked) and adaptive admission, by engine time",
+                 "static triggers (the cheapest that meets each deadline marked) and adaptive admission, by busy core-seconds (engine time where a run did not measure them)",
                  _latency_target, write=_write_latency_target, narrowed=True),
         Scenario("frequency", "SPBench data-frequency patterns: increasing, decreasing, wave, binary", _frequency),
     )

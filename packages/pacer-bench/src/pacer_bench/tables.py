@@ -10,6 +10,7 @@ of rows in datasets over the deadline (:func:`miss_ratio`); the share of dataset
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -73,6 +74,13 @@ class Spread:
         if round(self.low, digits) == round(self.high, digits):
             return mid
         return f"{mid} [{self.low:.{digits}f}–{self.high:.{digits}f}]"
+
+
+def busy_core_seconds(query: Mapping[str, Any]) -> float:
+    """The core-seconds a query's tasks executed, ``cost.busy_core_s``; NaN where the run did not measure them (a
+    report written before reports carried them, a Spark session without pacer's jar)."""
+    value = query.get("cost", {}).get("busy_core_s")
+    return math.nan if value is None else float(value)
 
 
 def engine_seconds(query: Mapping[str, Any]) -> float:
@@ -168,6 +176,7 @@ METRICS: dict[str, Callable[[Mapping[str, Any], str, float], float]] = {
     "deadline_miss_datasets": lambda r, q, d: miss_ratio_datasets(r, q, d),
     "gpu_ratio": lambda r, q, d: float(r["queries"][q]["gpu_operator_ratio"]),
     "engine_s": lambda r, q, d: engine_seconds(r["queries"][q]),
+    "busy_core_s": lambda r, q, d: busy_core_seconds(r["queries"][q]),
 }
 
 #: Ratios to the baseline of the row's group (medians over repetitions), by column: the figure they divide.
@@ -176,6 +185,7 @@ RATIOS = {
     "throughput_vs_baseline": "rows_per_s",
     "proc_vs_baseline": "proc_avg_ms",
     "cost_vs_baseline": "engine_s",
+    "busy_vs_baseline": "busy_core_s",
 }
 
 #: CSV columns (full names); figures measured over repetitions also get ``_min`` and ``_max`` columns.
@@ -185,16 +195,18 @@ TABLE_COLUMNS = ("config", "query", "deadline_s", "reps", *METRICS, *RATIOS)
 SHORT_COLUMNS: dict[str, tuple[str, int]] = {
     "config": ("config", 0), "query": ("query", 0), "batches": ("batches", 0), "avg_ms": ("avg ms", 0),
     "p99_ms": ("p99 ms", 0), "max_ms": ("max ms", 0), "proc_avg_ms": ("proc ms", 0), "rows_per_s": ("rows/s", 0),
-    "deadline_miss": ("miss", 3), "gpu_ratio": ("GPU", 2), "engine_s": ("engine s", 1),
-    "p99_vs_baseline": ("p99×", 3), "throughput_vs_baseline": ("thr×", 3), "proc_vs_baseline": ("proc×", 3),
-    "cost_vs_baseline": ("cost×", 3),
+    "deadline_miss": ("miss", 3), "gpu_ratio": ("GPU", 2), "busy_core_s": ("busy core-s", 1),
+    "engine_s": ("engine s", 1), "p99_vs_baseline": ("p99×", 3), "throughput_vs_baseline": ("thr×", 3),
+    "proc_vs_baseline": ("proc×", 3), "busy_vs_baseline": ("busy×", 3), "cost_vs_baseline": ("engine×", 3),
 }
 
 LEGEND = (
     "miss: share of rows in datasets over the deadline, shed rows counted as missed (the CSV's "
-    "deadline_miss_datasets: share of datasets); GPU: share of operators that ran on a GPU; engine s: engine "
-    "time the query's batches took (cost.engine_s); proc ms: average processing time per batch; ×: ratio to the "
-    "baseline of the row's group (p99 latency, throughput, processing time, engine time), measured in the same run"
+    "deadline_miss_datasets: share of datasets); GPU: share of operators that ran on a GPU; busy core-s: the "
+    "core-seconds the query's tasks executed (cost.busy_core_s: what a user pays); engine s: engine time the "
+    "query's batches took, waits at pacer's gate included (cost.engine_s); proc ms: average processing time per "
+    "batch; ×: ratio to the baseline of the row's group (p99 latency, throughput, processing time, busy "
+    "core-seconds, engine time), measured in the same run"
 )
 
 
@@ -229,10 +241,15 @@ def table_rows(runs: Sequence[BenchRun]) -> list[dict[str, Any]]:
             row: dict[str, Any] = {"config": run.label, "query": query_id, "deadline_s": deadline,
                                    "reps": len(run.reports)}
             for name, spread in mine.items():
+                if math.isnan(spread.high):  # not measured in some repetition (busy_core_s): left empty
+                    row[name] = row[f"{name}_min"] = row[f"{name}_max"] = None
+                    continue
                 row[name] = round(spread.median, 3)
                 row[f"{name}_min"], row[f"{name}_max"] = round(spread.low, 3), round(spread.high, 3)
             for name, metric in RATIOS.items():
-                row[name] = _ratio(mine[metric].median, ref[metric].median if ref else None)
+                ref_value = ref[metric].median if ref else None
+                row[name] = None if math.isnan(mine[metric].high) or ref_value is None or math.isnan(ref_value) \
+                    else _ratio(mine[metric].median, ref_value)
             rows.append(row)
     return rows
 

@@ -304,7 +304,7 @@ class BatchReport:
     newest data (:attr:`Dataset.newest`; 0: all at its arrival; empty: none known).
 
     Three costs, one definition on every runtime: :attr:`busy_core_s`, the core-seconds its tasks executed (Spark: the
-    sum of its tasks' executor run time; the simulator: the cores it held over the time it held them; None where
+    sum of its tasks' executor run time; the simulator: the cores running its tasks over that time; None where
     the runtime does not measure it); :attr:`trigger_s`, the engine's time on the batch less ``gate_wait_s``, the
     seconds it waited for its turn at pacer's gate inside it (Spark's trigger includes that wait); and, per run, the
     cores allocated (the report's ``cost.allocated_core_s``).

@@ -356,7 +356,7 @@ class Simulation:
         started = run.started_at if run.started_at is not None else t
         cores_used = run.core_s / (t - started) if t > started else run.cores
         report = self.controller.complete(run.batch.id, operator_metrics=run.metrics(), cores_used=cores_used,
-                                          engine_s=t - started, busy_core_s=run.core_s)
+                                          engine_s=t - started, busy_core_s=run.task_core_s)
         self._reschedule(t)
         self._loop.poll_soon(report.query_id, t)
 

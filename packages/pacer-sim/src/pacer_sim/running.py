@@ -30,6 +30,7 @@ class RunningBatch:
     version: int = 0
     started_at: float | None = None
     core_s: float = 0.0  # cores allocated, integrated over time since start
+    task_core_s: float = 0.0  # cores running its tasks (GPU and CPU phases, at most its parallelism), over time
     gpu_wall: float = 0.0  # seconds spent in the GPU phase
     cpu_wall: float = 0.0  # seconds spent in the CPU phase
 
@@ -54,16 +55,18 @@ class RunningBatch:
             used = min(dt, self.fixed_left)
             self.fixed_left -= used
             dt -= used
+        tasks = min(self.cores, self.work.parallelism)  # a task holds its core on the GPU too, as Spark's slot
         if dt > 0 and self.gpu_left > 0:
             used = min(dt, self.gpu_left / self.gpu_rate)
             self.gpu_left = max(0.0, self.gpu_left - used * self.gpu_rate)
             self.gpu_wall += used
+            self.task_core_s += used * tasks
             dt -= used
         if dt > 0 and self.cpu_left > 0:
-            rate = min(self.cores, self.work.parallelism)
-            used = min(dt, self.cpu_left / rate)
-            self.cpu_left = max(0.0, self.cpu_left - used * rate)
+            used = min(dt, self.cpu_left / tasks)
+            self.cpu_left = max(0.0, self.cpu_left - used * tasks)
             self.cpu_wall += used
+            self.task_core_s += used * tasks
 
     def next_event(self, now: float) -> float:
         """When this batch next finishes or enters/leaves its GPU phase (which changes the GPU's sharing)."""

@@ -137,7 +137,9 @@ def analyse(runs: Sequence[BenchRun]) -> dict[str, Any]:
         _spread_row(row, "busy_vs_bound", _all([c / b if c is not None and b else None
                                                 for c, b in zip(cores, bounds, strict=True)]), 3)
         rows.append(row)
-    met_rows = sorted((r for r in rows if r["met"] == "✓"), key=lambda r: r["engine_s"])
+    # what the configurations are compared in: busy core-seconds where every one measured them, else engine time
+    key = "busy_core_s" if rows and all(r.get("busy_core_s") is not None for r in rows) else "engine_s"
+    met_rows = sorted((r for r in rows if r["met"] == "✓"), key=lambda r: r[key])
     statics = [r for r in met_rows if r["family"] == "static"]
     oracle = statics[0] if statics else None
     marks: dict[str, list[str]] = {}
@@ -150,16 +152,42 @@ def analyse(runs: Sequence[BenchRun]) -> dict[str, Any]:
     asap = _asap(rows)
     for row in rows:
         row["mark"] = ", ".join(marks.get(row["config"], []))
-        row["cost_vs_static"] = round(row["engine_s"] / oracle["engine_s"], 3) if oracle and oracle["engine_s"] else None
-        row["cost_vs_asap"] = round(row["engine_s"] / asap["engine_s"], 3) if asap and asap["engine_s"] else None
+        row["cost_vs_static"] = round(row[key] / oracle[key], 3) if oracle and oracle[key] else None
+        row["cost_vs_asap"] = round(row[key] / asap[key], 3) if asap and asap[key] else None
     per_query = bound_rows(runs, fits)
     floor = per_query[-1].get("bound_core_s") if per_query else None
     asap_busy = asap.get("busy_core_s") if asap else None
     return {"rows": rows, "bounds": per_query, "fits": {q: f.as_dict() if f else None for q, f in fits.items()},
+            "cost": "busy core-s" if key == "busy_core_s" else "engine s",
+            "goal": goal_line(winner, rows),
             "winner": winner["config"] if winner else None, "cheapest_static": oracle["config"] if oracle else None,
             "asap": asap["config"] if asap else None,
             "bound_vs_asap": round(floor / asap_busy, 3) if floor and asap_busy else None,
             "bound_note": per_query[-1].get("note") if per_query else None}
+
+
+#: The several-queries goal the summary restates: every query's late rows, its busy core-seconds over the bound.
+GOAL_MISS, GOAL_VS_BOUND = 0.01, 1.2
+
+
+def goal_line(winner: Mapping[str, Any] | None, rows: Sequence[Mapping[str, Any]]) -> str:
+    """The goal, and what came nearest it: the winner (the cheapest that kept every query within the misses), or,
+    where none did, the configuration nearest the bound; by how much each part was missed."""
+    goal = (f"Goal (several queries): every query ≤ {GOAL_MISS:.0%} of rows late at ≤ {GOAL_VS_BOUND:g}× the "
+            "shared-engine bound (busy core-s)")
+    best = winner or min((r for r in rows if r.get("busy_vs_bound") is not None),
+                         key=lambda r: r["busy_vs_bound"], default=None)
+    if best is None:
+        return f"{goal}: not judged (no configuration has a bound)."
+    misses = {k[len("miss_"):]: v for k, v in best.items() if k.startswith("miss_") and not k.endswith(("_min", "_max"))}
+    over = [f"{q} late {v:.2%} (by {v - GOAL_MISS:.2%})" for q, v in misses.items() if v > GOAL_MISS + 1e-12]
+    ratio = best.get("busy_vs_bound")
+    if ratio is None:
+        return f"{goal}: {best['config']} has no bound; not judged."
+    if ratio > GOAL_VS_BOUND + 1e-12:
+        over.append(f"{ratio:.3f}× the bound (by {ratio - GOAL_VS_BOUND:.3f})")
+    verdict = "met" if not over else "missed: " + ", ".join(over)
+    return f"{goal}: {best['config']}, {ratio:.3f}× the bound: {verdict}."
 
 
 def _all(values: Sequence[float | None]) -> Spread | None:
@@ -226,8 +254,9 @@ def sections(analysis: Mapping[str, Any], queries: Sequence[str], deadlines: Map
     rows = analysis["rows"]
     headers: dict[str, tuple[str, int]] = {"config": ("config", 0)}
     headers.update({f"miss_{q}": (f"miss {q} ({deadlines[q]:g} s)", 3) for q in queries})
+    basis = analysis.get("cost", "engine s")
     headers.update({"met": ("met", 0), "engine_s": ("engine s", 1), "busy_s": ("busy wall s", 1),
-                    "cost_vs_static": ("×static (engine s)", 3), "cost_vs_asap": ("×asap (engine s)", 3),
+                    "cost_vs_static": (f"×static ({basis})", 3), "cost_vs_asap": (f"×asap ({basis})", 3),
                     "busy_core_s": ("busy core-s", 1), "bound_core_s": ("bound core-s", 1),
                     "busy_vs_bound": ("×bound (core-s)", 3), "mark": ("", 0)})
     winner = next((r for r in rows if r["config"] == analysis["winner"]), None)
@@ -246,24 +275,25 @@ def sections(analysis: Mapping[str, Any], queries: Sequence[str], deadlines: Map
     if winner is None:
         text = f"No configuration kept every query's misses within {MISS_LIMIT:.0%}; {about}."
     else:
-        parts = [f"Winner: {winner['config']}, {winner['engine_s']:.1f} engine s with every query's misses "
-                 f"within {MISS_LIMIT:.0%}"]
+        parts = [f"Winner (least {basis}): {winner['config']}, {winner['engine_s']:.1f} engine s with every query's "
+                 f"misses within {MISS_LIMIT:.0%}"]
         if winner.get("cost_vs_static") is not None:
             parts.append(f"{winner['cost_vs_static']:.3f}× the cheapest static that met every deadline "
-                         f"({analysis['cheapest_static']}), engine s")
+                         f"({analysis['cheapest_static']}), {basis}")
         if winner.get("cost_vs_asap") is not None:
-            parts.append(f"{winner['cost_vs_asap']:.3f}× {analysis['asap']}, engine s")
+            parts.append(f"{winner['cost_vs_asap']:.3f}× {analysis['asap']}, {basis}")
         if winner.get("busy_core_s") is not None:
             parts.append(f"{winner['busy_core_s']:.1f} busy core-s"
                          + (f", {winner['busy_vs_bound']:.3f}× the bound" if winner.get("busy_vs_bound") else ""))
         text = "; ".join(parts) + f"; {about}."
+    text += f" {analysis['goal']}" if analysis.get("goal") else ""
     bound_headers: dict[str, tuple[str, int]] = {
         "query": ("query", 0), "deadline_s": ("deadline s", 0), "model": ("model", 0), "wall_ms": ("no-core ms", 1),
         "core_ms": ("core ms", 1), "core_s_per_mb": ("core-s/MB", 3), "cores": ("cores", 0),
         "alone_batches": ("min batches alone", 0), "shared_batches": ("shared", 0),
         "alone_core_s": ("alone core-s", 1), "bound_core_s": ("bound core-s", 1),
         "attained_core_s": ("schedule found core-s", 1), "note": ("", 0)}
-    return [Section("Every deadline, least engine time", rows, list(headers), headers, text=text, legend=LEGEND),
+    return [Section(f"Every deadline, least {basis}", rows, list(headers), headers, text=text, legend=LEGEND),
             Section("The bound on a shared engine, busy core-seconds", analysis["bounds"], list(bound_headers),
                     bound_headers, legend=BOUND_LEGEND)]
 

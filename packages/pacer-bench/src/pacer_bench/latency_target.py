@@ -45,16 +45,18 @@ from pacer_bench.outputs import (
     write_csv,
 )
 from pacer_bench.plots import finish
+from pacer_bench.shared_bound import report_shared_bound
 from pacer_bench.tables import MISS_LIMIT, BenchRun, Spread, spread_cell, spreads, table_rows
 
 ROW_COLUMNS = ("deadline_s", "workload", "traffic", "config", "met", "mark", "deadline_miss", "p99_ms", "busy_core_s",
-               "engine_s", "cost_vs_default", "cost_vs_oracle", "cost_vs_trigger", "cost_vs_bound", "reps")
+               "engine_s", "cost_vs_default", "cost_vs_oracle", "cost_vs_trigger", "busy_vs_bound", "cost_vs_bound",
+               "reps")
 ROW_HEADERS: dict[str, tuple[str, int]] = {
     "deadline_s": ("deadline s", 0), "workload": ("query", 0), "traffic": ("traffic", 0), "config": ("config", 0),
     "met": ("met", 0), "mark": ("", 0), "deadline_miss": ("miss", 3), "p99_ms": ("p99 ms", 0),
     "busy_core_s": ("busy core-s", 1), "engine_s": ("engine s", 1), "cost_vs_default": ("cost×default", 3),
     "cost_vs_oracle": ("cost×oracle", 3), "cost_vs_trigger": ("cost×trigger", 3),
-    "cost_vs_bound": ("engine×bound", 3), "reps": ("reps", 0),
+    "busy_vs_bound": ("busy×bound", 3), "cost_vs_bound": ("engine×bound", 3), "reps": ("reps", 0),
 }
 WINNER_COLUMNS = ("deadline_s", "workload", "traffic", "cost", "winner", "winner_busy_core_s", "winner_engine_s",
                   "winner_vs_default",
@@ -89,9 +91,11 @@ LEGEND = (
     "pays), else engine s (cost.engine_s, the engine time its batches took, gate waits included); oracle: the "
     "static trigger with the least cost that met the deadline; default: Spark's default trigger (asap); miss: share "
     "of rows in datasets over the deadline; cost×default, cost×oracle: cost over the default's and the oracle's; "
-    "cost×trigger: over Spark's trigger at the deadline (static trigger at the deadline's interval); bound, "
-    "engine×bound: the least engine time any batching could have spent and met the deadline (see Bounds), and engine "
-    "time over it; cells: median [min–max] over repetitions where they differ"
+    "cost×trigger: over Spark's trigger at the deadline (static trigger at the deadline's interval); busy×bound: "
+    "busy core-s over the least any batching of the run's arrivals could have spent and met the deadline "
+    "(pacer_bench.shared_bound, one query: exact); bound, engine×bound: the least engine time any batching could "
+    "have spent and met the deadline (see Bounds), and engine time over it; cells: median [min–max] over "
+    "repetitions where they differ"
 )
 
 
@@ -106,6 +110,7 @@ class Judged:
     engine_s: Spread
     bounds: tuple[EngineBound | None, ...] = ()  # one per repetition
     busy: Spread | None = None  # busy core-seconds; None where a repetition did not measure them
+    core_bounds: tuple[float | None, ...] = ()  # the least busy core-seconds, one per repetition
 
     @property
     def name(self) -> str:
@@ -137,6 +142,14 @@ class Judged:
         return Spread.of(ratios) if ratios and len(ratios) == len(engines) else None
 
     @property
+    def vs_core_bound(self) -> Spread | None:
+        """Busy core-seconds over the least any batching could have spent (:mod:`pacer_bench.shared_bound`, one
+        query: exact), per repetition; None where a repetition lacks either."""
+        busy = [(r["queries"][self.query_id].get("cost") or {}).get("busy_core_s") for r in self.run.reports]
+        ratios = [float(b) / c for b, c in zip(busy, self.core_bounds, strict=True) if b is not None and c]
+        return Spread.of(ratios) if ratios and len(ratios) == len(self.run.reports) else None
+
+    @property
     def query_id(self) -> str:
         """The run's one query."""
         return str(next(iter(self.run.report["queries"])))
@@ -164,10 +177,17 @@ def judge(runs: Sequence[BenchRun], deadlines: Sequence[float]) -> dict[tuple[st
             s = spreads(run, query_id, deadline)
             key = (str(run.tags["workload"]), str(run.tags["traffic"]), deadline)
             bounds = tuple(report_bound(r, query_id, deadline, fits[key[:2]]) for r in run.reports)
+            cores = tuple(_core_bound(r, query_id, deadline, fits[key[:2]]) for r in run.reports)
             busy = s["busy_core_s"] if not math.isnan(s["busy_core_s"].high) else None
             out.setdefault(key, []).append(Judged(run, deadline, s["deadline_miss"], s["p99_ms"], s["engine_s"],
-                                                  bounds, busy))
+                                                  bounds, busy, cores))
     return out
+
+
+def _core_bound(report: dict[str, Any], query_id: str, deadline: float, fit: ServiceFit | None) -> float | None:
+    """The least busy core-seconds any batching of the query's arrivals could have spent and met ``deadline``."""
+    bound = report_shared_bound(report, {query_id: deadline}, {query_id: fit})
+    return bound.core_s if bound is not None else None
 
 
 def bound_rows(judged: dict[tuple[str, str, float], list[Judged]],
@@ -241,6 +261,10 @@ def analyse(runs: Sequence[BenchRun], deadlines: Sequence[float]) -> tuple[list[
                                    "cost_vs_default": _ratio(cost(j).median, default, cost),
                                    "cost_vs_oracle": _ratio(cost(j).median, oracle, cost),
                                    "cost_vs_trigger": _ratio(cost(j).median, trigger, cost)}
+            vs_core = j.vs_core_bound
+            if vs_core is not None:
+                row["busy_vs_bound"], row["busy_vs_bound_min"], row["busy_vs_bound_max"] = (
+                    round(vs_core.median, 3), round(vs_core.low, 3), round(vs_core.high, 3))
             vs_bound = j.vs_bound
             if vs_bound is not None:
                 row["cost_vs_bound"], row["cost_vs_bound_min"], row["cost_vs_bound_max"] = (
@@ -291,6 +315,8 @@ def goal_lines(rows: Sequence[dict[str, Any]], winners: Sequence[dict[str, Any]]
         parts = [("late rows", row.get("deadline_miss"), GOAL_MISS, "{:.2%}"),
                  (f"{basis.get(key, 'cost')} × the default trigger's", row.get("cost_vs_default"), GOAL_VS_DEFAULT,
                   "{:.3f}"),
+                 ("busy core-s × the bound", row.get("busy_vs_bound"), GOAL_VS_BOUND, "{:.3f}")
+                 if row.get("busy_vs_bound") is not None else
                  ("engine s × the bound", row.get("cost_vs_bound"), GOAL_VS_BOUND, "{:.3f}")]
         reached = [f"{name} {fmt.format(value)} (goal ≤ {fmt.format(goal)})" if value is not None
                    else f"{name} unknown (goal ≤ {fmt.format(goal)})" for name, value, goal, fmt in parts]

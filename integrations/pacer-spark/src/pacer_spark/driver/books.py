@@ -40,6 +40,10 @@ class Books:
 
     # ------------------------------------------------------------------ the lock
 
+    def opened_by(self, held: Held) -> bool:
+        """Whether these books were opened by the lock proof ``held`` (the driver keeps them for its lock)."""
+        return self._held is held
+
     def check(self) -> None:
         """Raise RuntimeError when the calling thread does not hold the driver's lock (books kept too long)."""
         self._held.check()

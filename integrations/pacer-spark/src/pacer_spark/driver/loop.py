@@ -144,6 +144,7 @@ class Driver:
         self.replay = replay
         self.guard = Guard()
         self.owners: list[Owner] = []
+        self._open: Books | None = None
         #: applies each admitted batch's placement (RAPIDS confs) and, in explainOnly mode, checks RAPIDS' plan
         self.enactment = enactment
         self.task_time = task_time
@@ -192,8 +193,10 @@ class Driver:
             yield self._books(held)
 
     def _books(self, held: Held) -> Books:
-        """The books, open while ``held``."""
-        return Books(self.controller, self.engine, self.replay, held)
+        """The books, open while ``held`` (one per lock: the guard hands out one proof)."""
+        if self._open is None or not self._open.opened_by(held):
+            self._open = Books(self.controller, self.engine, self.replay, held)
+        return self._open
 
     # ------------------------------------------------------------------ Spark's listener
 

@@ -16,6 +16,7 @@ from pacer_bench.bound import (
     fit_service,
     min_batches,
     pooled_fit,
+    report_bound,
     scheduled_arrivals,
 )
 from pacer_bench.runner import record_latencies
@@ -130,3 +131,19 @@ def test_solo_batches_leave_out_those_that_shared_the_engine() -> None:
     }}}
     assert batch_points(report, "a", skip_first=False, solo=True) == [(100.0, 1.0), (300.0, 1.0)]
     assert batch_points(report, "a") == [(200.0, 1.0), (300.0, 1.0)]
+
+
+def test_a_fit_reports_its_error_and_a_bound_comes_only_from_a_stable_one() -> None:
+    """A noisy split into fixed and per-byte cost bounds nothing: only a stable fit (enough batches over a wide enough
+    range of sizes, a per-byte slope known to 25 %) gives a bound."""
+    line = [(mb * 1e6, 0.5 + 0.1 * mb + noise) for mb, noise in zip(range(1, 11), [0.01, -0.01] * 5, strict=True)]
+    fit = fit_service(line)
+    assert fit is not None and fit.stable and fit.rms_s == pytest.approx(0.01, rel=0.2)
+    assert fit.span == 10.0 and 0 < fit.slope_error < 0.25
+    report = {"queries": {"q": {}}}
+    noisy = fit_service([(1e6, 0.6), (2e6, 0.4), (1.5e6, 0.9), (1.2e6, 0.3), (1.9e6, 0.8), (1.1e6, 0.5),
+                         (1.6e6, 0.45), (1.3e6, 0.7)])
+    assert noisy is not None and not noisy.stable and noisy.as_dict()["stable"] is False
+    assert report_bound(report, "q", 5.0, noisy) is None
+    few = fit_service(line[:4])
+    assert few is not None and not few.stable  # 4 batches: too few to tell

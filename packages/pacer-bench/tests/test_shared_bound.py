@@ -284,16 +284,18 @@ def test_the_simulators_own_model_is_its_cpu_work_without_noise() -> None:
         assert model.work(nbytes) == pytest.approx(work.cpu_core_s, rel=1e-9)
         assert model.wall_s == pytest.approx(work.fixed_s)
     assert known_model({**report, "runtime": "spark"}, "lr2") is None
-    fitted = fitted_model(ServiceFit(0.4, 1e-6), cores=2, parallelism=4)
+    fitted = fitted_model(ServiceFit(0.4, 1e-6, batches=20, slope_error=0.1, span=4.0), cores=2, parallelism=4)
     assert fitted == CoreModel(0.4, 0.0, 2e-6, 2, "fitted") and fitted_model(None, 2, 2) is None
+    assert fitted_model(ServiceFit(0.4, 1e-6, batches=20, slope_error=0.6, span=4.0), 2, 4) is None  # not stable
     bound = report_shared_bound(report, {"lr2": 5.0, "cm2": 10.0}, {})
     assert bound is not None and bound.core_s is not None and bound.cores == 2
     assert [s.query_id for s in bound.queries] == ["cm2", "lr2"]
     # every run spends at least its CPU work: the simulator's busy core-seconds are above the bound
     busy = sum(q["cost"]["busy_core_s"] for q in report["queries"].values())
     assert bound.core_s < busy
-    # another runtime: each query under the engine-time fit, no core part per batch; none without a fit
-    fits = {"lr2": ServiceFit(0.33, 1.2e-6), "cm2": ServiceFit(0.3, 0.9e-6)}
+    # another runtime: each query under its stable engine-time fit, no core part per batch; none without one
+    stable = {"batches": 40, "slope_error": 0.05, "span": 5.0}
+    fits = {"lr2": ServiceFit(0.33, 1.2e-6, **stable), "cm2": ServiceFit(0.3, 0.9e-6, **stable)}  # type: ignore[arg-type]
     other = report_shared_bound({**report, "runtime": "spark"}, {"lr2": 5.0, "cm2": 10.0}, fits)
     assert other is not None and [s.model.source for s in other.queries] == ["fitted", "fitted"]
     assert other.core_s == pytest.approx(sum(2 * fits[s.query_id].per_byte_s * s.total_bytes for s in other.queries))

@@ -10,6 +10,13 @@ enough of them (several queries sharing the cores stretch each other's batches; 
 the query's own). Pooling every configuration gives the fit small and large batches alike: a single run's
 batches are often all of one size, which leaves the per-byte part undetermined.
 
+**A bound only from a stable fit.** Each fit reports its error (the residuals' root mean square, and the per-byte
+slope's standard error); a bound is computed only where the fit is *stable* (:attr:`ServiceFit.stable`): at least
+:data:`STABLE_BATCHES` batches whose sizes span at least :data:`STABLE_SPAN` × from the smallest to the largest,
+and a per-byte slope whose standard error is at most :data:`STABLE_SLOPE_ERROR` of the slope. Elsewhere the split
+into fixed and per-byte cost is noise (two runs of the same Spark query fitted per-byte costs 50× apart), and a
+"bound" from it bounds nothing.
+
 **The bound.** A micro-batch is a range of source offsets, so a batching is a partition of the arrivals, in
 arrival order, into contiguous batches, processed one after another by one engine (a query's micro-batches
 never overlap): a batch starts once its newest dataset has arrived and the previous batch has completed, and
@@ -40,27 +47,44 @@ from typing import Any
 _MB = 1e6
 #: Slack on every deadline comparison (seconds), for floating-point sums.
 _EPS = 1e-9
+#: A stable fit (module docstring): batches, the span of their sizes, the slope's standard error over the slope.
+STABLE_BATCHES = 8
+STABLE_SPAN = 2.0
+STABLE_SLOPE_ERROR = 0.25
 
 
 @dataclass(frozen=True)
 class ServiceFit:
     """A fitted service model: a batch of ``bytes`` costs ``fixed_s + per_byte_s × bytes`` seconds of engine time.
 
-    :param batches: how many batches it was fitted to.
+    :param batches: how many batches it was fitted to; ``rms_s``: the root mean square of its residuals (seconds);
+        ``slope_error``: the per-byte slope's standard error over the slope (inf for a zero slope); ``span``: the
+        largest batch's bytes over the smallest's.
     """
 
     fixed_s: float
     per_byte_s: float
     batches: int = 0
+    rms_s: float = 0.0
+    slope_error: float = 0.0
+    span: float = math.inf
+
+    @property
+    def stable(self) -> bool:
+        """Whether its split into fixed and per-byte cost is determined (module docstring: the criterion)."""
+        return self.batches >= STABLE_BATCHES and self.span >= STABLE_SPAN and \
+            self.slope_error <= STABLE_SLOPE_ERROR
 
     def cost(self, nbytes: float) -> float:
         """The engine time of one batch of ``nbytes``."""
         return self.fixed_s + self.per_byte_s * nbytes
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, Any]:
         """Plain values for a report: fixed ms, ms per MB and the batches fitted."""
         return {"fixed_ms": round(1000.0 * self.fixed_s, 3), "ms_per_mb": round(1000.0 * self.per_byte_s * _MB, 3),
-                "batches": self.batches}
+                "batches": self.batches, "rms_ms": round(1000.0 * self.rms_s, 3),
+                "slope_error": round(self.slope_error, 4) if math.isfinite(self.slope_error) else None,
+                "stable": self.stable}
 
 
 def fit_service(points: Iterable[tuple[float, float]]) -> ServiceFit | None:
@@ -84,7 +108,13 @@ def fit_service(points: Iterable[tuple[float, float]]) -> ServiceFit | None:
     elif fixed < 0:  # through the origin
         slope = sum(x * y for x, y in pts) / sum(x * x for x, _ in pts)
         fixed = 0.0
-    return ServiceFit(fixed, slope / _MB, n)
+    residuals = [y - fixed - slope * x for x, y in pts]
+    rss = sum(r * r for r in residuals)
+    slope_se = math.sqrt(rss / (n - 2) / sxx) if n > 2 else math.inf
+    smallest = min(x for x, _ in pts)
+    return ServiceFit(fixed, slope / _MB, n, rms_s=math.sqrt(rss / n),
+                      slope_error=slope_se / slope if slope > 0 else math.inf,
+                      span=max(x for x, _ in pts) / smallest if smallest > 0 else math.inf)
 
 
 def min_batches(arrivals: Sequence[tuple[float, float]], deadline_s: float, fit: ServiceFit) -> int | None:
@@ -219,8 +249,9 @@ def pooled_fit(reports: Iterable[Mapping[str, Any]], query_id: str) -> ServiceFi
 
 def report_bound(report: Mapping[str, Any], query_id: str, deadline_s: float,
                  fit: ServiceFit | None) -> EngineBound | None:
-    """The bound on ``report``'s own arrivals of ``query_id`` under ``fit``; None without a fit or arrivals."""
-    if fit is None:
+    """The bound on ``report``'s own arrivals of ``query_id`` under ``fit``; None without a stable fit
+    (:attr:`ServiceFit.stable`) or arrivals."""
+    if fit is None or not fit.stable:
         return None
     arrivals = scheduled_arrivals(report, query_id)
     return None if arrivals is None else engine_bound(arrivals, deadline_s, fit)

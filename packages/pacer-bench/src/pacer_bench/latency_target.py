@@ -71,19 +71,23 @@ WINNER_HEADERS: dict[str, tuple[str, int]] = {
     "adaptive_vs_default": ("×default", 3), "adaptive_vs_oracle": ("×oracle", 3),
     "winner_vs_bound": ("engine×bound", 3), "adaptive_vs_bound": ("engine×bound", 3), "bound_s": ("bound s", 1),
 }
-BOUND_COLUMNS = ("deadline_s", "workload", "traffic", "fixed_ms", "ms_per_mb", "fit_batches", "datasets",
-                 "min_batches", "bound_s")
+BOUND_COLUMNS = ("deadline_s", "workload", "traffic", "fixed_ms", "ms_per_mb", "fit_batches", "rms_ms",
+                 "slope_error", "stable", "datasets", "min_batches", "bound_s")
 BOUND_HEADERS: dict[str, tuple[str, int]] = {
     "deadline_s": ("deadline s", 0), "workload": ("query", 0), "traffic": ("traffic", 0), "fixed_ms": ("fixed ms", 1),
-    "ms_per_mb": ("ms/MB", 1), "fit_batches": ("batches fitted", 0), "datasets": ("datasets", 0),
+    "ms_per_mb": ("ms/MB", 1), "fit_batches": ("batches fitted", 0), "rms_ms": ("fit error ms", 1),
+    "slope_error": ("ms/MB ±", 3), "stable": ("stable", 0), "datasets": ("datasets", 0),
     "min_batches": ("min batches", 0), "bound_s": ("bound s", 1),
 }
 BOUND_LEGEND = (
     "the least engine time any batching of the run's arrivals could have spent with every dataset within the "
     "deadline: fixed × min batches + per byte × every byte, under the service model fitted by least squares to "
     "the batches of the workload and traffic in this bench run (bytes → engine time, each run's first batch left "
-    "out); min batches: the fewest batches, one engine, batches in arrival order (exact, by dynamic programming); "
-    "empty where no batching meets the deadline or batch sizes were too uniform to fit"
+    "out); fit error ms: the root mean square of its residuals; ms/MB ±: the per-byte slope's standard error over the "
+    "slope; stable: at least 8 batches spanning at least 2× in size and ms/MB ± ≤ 0.25, else no bound is given (the "
+    "split into fixed and per-byte cost is noise); min batches: the fewest batches, one engine, batches in arrival "
+    "order (exact, by dynamic programming); empty where no batching meets the deadline, the fit is not stable or "
+    "batch sizes were too uniform to fit"
 )
 LEGEND = (
     f"met: median deadline-miss ratio ≤ {MISS_LIMIT:.0%}; cost: what the configurations are compared in, busy "
@@ -201,7 +205,9 @@ def bound_rows(judged: dict[tuple[str, str, float], list[Judged]],
         row: dict[str, Any] = {"deadline_s": deadline, "workload": workload, "traffic": traffic,
                                **({"fixed_ms": round(1000.0 * fit.fixed_s, 1),
                                    "ms_per_mb": round(1000.0 * fit.per_byte_s * 1e6, 1),
-                                   "fit_batches": fit.batches} if fit else {})}
+                                   "fit_batches": fit.batches, "rms_ms": round(1000.0 * fit.rms_s, 1),
+                                   "slope_error": fit.as_dict()["slope_error"],
+                                   "stable": "yes" if fit.stable else "no"} if fit else {})}
         known = [b for b in first.bounds if b is not None and b.batches is not None]
         if known and len(known) == len(first.bounds):
             row["datasets"] = known[0].datasets

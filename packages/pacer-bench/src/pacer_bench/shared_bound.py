@@ -438,8 +438,9 @@ def known_model(report: Mapping[str, Any], query_id: str) -> CoreModel | None:
 
 
 def fitted_model(fit: ServiceFit | None, cores: int, parallelism: int) -> CoreModel | None:
-    """A :class:`CoreModel` from an engine-time fit on ``cores`` cores (module docstring); None without a fit."""
-    if fit is None:
+    """A :class:`CoreModel` from an engine-time fit on ``cores`` cores (module docstring); None without a stable fit
+    (:attr:`pacer_bench.bound.ServiceFit.stable`)."""
+    if fit is None or not fit.stable:
         return None
     m = max(1, min(cores, parallelism))
     return CoreModel(fit.fixed_s, 0.0, m * fit.per_byte_s, m, "fitted")

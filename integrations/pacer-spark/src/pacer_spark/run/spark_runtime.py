@@ -147,14 +147,22 @@ SPARK_RUNTIME = SparkRuntime()
 
 
 def cost_lines(report: Mapping[str, Any]) -> list[str]:
-    """What each query cost the engine: ``cost.engine_s``, its share of the run and batches per minute."""
+    """What each query cost: the core-seconds its tasks executed (``cost.busy_core_s``, what a user pays), the
+    engine's time less gate waits (``cost.trigger_s``), batches per minute; and what the run held."""
     lines = []
     for query_id, q in report["queries"].items():
         cost = q.get("cost") or {}
         if cost:
-            lines.append(f"cost {query_id}: engine {cost['engine_s']:.1f} s = {100 * cost['engine_share']:.1f} % of "
-                         f"the {report['duration_s']:.0f} s run, {cost['batches_per_min']:.1f} batches/min "
-                         "(engine s: Spark's triggerExecution, admission to commitOffsets, summed over the batches)")
+            busy = cost.get("busy_core_s")
+            lines.append(f"cost {query_id}: " + (f"{busy:.1f} busy core-s (its tasks' executor run time), "
+                                                 if busy is not None else "busy core-s not measured, ")
+                         + f"trigger {cost.get('trigger_s', cost['engine_s']):.1f} s (Spark's triggerExecution less "
+                         f"{cost.get('gate_wait_s', 0.0):.1f} s waiting at pacer's gate), "
+                         f"{cost['batches_per_min']:.1f} batches/min")
+    allocated = (report.get("cost") or {}).get("allocated_core_s")
+    if allocated is not None:
+        lines.append(f"cost of the run: {allocated:.1f} core-s allocated (executor cores x the time each was alive "
+                     f"in the {report['duration_s']:.0f} s run)")
     return lines
 
 

@@ -120,7 +120,8 @@ def test_pacer_run_writes_a_spark_report(tmp_path: Path) -> None:
     assert "batches=" in proc.stdout and "p95=" in proc.stdout and "misses=" in proc.stdout  # live progress
     assert "admission poll p99" in proc.stdout
     assert "overloaded=" in proc.stdout and "shed=" in proc.stdout and "p95 = the worst query's 95th-percentile" in proc.stdout
-    assert "cost lr3: engine" in proc.stdout and "batches/min" in proc.stdout
+    assert "cost lr3: " in proc.stdout and " busy core-s (its tasks' executor run time)" in proc.stdout
+    assert "batches/min" in proc.stdout and "core-s allocated" in proc.stdout
     report = json.loads(out.read_text())
     assert report["schema"] == "pacer.report/1" and report["runtime"] == "spark"
     assert set(report["queries"]) == {"lr3", "lr3-2"}

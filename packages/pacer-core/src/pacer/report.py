@@ -291,11 +291,16 @@ def max_latency_trend_ms(report: Mapping[str, Any], query_id: str) -> tuple[floa
     return max(r["max_latency_ms"] for r in rows[:k]), max(r["max_latency_ms"] for r in rows[-k:])
 
 
+def _cell(value: float | None, width: int) -> str:
+    """``value`` with one decimal, right-aligned in ``width``; ``-`` where unknown (not measured)."""
+    return f"{value:>{width}.1f}" if value is not None else f"{'-':>{width}}"
+
+
 def summary_table(report: Mapping[str, Any]) -> str:
     """A plain-text table of the headline figures per query."""
     header = (
         f"{'query':<10} {'batches':>7} {'avg ms':>9} {'p95 ms':>9} {'p99 ms':>9} {'max ms':>9} {'rows/s':>10} "
-        f"{'miss':>6} {'engine s':>9} {'in/done':>11}"
+        f"{'miss':>6} {'busy core-s':>11} {'engine s':>9} {'in/done':>11}"
     )
     lines = [header, "-" * len(header)]
     for query_id, q in report["queries"].items():
@@ -303,6 +308,7 @@ def summary_table(report: Mapping[str, Any]) -> str:
         lines.append(
             f"{query_id:<10} {q['batches']:>7} {lat['avg']:>9.0f} {lat['p95']:>9.0f} {lat['p99']:>9.0f} "
             f"{lat['max']:>9.0f} {q['throughput_rows_per_s']:>10.0f} {q['deadline_miss_ratio']:>6.2f} "
+            f"{_cell(q.get('cost', {}).get('busy_core_s'), 11)} "
             f"{q.get('cost', {}).get('engine_s', 0.0):>9.1f} {q['datasets_in']:>5}/{q['datasets_processed']:<5}"
         )
         overload = q.get("overload") or {}

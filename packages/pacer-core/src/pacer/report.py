@@ -317,7 +317,8 @@ def summary_table(report: Mapping[str, Any]) -> str:
                 f"{'':<10} overloaded {overload['overloaded_s']:.1f} s in {overload['episodes']} episode(s), "
                 f"{overload['shed']} datasets shed (offered load above what any batch size serves within the deadline)"
             )
-    lines.append("engine s: time the engine spent on the query's batches; miss: share of rows in datasets over the "
+    lines.append("busy core-s: core-seconds the query's tasks executed (- where not measured); engine s: time the "
+                 "engine spent on the query's batches; miss: share of rows in datasets over the "
                  "deadline (shed ones count as missed); in/done: datasets arrived / processed")
     return "\n".join(lines)
 

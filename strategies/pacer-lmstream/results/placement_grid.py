@@ -24,11 +24,8 @@ and gpu-only; conditions sum their three seeds):
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import logging
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
@@ -40,19 +37,6 @@ VARIANTS: tuple[tuple[str, dict[str, Any] | None], ...] = (
 )
 SEEDS = (7, 8, 9)
 BASELINES = ("cpu-only", "gpu-only")
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """Overload warnings are per run; a grid of runs would drown in them."""
-    logger = logging.getLogger("pacer.controller")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):
-            yield
-    finally:
-        logger.setLevel(level)
 
 
 def _profile(gpus: int) -> str:
@@ -80,7 +64,7 @@ def run_cell(cell: Any) -> tuple[Any, dict[str, Any]]:
                          placement=placement, placement_params=params)
         config = RunConfig((query,), duration=g.DURATION, seed=cell.seed, cores=g.CORES, gpus=cell.gpus,
                            overload=cell.overload).with_options(SIM_RUNTIME.name, gpu_profile=g.default_gpu_profile())
-        with _quiet():
+        with g.quiet():
             report = SIM_RUNTIME.run(config, plugin_manager=pm).report
         q = next(iter(report["queries"].values()))
         out[name] = g.Outcome(name, float(q["cost"]["engine_s"]), int(q["rows_processed"]), int(q["rows_in"]),

@@ -184,7 +184,7 @@ def cells(*, seeds: Sequence[int], gpus: Sequence[int] = GPUS, workloads: Sequen
 
 
 @contextlib.contextmanager
-def _quiet() -> Iterator[None]:
+def quiet() -> Iterator[None]:
     """The Controller's overload warnings and the runtime's notes are per run; a grid of runs would drown in them."""
     logger = logging.getLogger("pacer.controller")
     level = logger.level
@@ -211,7 +211,7 @@ def run_cell(cell: Cell, duration: float) -> dict[str, Outcome]:
                          placement_params={"inflection_profile": profile} if placement in PROFILED else {})
         config = RunConfig((query,), duration=duration, seed=cell.seed, cores=CORES, gpus=cell.gpus,
                            overload=cell.overload).with_options(SIM_RUNTIME.name, gpu_profile=default_gpu_profile())
-        with _quiet():
+        with quiet():
             report = SIM_RUNTIME.run(config, plugin_manager=pm).report
         q = next(iter(report["queries"].values()))
         out[placement] = Outcome(

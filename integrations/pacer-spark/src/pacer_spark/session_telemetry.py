@@ -1,8 +1,7 @@
-"""A session's telemetry: the listener's events routed to its queries, pacer's overhead, the report's ``spark`` part.
+"""A session's telemetry: its queries' errors, pacer's overhead and the report's ``spark`` part.
 
-:class:`SessionTelemetry` is what the session's :class:`~pacer_spark.driver.listener.ProgressListener` reports to:
-a trigger's progress completes a ``pacer-gen``/``pacer-files`` batch (or goes to the ``format("pacer")``
-queries, :mod:`pacer_spark.paced.service`); a query's termination marks it dead, with its error.
+Spark's listener events go to the driver (:meth:`pacer_spark.driver.loop.Driver.on_progress`), not here: this
+module only reads what the session measured.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ ENACTMENT_RECENT = 200
 
 @dataclass(eq=False)
 class SessionTelemetry:
-    """Routes Spark's listener events to a session's queries and reads what the session measured.
+    """Reads what a session measured: errors, overhead, the report's ``spark`` part.
 
     :param spark: the session's SparkSession.
     :param driver: the session's driver (its Controller under its lock, notified on termination; batch completion).

@@ -323,3 +323,29 @@ def test_bad_sizes_and_an_empty_folder_are_answered_without_starting_anything(tm
            "Exception in thread \"main\" java.net.BindException: Address already in use\n"
            "\tat java.base/sun.nio.ch.Net.bind0(Native Method)\n")
     assert root_cause(log) == "java.net.BindException: Address already in use"
+
+
+def test_a_master_that_moves_past_a_taken_port_still_gets_its_workers(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between choosing a free port and the master's start another process can take it: Spark's master then binds
+    the next port, and the workers must be told that one (they were told the taken one: 0 of 2 registered)."""
+    import socket
+
+    from pacer.infra.daemons import free_port
+    from pacer_spark.run import cluster as c
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    held = taken.getsockname()[1]
+    ports = iter([held])
+    monkeypatch.setattr(c, "free_port", lambda: next(ports, None) or free_port())
+    try:
+        info = c.start_cluster(tmp_path / "moved", workers=1, timeout_s=120)
+        try:
+            assert info.master_port != held and len(info.worker_pids) == 1
+            assert c.master_state(info)["workers"][0]["state"] == "ALIVE"
+        finally:
+            c.stop_cluster(tmp_path / "moved")
+    finally:
+        taken.close()

@@ -276,6 +276,11 @@ def start_cluster(directory: str | os.PathLike[str], *, workers: int = 2, cores:
         webui = free_port()
     master = _spawn(folder, "master", [MASTER_CLASS, "--host", HOST, "--port", str(port), "--webui-port", str(webui)],
                     env)
+    try:  # the ports it really bound: Spark moves on to the next one when another process took the chosen port
+        port, webui = _master_ports(folder / "master.log", master, timeout_s)
+    except BaseException:
+        stop_cluster(folder)
+        raise
     pids = []
     for i in range(workers):
         work, local = folder / f"work-{i}", folder / f"local-{i}"
@@ -292,6 +297,26 @@ def start_cluster(directory: str | os.PathLike[str], *, workers: int = 2, cores:
         stop_cluster(folder)
         raise
     return info
+
+
+_MASTER_URL = re.compile(r"Starting Spark master at spark://[^:\s]+:(\d+)")
+_MASTER_UI = re.compile(r"MasterWebUI: .*started at http://[^:\s]+:(\d+)")
+
+
+def _master_ports(log: Path, pid: int, timeout_s: float) -> tuple[int, int]:
+    """The RPC and web UI ports the master bound, read from its log once it says so (it may have moved past a port
+    another process took between :func:`free_port` and its start)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+        rpc, ui = _MASTER_URL.search(text), _MASTER_UI.search(text)
+        if rpc and ui:
+            return int(rpc.group(1)), int(ui.group(1))
+        if not process_alive(pid):
+            raise ClusterError(f"{root_cause(text)}\nthe master (pid {pid}) exited while starting; its log is {log}")
+        if time.monotonic() > deadline:
+            raise ClusterError(f"the master did not say which ports it bound within {timeout_s:g} s; its log is {log}")
+        time.sleep(0.1)
 
 
 def _wait_until_ready(info: ClusterInfo, timeout_s: float) -> None:

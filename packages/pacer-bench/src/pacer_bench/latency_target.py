@@ -46,7 +46,7 @@ from pacer_bench.outputs import (
 )
 from pacer_bench.plots import finish
 from pacer_bench.shared_bound import report_shared_bound
-from pacer_bench.tables import MISS_LIMIT, BenchRun, Spread, spread_cell, spreads, table_rows
+from pacer_bench.tables import MISS_LIMIT, BenchRun, Spread, busy_core_seconds, spread_cell, spreads, table_rows
 
 ROW_COLUMNS = ("deadline_s", "workload", "traffic", "config", "met", "mark", "deadline_miss", "p99_ms", "busy_core_s",
                "engine_s", "cost_vs_default", "cost_vs_oracle", "cost_vs_trigger", "busy_vs_bound", "cost_vs_bound",
@@ -149,8 +149,8 @@ class Judged:
     def vs_core_bound(self) -> Spread | None:
         """Busy core-seconds over the least any batching could have spent (:mod:`pacer_bench.shared_bound`, one
         query: exact), per repetition; None where a repetition lacks either."""
-        busy = [(r["queries"][self.query_id].get("cost") or {}).get("busy_core_s") for r in self.run.reports]
-        ratios = [float(b) / c for b, c in zip(busy, self.core_bounds, strict=True) if b is not None and c]
+        busy = [busy_core_seconds(r["queries"][self.query_id]) for r in self.run.reports]
+        ratios = [b / c for b, c in zip(busy, self.core_bounds, strict=True) if not math.isnan(b) and c]
         return Spread.of(ratios) if ratios and len(ratios) == len(self.run.reports) else None
 
     @property

@@ -24,6 +24,7 @@ Per configuration (medians over repetitions, [min–max] where they differ):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from pacer_bench.outputs import Section, write_outputs
 from pacer_bench.plots import query_ids
 from pacer_bench.shared_bound import SharedBound, report_shared_bound
 from pacer_bench.tables import MISS_LIMIT, BenchRun, Spread, engine_seconds, judged_deadline, miss_ratio
+from pacer_bench.tables import busy_core_seconds as query_busy_core_seconds
 
 LEGEND = (
     f"miss QUERY: share of the query's rows in datasets over its deadline (median [min–max] over repetitions); "
@@ -82,13 +84,8 @@ def _bound(report: Mapping[str, Any], deadlines: Mapping[str, float],
 
 def busy_core_seconds(report: Mapping[str, Any]) -> float | None:
     """The queries' ``cost.busy_core_s`` summed; None where one of them has none (not measured)."""
-    total = 0.0
-    for query in report["queries"].values():
-        value = (query.get("cost") or {}).get("busy_core_s")
-        if value is None:
-            return None
-        total += float(value)
-    return total if report["queries"] else None
+    values = [query_busy_core_seconds(q) for q in report["queries"].values()]
+    return sum(values) if values and not any(math.isnan(v) for v in values) else None
 
 
 def busy_seconds(report: Mapping[str, Any]) -> float | None:

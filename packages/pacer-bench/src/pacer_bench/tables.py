@@ -79,7 +79,7 @@ class Spread:
 def busy_core_seconds(query: Mapping[str, Any]) -> float:
     """The core-seconds a query's tasks executed, ``cost.busy_core_s``; NaN where the run did not measure them (a
     report written before reports carried them, a Spark session without pacer's jar)."""
-    value = query.get("cost", {}).get("busy_core_s")
+    value = (query.get("cost") or {}).get("busy_core_s")
     return math.nan if value is None else float(value)
 
 

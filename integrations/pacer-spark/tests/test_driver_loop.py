@@ -136,3 +136,24 @@ def test_the_controller_plans_for_the_task_slots_spark_has_now(caplog: pytest.Lo
     assert "Spark now has 1 task slots (was 2)" in caplog.text and "Spark now has 3 task slots (was 1)" in caplog.text
     with pytest.raises(ValueError, match="cores must be >= 1"):
         driver.controller.resize(0)
+
+
+def test_the_gate_forgets_the_wait_of_a_batch_taken_back() -> None:
+    """A batch taken back never completes: its wait at the gate is not kept for ever (nor given to another)."""
+    driver = _driver()
+    first = driver.decide(ListAsk(driver, 2))
+    assert first is not None
+    with driver.books() as books:
+        books.retract(first.batch.id)
+    class Again(ListAsk):  # nothing new arrives: the two datasets taken back wait again
+        def report(self, books: Books) -> bool:
+            return True
+
+        def arrive(self, books: Books) -> None:
+            pass
+
+    second = driver.decide(Again(driver, 0))
+    assert second is not None and second.batch.id != first.batch.id
+    with driver.guard.held() as held:
+        assert driver.gate.take_wait(held, first.batch.id) == 0.0
+        assert driver.gate.take_wait(held, second.batch.id) >= 0.0

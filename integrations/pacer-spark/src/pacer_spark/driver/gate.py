@@ -96,8 +96,11 @@ class Gate:
                                    "batch %s waited %.0f s for its turn; running it anyway", batch_id, self.timeout_s)
                     break
                 self.guard.cond.wait(timeout=0.5)
-            if any(b.id == batch_id for b in self.controller.pending()):
+            pending = {b.id for b in self.controller.pending()}
+            if batch_id in pending:
                 self.controller.start(batch_id)  # keeps the first start time when called again
+                # a batch taken back never completes: its wait goes with it
+                self._waited = {b: w for b, w in self._waited.items() if b in pending}
                 self._waited[batch_id] = self._waited.get(batch_id, 0.0) + time.monotonic() - t0
         if pool is not None and not self.fair:
             self.warn_once("no-fair", "scheduler %r gives core shares, but spark.scheduler.mode is not FAIR: shares "

@@ -93,3 +93,14 @@ def test_the_runner_and_the_command_compare_no_scenario_or_runtime_name() -> Non
                     for side in (node.left, *node.comparators)
                     if isinstance(side, ast.Constant) and side.value in names]
         assert compared == [], f"{module.__name__} compares a scenario or runtime name on lines {compared}"
+
+
+def test_config_picks_multi_query_configurations_by_label_or_family() -> None:
+    pm = get_plugin_manager()
+    _, configs, _ = resolve_configs("multi-query", runtime="sim", quick=True, duration=None, seed=7, plugin_manager=pm,
+                                    target={"configs": ["fifo + static 10s", "zstream"]})
+    assert [c.label for c in configs] == ["fifo + static 10s", "edf + zstream", "rdas + zstream"]
+    with pytest.raises(ScenarioError, match=r"^--config edf \+ nothing: no multi-query configuration has that label "
+                                            r"or family; its labels: 'fifo \+ static 2s'"):
+        resolve_configs("multi-query", runtime="sim", quick=True, duration=None, seed=7, plugin_manager=pm,
+                        target={"configs": ["edf + nothing"]})

@@ -11,7 +11,8 @@ import pytest
 from pacer import StrategyInfo, UnknownStrategyError, get_plugin_manager, hookimpl, hookspecs
 from pacer.cli import main
 
-BASELINES = {"static", "asap", "pid", "min-rows", "fifo", "fair", "cpu-only", "gpu-only", "static-preference"}
+BASELINES = {"static", "asap", "pid", "min-rows", "fifo", "fair", "cpu-only", "gpu-only", "static-preference",
+             "fixed", "spark-dynamic"}
 
 
 def test_baselines_are_registered_by_default_and_trylast() -> None:

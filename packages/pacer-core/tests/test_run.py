@@ -89,8 +89,8 @@ def test_durations_and_parameters_parse_once_for_every_command() -> None:
         seconds_flag("--deadline", "soon")
     with pytest.raises(UsageError, match="--interval must be > 0 seconds"):
         seconds_flag("--interval", "-3s")
-    assert split_strategy_params(["admission.rho=0.5", "scheduler.spread=2"]) == {
-        "admission": {"rho": "0.5"}, "placement": {}, "scheduler": {"spread": "2"}}
+    assert split_strategy_params(["admission.rho=0.5", "scheduler.spread=2", "scale.headroom=0.2"]) == {
+        "admission": {"rho": "0.5"}, "placement": {}, "scheduler": {"spread": "2"}, "scale": {"headroom": "0.2"}}
     with pytest.raises(UsageError, match="--param expects KEY=VALUE"):
         split_strategy_params(["rho"])
 

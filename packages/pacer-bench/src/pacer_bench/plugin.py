@@ -63,9 +63,10 @@ def _configure(parser: argparse.ArgumentParser) -> None:
                         help="only this traffic pattern (repeatable)")
     target.add_argument("--workload", action="append", default=[], metavar="QUERY",
                         help="only this workload (repeatable; lr2, cm2...)")
-    target.add_argument("--config", action="append", default=[], metavar="NAME",
-                        help="only configurations of this name or family (repeatable: asap, static, 'static "
-                             "10s', zstream, 'zstream @10s', pid, min-rows, fixed-point, lmstream)")
+    parser.add_argument("--config", action="append", default=[], metavar="NAME",
+                        help="only configurations of this name or family (repeatable; latency-target: asap, "
+                             "static, 'static 10s', zstream, 'zstream @10s', pid, min-rows, fixed-point, lmstream; "
+                             "another scenario: a label of its table such as 'edf + zstream', or a family)")
     parser.add_argument("--master", default="local[2]", help="Spark master for --runtime spark")
     parser.add_argument("--rapids-jar", action="append", default=[], metavar="JAR",
                         help="RAPIDS Accelerator jar(s): device-sweep then runs on Spark (else it is simulated)")

@@ -52,8 +52,9 @@ def resolve_configs(
     """
     chosen = find_scenario(scenario)
     notes: list[str] = []
-    if target and any(target.values()) and not chosen.narrowed:
-        raise ScenarioError("--source, --deadline, --traffic, --workload and --config apply to latency-target")
+    narrowing = {k: v for k, v in (target or {}).items() if v and k != "configs"}
+    if narrowing and not chosen.narrowed:
+        raise ScenarioError("--source, --deadline, --traffic and --workload apply to latency-target")
     source = _source(target)
     if source is not None:
         runtime = source.runtime  # e.g. Spark's Kafka source
@@ -70,6 +71,9 @@ def resolve_configs(
         configs = chosen.build(_request(quick, runtime, target, source))
     except ValueError as exc:
         raise ScenarioError(str(exc)) from None
+    names = (target or {}).get("configs")
+    if not chosen.narrowed and names:
+        configs = chosen_configs(chosen.name, configs, names)
     refused = traits.lacking(set().union(*(c.needs for c in configs)), rapids_jars)
     if refused:
         raise ScenarioError(f"{chosen.name} cannot run on --runtime {runtime}: {'; '.join(refused.values())}; "
@@ -100,6 +104,22 @@ def resolve_configs(
         except ValueError as exc:
             raise ScenarioError(f"{config.label}: {exc}") from None
     return runtime, configs, notes
+
+
+def chosen_configs(scenario: str, configs: Sequence[Config], names: Sequence[str]) -> list[Config]:
+    """``--config`` for a scenario other than latency-target: the configurations whose label (``edf + zstream``,
+    ``fifo + static 10s``) or family tag (``static``, ``zstream``) ``names`` lists, e.g. to run a few of them long.
+
+    :raises ScenarioError: a name matches no configuration (the error lists the labels).
+    """
+    wanted = set(names)
+    kept = [c for c in configs if c.label in wanted or c.tags.get("family") in wanted]
+    matched = {c.label for c in kept} | {c.tags.get("family") for c in kept}
+    missing = sorted(wanted - matched)
+    if missing:
+        raise ScenarioError(f"--config {', '.join(missing)}: no {scenario} configuration has that label or family; "
+                            f"its labels: {', '.join(repr(c.label) for c in configs)}")
+    return kept
 
 
 def _source(target: Mapping[str, Any] | None) -> BenchSource | None:

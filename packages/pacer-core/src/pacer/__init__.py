@@ -34,6 +34,7 @@ from pacer.queueing import QueueWait, queue_wait
 from pacer.recorder import RunRecorder
 from pacer.run import QueryRun, RunConfig, arrival_dataset
 from pacer.runtime_api import RunResult, Runtime
+from pacer.scaling import ClusterView, QueryLoad, ScaleDecision
 from pacer.strategy import Param, StrategyContext, StrategyInfo
 from pacer.summary import StreamingSummary
 from pacer.views import BatchView, OverloadStatus, QueryView
@@ -45,6 +46,7 @@ __all__ = [
     "AdmissionDecision",
     "BatchReport",
     "BatchView",
+    "ClusterView",
     "Controller",
     "Dataset",
     "DatasetBuffer",
@@ -62,6 +64,7 @@ __all__ = [
     "Placement",
     "PluginManager",
     "QueryHistory",
+    "QueryLoad",
     "QueryRun",
     "QuerySpec",
     "QueryView",
@@ -70,6 +73,7 @@ __all__ = [
     "RunRecorder",
     "RunResult",
     "Runtime",
+    "ScaleDecision",
     "ScheduleDecision",
     "StrategyContext",
     "StrategyError",

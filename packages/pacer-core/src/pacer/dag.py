@@ -25,8 +25,8 @@ OPERATOR_KINDS: tuple[OperatorKind, ...] = (
     "sink",
 )
 Device = Literal["cpu", "gpu"]
-DecisionKind = Literal["admission", "scheduling", "placement"]
-DECISION_KINDS: tuple[DecisionKind, ...] = ("admission", "scheduling", "placement")
+DecisionKind = Literal["admission", "scheduling", "placement", "scaling"]
+DECISION_KINDS: tuple[DecisionKind, ...] = ("admission", "scheduling", "placement", "scaling")
 
 #: Operators that never run on a GPU: dStream keeps sorting and the
 #: materialising sink on the CPU, and state-store access is host-side in Spark.

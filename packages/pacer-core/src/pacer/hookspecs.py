@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         SystemView,
     )
     from pacer.runtime_api import Runtime
+    from pacer.scaling import ClusterView, QueryLoad, ScaleDecision
     from pacer.strategy import StrategyContext, StrategyInfo
 
 PROJECT = "pacer"
@@ -155,6 +156,28 @@ def pacer_place(
         the CPU, or None when ``ctx.chosen`` is not yours.
 
     .. versionadded:: 0.1
+    """
+
+
+@hookspec(firstresult=True)
+def pacer_scale(
+    ctx: StrategyContext, queries: Sequence[QueryLoad], cluster: ClusterView, now: float
+) -> ScaleDecision | None:
+    """Choose how many executors the application holds.
+
+    Called every ``every_s`` (a few seconds) by the runtime's :class:`pacer.scaler.Scaler`, between admissions,
+    never in the middle of one. ``firstresult``.
+
+    :param ctx: the chosen scaling strategy's name, parameters and runtime-wide state (``ctx.query`` is None).
+    :param queries: every query's load: deadline, service model, measured core-seconds per byte, input rate and
+        its trend, backlog and its age, misses.
+    :param cluster: executors running, starting and leaving, cores per executor, the user's bounds, time since the
+        last change, the start-up time observed.
+    :param now: the runtime's clock.
+    :return: a :class:`pacer.scaling.ScaleDecision` (the executors wanted; the runtime clamps it to the user's
+        bounds), or None when ``ctx.chosen`` is not yours.
+
+    .. versionadded:: 0.3
     """
 
 

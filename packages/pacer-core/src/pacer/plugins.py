@@ -38,6 +38,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "pacer.baselines.admission",
     "pacer.baselines.scheduling",
     "pacer.baselines.placement",
+    "pacer.baselines.scaling",
 )
 
 log = logging.getLogger("pacer.plugins")

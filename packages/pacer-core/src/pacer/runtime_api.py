@@ -98,6 +98,13 @@ class RunConfig:
     :param overload: the Controller's overload policy, ``keep`` or ``shed``.
     :param fallback: a raising strategy falls back to its baseline for that decision instead of failing.
     :param monitor_interval: seconds per row of the report's ``series``.
+    :param scale: the scaling strategy (``fixed``: the executors stay; ``spark-dynamic``, ``deadline``...);
+        ``scale_params`` its parameters.
+    :param executors: ``(min, max)`` executors the scaler may hold (None: the runtime's cores, unscaled); the run
+        starts with ``min``.
+    :param cores_per_executor: task slots per executor, where ``executors`` is given.
+    :param initial_executors: executors the run starts with (None: ``executors``' min; Spark's
+        ``spark.dynamicAllocation.initialExecutors``).
     :param options: per runtime name, what only that runtime reads.
     """
 
@@ -112,10 +119,26 @@ class RunConfig:
     overload: str = "keep"
     fallback: bool = False
     monitor_interval: float = 1.0
+    scale: str = "fixed"
+    scale_params: Mapping[str, Any] = field(default_factory=dict)
+    executors: tuple[int, int] | None = None
+    cores_per_executor: int = 1
+    initial_executors: int | None = None
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "queries", tuple(self.queries))
+        if self.executors is not None:
+            bounds = tuple(int(n) for n in self.executors)
+            if len(bounds) != 2 or bounds[0] < 1 or bounds[1] < bounds[0]:
+                raise ValueError(f"executors must be (min, max) with 1 <= min <= max, got {self.executors!r}")
+            object.__setattr__(self, "executors", bounds)
+            if self.initial_executors is not None and not bounds[0] <= self.initial_executors <= bounds[1]:
+                raise ValueError(f"initial_executors must lie within executors {bounds}, got {self.initial_executors}")
+        elif self.initial_executors is not None:
+            raise ValueError("initial_executors needs executors (min, max)")
+        if self.cores_per_executor < 1:
+            raise ValueError(f"cores_per_executor must be >= 1, got {self.cores_per_executor}")
         if not self.queries:
             raise ValueError("a run needs at least one query")
         for what, value in (("duration", self.duration), ("monitor_interval", self.monitor_interval)):

@@ -19,12 +19,19 @@ from pacer.clock import ManualClock
 from pacer.event_loop import EMPTY, FINISHED, POLL_INTERVAL, EventLoop
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.report import build_report
+from pacer.scaler import Scaler
 from pacer_sim.costs import BatchWork, CostModel, batch_work
 from pacer_sim.running import RunningBatch
 from pacer_workloads import WORKLOADS, bytes_per_row, make_query, make_traffic, schedule_arrivals
 
 # Event kinds; at equal times they run in this order (then in the order they were pushed).
-_DONE, _RESOURCES, _ARRIVE, _POLL = 0, 1, 2, 3
+_DONE, _RESOURCES, _ARRIVE, _POLL, _SCALE = 0, 1, 2, 3, 4
+#: Payloads of ``_RESOURCES`` events that are executors' (a resource change's have none).
+_READY, _REMOVE_TIMEOUT = "executor-ready", "removal-timeout"
+#: Seconds an executor takes from request to running, unless the run says (a container or pod starting).
+EXECUTOR_STARTUP_S = 30.0
+#: Seconds a removal waits for the running batches to finish before it takes their cores anyway.
+REMOVAL_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,10 @@ class Simulation:
     :param overload: the Controller's overload policy: ``"keep"`` (the default, as the Controller's and
         ``pacer sim``'s: nothing is dropped, as in Spark, so the papers' diverging baselines diverge) or
         ``"shed"`` (datasets that can no longer meet their deadline are shed and counted).
+    :param scaler: the executors' scaler (:class:`pacer.scaler.Scaler`; None: ``cores`` for the whole run). With
+        one, the run starts with its initial executors; an executor asked for runs ``executor_startup_s`` later and
+        is held (billed) from the request; one asked to leave goes once no batch runs, new batches waiting for it
+        (at most :data:`REMOVAL_TIMEOUT_S`, then it takes its cores from the running ones).
     :ivar batches: the admitted batches not yet completed, by id (``works``: their simulated work); completed
         ones are in ``controller.reports()``, so the simulator's memory stays bounded over a long run.
     :ivar events: events simulated so far (arrivals, polls, phase ends and completions, resource changes).
@@ -90,6 +101,8 @@ class Simulation:
     plugin_manager: PluginManager | None = None
     monitor_interval: float = 1.0
     overload: str = "keep"
+    scaler: Scaler | None = None
+    executor_startup_s: float = EXECUTOR_STARTUP_S
     events: int = 0
     extra_config: dict[str, Any] = field(default_factory=dict)
 
@@ -99,6 +112,16 @@ class Simulation:
         if self.poll_interval <= 0 or self.monitor_interval <= 0:
             raise ValueError("poll_interval and monitor_interval must be > 0")
         self.clock = ManualClock()
+        if self.scaler is not None:
+            if self.executor_startup_s < 0:
+                raise ValueError(f"executor start-up must be >= 0 s, got {self.executor_startup_s}")
+            self.cores = self.scaler.initial * self.scaler.cores_per_executor
+        self._executors = self.scaler.initial if self.scaler is not None else 0
+        self._starting: list[float] = []  # ready times of executors asked for
+        self._removing = 0
+        self._remove_since: float | None = None
+        self._slots = self.cores
+        self._peak_tasks = 0
         self.controller = Controller(
             clock=self.clock,
             cores=self.cores,
@@ -203,12 +226,15 @@ class Simulation:
     # ------------------------------------------------------------------ run
 
     def cores_available(self, t: float) -> float:
-        """Cores left to the engine at ``t`` after resource changes (may be fractional)."""
+        """Cores left to the engine at ``t`` after resource changes (may be fractional): its running executors'."""
         taken = sum(c.fraction for c in self.resource_changes if c.start <= t < c.end)
-        return self.cores * max(0.0, 1.0 - taken)
+        return self._slots * max(0.0, 1.0 - taken)
 
     def allocated_core_s(self, end: float) -> float:
-        """Core-seconds the engine had from 0 to ``end``: its cores over time, less those resource changes took."""
+        """Core-seconds the engine had from 0 to ``end``: its cores over time, less those resource changes took;
+        with a scaler, the cores of the executors held (starting ones included)."""
+        if self.scaler is not None:
+            return self.scaler.held_core_s(0.0, end)
         cuts = sorted({0.0, end, *(t for c in self.resource_changes for t in (c.start, c.end) if 0.0 < t < end)})
         return sum(self.cores_available(a) * (b - a) for a, b in itertools.pairwise(cuts))
 
@@ -229,6 +255,9 @@ class Simulation:
         for change in self.resource_changes:
             self._loop.push(change.start, _RESOURCES, None)
             self._loop.push(change.end, _RESOURCES, None)
+        if self.scaler is not None:
+            self.scaler.observe(0.0, running=self._executors, held=self._executors)
+            self._loop.push(0.0, _SCALE, None)
         self.drained = False
         self._duration = duration
         ended = self._loop.run(limit, self._step)
@@ -237,10 +266,12 @@ class Simulation:
         elif ended == EMPTY:
             self.drained = not self._running and not self._arrivals_left and not self._buffered()
         end = max(self.clock.now, duration)
+        extra: dict[str, Any] = {"events": self.events, "drained": self.drained, "simulated": True}
+        if self.scaler is not None:
+            extra["scaling"] = {**self.scaler.report(0.0, end), "executor_startup_s": self.executor_startup_s}
         return build_report(
             runtime="sim", config=self.config(duration), controller=self.controller,
-            start=0.0, end=end, interval=self.monitor_interval,
-            extra={"events": self.events, "drained": self.drained, "simulated": True},
+            start=0.0, end=end, interval=self.monitor_interval, extra=extra,
             allocated_core_s=self.allocated_core_s(end),
         )
 
@@ -268,6 +299,13 @@ class Simulation:
                 self._loop.poll_soon(qid, t)
             elif kind == _POLL:
                 self._poll(payload, t)
+            elif kind == _SCALE:
+                self._scale(t)
+            elif payload == _READY:
+                self._executor_ready(t)
+            elif payload == _REMOVE_TIMEOUT:
+                if self._remove_since is not None and t - self._remove_since >= REMOVAL_TIMEOUT_S - 1e-9:
+                    self._try_remove(t, forced=True)
             else:
                 self._reschedule(t)
         return t >= self._duration and not self._running and not self._arrivals_left and not self._buffered()
@@ -284,6 +322,73 @@ class Simulation:
             self.batches[batch.id] = batch
             self.works[batch.id] = work
             self._reschedule(t)
+
+    # ------------------------------------------------------------------ executors
+
+    def _held(self) -> int:
+        return self._executors + len(self._starting)
+
+    def _observe(self, t: float) -> None:
+        assert self.scaler is not None
+        self.scaler.observe(t, running=self._executors, held=self._held())
+
+    def _scale(self, t: float) -> None:
+        """The scaler's turn: ask it, then ask for executors or let some go (between batches)."""
+        assert self.scaler is not None
+        tasks = self._tasks()
+        wanted = self.scaler.decide(self.controller, running=self._executors, pending=len(self._starting),
+                                    removing=self._removing, startup_s=self.executor_startup_s,
+                                    peak_tasks=max(self._peak_tasks, tasks), now=t)
+        self._peak_tasks = tasks
+        held = self._held() - self._removing
+        if wanted > held:
+            back = min(wanted - held, self._removing)  # a removal not yet done is called off first
+            self._removing -= back
+            for _ in range(wanted - held - back):
+                ready = t + self.executor_startup_s
+                self._starting.append(ready)
+                self._loop.push(ready, _RESOURCES, _READY)
+        elif wanted < held:
+            drop = held - wanted
+            while drop and self._starting:  # the newest asked-for executors are called off first
+                self._starting.pop()
+                drop -= 1
+            if drop:
+                self._removing += drop
+                if self._remove_since is None:
+                    self._remove_since = t
+                    self._loop.push(t + REMOVAL_TIMEOUT_S, _RESOURCES, _REMOVE_TIMEOUT)
+                self._try_remove(t)
+        self._observe(t)
+        if not (t >= self._duration and not self._running and not self._arrivals_left and not self._buffered()):
+            self._loop.push(t + self.scaler.every_s, _SCALE, None)
+
+    def _executor_ready(self, t: float) -> None:
+        if t not in self._starting:  # called off while it started
+            return
+        self._starting.remove(t)
+        self._executors += 1
+        self._resize(t)
+
+    def _try_remove(self, t: float, *, forced: bool = False) -> None:
+        """Let the executors asked to leave go: now if no batch runs, else when forced (the timeout)."""
+        if not self._removing or (not forced and any(r.started_at is not None for r in self._running.values())):
+            return
+        self._executors -= self._removing
+        self._removing = 0
+        self._remove_since = None
+        self._resize(t)
+
+    def _resize(self, t: float) -> None:
+        assert self.scaler is not None
+        self._slots = self._executors * self.scaler.cores_per_executor
+        self.controller.resize(self._slots)
+        self._observe(t)
+        self._reschedule(t)
+
+    def _tasks(self) -> int:
+        """Tasks running or waiting now: each admitted batch's partitions (the most cores it can use)."""
+        return sum(math.ceil(r.work.parallelism) for r in self._running.values())
 
     def _allocate(self, decision: ScheduleDecision, available: float) -> dict[str, float]:
         """Cores per batch: FIFO in order when there are no shares, else by weight (water-filling)."""
@@ -324,7 +429,11 @@ class Simulation:
         self._advance_all(t)
         if not self._running:
             return
+        self._peak_tasks = max(self._peak_tasks, self._tasks())
         decision = self.controller.schedule()
+        if self._removing:  # an executor leaves between batches: only the batches already running get cores
+            decision = replace(decision, order=tuple(b for b in decision.order
+                                                     if self._running[b].started_at is not None))
         cores = self._allocate(decision, self.cores_available(t))
         for batch_id in decision.order:
             run = self._running[batch_id]
@@ -357,6 +466,7 @@ class Simulation:
         cores_used = run.core_s / (t - started) if t > started else run.cores
         report = self.controller.complete(run.batch.id, operator_metrics=run.metrics(), cores_used=cores_used,
                                           engine_s=t - started, busy_core_s=run.task_core_s)
+        self._try_remove(t)
         self._reschedule(t)
         self._loop.poll_soon(report.query_id, t)
 
@@ -368,6 +478,9 @@ class Simulation:
             "poll_interval": self.poll_interval, "monitor_interval": self.monitor_interval,
             "measure_overhead": self.measure_overhead, "fallback": self.fallback, "overload": self.overload,
             "resource_changes": [[c.start, c.end, c.fraction] for c in self.resource_changes],
+            **({"scale": self.scaler.name, "executors": [self.scaler.min_executors, self.scaler.max_executors],
+                "cores_per_executor": self.scaler.cores_per_executor, "executor_startup_s": self.executor_startup_s}
+               if self.scaler is not None else {}),
             "cost_model": self.cost_model.as_config(),
             "queries": self._config_queries,
             **self.extra_config,

@@ -3,7 +3,8 @@
 :class:`SimRuntime` turns a :class:`pacer.RunConfig` into a :class:`~pacer_sim.engine.Simulation`
 (:meth:`SimRuntime.build`, the one adapter) and runs it. Its own settings live under
 ``config.options["sim"]``: ``gpu_profile``, ``cost_profile``, ``cost_param`` (``KEY=VALUE`` items),
-``noise``, ``resource_loss`` (``START:END:FRACTION`` items or triples) and ``measure_overhead``.
+``noise``, ``resource_loss`` (``START:END:FRACTION`` items or triples), ``measure_overhead`` and
+``executor_startup`` (seconds from asking for an executor to its running, with ``executors``).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from typing import Any
 from pacer.cli.run_command import parse_assignments
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.run import RunConfig, RunResult
+from pacer.scaler import Scaler
 from pacer_sim.costs import CostModel
-from pacer_sim.engine import ResourceChange, Simulation
+from pacer_sim.engine import EXECUTOR_STARTUP_S, ResourceChange, Simulation
 from pacer_sim.rapids import BUILTIN_PROFILE, DEFAULT_GPU_PROFILE
 
 #: Resources a run gets when its configuration leaves them to the runtime.
@@ -160,6 +162,9 @@ class SimRuntime:
                                 "--gpus > 0)")
         group.add_argument("--cost-profile", metavar="FILE",
                            help="measured kernel curves (pacer.cost-profile/1 from python -m pacer_sim.kernels)")
+        group.add_argument("--executor-startup", type=float, metavar="SECONDS",
+                           help=f"with --executors: seconds from asking for an executor to its running "
+                                f"(default {EXECUTOR_STARTUP_S:g}, a container starting)")
         group.add_argument("--measure-overhead", action="store_true",
                            help="time pacer's decisions (report no longer byte-identical)")
 
@@ -179,6 +184,12 @@ class SimRuntime:
         options = config.options_for(self.name)
         for value in options.get("resource_loss") or ():
             parse_resource_loss(value)
+        if config.executors is None and config.scale != "fixed":
+            raise ValueError(f"scale {config.scale!r} changes the executors: give their bounds (--executors MIN:MAX)")
+        if config.executors is not None and config.cores is not None:
+            raise ValueError("cores and executors both size the cluster: give one")
+        if float(options.get("executor_startup", 0.0)) < 0:
+            raise ValueError(f"--executor-startup must be >= 0 s, got {options['executor_startup']}")
         parse_assignments(options.get("cost_param") or (), "--cost-param")
 
     def build(self, config: RunConfig, *, plugin_manager: PluginManager | None = None) -> Simulation:
@@ -192,13 +203,19 @@ class SimRuntime:
         gpus = config.gpus if config.gpus is not None else DEFAULT_GPUS
         cost, warning = build_cost_model(options, gpus)
         profile = options.get("gpu_profile", BUILTIN_PROFILE)
+        pm = plugin_manager or get_plugin_manager()
+        scaler = None
+        if config.executors is not None:
+            scaler = Scaler(config.scale, config.scale_params, plugin_manager=pm, executors=config.executors,
+                            initial=config.initial_executors, cores_per_executor=config.cores_per_executor, fallback=config.fallback)
         sim = Simulation(
             cores=config.cores or DEFAULT_CORES, gpus=gpus, scheduler=config.scheduler,
             scheduler_params=dict(config.scheduler_params) or None, seed=config.seed, cost_model=cost,
             resource_changes=[ResourceChange(*parse_resource_loss(v)) for v in options.get("resource_loss") or ()],
             measure_overhead=bool(options.get("measure_overhead")), fallback=config.fallback,
-            plugin_manager=plugin_manager or get_plugin_manager(), monitor_interval=config.monitor_interval,
-            overload=config.overload,
+            plugin_manager=pm, monitor_interval=config.monitor_interval,
+            overload=config.overload, scaler=scaler,
+            executor_startup_s=float(options.get("executor_startup", EXECUTOR_STARTUP_S)),
             extra_config={"run": config.as_dict(), "gpu_profile": {
                 "requested": profile, "read": gpus > 0 and profile != BUILTIN_PROFILE,
                 "warning": warning and warning.split(" [remembered")[0]}},

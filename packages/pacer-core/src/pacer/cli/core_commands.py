@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from pacer.cli.commands import Command
 from pacer.cli.run_command import run_command
+from pacer.dag import DECISION_KINDS
 from pacer.hookspecs import hookimpl
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ PLUGIN_NAME = "pacer.cli.core_commands"
 def _configure_strategies(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     parser.add_argument(
-        "--decision", choices=("admission", "scheduling", "placement"), help="only strategies for this decision"
+        "--decision", choices=DECISION_KINDS, help="only strategies for this decision"
     )
 
 

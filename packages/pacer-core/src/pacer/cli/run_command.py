@@ -22,6 +22,7 @@ from pacer.controller import StrategyError
 from pacer.plugins import PluginManager, UnknownRuntimeError, UnknownStrategyError
 from pacer.report import summary_table, write_report
 from pacer.run import OVERLOAD_CHOICES, QueryRun, RunConfig, Runtime
+from pacer.scaler import parse_executors
 
 #: The runtime ``pacer run`` uses without ``--runtime`` (what the README and users run).
 DEFAULT_RUNTIME = "spark"
@@ -62,12 +63,14 @@ def traffic_value(text: str) -> float | str:
 
 
 def split_strategy_params(values: Sequence[str]) -> dict[str, dict[str, str]]:
-    """``--param admission.rho=0.5`` -> ``{"admission": {"rho": "0.5"}, "placement": {}, "scheduler": {}}``."""
-    out: dict[str, dict[str, str]] = {"admission": {}, "placement": {}, "scheduler": {}}
+    """``--param admission.rho=0.5`` -> ``{"admission": {"rho": "0.5"}, "placement": {}, "scheduler": {},
+    "scale": {}}``."""
+    out: dict[str, dict[str, str]] = {"admission": {}, "placement": {}, "scheduler": {}, "scale": {}}
     for key, value in parse_assignments(values, "--param").items():
         decision, _, name = key.partition(".")
         if decision not in out or not name:
-            raise UsageError(f"--param keys look like admission.NAME, scheduler.NAME or placement.NAME; got {key!r}")
+            raise UsageError(f"--param keys look like admission.NAME, scheduler.NAME, placement.NAME or scale.NAME; "
+                             f"got {key!r}")
         out[decision][name] = value
     return out
 
@@ -107,6 +110,17 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interval", help="the batch interval of admission static or pid, e.g. 10s, 500ms or 2 (seconds)")
     p.add_argument("--scheduler", default="fifo", help="scheduling strategy (default fifo)")
     p.add_argument("--placement", default="cpu-only", help="placement strategy (default cpu-only)")
+    p.add_argument("--scale", default="fixed",
+                   help="scaling strategy: how many executors to hold (default fixed; spark-dynamic is Spark's "
+                        "dynamic allocation, deadline pacer's deadline scaler); needs --executors")
+    p.add_argument("--executors", metavar="MIN:MAX",
+                   help="executors the scaler may hold, e.g. 1:8 (the run starts with MIN); each has "
+                        "--cores-per-executor task slots")
+    p.add_argument("--initial-executors", type=int, metavar="N",
+                   help="with --executors: executors the run starts with (default MIN; Spark's "
+                        "spark.dynamicAllocation.initialExecutors)")
+    p.add_argument("--cores-per-executor", type=int, default=1, metavar="N",
+                   help="task slots per executor, with --executors (default 1)")
     p.add_argument("--param", action="append", default=[], metavar="DECISION.KEY=VALUE",
                    help="strategy parameter, e.g. admission.rho=0.7")
     p.add_argument("--deadline", help="deadline for every query, e.g. 10s, 500ms or 10 (seconds); "
@@ -185,9 +199,29 @@ def config_from_args(args: argparse.Namespace, *, duration_default: float = DEFA
                  max_bytes=args.max_bytes)
         for workload in args.workload
     )
+    executors = None
+    if args.executors is not None:
+        try:
+            executors = parse_executors(args.executors)
+        except ValueError as exc:
+            raise UsageError(f"--executors: {exc}") from None
+        if args.cores is not None:
+            raise UsageError("--cores and --executors both size the cluster: give --executors MIN:MAX with "
+                             "--cores-per-executor N, or --cores alone")
+        if args.initial_executors is not None and not executors[0] <= args.initial_executors <= executors[1]:
+            raise UsageError(f"--initial-executors must lie within --executors {args.executors}, got "
+                             f"{args.initial_executors}")
+    elif args.initial_executors is not None:
+        raise UsageError("--initial-executors needs --executors MIN:MAX")
+    elif args.scale != "fixed" or params["scale"]:
+        raise UsageError(f"--scale {args.scale} changes the executors: give the bounds with --executors MIN:MAX")
+    if args.cores_per_executor < 1:
+        raise UsageError(f"--cores-per-executor must be >= 1, got {args.cores_per_executor}")
     return RunConfig(queries, scheduler=args.scheduler, scheduler_params=params["scheduler"], duration=duration,
                      seed=args.seed, cores=args.cores, gpus=args.gpus, partitions=args.partitions,
-                     overload=args.overload or "keep", fallback=args.fallback, monitor_interval=args.monitor_interval)
+                     overload=args.overload or "keep", fallback=args.fallback, monitor_interval=args.monitor_interval,
+                     scale=args.scale, scale_params=params["scale"], executors=executors,
+                     cores_per_executor=args.cores_per_executor, initial_executors=args.initial_executors)
 
 
 def check_strategies(config: RunConfig, pm: PluginManager) -> None:
@@ -198,6 +232,7 @@ def check_strategies(config: RunConfig, pm: PluginManager) -> None:
     try:  # every name first (admission, scheduler, placement), then the parameters
         admissions = [pm.find(q.admission, "admission") for q in config.queries]
         scheduler = pm.find(config.scheduler, "scheduling")
+        scale = pm.find(config.scale, "scaling")
         placements = [pm.find(q.placement, "placement") for q in config.queries]
         for q, admission in zip(config.queries, admissions, strict=True):
             if "interval" in q.admission_params and "interval" not in {p.name for p in admission.params}:
@@ -207,6 +242,7 @@ def check_strategies(config: RunConfig, pm: PluginManager) -> None:
             admission.resolve_params(q.admission_params)
             placement.resolve_params(q.placement_params)
         scheduler.resolve_params(config.scheduler_params)
+        scale.resolve_params(config.scale_params)
     except UnknownStrategyError as exc:
         raise UsageError(f"{exc}. Run `pacer strategies` to list them.") from None
     except ValueError as exc:

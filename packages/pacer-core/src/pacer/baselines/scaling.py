@@ -1,0 +1,81 @@
+"""Baseline scaling: ``fixed`` (the executors stay as they are) and ``spark-dynamic`` (Spark's dynamic allocation).
+
+``spark-dynamic`` on Spark hands the executors to Spark's own ``ExecutorAllocationManager`` (pacer then enacts
+nothing); in the simulator it is that manager's rule, seen at the scaler's period: while tasks wait for a slot,
+executors are added 1, 2, 4... per call (``spark.dynamicAllocation.schedulerBacklogTimeout`` and its sustained
+twin, both 1 s, are shorter than the period), never beyond what the waiting and running tasks need; an executor
+whose slots no task needed for ``idle_timeout_s`` (``spark.dynamicAllocation.executorIdleTimeout``, 60 s) leaves.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pacer.hookspecs import hookimpl
+from pacer.model import QuerySpec
+from pacer.scaling import ClusterView, QueryLoad, ScaleDecision
+from pacer.strategy import Param, StrategyContext, StrategyInfo
+
+
+@dataclass
+class DynamicState:
+    """``spark-dynamic``'s memory: the executors the next backlogged call adds, and the executors needed over time."""
+
+    to_add: int = 1
+    since: float | None = None
+    needed: deque[tuple[float, int]] = field(default_factory=deque)
+
+
+def _dynamic_state(spec: QuerySpec | None, params: Mapping[str, Any]) -> DynamicState:
+    return DynamicState()
+
+
+@hookimpl(trylast=True)
+def pacer_strategies() -> Sequence[StrategyInfo]:
+    """Declare ``fixed`` and ``spark-dynamic``."""
+    return [
+        StrategyInfo(name="fixed", provides=frozenset({"scaling"}),
+                     summary="Keep the executors the application started with (a fixed cluster; the default)"),
+        StrategyInfo(
+            name="spark-dynamic", provides=frozenset({"scaling"}),
+            summary="Spark's dynamic allocation: add executors while tasks wait, remove those idle for 60 s",
+            params=(Param("idle_timeout_s", 60.0, "seconds an executor's slots go unneeded before it leaves "
+                                                  "(spark.dynamicAllocation.executorIdleTimeout)"),),
+            state=_dynamic_state,
+        ),
+    ]
+
+
+@hookimpl(trylast=True)
+def pacer_scale(ctx: StrategyContext, queries: Sequence[QueryLoad], cluster: ClusterView,
+                now: float) -> ScaleDecision | None:
+    """Answer for ``fixed`` and ``spark-dynamic``."""
+    if ctx.chosen == "fixed":
+        return ScaleDecision(cluster.target, "fixed")
+    if ctx.chosen != "spark-dynamic":
+        return None
+    state: DynamicState = ctx.state
+    needed = max(cluster.min_executors, math.ceil(cluster.peak_tasks / cluster.cores_per_executor))
+    state.needed.append((now, needed))
+    if state.since is None:
+        state.since = now
+    idle = float(ctx.params["idle_timeout_s"])
+    while state.needed and now - state.needed[0][0] > idle:
+        state.needed.popleft()
+    target = cluster.target
+    if cluster.peak_tasks > target * cluster.cores_per_executor:  # tasks waited for a slot: ramp up
+        wanted = min(needed, target + state.to_add)
+        state.to_add *= 2
+        state.since = now  # an executor's idle clock starts when it joins
+        return ScaleDecision(wanted, f"tasks waiting ({cluster.peak_tasks} for {target * cluster.cores_per_executor}"
+                                     " slots)")
+    state.to_add = 1
+    most = max(n for _, n in state.needed)
+    if now - state.since >= idle - 1e-9 and most < target:
+        state.since = now
+        return ScaleDecision(most, f"executors idle for {idle:g} s")
+    return ScaleDecision(target, "")

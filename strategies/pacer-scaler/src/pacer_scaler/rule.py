@@ -1,0 +1,104 @@
+"""The deadline scaler's rule: the cores a query needs to meet its deadline at its rate, and when to change.
+
+A query batched so that its oldest row waits ``I`` seconds before its batch starts and the batch takes
+``T = f + k·r·I / c`` (fixed part ``f``, ``k`` core-seconds per byte, rate ``r`` bytes/s, ``c`` cores) meets its
+deadline ``D`` while ``I + T <= D``, and keeps up while ``T <= I``. The largest batch that does both exists exactly
+when the utilization ``u = k·r / c`` is at most ``1 - 2f/D``; so the fewest cores are
+``c = k·r / (1 - 2f/D)``. This is DS2's rule (true processing rate over a target utilization) with the target
+set by the deadline instead of by hand. On top: ``headroom`` for noise, the rate projected over an executor's
+start-up (capacity asked for now arrives then), and DS2's catch-up term, ``k·B / catch_up_s`` for the backlog ``B``
+beyond what the deadline lets wait. Queries sharing the executors add their cores.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pacer import ClusterView, QueryLoad, QuerySpec, ScaleDecision
+
+#: The lowest utilization the rule plans for: where the fixed part is half the deadline or more, no number of
+#: cores meets it, and the rule asks for the cores at this utilization (and says so).
+MIN_UTILIZATION = 0.05
+
+
+def utilization_limit(fixed_s: float, deadline_s: float) -> float:
+    """``1 - 2f/D``: the highest share of its cores a query may keep busy and still meet its deadline."""
+    return 1.0 - 2.0 * fixed_s / deadline_s if deadline_s > 0 else 0.0
+
+
+def cores_for(load: QueryLoad, *, headroom: float, catch_up_s: float, horizon_s: float) -> tuple[float, str]:
+    """The cores ``load``'s query needs (module docstring), and a note where the deadline is out of reach.
+
+    :param headroom: extra share for noise (0.15: 15 %).
+    :param catch_up_s: seconds to drain the backlog beyond one deadline's worth of arrivals.
+    :param horizon_s: seconds ahead the rate is projected along its trend (rising only).
+    """
+    rate = load.rate_bytes_s + max(0.0, load.trend_bytes_s2) * horizon_s
+    limit = utilization_limit(load.fixed_s, load.deadline_s)
+    note = ""
+    if limit < MIN_UTILIZATION:
+        note = f"{load.query_id}: its fixed part ({load.fixed_s:.2f} s) leaves no batch room within its deadline"
+        limit = MIN_UTILIZATION
+    steady = load.core_s_per_byte * rate * (1.0 + headroom) / limit
+    excess = max(0.0, load.backlog_bytes - load.rate_bytes_s * load.deadline_s)
+    drain = load.core_s_per_byte * excess / catch_up_s
+    cores = steady + drain
+    if cores > load.partitions:
+        note = note or f"{load.query_id}: needs {cores:.1f} cores, its batches use at most {load.partitions}"
+        cores = float(load.partitions)
+    return cores, note
+
+
+@dataclass
+class DeadlineScaler:
+    """The ``deadline`` strategy's state and decision (one per run).
+
+    :ivar wanted: ``(time, executors the rule wanted)`` over the last ``down_hold_s``.
+    :ivar since: when the record began (a scale-down needs ``down_hold_s`` of it).
+    """
+
+    wanted: deque[tuple[float, int]] = field(default_factory=deque)
+    since: float | None = None
+
+    def decide(self, queries: Sequence[QueryLoad], cluster: ClusterView, now: float,
+               params: Mapping[str, Any]) -> ScaleDecision:
+        """Up at once to what the rule needs; down only to the most it needed over the last ``down_hold_s``, once
+        the executors have not changed for as long."""
+        target = cluster.target
+        if not queries or any(q.core_s_per_byte <= 0 for q in queries):
+            return ScaleDecision(target, "measuring: a query has no measured batch yet")
+        horizon = cluster.startup_s + cluster.interval_s
+        parts = [cores_for(q, headroom=float(params["headroom"]), catch_up_s=float(params["catch_up_s"]),
+                           horizon_s=horizon) for q in queries]
+        cores = sum(c for c, _ in parts)
+        need = max(cluster.min_executors,
+                   min(cluster.max_executors, math.ceil(cores / cluster.cores_per_executor - 1e-9)))
+        notes = "; ".join(n for _, n in parts if n)
+        hold = float(params["down_hold_s"])
+        if self.since is None:
+            self.since = now
+        self.wanted.append((now, need))
+        while self.wanted and now - self.wanted[0][0] > hold:
+            self.wanted.popleft()
+        why = f"deadlines need {cores:.2f} cores" + (f" ({notes})" if notes else "")
+        if need > target:
+            self.since = now
+            return ScaleDecision(need, why)
+        most = max(n for _, n in self.wanted)
+        if most < target and now - self.since >= hold - 1e-9 and cluster.since_change_s >= hold - 1e-9:
+            self.since = now
+            return ScaleDecision(most, f"{why}, at most {most} executors over the last {hold:g} s")
+        return ScaleDecision(target, why)
+
+
+def build_state(spec: QuerySpec | None, params: Mapping[str, Any]) -> DeadlineScaler:
+    """The runtime-wide state of ``deadline`` (a scaling strategy has no per-query state)."""
+    for key in ("headroom", "catch_up_s", "down_hold_s"):
+        value = float(params[key])
+        if not (value >= 0 if key == "headroom" else value > 0):
+            raise ValueError(f"deadline scaler: {key} must be {'>= 0' if key == 'headroom' else '> 0'}, got {value}")
+    return DeadlineScaler()

@@ -1,0 +1,80 @@
+"""The deadline scaler's rule: exact values, the derivation checked against the batching it stands for, and its
+hysteresis."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pacer import ClusterView, QueryLoad
+from pacer_scaler.rule import MIN_UTILIZATION, DeadlineScaler, cores_for, utilization_limit
+
+PARAMS = {"headroom": 0.0, "catch_up_s": 60.0, "down_hold_s": 60.0}
+
+
+def _load(**kw: float) -> QueryLoad:
+    base = {"query_id": "q", "deadline_s": 10.0, "fixed_s": 1.0, "core_s_per_byte": 1e-6, "partitions": 64,
+            "rate_bytes_s": 4e6}
+    return QueryLoad(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_cores_are_the_work_rate_over_the_deadlines_utilization_limit() -> None:
+    # k·r = 4 core-s per second; 1 - 2·1/10 = 0.8 -> 5 cores; 15 % headroom -> 5.75
+    assert utilization_limit(1.0, 10.0) == pytest.approx(0.8)
+    assert cores_for(_load(), headroom=0.0, catch_up_s=60, horizon_s=0) == (pytest.approx(5.0), "")
+    assert cores_for(_load(), headroom=0.15, catch_up_s=60, horizon_s=0)[0] == pytest.approx(5.75)
+    # a rising rate projected over the start-up: 4 MB/s + 0.05 MB/s² x 20 s = 5 MB/s -> 6.25 cores
+    assert cores_for(_load(trend_bytes_s2=5e4), headroom=0.0, catch_up_s=60, horizon_s=20)[0] == pytest.approx(6.25)
+    # a backlog beyond one deadline's arrivals (40 MB) drains in catch_up_s: 100 MB -> 60 MB / 60 s = 1 core more
+    assert cores_for(_load(backlog_bytes=100_000_000), headroom=0.0, catch_up_s=60, horizon_s=0)[0] == \
+        pytest.approx(6.0)
+
+
+def test_out_of_reach_deadlines_and_partition_bound_queries_say_so() -> None:
+    cores, note = cores_for(_load(fixed_s=5.0, partitions=128), headroom=0.0, catch_up_s=60, horizon_s=0)
+    assert cores == pytest.approx(4.0 / MIN_UTILIZATION) and "leaves no batch room" in note
+    cores, note = cores_for(_load(partitions=2), headroom=0.0, catch_up_s=60, horizon_s=0)
+    assert cores == 2.0 and note == "q: needs 5.0 cores, its batches use at most 2"
+
+
+@given(k_r=st.floats(0.01, 50.0), fixed=st.floats(0.0, 4.0), deadline=st.floats(1.0, 60.0))
+def test_at_the_rules_cores_the_largest_batch_meets_the_deadline_and_keeps_up(k_r: float, fixed: float,
+                                                                               deadline: float) -> None:
+    """The derivation: with c = k·r / (1 - 2f/D), an interval I with I + T(I) <= D and T(I) <= I exists, and with
+    fewer cores none does (T(I) = f + k·r·I / c)."""
+    limit = utilization_limit(fixed, deadline)
+    if limit < MIN_UTILIZATION:
+        return
+    cores = k_r / limit
+    u = k_r / cores
+    interval = (deadline - fixed) / (1 + u)  # the largest interval whose batch completes by the deadline
+    took = fixed + u * interval
+    assert interval + took == pytest.approx(deadline) and took <= interval * (1 + 1e-9)
+    fewer = cores * 0.99
+    u = k_r / fewer
+    interval = (deadline - fixed) / (1 + u)
+    assert fixed + u * interval > interval  # the largest batch within the deadline no longer keeps up
+
+
+def _cluster(target: int, since: float = math.inf, **kw: float) -> ClusterView:
+    return ClusterView(executors=target, cores_per_executor=1, min_executors=1, max_executors=32,
+                       since_change_s=since, **kw)  # type: ignore[arg-type]
+
+
+def test_up_at_once_down_only_after_the_hold_and_to_the_most_needed_in_it() -> None:
+    s = DeadlineScaler()
+    assert s.decide([_load()], _cluster(2), 0.0, PARAMS).executors == 5  # 5 cores needed: up at once
+    low = _load(rate_bytes_s=1.6e6)  # 2 cores
+    assert s.decide([low], _cluster(5, since=5.0), 5.0, PARAMS).executors == 5  # not before the hold
+    for t in range(10, 61, 5):  # the 5 needed at t=0 is within the last 60 s up to t=60
+        assert s.decide([low], _cluster(5, since=t), float(t), PARAMS).executors == 5
+    d = s.decide([low], _cluster(5, since=65.0), 65.0, PARAMS)
+    assert d.executors == 2 and d.reason.endswith("at most 2 executors over the last 60 s")
+
+
+def test_no_measured_batch_keeps_the_executors() -> None:
+    d = DeadlineScaler().decide([_load(core_s_per_byte=0.0)], _cluster(3), 0.0, PARAMS)
+    assert d.executors == 3 and d.reason.startswith("measuring")

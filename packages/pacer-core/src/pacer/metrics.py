@@ -70,6 +70,37 @@ def gpu_operator_ratio(reports: Iterable[BatchReport]) -> float:
     return sum(ratios) / len(ratios) if ratios else 0.0
 
 
+def late_rows(rows: int, over_s: float, span_s: float) -> int:
+    """Rows of a dataset whose oldest row finished ``over_s`` seconds past its deadline, its rows spread evenly
+    over ``span_s`` seconds of arrivals (0: all at once, all late): those that arrived early enough to be late.
+
+    >>> late_rows(100, 5.0, 10.0), late_rows(100, 15.0, 10.0), late_rows(100, 0.5, 0.0)
+    (50, 100, 100)
+    """
+    if span_s <= 0.0 or over_s >= span_s:
+        return rows
+    return round(rows * over_s / span_s)
+
+
+def batch_late(report: BatchReport, deadline: float) -> tuple[int, int]:
+    """The datasets of a completed batch that finished past ``deadline``, and their rows that did (:func:`late_rows`
+    where the report has each dataset's rows; else the late datasets' even share of the batch's rows, exact for a
+    one-dataset batch or a batch entirely late)."""
+    rows = report.dataset_rows
+    exact = len(rows) == len(report.dataset_latencies)
+    spans = report.dataset_spans if len(report.dataset_spans) == len(rows) else ()
+    late = missed = 0
+    for i, (_, latency) in enumerate(report.dataset_latencies):
+        if latency > deadline:
+            late += 1
+            if exact:
+                missed += late_rows(rows[i], latency - deadline, spans[i] if spans else 0.0)
+    if late and not exact:
+        n = len(report.dataset_latencies)
+        missed = report.rows if late == n else round(report.rows * late / n)
+    return late, missed
+
+
 def series(
     reports: Sequence[BatchReport],
     arrivals: Sequence[tuple[float, int, int]],
@@ -77,8 +108,9 @@ def series(
     start: float,
     end: float,
     interval: float = 1.0,
+    deadline: float = math.inf,
 ) -> list[dict[str, Any]]:
-    """One row per monitoring interval ``[t, t + interval)`` with SPBench's columns.
+    """One row per monitoring interval ``[t, t + interval)`` with SPBench's columns, and ``late_rows``.
 
     :param reports: completed batches (assigned to the interval of their completion).
     :param arrivals: ``(time, rows, bytes)`` of each arrived dataset (the offered load).
@@ -87,7 +119,8 @@ def series(
         ``batch_interval_s`` (mean interval between admissions), ``max_latency_ms``,
         ``avg_latency_ms`` (this interval) and ``cum_avg_latency_ms`` (so far),
         ``throughput_rows_per_s`` (this interval) and ``avg_throughput_rows_per_s``
-        (so far), ``input_rows_per_s`` (the offered frequency), ``gpu_operator_ratio``.
+        (so far), ``input_rows_per_s`` (the offered frequency), ``gpu_operator_ratio``, ``late_rows`` (rows of
+        the batches completed in it that finished past ``deadline``).
     """
     if interval <= 0:
         raise ValueError("monitoring interval must be > 0")
@@ -123,6 +156,7 @@ def series(
                 "avg_throughput_rows_per_s": cum_rows / ((i + 1) * interval),
                 "input_rows_per_s": offered[i] / interval,
                 "gpu_operator_ratio": gpu_operator_ratio(bucket),
+                "late_rows": sum(batch_late(r, deadline)[1] for r in bucket),
             }
         )
     return rows_out

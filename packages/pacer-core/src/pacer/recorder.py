@@ -18,6 +18,7 @@ import math
 from collections import deque
 from collections.abc import Iterable, Sequence
 
+from pacer.metrics import batch_late
 from pacer.model import BatchReport, Dataset, QueryHistory
 from pacer.series import SeriesAccumulator
 from pacer.summary import StreamingSummary
@@ -30,18 +31,6 @@ RECENT_DATASETS = 16384
 ARRIVAL_CLOCKS = ("source-time", "first-seen")
 #: Dataset latencies kept per query for exact percentiles (8 bytes each), by default.
 LATENCY_WINDOW = 16384
-
-
-def late_rows(rows: int, over_s: float, span_s: float) -> int:
-    """Rows of a dataset whose oldest row finished ``over_s`` seconds past its deadline, its rows spread evenly
-    over ``span_s`` seconds of arrivals (0: all at once, all late): those that arrived early enough to be late.
-
-    >>> late_rows(100, 5.0, 10.0), late_rows(100, 15.0, 10.0), late_rows(100, 0.5, 0.0)
-    (50, 100, 100)
-    """
-    if span_s <= 0.0 or over_s >= span_s:
-        return rows
-    return round(rows * over_s / span_s)
 
 
 class QueryRecord:
@@ -134,26 +123,15 @@ class QueryRecord:
             self.busy_core_s += report.busy_core_s
             self.busy_batches += 1
         self.processing.add(report.processing_s)
-        rows = report.dataset_rows
-        exact = len(rows) == len(report.dataset_latencies)
-        spans = report.dataset_spans if len(report.dataset_spans) == len(rows) else ()
-        late = 0
-        for i, (_, latency) in enumerate(report.dataset_latencies):
+        for _, latency in report.dataset_latencies:
             self.latency.add(latency)
-            if latency > self.deadline:
-                late += 1
-                if exact:
-                    self.miss_rows += late_rows(rows[i], latency - self.deadline, spans[i] if spans else 0.0)
+        late, missed = batch_late(report, self.deadline)
         self.miss_datasets += late
-        if late and not exact:
-            # A report built without per-dataset rows: the late datasets' even share of the batch's rows
-            # (exact for a one-dataset batch or a batch entirely late).
-            n = len(report.dataset_latencies)
-            self.miss_rows += report.rows if late == n else round(report.rows * late / n)
+        self.miss_rows += missed
         if report.placement is not None:
             self.gpu_ratio_sum += report.placement.ran_gpu_ratio
             self.placed += 1
-        self.series.completed(report)
+        self.series.completed(report, missed)
 
     def shed(self, datasets: Sequence[Dataset]) -> None:
         """Record datasets shed (dropped unprocessed): they count as missed in the report."""

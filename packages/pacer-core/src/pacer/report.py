@@ -116,7 +116,8 @@ def _series(record: QueryRecord, *, start: float, end: float, interval: float) -
     if interval <= 0:
         raise ValueError("monitoring interval must be > 0")
     if record.complete and (end - start) / interval <= MAX_POINTS:
-        return series(list(record.reports), list(record.arrivals), start=start, end=end, interval=interval)
+        return series(list(record.reports), list(record.arrivals), start=start, end=end, interval=interval,
+                      deadline=record.deadline)
     return record.series.rows(start=start, end=end, interval=interval)
 
 

@@ -23,8 +23,10 @@ from pacer.model import BatchReport
 MAX_POINTS = 2048
 
 # Fields of a bucket (a list of floats): batches, bytes, rows, sum of batch intervals, max latency (s),
-# latency sum (s), latencies counted, offered rows, sum of GPU-operator ratios, batches with a placement.
-_BATCHES, _BYTES, _ROWS, _INTERVAL, _MAXLAT, _LATSUM, _LATN, _OFFERED, _GPU, _PLACED = range(10)
+# latency sum (s), latencies counted, offered rows, sum of GPU-operator ratios, batches with a placement, rows that
+# completed past the deadline.
+_BATCHES, _BYTES, _ROWS, _INTERVAL, _MAXLAT, _LATSUM, _LATN, _OFFERED, _GPU, _PLACED, _LATE = range(11)
+_FIELDS = 11
 
 
 class SeriesAccumulator:
@@ -49,7 +51,7 @@ class SeriesAccumulator:
         bucket = self._buckets.get(key)
         if bucket is None:
             first = not self._buckets
-            bucket = self._buckets[key] = [0.0] * 10
+            bucket = self._buckets[key] = [0.0] * _FIELDS
             self._lo = key if first else min(self._lo, key)
             self._hi = key if first else max(self._hi, key)
             while self._hi - self._lo + 1 > self.max_buckets:
@@ -82,9 +84,10 @@ class SeriesAccumulator:
         if bucket is not None:
             bucket[_OFFERED] -= rows
 
-    def completed(self, report: BatchReport) -> None:
-        """Count a completed batch in the bucket of its completion."""
+    def completed(self, report: BatchReport, late_rows: int = 0) -> None:
+        """Count a completed batch in the bucket of its completion, ``late_rows`` of its rows past the deadline."""
         b = self._bucket(report.completed_at)
+        b[_LATE] += late_rows
         b[_BATCHES] += 1
         b[_BYTES] += report.bytes
         b[_ROWS] += report.rows
@@ -109,7 +112,7 @@ class SeriesAccumulator:
         while step < self.width - 1e-12 or (end - start) / step > max_points:
             step *= 2.0
         count = max(1, math.ceil((end - start) / step - 1e-9))
-        rows = [[0.0] * 10 for _ in range(count)]
+        rows = [[0.0] * _FIELDS for _ in range(count)]
         for key, bucket in self._buckets.items():
             idx = min(count - 1, max(0, int((key * self.width - start + 1e-9 * self.width) // step)))
             into = rows[idx]
@@ -135,5 +138,6 @@ class SeriesAccumulator:
                 "avg_throughput_rows_per_s": cum_rows / ((i + 1) * step),
                 "input_rows_per_s": b[_OFFERED] / step,
                 "gpu_operator_ratio": b[_GPU] / b[_PLACED] if b[_PLACED] else 0.0,
+                "late_rows": int(b[_LATE]),
             })
         return out

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pacer import ClusterView, QueryLoad
 from pacer_scaler.rule import MIN_UTILIZATION, DeadlineScaler, cores_for, utilization_limit
 
-PARAMS = {"headroom": 0.0, "catch_up_s": 60.0, "down_hold_s": 60.0}
+PARAMS = {"headroom": 0.0, "catch_up_s": 60.0, "down_hold_s": 60.0, "down_band": 0.1, "trend_cap": 0.1}
 
 
 def _load(**kw: float) -> QueryLoad:
@@ -26,8 +26,10 @@ def test_cores_are_the_work_rate_over_the_deadlines_utilization_limit() -> None:
     assert utilization_limit(1.0, 10.0) == pytest.approx(0.8)
     assert cores_for(_load(), headroom=0.0, catch_up_s=60, horizon_s=0) == (pytest.approx(5.0), "")
     assert cores_for(_load(), headroom=0.15, catch_up_s=60, horizon_s=0)[0] == pytest.approx(5.75)
-    # a rising rate projected over the start-up: 4 MB/s + 0.05 MB/s² x 20 s = 5 MB/s -> 6.25 cores
-    assert cores_for(_load(trend_bytes_s2=5e4), headroom=0.0, catch_up_s=60, horizon_s=20)[0] == pytest.approx(6.25)
+    # a rising rate projected over the start-up: 4 MB/s + 0.02 MB/s² x 10 s = 4.2 MB/s -> 5.25 cores; a step's steep
+    # trend by at most trend_cap of the rate: 4.4 MB/s -> 5.5 cores
+    assert cores_for(_load(trend_bytes_s2=2e4), headroom=0.0, catch_up_s=60, horizon_s=10)[0] == pytest.approx(5.25)
+    assert cores_for(_load(trend_bytes_s2=1e6), headroom=0.0, catch_up_s=60, horizon_s=10)[0] == pytest.approx(5.5)
     # a backlog beyond one deadline's arrivals (40 MB) drains in catch_up_s: 100 MB -> 60 MB / 60 s = 1 core more
     assert cores_for(_load(backlog_bytes=100_000_000), headroom=0.0, catch_up_s=60, horizon_s=0)[0] == \
         pytest.approx(6.0)
@@ -73,6 +75,18 @@ def test_up_at_once_down_only_after_the_hold_and_to_the_most_needed_in_it() -> N
         assert s.decide([low], _cluster(5, since=t), float(t), PARAMS).executors == 5
     d = s.decide([low], _cluster(5, since=65.0), 65.0, PARAMS)
     assert d.executors == 2 and d.reason.endswith("at most 2 executors over the last 60 s")
+
+
+def test_a_scale_down_saving_less_than_the_band_is_not_made() -> None:
+    s = DeadlineScaler()
+    s.since = -100.0
+    # 11 held, 9.5 cores (10 executors) needed: 1 of 11 (9 %) saved, not more than the 10 % band: no change
+    assert s.decide([_load(rate_bytes_s=7.6e6)], _cluster(11), 0.0, PARAMS).executors == 11
+    # 9 needed now, but 10 within the hold: still no change; alone, 9 of 11 saves 18 %: down
+    assert s.decide([_load(rate_bytes_s=7.2e6)], _cluster(11), 0.0, PARAMS).executors == 11
+    s2 = DeadlineScaler()
+    s2.since = -100.0
+    assert s2.decide([_load(rate_bytes_s=7.2e6)], _cluster(11), 0.0, PARAMS).executors == 9
 
 
 def test_no_measured_batch_keeps_the_executors() -> None:

@@ -219,7 +219,7 @@ def runs_json(runs: Sequence[BenchRun]) -> list[dict[str, Any]]:
 
 def write_outputs(out: str | Path, name: str, runs: Sequence[BenchRun], *, summary: str = "",
                   notes: Sequence[str] = (), machine: str | None = None, sections: Sequence[Section] = (),
-                  extra: Mapping[str, Any] | None = None) -> dict[str, Path]:
+                  extra: Mapping[str, Any] | None = None, plots: Mapping[str, Any] | None = None) -> dict[str, Path]:
     """Write ``name``.json / .csv / .md, one PNG per plot and ``name``.html under ``out``.
 
     Ratios in the tables compare each run with the baseline of its group, measured in the same bench run and
@@ -230,13 +230,15 @@ def write_outputs(out: str | Path, name: str, runs: Sequence[BenchRun], *, summa
     :param sections: a scenario's own tables, written before the table of every configuration and query (the
         README's results section ends after them, ``<!-- readme:end -->``).
     :param extra: more top-level keys of the JSON (a scenario's analysis).
+    :param plots: a scenario's own figures (key -> matplotlib figure), written before the common ones.
     :return: the paths written, by kind (one per plot key, e.g. ``latency_cdf``).
     """
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     rows = table_rows(runs)
     settings = run_settings(runs, rows, machine=machine)
-    plots, skipped = figures(runs)
+    common, skipped = figures(runs)
+    plots = {**dict(plots or {}), **common}
     notes = [*notes, *skipped]
     paths: dict[str, Path] = {"json": folder / f"{name}.json"}
     paths["json"].write_text(json.dumps({"experiment": name, "summary": summary, "notes": notes,

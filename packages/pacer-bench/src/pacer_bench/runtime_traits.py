@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 #: Capabilities a scenario or a configuration may need of a runtime (``gpu`` as in ``pacer.Runtime.capabilities``).
 GPU = "gpu"
 RESOURCE_LOSS = "resource-loss"
+EXECUTORS = "executors"
 #: The runtime a scenario runs on where the asked one lacks a capability the scenario needs (and says so).
 SIMULATOR = "sim"
 #: Seconds a Spark configuration may take after its traffic ends to finish its backlog.
@@ -103,7 +104,9 @@ RUNTIME_TRAITS: dict[str, RuntimeTraits] = {
         run_options=spark_options, adapt=on_spark, machine=spark_machine,
         lacks={GPU: "placement on Spark needs a GPU and the RAPIDS Accelerator jar (--rapids-jar), and neither is "
                     "here",
-               RESOURCE_LOSS: "local Spark cannot take cores away mid-run"},
+               RESOURCE_LOSS: "local Spark cannot take cores away mid-run",
+               EXECUTORS: "pacer bench does not yet change a Spark cluster's executors (pacer cluster up, then "
+                          "attach(..., scale=...) on your own query does)"},
         jars_give=frozenset({GPU}),
     ),
 }

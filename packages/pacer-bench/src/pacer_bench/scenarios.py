@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pacer import QueryRun, RunConfig
-from pacer_bench.runtime_traits import GPU, RESOURCE_LOSS, SIMULATOR
+from pacer_bench.runtime_traits import EXECUTORS, GPU, RESOURCE_LOSS, SIMULATOR
 
 if TYPE_CHECKING:
     from pacer_bench.tables import BenchRun
@@ -43,19 +43,29 @@ class Config:
     deadline: float | None = None  # judge every query of this run against it (None: the baseline's deadline)
     overload: str = "keep"  # the Controller's overload policy: keep (measure every dataset) or shed
     tags: Mapping[str, Any] = field(default_factory=dict)  # what the configuration is, for the analysis
+    partitions: int = 2  # the most cores one batch uses
+    scale: str = "fixed"  # the scaling strategy, with executors (min, max) and the executors the run starts with
+    executors: tuple[int, int] | None = None
+    initial_executors: int | None = None
+    executor_startup: float | None = None  # simulated seconds from asking for an executor to its running
 
     @property
     def needs(self) -> frozenset[str]:
         """The runtime capabilities this configuration cannot run without (``resource-loss`` when it takes cores
-        away): the runner refuses it on a runtime that lacks one."""
-        return frozenset({RESOURCE_LOSS}) if self.resource_loss else frozenset()
+        away, ``executors`` when it scales them): the runner refuses it on a runtime that lacks one."""
+        return (frozenset({RESOURCE_LOSS}) if self.resource_loss else frozenset()) | \
+            (frozenset({EXECUTORS}) if self.executors else frozenset())
 
     def run_config(self) -> RunConfig:
         """The run this configuration is, for any runtime (fallback off: a raising strategy fails the run; the runner
         adapts it to the runtime it runs on, see :attr:`pacer_bench.runtime_traits.RuntimeTraits.adapt`)."""
-        options = {SIMULATOR: {"resource_loss": [list(self.resource_loss)]}} if self.resource_loss else {}
+        sim: dict[str, Any] = {"resource_loss": [list(self.resource_loss)]} if self.resource_loss else {}
+        if self.executor_startup is not None:
+            sim["executor_startup"] = self.executor_startup
         return RunConfig(self.queries, scheduler=self.scheduler, duration=self.duration, seed=self.seed,
-                         cores=self.cores, gpus=self.gpus, overload=self.overload, options=options)
+                         cores=self.cores, gpus=self.gpus, overload=self.overload, partitions=self.partitions,
+                         scale=self.scale, executors=self.executors, initial_executors=self.initial_executors,
+                         options={SIMULATOR: sim} if sim else {})
 
     def with_seed(self, seed: int) -> Config:
         """The same configuration with another seed."""
@@ -413,6 +423,19 @@ def _write_latency_target(out: str | Path, result: ScenarioResult) -> dict[str, 
                                 summary=result.summary, notes=result.notes, machine=result.machine)
 
 
+def _autoscale(request: Request) -> list[Config]:
+    from pacer_bench.autoscale import autoscale_configs
+
+    return autoscale_configs(request)
+
+
+def _write_autoscale(out: str | Path, result: ScenarioResult) -> dict[str, Path]:
+    """autoscale's goal lines, scaling table and plots before the common tables."""
+    from pacer_bench.autoscale import write_autoscale
+
+    return write_autoscale(out, result.runs, summary=result.summary, notes=result.notes, machine=result.machine)
+
+
 def _write_multi_query(out: str | Path, result: ScenarioResult) -> dict[str, Path]:
     """multi-query's summary and bound tables before the common ones."""
     from pacer_bench.multi_query import write_multi_query
@@ -439,6 +462,10 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("device-sweep", "Rates 64 KB/s-16 MB/s, every placement strategy (dStream Figs. 6-11)", _device_sweep,
                  needs={GPU: "compares CPU and GPU placements"}, grid=_device_grid),
         Scenario("sinusoidal", "Fixed-point vs static intervals under sinusoidal load (Das Fig. 15)", _sinusoidal),
+        Scenario("autoscale", "How many executors each scaler holds and what the deadlines pay: fixed at peak and at "
+                 "mean, Spark's dynamic allocation and pacer's deadline scaler under step, wave and spike traffic",
+                 _autoscale, write=_write_autoscale,
+                 needs={EXECUTORS: "changes a run's executors"}),
         Scenario("resource-loss", "25 % of the cores taken away mid-run (Das §5.5, Figs. 19-20)", _resource_loss),
         Scenario("latency-target", "What a latency target costs: deadlines 5/10/20 s, Spark's default trigger, "
                  "static triggers (the cheapest that meets each deadline marked) and adaptive admission, by busy core-seconds (engine time where a run did not measure them)",

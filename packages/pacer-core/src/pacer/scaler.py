@@ -27,7 +27,7 @@ log = logging.getLogger("pacer.scaler")
 #: Seconds between two scaling decisions when the caller does not say.
 DEFAULT_EVERY_S = 5.0
 #: Seconds of arrivals the input rate is measured over, and (longer) its trend.
-RATE_WINDOW_S = 10.0
+RATE_WINDOW_S = 5.0
 TREND_WINDOW_S = 30.0
 #: Recent batches whose fixed part :func:`fixed_part` takes the median of.
 FIXED_BATCHES = 20

@@ -144,7 +144,7 @@ class SimRuntime:
 
     name = "sim"
     summary = "pacer-sim's deterministic discrete-event simulator; every figure it gives is simulated"
-    capabilities = frozenset({"deterministic", "multi-query", "gpu"})
+    capabilities = frozenset({"deterministic", "multi-query", "gpu", "executors"})
     #: ``pacer run --runtime sim`` / ``pacer sim`` defaults that differ from the other runtimes'.
     defaults: Mapping[str, Any] = {"duration": 600.0}
 

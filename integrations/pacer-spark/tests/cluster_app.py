@@ -1,6 +1,6 @@
 """The driver program of ``test_cluster_standalone.py``: paced queries on a Spark standalone master.
 
-Run as ``python cluster_app.py --master spark://… --work DIR --cluster-dir DIR --phases kafka,edf,rdas,gen [--bootstrap-servers …]``,
+Run as ``python cluster_app.py --master spark://… --work DIR --cluster-dir DIR --phases kafka,edf,rdas,gen,scale [--bootstrap-servers …]``,
 in a process of its own (one SparkContext per process; the suite's own session is ``local[2]``). Every phase
 writes ``DIR/<phase>.json``. Rows pass through :func:`tag`, a ``mapInArrow`` function that runs in the executors'
 Python workers and stamps each row with what ``TaskContext`` says there (the task's FAIR pool, its stream's query
@@ -21,6 +21,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pacer
 
 TAGS = "executor STRING, pool STRING, query_id STRING, spark_batch BIGINT"
 KAFKA_ROWS_PER_ROUND, KAFKA_PARTITIONS = 200, 2
@@ -159,6 +161,73 @@ def kafka_phase(spark: Any, args: argparse.Namespace, work: Path) -> dict[str, A
             "killed": json.loads(killed.read_text()) if killed.exists() else None, "report": report, "cores": cores}
 
 
+class Alternating:
+    """A scaling strategy for the ``scale`` phase: 1 and 2 executors in turn at every call, so that pacer's enactment
+    (requestTotalExecutors, killExecutors between batches) runs several times within seconds."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    @pacer.hookimpl
+    def pacer_strategies(self) -> list[Any]:
+        return [pacer.StrategyInfo(name="alternating", provides=frozenset({"scaling"}))]
+
+    @pacer.hookimpl
+    def pacer_scale(self, ctx: Any, queries: Any, cluster: Any, now: float) -> Any:
+        if ctx.chosen != "alternating":
+            return None
+        self.calls += 1
+        return pacer.ScaleDecision(1 if self.calls % 2 else 2, f"call {self.calls}")
+
+
+def scale_phase(spark: Any, args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """Kafka -> format("pacer") (zStream) -> parquet while a scaling strategy removes and adds an executor every 4 s;
+    the output read back, the report's scaling section and Spark's own record of the executors."""
+    import pacer_spark
+    from pacer.plugins import get_plugin_manager
+    from pacer_kafka.testing import new_topic, produce_numbered
+
+    servers = args.bootstrap_servers
+    topic = new_topic(servers, "scale", KAFKA_PARTITIONS)
+    out = work / "scale-out"
+    pm = get_plugin_manager()
+    pm.register(Alternating())
+    wait_for_executors(spark, 2)
+    began = time.time()
+    pacer = pacer_spark.attach(spark, admission="zstream", deadline="4s", scale="alternating", executors=(1, 2),
+                               initial_executors=2, scale_every=4.0, plugin_manager=pm,
+                               checkpoint_root=str(work / "pacer-scale"))
+    produced = 0
+    try:
+        frame = (spark.readStream.format("pacer").option("pacer.source", "kafka").option("kafka.bootstrap.servers",
+                 servers).option("subscribe", topic).option("startingOffsets", "earliest").load()
+                 .selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value"))
+        query = (tagged(frame, str(work), "scale", 0.3).writeStream.queryName("scale_cluster").format("parquet")
+                 .option("path", str(out)).option("checkpointLocation", str(work / "ck-scale")).start())
+        for _ in range(30):
+            produce_numbered(servers, topic, produced, KAFKA_ROWS_PER_ROUND, KAFKA_PARTITIONS)
+            produced += KAFKA_ROWS_PER_ROUND
+            time.sleep(1.0)
+        deadline = time.monotonic() + 150
+        while rows_done(query) < produced and query.exception() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        error = query.exception()
+        report = pacer.report({"test": "cluster-scale"})
+        query.stop()
+    finally:
+        pacer.stop()
+    ended = time.time()
+    convert = spark.sparkContext._jvm.scala.jdk.javaapi.CollectionConverters
+    listed = convert.asJava(spark.sparkContext._jsc.sc().statusStore().executorList(False))
+    spans = [{"id": str(e.id()), "added": int(e.addTime().getTime()) / 1000.0,
+              "removed": int(e.removeTime().get().getTime()) / 1000.0 if e.removeTime().isDefined() else None}
+             for e in listed if str(e.id()) != "driver"]
+    rows = spark.read.parquet(str(out)).select("key", "value").collect() if out.exists() else []
+    return {"produced": produced, "keys": sorted(int(r.key) for r in rows),
+            "values_match": all(r.value == f"record-{r.key}" for r in rows), "error": str(error) if error else None,
+            "report": report, "spans": spans, "began": began, "ended": ended}
+
+
 def put_csv(folder: Path, index: int) -> None:
     """One CSV file of SCHEDULE_ROWS rows, moved into ``folder`` whole."""
     staging = folder.parent / f".{folder.name}-{index}.csv"
@@ -245,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--master", required=True)
     parser.add_argument("--work", required=True)
-    parser.add_argument("--phases", default="kafka,edf,rdas,gen")
+    parser.add_argument("--phases", default="kafka,edf,rdas,gen,scale")
     parser.add_argument("--bootstrap-servers")
     parser.add_argument("--cluster-dir", required=True, help="the folder of `pacer cluster up` (its secret)")
     args = parser.parse_args(argv)
@@ -273,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     for phase in args.phases.split(","):
         started = time.monotonic()
         result = (kafka_phase(spark, args, work) if phase == "kafka" else gen_phase(spark, work) if phase == "gen"
-                  else schedule_phase(spark, phase, work))
+                  else scale_phase(spark, args, work) if phase == "scale" else schedule_phase(spark, phase, work))
         result["seconds"] = time.monotonic() - started
         (work / f"{phase}.json").write_text(json.dumps(result, default=str))
         print(f"phase {phase}: {result['seconds']:.1f} s", flush=True)

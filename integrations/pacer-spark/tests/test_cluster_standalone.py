@@ -9,7 +9,9 @@ on the cluster; this module watches it and, in the Kafka phase, kills the execut
 - three paced queries under EDF: no two queries' tasks ever overlap in the executors (one batch at a time), and the
   batches that waited together ran earliest deadline first;
 - the same under RDAS: every task runs, in an executor, in the FAIR pool the gate gave its batch (``TaskContext``);
-- two ``pacer-gen`` queries whose readers run in the executors' Python workers: nothing lost, nothing twice.
+- two ``pacer-gen`` queries whose readers run in the executors' Python workers: nothing lost, nothing twice;
+- Kafka -> ``format("pacer")`` -> parquet while a scaling strategy removes and adds an executor every 4 s (pacer's
+  enactment: ``requestTotalExecutors``, ``killExecutors`` between batches): every record once.
 
 The pacer jar reaches what needs it with no step of the user's: ``attach()`` loads it into the driver, the only JVM
 that runs pacer's classes (the executors run the wrapped source's tasks); ``spark.jars`` holds the Kafka connector
@@ -195,6 +197,31 @@ def test_pacer_gen_readers_on_executors_lose_nothing(cluster_run: Path) -> None:
     for query_id, q in result["queries"].items():
         assert q["datasets_in"] == q["datasets_processed"] == 8, (query_id, q)
         assert q["rows_in"] == q["rows_processed"] > 0, (query_id, q)
+
+
+def test_executors_scaled_down_and_up_between_batches_lose_and_repeat_no_record(cluster_run: Path) -> None:
+    result = phase(cluster_run, "scale")
+    assert result["error"] is None, result["error"]
+    assert result["keys"] == list(range(result["produced"])), "some record is missing or written twice"
+    assert result["values_match"]
+    scaling = result["report"]["scaling"]
+    assert scaling["strategy"] == "alternating"
+    downs = [c for c in scaling["changes"] if c["to"] < c["from"]]
+    ups = [c for c in scaling["changes"] if c["to"] > c["from"]]
+    assert len(downs) >= 2 and len(ups) >= 2, scaling["changes"]
+    # each removal was made between batches (no admitted batch running), and Spark removed the executors it named
+    assert len(scaling["removals"]) >= 2 and all(r["between_batches"] for r in scaling["removals"]), scaling["removals"]
+    removed = {e for r in scaling["removals"] for e in r["executors"]}
+    gone = {s["id"] for s in result["spans"] if s["removed"] is not None and s["removed"] >= result["began"]}
+    assert removed <= gone, (removed, result["spans"])
+    # executors came back after each removal (the Worker started new ones at pacer's request)
+    added = [s for s in result["spans"] if s["added"] > result["began"]]
+    assert len(added) >= 2, result["spans"]
+    # the executors over time went 2 -> 1 -> 2 at least twice, and fewer core-seconds were held than two the whole run
+    running = [point[1] for point in scaling["executors"]]
+    assert running.count(1) >= 1 and running[0] == 2, scaling["executors"]
+    span = result["ended"] - result["began"]
+    assert result["report"]["cost"]["allocated_core_s"] < 2 * span, (result["report"]["cost"], span)
 
 
 def test_pacer_cluster_up_serves_two_workers_and_refuses_a_second_start(spark_cluster: Any) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from pacer.plugins import PluginManager
+from pacer.scaler import parse_executors
 from pacer_spark.options import parse_seconds
 
 #: Seconds a sink-done batch waits for its progress event before it is completed without one.
@@ -74,6 +75,14 @@ def _duration_conf(key: str, keyword: str) -> dict[str, _Conf]:
     return _conf(key, _seconds(CONF_PREFIX + key), _not_none, _seconds(keyword))
 
 
+def _executor_bounds(value: Any) -> tuple[int, int]:
+    """``executors=(1, 3)`` or ``"1:3"`` as :func:`~pacer_spark.attach` takes it."""
+    if isinstance(value, str):
+        return parse_executors(value)
+    low, high = (int(v) for v in value)
+    return parse_executors(f"{low}:{high}")
+
+
 def _params(decision: str) -> dict[str, _Conf]:
     """Field metadata: the strategy parameters ``spark.pacer.param.<decision>.<name>``."""
     return {"conf": _Conf(lambda spark: conf_params(spark, decision))}
@@ -125,6 +134,12 @@ class PacerConfig:
     :ivar overload: ``keep`` or ``shed`` (conf ``overload``).
     :ivar paced: pace every ``format("pacer")`` query of the session (builds and loads the JVM source).
     :ivar progress_timeout: seconds after a sink's end when a batch without a progress event is completed.
+    :ivar scale: the scaling strategy: ``fixed`` (the default: the executors stay), ``deadline`` (pacer-scaler),
+        ``spark-dynamic`` (Spark's dynamic allocation); conf ``scale``, its parameters ``param.scale.<name>``.
+    :ivar executors: ``(min, max)`` executors a scaler may hold (``"1:3"`` as a conf, ``scale.executors``); the
+        session starts with ``min`` (or ``scale.initial``).
+    :ivar initial_executors: executors at the start (conf ``scale.initial``; None: ``min``).
+    :ivar scale_every: seconds between scaling decisions (conf ``scale.every``).
     :raises ValueError: for a deadline <= 0 or a concurrency < 1.
     """
 
@@ -147,14 +162,26 @@ class PacerConfig:
     overload: str = field(default="keep", metadata=_conf("overload"))
     paced: bool = True
     progress_timeout: float = DEFAULT_PROGRESS_TIMEOUT_S
+    scale: str = field(default="fixed", metadata=_conf("scale"))
+    scale_params: Mapping[str, Any] = field(default_factory=_empty, metadata=_params("scale"))
+    executors: tuple[int, int] | None = field(default=None, metadata=_conf("scale.executors", parse_executors,
+                                                                         _not_none, _executor_bounds))
+    initial_executors: int | None = field(default=None, metadata=_conf("scale.initial", int, _not_none))
+    scale_every: float = field(default=5.0, metadata=_conf("scale.every", float))
 
     def __post_init__(self) -> None:
-        for name in ("admission_params", "scheduler_params", "placement_params"):
+        for name in ("admission_params", "scheduler_params", "placement_params", "scale_params"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
         if self.deadline is not None and not self.deadline > 0:
             raise ValueError(f"deadline must be > 0 seconds, got {self.deadline}; omit it to use each window's slide")
         if self.concurrency < 1:
             raise ValueError(f"gate concurrency must be >= 1, got {self.concurrency}")
+        if self.scale != "fixed" and self.executors is None:
+            raise ValueError(f"scale={self.scale!r} changes the executors: give their bounds, executors=(min, max) "
+                             "(conf spark.pacer.scale.executors=MIN:MAX)")
+        if self.executors is not None and self.initial_executors is not None and \
+                not self.executors[0] <= self.initial_executors <= self.executors[1]:
+            raise ValueError(f"initial executors {self.initial_executors} outside executors {self.executors}")
         if self.decide_timeout is not None and not self.decide_timeout > 0:
             raise ValueError(f"decide timeout must be > 0 seconds, got {self.decide_timeout}")
 
@@ -190,8 +217,9 @@ class PacerConfig:
         return cls(**values)
 
     def strategies(self) -> dict[str, str]:
-        """Decision -> the strategy it names: ``admission``, ``scheduling``, ``placement``."""
-        return {"admission": self.admission, "scheduling": self.scheduler, "placement": self.placement}
+        """Decision -> the strategy it names: ``admission``, ``scheduling``, ``placement``, ``scaling``."""
+        return {"admission": self.admission, "scheduling": self.scheduler, "placement": self.placement,
+                "scaling": self.scale}
 
 
 __all__ = ["CONF_PREFIX", "PacerConfig", "conf", "conf_params"]

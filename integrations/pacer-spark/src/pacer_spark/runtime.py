@@ -32,13 +32,15 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from pacer import Controller, Devices, OperatorDAG, QuerySpec
 from pacer.plugins import get_plugin_manager
+from pacer.scaler import Scaler
 from pacer_spark.checkpoint import clear_interrupted_first_batch
 from pacer_spark.config import PacerConfig
 from pacer_spark.driver.clock import PinnedClock
 from pacer_spark.driver.listener import ProgressListener
 from pacer_spark.driver.loop import Driver
 from pacer_spark.driver.pools import DEFAULT_LADDER
-from pacer_spark.jvm import jar, status_store, stream_query, task_time
+from pacer_spark.driver.scaling import ExecutorScaling
+from pacer_spark.jvm import executor_requests, jar, status_store, stream_query, task_time
 from pacer_spark.options import OPT_ADDRESS, OPT_QUERY, OPT_TIMEOUT, parse_seconds
 from pacer_spark.paced.service import PacedQueries
 from pacer_spark.plan.dag import dag_from_plan, rapids_loaded, spark_dag
@@ -87,10 +89,12 @@ class PacerSession:
         self.enactment = Enactment(spark)  # placements to RAPIDS confs; explainOnly: RAPIDS' plan checked
         #: the core-seconds each query's tasks executed (pacer's listener on Spark's bus; None: not measured)
         self.task_time = _task_time(spark)
+        #: the executors' scaler (None: scale "fixed" without bounds; "spark-dynamic": Spark's own manager)
+        self.scaling = _scaling(spark, config, self.pm)
         self.driver = Driver(self.controller, self.clock, self.replay, concurrency=config.concurrency,
                              gate_timeout=config.gate_timeout, fair=self.fair, progress_timeout=config.progress_timeout,
                              enactment=self.enactment, cores=None if config.cores else self._task_slots,
-                             task_time=self.task_time)
+                             task_time=self.task_time, scaling=self.scaling)
         self.lock = self.driver.guard.lock
         self.schedule_gate = self.driver.gate
         #: the session's ``format("pacer")`` queries (None: not paced); connected to the JVM below, once listening.
@@ -362,10 +366,16 @@ class PacerSession:
         executors = status_store.query_executors(self.spark)  # Py4J calls to Spark's status store: outside the Controller's lock
         allocated = status_store.allocated_core_s(self.spark, self.started_at, end)
         self.driver.settle_busy()
+        extra: dict[str, Any] = {}
         with self.driver.books() as books:
+            if self.scaling is not None:
+                extra["scaling"] = self.scaling.report()
+            elif self.config.scale == "spark-dynamic":
+                extra["scaling"] = {"strategy": "spark-dynamic", "enacted_by": "Spark's dynamic allocation"}
             return books.report(runtime="spark", config=dict(config or {}), start=self.started_at, end=end,
                                 interval=interval, allocated_core_s=allocated,
-                                extra={"spark": {**self.observer.spark_section(books), "executors": executors}})
+                                extra={"spark": {**self.observer.spark_section(books), "executors": executors},
+                                       **extra})
 
     def stop(self, *, timeout: float = 10.0) -> None:
         """Stop every query this session started (each between batches when it can), the listener and the server."""
@@ -412,8 +422,9 @@ def attach(spark: SparkSession, **options: Any) -> PacerSession:
     ``placement`` (strategy names), ``deadline`` (seconds, or ``"10s"``), ``fallback``, ``admission_params``,
     ``scheduler_params``, ``placement_params`` (mappings), ``cores``, ``gpus``, ``concurrency``,
     ``gate_timeout``, ``operator_metrics`` (default true), ``plugin_manager``, ``checkpoint_root``,
-    ``overload``, ``paced`` (default true) and ``progress_timeout`` (seconds after a sink's end when a batch
-    whose trigger never reported is completed; default 10).
+    ``overload``, ``paced`` (default true), ``progress_timeout`` (seconds after a sink's end when a batch
+    whose trigger never reported is completed; default 10), and the executors' scaling: ``scale`` (a strategy name),
+    ``executors`` (``(min, max)``), ``initial_executors``, ``scale_params``, ``scale_every``.
 
     With ``paced`` (the default) every ``spark.readStream.format("pacer")`` query of the session is paced
     by it (see :mod:`pacer_spark.paced.service`): the JVM source is built (javac, cached per Spark version) and
@@ -424,12 +435,16 @@ def attach(spark: SparkSession, **options: Any) -> PacerSession:
     (cpu-only), ``spark.pacer.deadline`` (e.g. ``10s``; default each window's slide),
     ``spark.pacer.fallback`` (true: a raising strategy falls back to its baseline),
     ``spark.pacer.param.<admission|scheduler|placement>.<name>``, ``spark.pacer.cores``,
-    ``spark.pacer.gpus``, ``spark.pacer.gate.concurrency`` (1: batches run one at a time in the
+    ``spark.pacer.gpus``, ``spark.pacer.scale`` (``fixed``; ``deadline``, ``spark-dynamic``) with
+    ``spark.pacer.scale.executors`` (``MIN:MAX``), ``spark.pacer.scale.initial``, ``spark.pacer.scale.every`` (5 s)
+    and ``spark.pacer.param.scale.<name>``, ``spark.pacer.gate.concurrency`` (1: batches run one at a time in the
     scheduler's order), ``spark.pacer.gate.timeout`` (60 s), ``spark.pacer.overload`` (``keep``: only
     report an overload; ``shed``: drop the datasets an overloaded ``pacer-gen`` query can no longer serve
     within its deadline, counted. A ``format("pacer")`` source reads every offset: it never sheds).
 
     :raises UnsupportedSessionError: for a Spark Connect session (no Py4J: see :mod:`pacer_spark.session_kind`).
+    :raises ScalingRefused: for a ``scale`` this session cannot enact (local mode; Spark's dynamic allocation on for a
+        pacer strategy, off for ``spark-dynamic``), naming what to do.
     :raises UnknownStrategyError: for a strategy no installed plugin provides.
     :raises ValueError: for a deadline <= 0 or a malformed value.
     :raises TypeError: for an unknown keyword.
@@ -450,6 +465,30 @@ def attach(spark: SparkSession, **options: Any) -> PacerSession:
     session = PacerSession(spark, replace(config, plugin_manager=pm))
     _ATTACHED[id(spark)] = session
     return session
+
+
+def _scaling(spark: SparkSession, config: PacerConfig, pm: Any) -> ExecutorScaling | None:
+    """The session's executor scaling (:mod:`pacer_spark.driver.scaling`): None for ``fixed`` without bounds and for
+    ``spark-dynamic`` (Spark's own dynamic allocation changes them then).
+
+    :raises ScalingRefused: where the session cannot scale (local mode; dynamic allocation on for a pacer
+        strategy, or off for ``spark-dynamic``), naming what to do.
+    """
+    if config.scale == "fixed" and config.executors is None:
+        return None
+    refusal = executor_requests.scaling_refusal(spark, config.scale)
+    if refusal is not None:
+        raise executor_requests.ScalingRefused(refusal)
+    if config.scale == "spark-dynamic":
+        return None
+    assert config.executors is not None  # PacerConfig refuses a scale without bounds
+    cores = int(spark.conf.get("spark.executor.cores", "1") or 1)
+    scaler = Scaler(config.scale, config.scale_params, plugin_manager=pm, executors=config.executors,
+                    initial=config.initial_executors, cores_per_executor=cores, every_s=config.scale_every,
+                    fallback=config.fallback)
+    scaling = ExecutorScaling(scaler, spark)
+    scaling.start()
+    return scaling
 
 
 #: id(SparkSession) -> the PacerSession attached to it and not stopped (the session object is kept alive by it)

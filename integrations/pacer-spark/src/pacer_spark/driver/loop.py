@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pacer import Controller, MicroBatch, OperatorMetric, QuerySpec
+from pacer.scaler import ScalingError
 from pacer_spark.driver.books import Books
 from pacer_spark.driver.clock import PinnedClock
 from pacer_spark.driver.completion import BatchCompletion, SinkDone
@@ -35,6 +36,7 @@ from pacer_spark.driver.replay import ReplayGuard
 from pacer_spark.jvm.progress import TriggerProgress
 
 if TYPE_CHECKING:
+    from pacer_spark.driver.scaling import ExecutorScaling
     from pacer_spark.jvm.task_time import TaskTime
     from pacer_spark.plan.enact import Enacted, Enactment
 
@@ -136,8 +138,10 @@ class Driver:
     def __init__(self, controller: Controller, clock: PinnedClock, replay: ReplayGuard, *, concurrency: int,
                  gate_timeout: float, fair: bool, progress_timeout: float,
                  enactment: Enactment | None = None, cores: Callable[[], int | None] | None = None,
-                 task_time: TaskTime | None = None) -> None:
+                 task_time: TaskTime | None = None, scaling: ExecutorScaling | None = None) -> None:
         self.controller = controller
+        #: the executors' scaler (None: the executors are the cluster manager's alone)
+        self.scaling = scaling
         self.cores = cores
         self._cores_seen_at: float | None = None
         self.clock = clock
@@ -167,6 +171,7 @@ class Driver:
         with self.guard.held() as held:
             books = self._books(held)
             self.follow_cores(held)
+            self.follow_scale(held)
             if not ask.report(books):
                 held.notify_all()
                 return None
@@ -247,6 +252,19 @@ class Driver:
             return
         if self.controller.resize(cores):
             log.info("pacer: Spark now has %d task slots (was %d); the Controller plans for them", cores, before)
+
+    def follow_scale(self, held: Held) -> None:
+        """The scaling strategy's turn, between admissions (:mod:`pacer_spark.driver.scaling`): executors are
+        removed only while no admitted batch is running, and none is admitted while they are."""
+        held.check()
+        if self.scaling is None:
+            return
+        try:
+            self.scaling.follow(self.controller, batches_running=bool(self.controller.pending()))
+        except ScalingError:
+            raise
+        except Exception as exc:  # the cluster manager refused or the JVM is stopping: the executors stay
+            log.warning("pacer: scaling the executors failed (%s: %s); they stay as they are", type(exc).__name__, exc)
 
     def admit(self, held: Held, query_id: str, *, drain: bool = False) -> MicroBatch | None:
         """Ask the query's admission strategy (nothing while its previous batch runs); with ``drain``

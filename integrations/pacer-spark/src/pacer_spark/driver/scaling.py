@@ -1,0 +1,123 @@
+"""The fourth decision on Spark: the session's :class:`pacer.scaler.Scaler`, asked between admissions, enacted
+through the cluster manager (:mod:`pacer_spark.jvm.executor_requests`).
+
+The driver calls :meth:`ExecutorScaling.follow` under its lock at every ask, before the ask's admission; it reads
+Spark's executors and asks the strategy only once its period passed (or while a removal waits). More executors
+are asked for at once (``requestTotalExecutors``). Fewer are called off first where
+they have not started (``requestTotalExecutors`` with the lower total), then removed only between batches: while any admitted batch
+of a paced query has not completed, the removal waits (the driver's lock keeps the next batch from being admitted
+while it is made), at most :data:`REMOVAL_TIMEOUT_S`, after which only executors running no task are removed. The
+start-up time the strategy sees is the last one observed from a request to the executors running.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pacer.scaler import Scaler
+from pacer_spark.jvm import executor_requests
+from pacer_spark.jvm.executor_requests import LiveExecutor
+
+log = logging.getLogger("pacer_spark.driver.scaling")
+
+#: Seconds a removal waits for the running batches before it takes only executors running no task.
+REMOVAL_TIMEOUT_S = 30.0
+#: Seconds an executor is taken to need to start before one was seen to (a standalone worker: a few).
+DEFAULT_STARTUP_S = 10.0
+
+
+class ExecutorScaling:
+    """A scaling strategy run on a Spark session (module docstring).
+
+    :param scaler: the strategy's runner (bounds, cores per executor, period, record).
+    :param spark: the session whose executors change.
+    :param clock: seconds, monotonic (the Controller's clock).
+    :param live: reads the active executors (default: Spark's status store).
+    :param request: asks for a total of executors; ``kill`` removes named ones (defaults: the JVM calls).
+    :ivar target: the executors the strategy wants now (the cluster manager's target too).
+    :ivar removal_since: when a removal still to be made was decided (None: none waits).
+    """
+
+    def __init__(self, scaler: Scaler, spark: Any, *, clock: Callable[[], float] = time.monotonic,
+                 live: Callable[[], list[LiveExecutor] | None] | None = None,
+                 request: Callable[[int], bool] | None = None, kill: Callable[[list[str]], bool] | None = None) -> None:
+        self.scaler = scaler
+        self.clock = clock
+        self.started = clock()
+        self._live = live or (lambda: executor_requests.live_executors(spark))
+        self._request = request or (lambda n: executor_requests.request_total(spark, n))
+        self._kill = kill or (lambda ids: executor_requests.kill(spark, ids))
+        self.target = scaler.initial
+        self.startup_s = DEFAULT_STARTUP_S
+        self._asked_at: float | None = None
+        self.removal_since: float | None = None
+        self.removed: list[dict[str, Any]] = []
+
+    def start(self) -> None:
+        """Ask for the initial executors, and let any beyond them go (no batch has run yet)."""
+        self._request(self.target)
+        self._asked_at = self.clock()
+        live = self._live() or []
+        if len(live) > self.target:
+            self._remove(live, len(live) - self.target, idle_only=False)
+        self._observe(len(live[: self.target]) if live else 0)
+
+    def follow(self, controller: Any, *, batches_running: bool) -> None:
+        """The driver's turn (under its lock, between admissions): ask the strategy when due, then enact."""
+        now = self.clock()
+        if not self.scaler.due(now - self.started) and self.removal_since is None:
+            return
+        live = self._live()
+        if live is None:
+            return
+        running = len(live)
+        if self._asked_at is not None and running >= self.target:
+            if running > 0 and now > self._asked_at:
+                self.startup_s = now - self._asked_at
+            self._asked_at = None
+        if self.scaler.due(now - self.started):
+            pending = max(0, self.target - running)
+            removing = max(0, running - self.target)
+            wanted = self.scaler.decide(controller, running=running, pending=pending, removing=removing,
+                                        startup_s=self.startup_s, peak_tasks=sum(e.active_tasks for e in live),
+                                        now=now - self.started)
+            if wanted != self.target:
+                self._request(wanted)  # fewer: executors asked for and not started are called off first
+                if wanted > self.target:
+                    self._asked_at = now
+                    self.removal_since = None
+                elif self.removal_since is None:
+                    self.removal_since = now
+                self.target = wanted
+        if running > self.target and self.removal_since is not None:
+            timed_out = now - self.removal_since >= REMOVAL_TIMEOUT_S
+            if not batches_running or timed_out:
+                self._remove(live, running - self.target, idle_only=batches_running)
+        self._observe(running)
+
+    def _remove(self, live: list[LiveExecutor], count: int, *, idle_only: bool) -> None:
+        """Remove ``count`` executors, the newest first (only those running no task when ``idle_only``)."""
+        chosen = [e.id for e in reversed(live) if not idle_only or e.active_tasks == 0][:count]
+        if not chosen:
+            return
+        self._kill(chosen)
+        self._request(self.target)  # Spark lowers its target by the executors killed: set it to the strategy's
+        at = self.clock() - self.started
+        self.removed.append({"at": round(at, 3), "executors": chosen, "between_batches": not idle_only})
+        log.info("pacer: removed executor(s) %s (scaling strategy %r)", ", ".join(chosen), self.scaler.name)
+        if len(live) - len(chosen) <= self.target:
+            self.removal_since = None
+
+    def _observe(self, running: int) -> None:
+        self.scaler.observe(self.clock() - self.started, running=running, held=max(running, self.target))
+
+    def report(self) -> dict[str, Any]:
+        """The report's ``scaling`` section: the strategy's record, the start-up last observed, each removal."""
+        end = self.clock() - self.started
+        return {**self.scaler.report(0.0, end), "startup_s": round(self.startup_s, 3), "removals": list(self.removed)}
+
+
+__all__ = ["REMOVAL_TIMEOUT_S", "ExecutorScaling"]

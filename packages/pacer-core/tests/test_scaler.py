@@ -150,3 +150,6 @@ def test_hook_pacer_scale_sees_every_query_and_the_cluster_and_its_answer_is_cla
     wants.executors = 0
     assert scaler.decide(c, running=6, now=8.0) == 2
     assert [(ch["from"], ch["to"], ch["reason"]) for ch in scaler.changes] == [(3, 6, "planted"), (6, 2, "planted")]
+    priced = scaler.report(0.0, 20.0)["changes"]
+    # 3 -> 6 executors of 4 cores for 5 s costs 60 core-s; 6 -> 2 for the last 12 s saves 192
+    assert [c["core_s_saved"] for c in priced] == [-60.0, 192.0]

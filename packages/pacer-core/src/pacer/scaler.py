@@ -212,6 +212,17 @@ class Scaler:
                 total += held * self.cores_per_executor * (b - a)
         return total
 
+    def _priced(self, end: float) -> list[dict[str, Any]]:
+        """Each change with ``core_s_saved``: the cores it let go (negative: took on) times the seconds until the
+        next change or ``end``, what it saved against keeping the executors as they were."""
+        out = []
+        for i, change in enumerate(self.changes):
+            until = self.changes[i + 1]["at"] if i + 1 < len(self.changes) else end
+            held_for = max(0.0, until - change["at"])
+            saved = (change["from"] - change["to"]) * self.cores_per_executor * held_for
+            out.append({**change, "core_s_saved": round(saved, 3)})
+        return out
+
     def report(self, start: float, end: float) -> dict[str, Any]:
         """The report's ``scaling`` section."""
         return {
@@ -219,7 +230,7 @@ class Scaler:
             "min_executors": self.min_executors, "max_executors": self.max_executors, "initial_executors": self.initial,
             "cores_per_executor": self.cores_per_executor,
             "executors": [[round(t, 6), running, held] for t, running, held in self.timeline],
-            "changes": list(self.changes), "reconfigurations": len(self.changes), "fallbacks": self.fallbacks,
+            "changes": self._priced(end), "reconfigurations": len(self.changes), "fallbacks": self.fallbacks,
             "allocated_core_s": round(self.held_core_s(start, end), 6),
         }
 

@@ -225,7 +225,8 @@ def run_configuration(spark: Any, config: RunConfig, pm: PluginManager, *, label
     session = pacer_spark.attach(
         spark, scheduler=config.scheduler, scheduler_params=config.scheduler_params, fallback=config.fallback,
         plugin_manager=pm, checkpoint_root=options.get("checkpoint"), overload=config.overload,
-        cores=config.cores, gpus=config.gpus, paced=kafka,
+        cores=config.cores, gpus=config.gpus, paced=kafka, scale=config.scale, scale_params=config.scale_params,
+        executors=config.executors, initial_executors=config.initial_executors,
     )
     ids = config.query_ids()
     queries = [{**q.as_dict(), "query_id": qid} for qid, q in zip(ids, config.queries, strict=True)]

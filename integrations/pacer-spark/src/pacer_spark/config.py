@@ -75,6 +75,11 @@ def _duration_conf(key: str, keyword: str) -> dict[str, _Conf]:
     return _conf(key, _seconds(CONF_PREFIX + key), _not_none, _seconds(keyword))
 
 
+#: The admission a stated deadline gets when none is named: zStream forms a batch when its predicted completion
+#: reaches the deadline, taking the data that still meets it (the fewest, largest batches that keep the target).
+DEADLINE_ADMISSION = "zstream"
+
+
 def _executor_bounds(value: Any) -> tuple[int, int]:
     """``executors=(1, 3)`` or ``"1:3"`` as :func:`~pacer_spark.attach` takes it."""
     if isinstance(value, str):
@@ -112,7 +117,11 @@ def _empty() -> Mapping[str, Any]:
 class PacerConfig:
     """Everything a :class:`~pacer_spark.runtime.PacerSession` is built with (:func:`~pacer_spark.attach`'s keywords).
 
-    :ivar admission: the default admission strategy of a registered query (conf ``admission``).
+    :ivar admission: the default admission strategy of a registered query (conf ``admission``); left out, it is
+        :data:`DEADLINE_ADMISSION` where a deadline is stated (pacer meets it with the fewest batches), else
+        ``asap`` (Spark's default trigger).
+    :ivar admission_source: how :attr:`admission` was chosen: ``given`` (a keyword or conf), ``deadline default``
+        or ``default``.
     :ivar scheduler: the scheduling strategy (conf ``scheduler``).
     :ivar placement: the default placement strategy of a registered query (conf ``placement``).
     :ivar deadline: seconds (``"10s"`` given to :meth:`from_spark` is parsed); None: each window's slide
@@ -144,6 +153,7 @@ class PacerConfig:
     """
 
     admission: str = field(default="asap", metadata=_conf("admission"))
+    admission_source: str = "given"
     scheduler: str = field(default="fifo", metadata=_conf("scheduler"))
     placement: str = field(default="cpu-only", metadata=_conf("placement"))
     deadline: float | None = field(default=None, metadata=_duration_conf("deadline", "deadline"))
@@ -214,6 +224,10 @@ class PacerConfig:
                 values[name] = source.parse(value)
             elif (read := source.read(spark)) is not None:
                 values[name] = read
+        if "admission" not in values:
+            stated = values.get("deadline") is not None
+            values["admission"] = DEADLINE_ADMISSION if stated else "asap"
+            values["admission_source"] = "deadline default" if stated else "default"
         return cls(**values)
 
     def strategies(self) -> dict[str, str]:
@@ -222,4 +236,4 @@ class PacerConfig:
                 "scaling": self.scale}
 
 
-__all__ = ["CONF_PREFIX", "PacerConfig", "conf", "conf_params"]
+__all__ = ["CONF_PREFIX", "DEADLINE_ADMISSION", "PacerConfig", "conf", "conf_params"]

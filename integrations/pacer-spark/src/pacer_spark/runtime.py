@@ -460,6 +460,11 @@ def attach(spark: SparkSession, **options: Any) -> PacerSession:
                            "first one, or attach to spark.newSession()")
     config = PacerConfig.from_spark(spark, **options)
     pm = config.plugin_manager or get_plugin_manager()
+    if config.admission_source == "deadline default" and not pm.provides(config.admission, "admission"):
+        log.warning("pacer: a deadline is stated and no admission named; %r (pacer's default for a deadline) is not "
+                    "installed, so Spark's default trigger (asap) paces the queries: pip install pacer-zstream, or "
+                    "name one (admission=..., spark.pacer.admission)", config.admission)
+        config = replace(config, admission="asap", admission_source="default (zstream not installed)")
     for decision, name in config.strategies().items():
         pm.find(name, decision)  # fail now, with the list of installed strategies
     session = PacerSession(spark, replace(config, plugin_manager=pm))

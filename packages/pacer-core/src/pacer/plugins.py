@@ -193,6 +193,10 @@ class PluginManager(pluggy.PluginManager):
         )
         return ", ".join(names) or "none"
 
+    def provides(self, name: str, decision: str) -> bool:
+        """Whether exactly one installed strategy called ``name`` provides ``decision``."""
+        return sum(1 for s in self.strategies() if s.name == name and decision in s.provides) == 1
+
     def find(self, name: str, decision: str) -> StrategyInfo:
         """The one strategy called ``name`` that provides ``decision``.
 

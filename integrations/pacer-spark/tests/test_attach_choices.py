@@ -1,5 +1,6 @@
-"""pacer's executor scaling where the session cannot scale: refused at attach() with what to do, before anything
-starts (the cluster itself: test_cluster_standalone.py's scale phase)."""
+"""What attach() chooses when the user leaves a choice out, and what it refuses: executor scaling where the session
+cannot scale (refused with what to do, before anything starts; the cluster itself: test_cluster_standalone.py's
+scale phase), and the admission a stated deadline gets."""
 
 from __future__ import annotations
 
@@ -36,3 +37,34 @@ def test_a_scale_without_bounds_and_an_unknown_scaler_are_refused(spark: Any) ->
         pacer_spark.attach(spark, scale="deadline", paced=False)
     with pytest.raises(UnknownStrategyError, match=r"unknown scaling strategy 'nope'.*Installed scaling strategies"):
         pacer_spark.attach(spark, scale="nope", executors="1:2", paced=False)
+
+
+def test_a_stated_deadline_with_no_admission_named_is_paced_by_zstream(spark: Any,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """``attach(spark, deadline="5s")`` paces: zStream where installed, else asap with a warning naming the package;
+    without a deadline, Spark's default trigger; a named admission is kept."""
+    import pacer_spark
+
+    monkeypatch.setenv("PACER_PLUGINS", "pacer-zstream")
+    pytest.importorskip("pacer_zstream")
+    session = pacer_spark.attach(spark, deadline="5s", paced=False)
+    try:
+        assert (session.config.admission, session.config.admission_source) == ("zstream", "deadline default")
+    finally:
+        session.stop()
+    session = pacer_spark.attach(spark, paced=False)
+    try:
+        assert (session.config.admission, session.config.admission_source) == ("asap", "default")
+    finally:
+        session.stop()
+    session = pacer_spark.attach(spark, deadline="5s", admission="static", paced=False)
+    try:
+        assert (session.config.admission, session.config.admission_source) == ("static", "given")
+    finally:
+        session.stop()
+    monkeypatch.setenv("PACER_PLUGINS", "")  # baselines only: zStream is not installed
+    session = pacer_spark.attach(spark, deadline="5s", paced=False)
+    try:
+        assert (session.config.admission, session.config.admission_source) == ("asap", "default (zstream not installed)")
+    finally:
+        session.stop()

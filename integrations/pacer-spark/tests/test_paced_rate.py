@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from pacer_spark.jvm.decider import OffsetSnapshot, PacerBridge
+from pacer_spark.paced.progress_metrics import METRICS
 
 pytestmark = pytest.mark.spark
 
@@ -205,3 +206,36 @@ def test_a_paced_query_gets_its_dag_and_operator_metrics_from_the_executed_plan(
     # a format("pacer") batch's core-seconds: its tasks', found by the streaming query's id on Spark's jobs
     busy = [r.busy_core_s for r in reports if r.engine_s is not None]
     assert busy and all(b is not None for b in busy) and sum(b or 0.0 for b in busy) > 0
+
+
+def test_every_batchs_progress_carries_pacers_figures_of_it(spark: Any, tmp_path: Path) -> None:
+    """pacer's figures in the query's own progress (``lastProgress["sources"][0]["metrics"]``), as a Spark user's
+    monitoring reads them."""
+    import pacer_spark
+
+    handle = pacer_spark.attach(spark, admission="asap", deadline="3s")
+    query = None
+    try:
+        query = (pacer_rate(spark).writeStream.format("noop").queryName("pacer_progress_metrics")
+                 .option("checkpointLocation", str(tmp_path / "ck")).trigger(processingTime="0 seconds").start())
+        wait_for(lambda: len(batch_rows(query)) >= 4)
+        query.stop()
+    finally:
+        if query is not None:
+            query.stop()
+        handle.stop()
+    batches = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    assert len(batches) >= 4
+    for i, progress in enumerate(batches):
+        metrics = progress["sources"][0]["metrics"]
+        previous = {k for k in METRICS if k.startswith("pacerPreviousBatch")}
+        assert set(METRICS) - previous <= set(metrics), sorted(metrics)
+        if i:  # every batch after the first carries its predecessor's outcome
+            assert previous <= set(metrics), sorted(metrics)
+            assert int(metrics["pacerPreviousBatchRowsLate"]) == 0  # a one-row-per-second rate within 3 s
+            assert float(metrics["pacerPreviousBatchTriggerMs"]) > 0
+        assert metrics["pacerDeadlineMs"] == "3000" and metrics["pacerAdmission"] == "asap"
+        assert metrics["pacerReason"] in ("deadline", "catch-up", "read cap")
+        assert int(metrics["pacerBatchRows"]) == progress["numInputRows"]  # pacer's batch is the batch Spark read
+        assert int(metrics["pacerBatchDatasets"]) >= 1 and int(metrics["pacerRowsHeld"]) >= 0
+        assert int(metrics["pacerOldestHeldAgeMs"]) >= 0 and int(metrics["pacerPredictedBatchMs"]) >= 0

@@ -24,7 +24,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -199,11 +199,14 @@ class Decision:
     :ivar index: index into the request's snapshots of the last one to admit; None: no batch now.
     :ivar pool: the fair-scheduler pool the batch's jobs run in (set on the stream thread); None: unchanged.
     :ivar error: a problem with the query's pacer options: the JVM fails the query with it (root cause first).
+    :ivar metrics: the admitted batch's figures, returned by the source in the batch's progress
+        (:mod:`pacer_spark.paced.progress_metrics`); None: none.
     """
 
     index: int | None
     pool: str | None = None
     error: str | None = None
+    metrics: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -328,7 +331,7 @@ class _JvmDecider:
             logger.exception("format('pacer'): handling the stop of query %r failed", query_name)
 
     def decide(self, query_name: str, request_json: str) -> str:
-        """Answers the JVM: ``{"seq": N, "pool": NAME}``, ``seq`` -1 for no batch now.
+        """Answers the JVM: ``{"seq": N, "pool": NAME, "metrics": {...}}``, ``seq`` -1 for no batch now.
 
         An exception here reaches the JVM, which then admits what is pending without a decision and
         reports that admission with its next request (``failed_open``).
@@ -348,7 +351,10 @@ class _JvmDecider:
                     f"the decision for query {query_name!r} was {index!r}; it must be None or an "
                     f"index into the {len(request.snapshots)} pending snapshots"
                 )
-            return json.dumps({"seq": request.snapshots[index].seq, "pool": decision.pool})
+            answer: dict[str, Any] = {"seq": request.snapshots[index].seq, "pool": decision.pool}
+            if decision.metrics:
+                answer["metrics"] = dict(decision.metrics)
+            return json.dumps(answer)
         except Exception:
             logger.exception("format('pacer') decision for query %r failed", query_name)
             raise

@@ -51,6 +51,7 @@ from pacer_spark.jvm.progress import TriggerProgress
 from pacer_spark.options import parse_seconds
 from pacer_spark.paced import model_store
 from pacer_spark.paced.arrivals import Arrivals
+from pacer_spark.paced.progress_metrics import decision_metrics
 from pacer_spark.paced.state import (
     InFlight,
     PacedQuery,
@@ -121,7 +122,8 @@ class PacedQueries:
             return Decision(None, error=ask.error)
         if admitted is None:  # nothing now, or its part of the batch another source of the query admitted
             return Decision(ask.index)
-        return Decision(ask.index, pool=admitted.turn.pool if admitted.turn is not None else None)
+        return Decision(ask.index, pool=admitted.turn.pool if admitted.turn is not None else None,
+                        metrics=ask.metrics)
 
     def admitted(self, books: Books, q: PacedQuery, request: DecisionRequest, batch: MicroBatch) -> int | None:
         """Record the admitted batch (it runs in the request's Spark batch); the index of the asking source's last
@@ -431,6 +433,8 @@ class SourceAsk:
         self.q: PacedQuery | None = None
         self.error: str | None = None
         self.index: int | None = None
+        #: the admitted batch's figures for the query's progress (:mod:`pacer_spark.paced.progress_metrics`)
+        self.metrics: dict[str, str] | None = None
 
     def report(self, books: Books) -> bool:
         """Register the query on first sight, then take its reports; False without new snapshots."""
@@ -460,6 +464,7 @@ class SourceAsk:
         """Record the batch; it always passes the gate (the JVM sets its pool on the stream thread)."""
         assert self.q is not None
         self.index = self.queries.admitted(books, self.q, self.request, batch)
+        self.metrics = decision_metrics(books, batch)
         if self.request.caller_waiting and not self.request.available_now:
             self.q.drained += 1
         return True

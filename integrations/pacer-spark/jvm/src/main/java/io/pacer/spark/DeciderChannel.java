@@ -7,7 +7,11 @@ import java.io.InterruptedIOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
@@ -86,17 +90,21 @@ final class DeciderChannel {
     final String error;
     final String failure;
     final Throwable cause;
+    /** The admitted batch's figures, for its progress (empty: none). */
+    final Map<String, String> metrics;
 
-    Answer(long seq, String pool, String error, String failure, Throwable cause) {
+    Answer(long seq, String pool, String error, String failure, Throwable cause,
+        Map<String, String> metrics) {
       this.seq = seq;
       this.pool = pool;
       this.error = error;
       this.failure = failure;
       this.cause = cause;
+      this.metrics = metrics;
     }
 
     static Answer failed(String why, Throwable cause) {
-      return new Answer(-1, null, null, why, cause);
+      return new Answer(-1, null, null, why, cause, Collections.emptyMap());
     }
   }
 
@@ -148,9 +156,18 @@ final class DeciderChannel {
       }
       failedOpenDropped = 0;
       JsonNode pool = answer.get("pool");
+      Map<String, String> metrics = new LinkedHashMap<>();
+      JsonNode given = answer.path("metrics");
+      if (given.isObject()) {
+        Iterator<Map.Entry<String, JsonNode>> fields = given.fields();
+        while (fields.hasNext()) {
+          Map.Entry<String, JsonNode> f = fields.next();
+          metrics.put(f.getKey(), f.getValue().asText());
+        }
+      }
       return new Answer(answer.path("seq").asLong(-1),
           pool == null || pool.isNull() ? null : pool.asText(),
-          answer.hasNonNull("error") ? answer.get("error").asText() : null, null, null);
+          answer.hasNonNull("error") ? answer.get("error").asText() : null, null, null, metrics);
     } catch (Exception unreadable) {
       return Answer.failed("the pacer decider of query \"" + name + "\" answered " + reply,
           unreadable);

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.lang.reflect.Method;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -81,6 +82,9 @@ abstract class PacedStream {
    * it decided for a batch that ran otherwise.
    */
   private boolean admittedUnanswered;
+
+  /** The driver's figures of the last batch it admitted, sent with its answer, for that batch's progress. */
+  private Map<String, String> batchMetrics = Collections.emptyMap();
   /**
    * The Spark batch id of this run's first {@code latestOffset} (-1: unknown yet): a batch before it
    * was one Spark replayed from its offset log without asking any source.
@@ -183,6 +187,10 @@ abstract class PacedStream {
     metrics.put("pacer.fallbacks", Long.toString(fallbacks));
     metrics.put("pacer.failedOpen", Long.toString(channel.failedOpenTotal()));
     metrics.put("pacer.unanswered", Boolean.toString(admittedUnanswered));
+    metrics.putAll(batchMetrics); // the driver's figures of the last admitted batch (camelCase, pacer*)
+    if (admittedUnanswered) {
+      metrics.put("pacerReason", "fail-open");
+    }
     sourceTimeMetrics(metrics);
     return metrics;
   }
@@ -323,6 +331,7 @@ abstract class PacedStream {
     int index = 0;
     for (OffsetSnapshot s : pending) {
       if (s.seq == answer.seq) {
+        batchMetrics = answer.metrics;
         return index;
       }
       index++;

@@ -85,6 +85,9 @@ abstract class PacedStream {
 
   /** The driver's figures of the last batch it admitted, sent with its answer, for that batch's progress. */
   private Map<String, String> batchMetrics = Collections.emptyMap();
+
+  /** The figures of the last consultation's answer (empty: it admitted nothing, or none came). */
+  private Map<String, String> answered = Collections.emptyMap();
   /**
    * The Spark batch id of this run's first {@code latestOffset} (-1: unknown yet): a batch before it
    * was one Spark replayed from its offset log without asking any source.
@@ -171,6 +174,7 @@ abstract class PacedStream {
       LOG.warn("{}: telling the pacer decider that the query stopped failed: {}", this,
           failed.toString());
     } finally {
+      PacerMetricsSource.stopped(queryName());
       delegate.stop();
     }
   }
@@ -238,6 +242,13 @@ abstract class PacedStream {
       channel.recordFailedOpen(batchId, taken, unanswered);
     }
     admittedUnanswered = unanswered != null;
+    if (admittedUnanswered) {
+      batchMetrics = Collections.emptyMap();
+      PacerMetricsSource.admitted(queryName(), batchMetrics, true);
+    } else if (!answered.isEmpty()) { // the source whose ask formed the batch (a union's other source: none)
+      batchMetrics = answered;
+      PacerMetricsSource.admitted(queryName(), batchMetrics, false);
+    }
     return taken.get(taken.size() - 1).offset;
   }
 
@@ -314,6 +325,7 @@ abstract class PacedStream {
   private int consult(Offset start, ReadLimit limit, String queryId, long batchId) {
     String name = queryName();
     lastFailure = null;
+    answered = Collections.emptyMap();
     DeciderChannel.Answer answer = channel.ask(name, queryId, request(name, queryId, batchId, start, limit));
     if (answer.failure != null) {
       return fallback(answer.failure, answer.cause);
@@ -331,7 +343,7 @@ abstract class PacedStream {
     int index = 0;
     for (OffsetSnapshot s : pending) {
       if (s.seq == answer.seq) {
-        batchMetrics = answer.metrics;
+        answered = answer.metrics;
         return index;
       }
       index++;

@@ -1,0 +1,38 @@
+"""pacer's figures in Spark's metrics system: a paced query on a session whose driver serves the Prometheus servlet
+(configuration only), scraped over HTTP on loopback (``metrics_app.py``, a process of its own: the suite's session
+has its UI off)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+APP = Path(__file__).with_name("metrics_app.py")
+
+
+def test_a_paced_querys_gauges_and_counters_reach_the_prometheus_servlet(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(APP), str(tmp_path / "ck")], capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    scraped = json.loads(done.stdout.strip().splitlines()[-1])
+    series: dict[str, float] = {}
+    for line in scraped["lines"]:
+        found = re.match(r"metrics_\w+?_driver_pacer_paced_metrics_(\w+)\{type=\"(gauges|counters)\"\} (\S+)$", line)
+        if found:
+            series[found.group(1)] = float(found.group(3))
+    assert series["deadlineMs_Value"] == 3000.0, series
+    assert series["batchRows_Value"] > 0 and series["batchDatasets_Value"] >= 1
+    assert series["previousBatchTriggerMs_Value"] > 0 and series["previousBatchRowsLate_Value"] == 0
+    # one admission counted per batch Spark ran (the scrape came after the 4th, before the query stopped)
+    assert scraped["batches"] <= series["batches_Count"] <= scraped["batches"] + 1, (scraped["batches"], series)
+    assert series["rowsLate_Count"] == 0 and series["failOpenBatches_Count"] == 0
+    for name in ("oldestHeldAgeMs_Value", "rowsHeld_Value", "datasetsHeld_Value", "predictedBatchMs_Value",
+                 "previousBatchBusyCoreSeconds_Value", "catchUpBatches_Count", "readCapBatches_Count"):
+        assert name in series, sorted(series)

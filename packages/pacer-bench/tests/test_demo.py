@@ -7,14 +7,13 @@ from typing import Any
 import pytest
 
 from pacer.cli import main
-from pacer_bench.demo import comparison
+from pacer_bench.demo import closing_line, comparison
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["--admission", "no-such"], "unknown admission strategy 'no-such'"),
-        (["--scheduler", "no-such"], "pacer strategies"),
         (["--workload", "lr9"], "unknown workload 'lr9'"),
         (["--deadline", "0"], "--deadline must be > 0"),
         (["--trigger", "never"], "--trigger"),
@@ -34,28 +33,31 @@ def test_bad_demo_arguments_fail_before_spark_starts(argv: list[str], message: s
     assert not (tmp_path / "d").exists()
 
 
-def _report(p99: float, rows_per_s: float, series_max: list[float], engine_s: float) -> dict[str, Any]:
-    return {"queries": {"lr1": {
-        "batches": 4, "latency_ms": {"avg": p99 / 2, "p50": p99 / 2, "p95": p99, "p99": p99, "max": p99},
-        "throughput_rows_per_s": rows_per_s, "deadline_miss_ratio": 0.5, "deadline_ms": 10000.0,
-        "cost": {"engine_s": engine_s, "engine_share": engine_s / 90, "batches_per_min": 2.7},
-        "series": [{"t": float(i), "max_latency_ms": v, "batch_bytes": 1.0} for i, v in enumerate(series_max)],
+def _report(batches: int, late: float, busy: float, p99: float = 9000.0) -> dict[str, Any]:
+    return {"queries": {"lr2": {
+        "batches": batches, "latency_ms": {"avg": p99 / 2, "p50": p99 / 2, "p95": p99, "p99": p99, "max": p99},
+        "throughput_rows_per_s": 2000.0, "deadline_miss_ratio": late, "deadline_miss_ratio_rows": late,
+        "deadline_ms": 10000.0, "cost": {"busy_core_s": busy, "engine_s": busy},
     }}}
 
 
-def test_comparison_gives_ratios_to_the_fixed_trigger_the_latency_trend_and_the_engine_cost() -> None:
-    static = _report(80000.0, 800.0, [10000.0] * 10 + [50000.0] * 10 + [80000.0] * 10, engine_s=2.8)
-    pacer = _report(8000.0, 1400.0, [6000.0] * 30, engine_s=23.1)
-    table = comparison([("spark trigger 10s", static), ("pacer fixed-point + edf", pacer)], "lr1")
-    lines = table.splitlines()
-    assert len(lines) == 4
-    assert "deadline miss (> 10 s)" in lines[0]  # the deadline the misses count against
-    assert "| spark trigger 10s | 4 |" in lines[2] and "10000 → 80000 | 2.8 | 1.00 | 1.00 | 1.00 |" in lines[2]
-    assert "6000 → 6000 | 23.1 | 0.10 | 1.75 | 8.25 |" in lines[3]
+def test_the_table_and_closing_line_compare_busy_core_seconds_with_both_spark_triggers() -> None:
+    runs = [("Spark default trigger", _report(60, 0.0, 40.0)), ("Spark trigger 10s", _report(6, 0.12, 20.0)),
+            ("pacer zstream, deadline 10s", _report(8, 0.004, 10.0))]
+    lines = comparison(runs, "lr2").splitlines()
+    assert len(lines) == 5 and "rows late (> 10 s)" in lines[0] and "÷ trigger at 10 s" in lines[0]
+    assert lines[2] == "| Spark default trigger | 60 | 0.00% | 9000 | 40.0 | 1.00 | 2.00 | 2000 |"
+    assert lines[4] == "| pacer zstream, deadline 10s | 8 | 0.40% | 9000 | 10.0 | 0.25 | 0.50 | 2000 |"
+    assert closing_line(runs, "lr2") == (
+        "pacer met the 10 s target (0.40% of rows late; Spark's default trigger 0.00%, its trigger at 10 s 12.00%) "
+        "at 0.25x the busy core-seconds of Spark's default trigger and 0.50x its trigger at 10 s, in 8 batches "
+        "against 60 and 6")
+    runs[2] = ("pacer zstream, deadline 10s", _report(8, 0.03, 10.0))
+    assert closing_line(runs, "lr2").startswith("pacer missed the 10 s target (3.00% of rows late;")
 
 
 @pytest.mark.spark
-def test_pacer_demo_runs_both_configurations_and_writes_the_report_folder(tmp_path: Any) -> None:
+def test_pacer_demo_runs_its_three_configurations_and_writes_the_report_folder(tmp_path: Any) -> None:
     import json
     import os
     import subprocess
@@ -68,25 +70,26 @@ def test_pacer_demo_runs_both_configurations_and_writes_the_report_folder(tmp_pa
     env["PYSPARK_PYTHON"] = sys.executable
     proc = subprocess.run(
         [sys.executable, "-m", "pacer.cli", "demo", "--out", str(out), "--rate", "400", "--duration", "5",
-         "--trigger", "2s", "--progress-every", "0"],
+         "--deadline", "4s", "--progress-every", "0"],
         capture_output=True, text=True, timeout=400, env=env, check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "| spark trigger 2s |" in proc.stdout and "| pacer fixed-point + edf |" in proc.stdout
-    assert "deadline misses count datasets over 10 s" in proc.stdout  # LR2's window slide
+    for label in ("| Spark default trigger |", "| Spark trigger 4s |", "| pacer zstream, deadline 4s |"):
+        assert label in proc.stdout
+    assert "rows late (> 4 s)" in proc.stdout and "x the busy core-seconds of Spark's default trigger" in proc.stdout
     reports = {p.name: json.loads(p.read_text()) for p in out.glob("*.json") if p.name != "demo.json"}
-    assert set(reports) == {"spark-trigger-2s.json", "pacer-fixed-point-edf.json"}
+    assert set(reports) == {"Spark-default-trigger.json", "Spark-trigger-4s.json", "pacer-zstream,-deadline-4s.json"}
     for report in reports.values():
         validate_report(report)
         q = report["queries"]["lr2"]
-        assert q["datasets_in"] == q["datasets_processed"] == 5
-    assert reports["spark-trigger-2s.json"]["config"]["mode"] == "spark-trigger"
-    assert reports["pacer-fixed-point-edf.json"]["queries"]["lr2"]["admission"] == "fixed-point"
+        assert q["datasets_in"] == q["datasets_processed"] == 5 and q["deadline_ms"] == 4000.0
+        assert q["cost"]["busy_core_s"] > 0
+    assert reports["Spark-default-trigger.json"]["config"]["mode"] == "spark-trigger"
+    assert reports["Spark-default-trigger.json"]["config"]["trigger_s"] == 0
+    assert reports["Spark-trigger-4s.json"]["config"]["trigger_s"] == 4
+    assert reports["pacer-zstream,-deadline-4s.json"]["queries"]["lr2"]["admission"] == "zstream"
     comparison_md = (out / "comparison.md").read_text()
-    assert comparison_md.count("\n") == 6 and "deadline miss (> 10 s)" in comparison_md
-    for report in reports.values():
-        assert report["queries"]["lr2"]["cost"]["engine_s"] > 0
-    pytest.importorskip("pacer_bench")
+    assert comparison_md.count("\n") == 9 and "rows late (> 4 s)" in comparison_md
     pngs = {p.name for p in out.glob("*.png")}
-    assert {"demo-max_latency.png", "demo-batch_size.png", "demo-latency_cdf.png"} <= pngs
+    assert {"demo-promise.png", "demo-max_latency.png", "demo-latency_cdf.png"} <= pngs
     assert f"{len(pngs)} PNG plots and demo.html in" in proc.stdout  # the count of files written

@@ -7,9 +7,8 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from pacer import RunConfig
+from pacer import RunConfig, durations
 from pacer.cli.commands import UsageError
-from pacer.cli.run_command import seconds_flag
 from pacer.plugins import PluginManager
 
 #: Seconds of traffic of ``pacer run --runtime spark`` without ``--duration``.
@@ -18,11 +17,26 @@ DEFAULT_DURATION = 120.0
 DEFAULT_PROGRESS_EVERY = 2.0
 
 
+def trigger_flag(value: str | None) -> float | None:
+    """``--trigger``: seconds >= 0 (0: Spark's default trigger); None stays None.
+
+    :raises UsageError: naming the flag, for an unreadable or negative value.
+    """
+    try:
+        seconds = durations.parse_seconds(value, "--trigger")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if seconds is not None and seconds < 0:
+        raise UsageError(f"--trigger must be >= 0 seconds (0: Spark's default trigger), got {value!r}")
+    return seconds
+
+
 def configure_spark(p: argparse._ArgumentGroup) -> None:
     """The Spark runtime's own ``pacer run`` flags (the common ones are core's, :mod:`pacer.cli.run_command`)."""
-    p.add_argument("--trigger", help="run Spark's own fixed processing-time trigger (e.g. 10s, 500ms or 10) as the "
-                                     "baseline; pacer then only observes. An alternative to --admission: not both "
-                                     "(and --overload is keep: Spark's trigger drops nothing)")
+    p.add_argument("--trigger", help="run Spark's own fixed processing-time trigger (e.g. 10s, 500ms or 10; 0: Spark's "
+                                     "default trigger, a batch as soon as the previous one ends) as the baseline; "
+                                     "pacer then only observes. An alternative to --admission: not both (and "
+                                     "--overload is keep: Spark's trigger drops nothing)")
     p.add_argument("--drain-timeout", type=float, default=120.0,
                    help="seconds to wait after the traffic for the backlog to finish (default 120)")
     p.add_argument("--input", metavar="DIR", help="read every workload from this directory with pacer-files "
@@ -75,7 +89,7 @@ def check_spark_flags(args: argparse.Namespace, config: RunConfig) -> float | No
     if args.drain_timeout < 0:
         raise UsageError(f"--drain-timeout must be >= 0, got {args.drain_timeout:g}")
     first = config.queries[0]
-    trigger = seconds_flag("--trigger", args.trigger)
+    trigger = trigger_flag(args.trigger)
     if trigger is not None:
         given = [f for f, v in (("--admission", args.admission), ("--interval", args.interval)) if v is not None]
         given += ["--param admission.*"] if first.admission_params else []
@@ -151,7 +165,7 @@ def apply_args(args: argparse.Namespace, config: RunConfig, pm: PluginManager) -
 
     :raises UsageError: with what to do.
     """
-    trigger = check_spark_flags(args, config) if args.config is None else seconds_flag("--trigger", args.trigger)
+    trigger = check_spark_flags(args, config) if args.config is None else trigger_flag(args.trigger)
     if trigger is not None:
         queries = tuple(replace(q, admission="asap", admission_params={}) for q in config.queries)
         config = replace(config, queries=queries, overload="keep")

@@ -86,6 +86,15 @@ def requirements(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """The documentation site: reference pages generated from the code, then ``mkdocs build --strict`` into site/
+    (a broken link, page or snippet fails); MkDocs with Material: Markdown like the READMEs, whose sections the site
+    includes (pymdownx.snippets) so each text lives once."""
+    _install(session)
+    session.run("python", "scripts/gen_docs.py", "--build", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff lint and mypy (strict on pacer-core) over the whole workspace."""
     _install(session)

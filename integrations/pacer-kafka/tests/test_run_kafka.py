@@ -43,6 +43,9 @@ def test_pacer_run_reads_a_topic_paced_and_measures_latency_from_kafka(
     assert abs(q["deadline_miss_ratio"] - kafka["miss_share"]) <= 0.01, (q["deadline_miss_ratio"], kafka)
     assert report["config"]["source"] == "kafka"
     assert "latency from the Kafka timestamp" in proc.stdout
+    # the query's tasks' core-seconds, read for the Kafka section from the same listener as the Controller's per batch
+    assert kafka["busy_core_s"] > 0
+    assert abs(kafka["busy_core_s"] - q["cost"]["busy_core_s"]) <= 0.02 * kafka["busy_core_s"], (kafka, q["cost"])
 
 
 def _run_on_a_live_topic(broker: Any, run_pacer: Any, tmp_path: Path, topic: str, *, produce_s: int, behind_s: float,

@@ -40,5 +40,8 @@ def test_latency_target_reads_kafka_and_measures_latency_from_its_timestamps(
         assert kafka["records"] == produced["produced"]
         assert len(kafka["quantiles_ms"]) == 101
         assert abs(kafka["latency_ms"]["p99"] - rows[run["tags"]["name"]]["p99_ms"]) < 1.0
+        # busy core-seconds measured for both, Spark's own trigger too (pacer's task-time listener, by query id)
+        assert kafka["busy_core_s"] > 0 and report["queries"]["lr2"]["cost"]["busy_core_s"] == kafka["busy_core_s"]
+    assert [w["cost"] for w in data["winners"]] == ["busy core-s"]  # every run measured it: compared in it
     meta = json.loads(paths["meta"].read_text())
     assert meta["source"] == "kafka" and meta["runtime"] == "spark"

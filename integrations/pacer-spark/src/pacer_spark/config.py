@@ -46,11 +46,13 @@ class _Conf:
     :ivar read: the field's value from the session (None: not set there, the field's default applies).
     :ivar given: whether a keyword's value counts as given (else the conf is read).
     :ivar parse: applied to a given keyword's value.
+    :ivar key: the conf's name after ``spark.pacer.`` (for the documentation).
     """
 
     read: Callable[[SparkSession], Any]
     given: Callable[[Any], bool] = _is_set
     parse: Callable[[Any], Any] = _as_given
+    key: str = ""
 
 
 def _conf(key: str, parse: Callable[[str], Any] = str, given: Callable[[Any], bool] = _is_set,
@@ -61,7 +63,7 @@ def _conf(key: str, parse: Callable[[str], Any] = str, given: Callable[[Any], bo
         value = conf(spark, key)
         return None if value is None else parse(value)
 
-    return {"conf": _Conf(read, given, parse_given)}
+    return {"conf": _Conf(read, given, parse_given, key)}
 
 
 def _seconds(option: str) -> Callable[[Any], float | None]:
@@ -90,7 +92,7 @@ def _executor_bounds(value: Any) -> tuple[int, int]:
 
 def _params(decision: str) -> dict[str, _Conf]:
     """Field metadata: the strategy parameters ``spark.pacer.param.<decision>.<name>``."""
-    return {"conf": _Conf(lambda spark: conf_params(spark, decision))}
+    return {"conf": _Conf(lambda spark: conf_params(spark, decision), key=f"param.{decision}.<name>")}
 
 
 def conf(spark: SparkSession, key: str, default: str | None = None) -> str | None:

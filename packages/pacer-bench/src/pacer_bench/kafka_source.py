@@ -159,8 +159,9 @@ def kafka_figures(report: dict[str, Any], duration: float) -> None:
             "throughput_rows_per_s": int(k.get("records") or 0) / max(duration, 1e-9),
             "processing_ms": {"avg": 1000.0 * engine_s / batches if batches else 0.0},
             "gpu_operator_ratio": float(q.get("gpu_operator_ratio") or 0.0), "datasets_shed": 0,
-            "cost": {**(q.get("cost") or {}), "engine_s": engine_s,
-                     "batches_per_min": k.get("batches_per_min")},
+            "cost": {**(q.get("cost") or {}), "engine_s": engine_s, "batches_per_min": k.get("batches_per_min"),
+                     # the query's tasks' core-seconds from pacer's listener: measured for Spark's own trigger too
+                     **({"busy_core_s": float(k["busy_core_s"])} if k.get("busy_core_s") is not None else {})},
         })
         queries[query_id] = q
     bench["source"] = "kafka"

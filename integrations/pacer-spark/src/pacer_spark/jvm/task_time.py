@@ -35,6 +35,14 @@ class TaskTime:
         self._seen[stream_id] = total
         return max(0, delta) / 1000.0
 
+    def query_total_s(self, stream_id: str) -> float | None:
+        """Core-seconds the tasks of streaming query ``stream_id`` executed since the listener was added, paced or not
+        (a baseline on Spark's own trigger too); None when the JVM cannot be asked."""
+        try:
+            return int(self._listener.queryCoreMs(stream_id)) / 1000.0
+        except Exception:  # the SparkContext stopped under us
+            return None
+
     def total_s(self) -> float | None:
         """Core-seconds every task of the application executed since the listener was added (None: unreadable)."""
         try:

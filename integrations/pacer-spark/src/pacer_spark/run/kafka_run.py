@@ -391,6 +391,8 @@ class KafkaRun:
             summary = latency_summary(sorted(q.batches.values(), key=lambda b: b.batch_id), q.deadline_s)
             summary["batches_per_min"] = 60.0 * summary["batches"] / wall
             summary.update(recovery_summary(q.batches.values(), q.deadline_s))
+            task_time = self.session.task_time
+            summary["busy_core_s"] = task_time.query_total_s(str(q.handle.id)) if task_time is not None else None
             kafka[q.query_id] = summary
         report["kafka"] = kafka
         return report

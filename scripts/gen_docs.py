@@ -174,7 +174,11 @@ def results_page() -> str:
     for meta_path in sorted(RESULTS.glob("*/meta.json")):
         meta = json.loads(meta_path.read_text())
         folder = meta_path.parent
-        if meta.get("grid"):
+        if meta.get("grid"):  # device-sweep --grid: its section was written beside its results
+            section = folder / "readme-section.md"
+            if section.exists():
+                text = re.sub(r"^(#+) ", lambda m: "#" * (len(m.group(1)) + 1) + " ", section.read_text(), flags=re.M)
+                parts += [re.sub(r"\[([^\]]+)\]\((?!https?:)[^)]*\)", r"\1", text).strip(), ""]
             continue
         md_path = folder / f"{meta['scenario']}.md"
         if not md_path.exists():

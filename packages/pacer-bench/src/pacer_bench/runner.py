@@ -211,7 +211,7 @@ def run_scenario(
     traffic) unless ``vary_seed`` (repetition i then uses ``seed + i - 1``). The runtime comes from the
     ``pacer_runtimes`` hook; on Spark all configurations share one SparkSession, warmed up once before the first. Besides the tables and plots it writes
     ``meta.json`` (scenario, runtime, date, machine, quick, repetitions, notes), from which
-    ``scripts/gen_readme.py`` builds the README's results section.
+    ``scripts/gen_docs.py`` builds the documentation's Results page.
 
     latency-target takes ``target`` (:func:`pacer_bench.scenarios.narrow_plan`: deadlines, traffics,
     workloads, configs, source); with a ``source`` (:mod:`pacer_bench.traffic_sources`) every configuration runs through

@@ -177,7 +177,7 @@ def results_page() -> str:
         if meta.get("grid"):  # device-sweep --grid: its section was written beside its results
             section = folder / "readme-section.md"
             if section.exists():
-                text = re.sub(r"^(#+) ", lambda m: "#" * (len(m.group(1)) + 1) + " ", section.read_text(), flags=re.M)
+                text = re.sub(r"^#+ ", "## ", section.read_text(), count=1)  # a scenario of its own, as the others
                 parts += [re.sub(r"\[([^\]]+)\]\((?!https?:)[^)]*\)", r"\1", text).strip(), ""]
             continue
         md_path = folder / f"{meta['scenario']}.md"

@@ -104,6 +104,16 @@ def rows_done(query: Any) -> int:
     return sum({p["batchId"]: p["numInputRows"] for p in query.recentProgress}.values())
 
 
+def kafka_to_parquet(spark: Any, servers: str, topic: str, work: Path, phase: str, *, hold_s: float,
+                     out: Path) -> Any:
+    """Kafka -> ``format("pacer")`` -> :func:`tag` -> parquet at ``out``, started as query ``<phase>_cluster``."""
+    frame = (spark.readStream.format("pacer").option("pacer.source", "kafka").option("kafka.bootstrap.servers",
+             servers).option("subscribe", topic).option("startingOffsets", "earliest").load()
+             .selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value"))
+    return (tagged(frame, str(work), phase, hold_s).writeStream.queryName(f"{phase}_cluster").format("parquet")
+            .option("path", str(out)).option("checkpointLocation", str(work / f"ck-{phase}")).start())
+
+
 def kafka_phase(spark: Any, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     """Kafka -> format("pacer") (zStream) -> parquet while the test kills an executor; the output read back."""
     import pacer_spark
@@ -127,11 +137,7 @@ def kafka_phase(spark: Any, args: argparse.Namespace, work: Path) -> dict[str, A
 
     threading.Thread(target=sample, name="cores-sampler", daemon=True).start()
     try:
-        frame = (spark.readStream.format("pacer").option("pacer.source", "kafka").option("kafka.bootstrap.servers",
-                 servers).option("subscribe", topic).option("startingOffsets", "earliest").load()
-                 .selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value"))
-        query = (tagged(frame, str(work), "kafka", 0.6).writeStream.queryName("kafka_cluster").format("parquet")
-                 .option("path", str(out)).option("checkpointLocation", str(work / "ck-kafka")).start())
+        query = kafka_to_parquet(spark, servers, topic, work, "kafka", hold_s=0.6, out=out)
         rounds_after_kill = 0
         for _ in range(60):  # until the test killed an executor, then 3 rounds more
             produce_numbered(servers, topic, produced, KAFKA_ROWS_PER_ROUND, KAFKA_PARTITIONS)
@@ -199,11 +205,7 @@ def scale_phase(spark: Any, args: argparse.Namespace, work: Path) -> dict[str, A
                                checkpoint_root=str(work / "pacer-scale"))
     produced = 0
     try:
-        frame = (spark.readStream.format("pacer").option("pacer.source", "kafka").option("kafka.bootstrap.servers",
-                 servers).option("subscribe", topic).option("startingOffsets", "earliest").load()
-                 .selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value"))
-        query = (tagged(frame, str(work), "scale", 0.3).writeStream.queryName("scale_cluster").format("parquet")
-                 .option("path", str(out)).option("checkpointLocation", str(work / "ck-scale")).start())
+        query = kafka_to_parquet(spark, servers, topic, work, "scale", hold_s=0.3, out=out)
         for _ in range(30):
             produce_numbered(servers, topic, produced, KAFKA_ROWS_PER_ROUND, KAFKA_PARTITIONS)
             produced += KAFKA_ROWS_PER_ROUND

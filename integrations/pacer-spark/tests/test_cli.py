@@ -42,6 +42,10 @@ from pacer.cli import main
         (["--workload", "lr2", "--source", "kafka", "--topic", "t", "--bootstrap-servers", "h:1", "--overload", "shed"],
          "--overload shed cannot apply to --source kafka"),
         (["--workload", "lr2", "--topic", "t"], "add --source kafka"),
+        (["--workload", "lr2", "--scale", "spark-dynamic", "--executors", "1:2"],
+         "--master local[2] has none: start one (`pacer cluster up --workers 3`"),
+        (["--workload", "lr2", "--scale", "deadline"], "--scale deadline changes the executors: give the bounds"),
+        (["--workload", "lr2", "--executors", "3:1"], "--executors: executors need 1 <= MIN <= MAX"),
         (["--workload", "lr2", "--malformed", "quarantine"], "--malformed applies to --input files"),
     ],
 )

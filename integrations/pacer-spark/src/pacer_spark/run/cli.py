@@ -166,6 +166,11 @@ def apply_args(args: argparse.Namespace, config: RunConfig, pm: PluginManager) -
     :raises UsageError: with what to do.
     """
     trigger = check_spark_flags(args, config) if args.config is None else trigger_flag(args.trigger)
+    master = str(getattr(args, "master", None) or "local[2]")
+    if (config.scale != "fixed" or config.executors is not None) and master.startswith("local"):
+        raise UsageError(f"--scale {config.scale} --executors change the application's executors, which needs a "
+                         f"cluster manager; --master {master} has none: start one (`pacer cluster up --workers 3`, "
+                         "then --master spark://HOST:PORT) or drop --scale and --executors")
     if trigger is not None:
         queries = tuple(replace(q, admission="asap", admission_params={}) for q in config.queries)
         config = replace(config, queries=queries, overload="keep")

@@ -45,3 +45,31 @@ def test_latency_target_reads_kafka_and_measures_latency_from_its_timestamps(
     assert [w["cost"] for w in data["winners"]] == ["busy core-s"]  # every run measured it: compared in it
     meta = json.loads(paths["meta"].read_text())
     assert meta["source"] == "kafka" and meta["runtime"] == "spark"
+
+
+def test_multi_query_reads_one_topic_per_query_and_every_record_once(
+    kafka_broker: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """multi-query on Kafka: each of the three queries reads its own topic, its traffic produced while they run;
+    every record read once, busy core-seconds measured for Spark's trigger and for pacer alike."""
+    pytest.importorskip("pacer_kafka")
+    pytest.importorskip("pacer_zstream")
+    from pacer_bench import kafka_source
+    from pacer_bench.runner import run_scenario
+
+    monkeypatch.setattr(kafka_source, "KAFKA_WARM_UP_S", 0.0)
+    paths = run_scenario("multi-query", runtime="spark", out=tmp_path, quick=True, duration=4.0, progress=False,
+                         target={"source": "kafka", "configs": ["fifo + static 2s", "edf + zstream"]},
+                         source_options={"bootstrap_servers": kafka_broker.bootstrap_servers})
+    data = json.loads(paths["json"].read_text())
+    assert [r["label"] for r in data["runs"]] == ["fifo + static 2s", "edf + zstream"]
+    for run in data["runs"]:
+        report = run["report"]
+        produce = report["bench"]["produce"]
+        assert set(produce) == set(report["kafka"]) == {"lr2", "lr3", "cm2"}
+        assert len({p["topic"] for p in produce.values()}) == 3  # a topic of its own per query
+        for query_id, k in report["kafka"].items():
+            assert produce[query_id]["error"] is None and produce[query_id]["failed"] == 0
+            assert k["records"] == produce[query_id]["produced"] > 0, (run["label"], query_id)
+            assert k["busy_core_s"] > 0
+    assert data["analysis"]["cost"] == "busy core-s"

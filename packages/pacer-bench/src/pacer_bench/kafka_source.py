@@ -169,39 +169,49 @@ def kafka_figures(report: dict[str, Any], duration: float) -> None:
 
 def run_one_kafka(config: Any, pm: PluginManager, runtime: Runtime, options: Mapping[str, Any], *,
                   bootstrap_servers: str, repetition: int) -> tuple[dict[str, Any], bool]:
-    """One latency-target configuration (a :class:`pacer_bench.scenarios.Config` of one query) once on
-    Spark's Kafka source: a fresh topic, its traffic produced while the query runs; returns the report
-    (figures from its ``kafka`` section, :func:`kafka_figures`) and whether it failed (not drained, a
-    query failed, or the producer could not write everything)."""
+    """One configuration (a :class:`pacer_bench.scenarios.Config`: latency-target's one query, or multi-query's
+    several) once on Spark's Kafka source: a fresh topic per query, each query's traffic produced into its topic
+    while the queries run (query ``i`` with the run's seed ``+ i``); returns the report (figures from its ``kafka``
+    section, :func:`kafka_figures`) and whether it failed (not drained, a query failed, or a producer could not
+    write everything, or a query read fewer records than its topic got)."""
     from pacer_bench.runtime_traits import on_spark
 
-    (query,) = config.queries
-    topic = topic_name(config.label, repetition)
-    ensure_topic(bootstrap_servers, topic, TOPIC_PARTITIONS)
     run = on_spark(config, config.run_config())
+    ids = run.query_ids()
+    topics = {qid: topic_name(config.label if len(ids) == 1 else f"{config.label}-{qid}", repetition) for qid in ids}
+    for topic in topics.values():
+        ensure_topic(bootstrap_servers, topic, TOPIC_PARTITIONS)
     run = run.with_options("spark", **options, label=config.label, source="kafka",
-                           bootstrap_servers=bootstrap_servers, topic=topic, starting_offsets="earliest")
+                           bootstrap_servers=bootstrap_servers, topic=topics[ids[0]], starting_offsets="earliest",
+                           **({"topics": topics} if len(ids) > 1 else {}))
     traffic_s = config.duration
     run = replace(run, duration=traffic_s + read_slack(config))
-    producing = start_producing(bootstrap_servers, topic, query, seed=config.seed, duration=traffic_s,
-                                query_name=run.query_ids()[0])
+    producing = {qid: start_producing(bootstrap_servers, topics[qid], query, seed=run.query_seed(i),
+                                      duration=traffic_s, query_name=qid)
+                 for i, (qid, query) in enumerate(zip(ids, config.queries, strict=True))}
     result = runtime.run(run, plugin_manager=pm)
-    producing.thread.join(timeout=traffic_s + 120.0)
+    for box in producing.values():
+        box.thread.join(timeout=traffic_s + 120.0)
     report = result.report
     kafka_figures(report, traffic_s)
     report.setdefault("config", {})["duration_s"] = traffic_s  # the traffic's; the run read read_slack() more
-    produced = producing.result
-    report["bench"]["produce"] = {
-        "topic": topic, "error": producing.error,
-        **({"produced": produced.produced, "failed": produced.failed, "asked_rate": produced.asked_rate,
-            "achieved_rate": produced.achieved_rate, "max_lag_s": produced.max_lag_s,
-            "kept_up": produced.kept_up} if produced is not None else {}),
-    }
-    failed = bool(result.status) or producing.error is not None or produced is None or bool(produced.failed)
-    read = sum(int(k.get("records") or 0) for k in (report.get("kafka") or {}).values())
-    if produced is not None and read < produced.produced:
-        failed = True
+    produce = {qid: _produced(topics[qid], box) for qid, box in producing.items()}
+    report["bench"]["produce"] = produce[ids[0]] if len(ids) == 1 else produce
+    failed = bool(result.status)
+    for qid, box in producing.items():
+        read = int(((report.get("kafka") or {}).get(qid) or {}).get("records") or 0)
+        failed |= box.error is not None or box.result is None or bool(box.result.failed) or \
+            (box.result is not None and read < box.result.produced)
     return report, failed
+
+
+def _produced(topic: str, box: Producing) -> dict[str, Any]:
+    """What the producer of ``topic`` wrote, for the report's ``bench.produce``."""
+    produced = box.result
+    return {"topic": topic, "error": box.error,
+            **({"produced": produced.produced, "failed": produced.failed, "asked_rate": produced.asked_rate,
+                "achieved_rate": produced.achieved_rate, "max_lag_s": produced.max_lag_s,
+                "kept_up": produced.kept_up} if produced is not None else {})}
 
 
 #: Seconds of traffic of the throwaway run that warms a new session's streaming path before the first measured one.

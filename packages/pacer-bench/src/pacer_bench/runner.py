@@ -53,8 +53,11 @@ def resolve_configs(
     chosen = find_scenario(scenario)
     notes: list[str] = []
     narrowing = {k: v for k, v in (target or {}).items() if v and k != "configs"}
+    if chosen.sourced:
+        narrowing.pop("source", None)
     if narrowing and not chosen.narrowed:
-        raise ScenarioError("--source, --deadline, --traffic and --workload apply to latency-target")
+        raise ScenarioError("--source, --deadline, --traffic and --workload apply to latency-target (--source to "
+                            "multi-query too)")
     source = _source(target)
     if source is not None:
         runtime = source.runtime  # e.g. Spark's Kafka source

@@ -155,7 +155,9 @@ class Scenario:
         (:data:`pacer_bench.runtime_traits.GPU`), each with why: on a runtime that lacks one it runs on the
         simulator and says so, and ``--gpus 0`` is refused where it needs a GPU.
     :param narrowed: it takes latency-target's choices (``--source``, ``--deadline``, ``--traffic``, ``--workload``,
-        ``--config``); any other scenario refuses them.
+        ``--config``); any other scenario refuses them (``--config`` aside, which every scenario takes).
+    :param sourced: it takes ``--source`` without the rest of latency-target's choices (multi-query: each query its
+        own topic).
     :param grid: its ``--grid`` variant, ``(out, *, quick, duration, seed, repeat, gpus, jobs)`` -> the paths
         written (None: ``--grid`` does not apply).
     """
@@ -166,6 +168,7 @@ class Scenario:
     write: Callable[[str | Path, ScenarioResult], dict[str, Path]] = write_tables
     needs: Mapping[str, str] = field(default_factory=dict)
     narrowed: bool = False
+    sourced: bool = False
     grid: Callable[..., dict[str, Path]] | None = None
 
 
@@ -458,7 +461,7 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("multi-query", "Three queries with deadlines 5/10/20 s under binary bursts sharing the cores: FIFO and "
                  "FAIR with static triggers (the cheapest that meets every deadline marked) vs asap, zStream and "
                  "LMStream admission under EDF and RDAS, by total engine time (zStream Figs. 7-12)", _multi_query,
-                 write=_write_multi_query),
+                 write=_write_multi_query, sourced=True),
         Scenario("device-sweep", "Rates 64 KB/s-16 MB/s, every placement strategy (dStream Figs. 6-11)", _device_sweep,
                  needs={GPU: "compares CPU and GPU placements"}, grid=_device_grid),
         Scenario("sinusoidal", "Fixed-point vs static intervals under sinusoidal load (Das Fig. 15)", _sinusoidal),

@@ -311,25 +311,29 @@ class KafkaRun:
         self.settings = dict(settings)
         self.queries: list[KafkaQuery] = []
         self.drain_timeout = drain_timeout
-        self.checked = False
+        self.checked_topics: set[str] = set()
         self.checkpoints: dict[str, str] = {}
+        self.topics: dict[str, str] = {}  # query id -> the topic it reads
 
     def start(self, query_id: str, workload: str, *, deadline_s: float, paced_options: Mapping[str, str] | None,
-              trigger: str | None, checkpoint: str) -> None:
-        """Start ``workload``'s query on the topic (paced unless ``trigger``), into a noop sink.
+              trigger: str | None, checkpoint: str, topic: str | None = None) -> None:
+        """Start ``workload``'s query on the topic (``topic``, else the run's; paced unless ``trigger``), into a
+        noop sink.
 
-        :raises KafkaSourceError: before the first query, when the topic does not exist or no broker answers.
+        :raises KafkaSourceError: before a query, when its topic does not exist or no broker answers.
         """
         from pacer_spark.workloads import build_workload, noop_sink
         from pacer_workloads import WORKLOADS
 
-        if not self.checked:
-            check_topics(self.settings["bootstrap_servers"], self.settings["topic"])
-            self.checked = True
+        topic = topic or self.settings["topic"]
+        if topic not in self.checked_topics:
+            check_topics(self.settings["bootstrap_servers"], topic)
+            self.checked_topics.add(topic)
         self.checkpoints[query_id] = checkpoint
+        self.topics[query_id] = topic
         frame = kafka_stream(self.session.spark, stream=WORKLOADS[workload].stream, paced_options=paced_options,
-                             **{k: self.settings[k] for k in ("bootstrap_servers", "topic", "value_format",
-                                                              "starting_offsets", "max_offsets")})
+                             topic=topic, **{k: self.settings[k] for k in ("bootstrap_servers", "value_format",
+                                                                           "starting_offsets", "max_offsets")})
         query = build_workload(workload, frame)
         writer = (query.frame.writeStream.queryName(query_id).foreachBatch(noop_sink(query.finish))
                   .outputMode(query.output_mode).option("checkpointLocation", checkpoint))
@@ -355,8 +359,9 @@ class KafkaRun:
         knows (a missing topic, a broker that stopped answering), else the root cause."""
         from pacer_spark.errors import root_cause
 
-        servers, topic = self.settings["bootstrap_servers"], self.settings["topic"]
-        return {q: explain_failure(text, bootstrap_servers=servers, topic=topic, checkpoint=self.checkpoints.get(q))
+        servers = self.settings["bootstrap_servers"]
+        return {q: explain_failure(text, bootstrap_servers=servers, topic=self.topics.get(q, self.settings["topic"]),
+                                   checkpoint=self.checkpoints.get(q))
                 or root_cause(text) for q, text in self.error_traces().items()}
 
     def stop(self, *, timeout: float = 10.0) -> None:

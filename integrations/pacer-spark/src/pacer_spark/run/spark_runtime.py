@@ -271,8 +271,9 @@ def run_notes(report: Mapping[str, Any], label: str, errors: Mapping[str, str], 
 
 def _run_kafka(session: Any, config: RunConfig, report_config: dict[str, Any], *, trigger: str | None,
                label: str) -> RunResult:
-    """:func:`run_configuration` of ``--source kafka``: every workload's query reads the topic, paced through
-    ``format("pacer")`` with the run's strategies, or on Spark's own ``trigger`` (the baseline)."""
+    """:func:`run_configuration` of ``--source kafka``: every workload's query reads the topic (or its own, where
+    ``options["topics"]`` maps query ids to topics), paced through ``format("pacer")`` with the run's strategies, or
+    on Spark's own ``trigger`` (the baseline)."""
     from pacer_spark.run.kafka_run import KafkaRun, kafka_lines
 
     options = config.options_for("spark")
@@ -280,6 +281,7 @@ def _run_kafka(session: Any, config: RunConfig, report_config: dict[str, Any], *
                 "value_format": options.get("value_format", "json"),
                 "starting_offsets": options.get("starting_offsets", "earliest"),
                 "max_offsets": int(options.get("max_offsets", 0))}
+    topics = dict(options.get("topics") or {})  # query id -> its own topic (several queries, several streams)
     drain_timeout = float(options.get("drain_timeout", 120.0))
     run = KafkaRun(session, settings, drain_timeout=drain_timeout)
     report_config.update(source="kafka", topic=settings["topic"], bootstrap_servers=settings["bootstrap_servers"])
@@ -297,7 +299,7 @@ def _run_kafka(session: Any, config: RunConfig, report_config: dict[str, Any], *
                 paced |= {f"pacer.param.admission.{k}": str(v) for k, v in q.admission_params.items()}
                 paced |= {f"pacer.param.placement.{k}": str(v) for k, v in q.placement_params.items()}
             run.start(qid, q.workload, deadline_s=deadline, paced_options=paced, trigger=trigger,
-                      checkpoint=str(session.checkpoint_root / qid / "checkpoint"))
+                      checkpoint=str(session.checkpoint_root / qid / "checkpoint"), topic=topics.get(qid))
 
     report, status = drive(
         run, start_queries, report_config, duration=config.duration, drain_timeout=drain_timeout,

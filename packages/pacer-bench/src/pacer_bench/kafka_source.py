@@ -42,15 +42,17 @@ def read_slack(config: Any) -> float:
     as soon as its last trigger read everything the topic held when it started; the producer starts
     once the query is up (on the next whole second), so a trigger must start after the producer's last
     record and complete within the duration: :data:`PRODUCE_SLACK_S` plus two waits of the query (its
-    static trigger's interval, else its deadline: 10 s for those that read none, 3 s at the least)."""
-    (query,) = config.queries
-    if query.admission == "static":
-        wait = float(query.admission_params.get("interval", 10.0))
-    elif query.admission == "asap":
-        wait = 0.0
-    else:
-        wait = float(query.deadline or 10.0)
-    return PRODUCE_SLACK_S + 2.0 * max(wait, 3.0)
+    static trigger's interval, else its deadline: 10 s for those that read none, 3 s at the least); with several
+    queries, the longest of their waits."""
+
+    def wait(query: Any) -> float:
+        if query.admission == "static":
+            return float(query.admission_params.get("interval", 10.0))
+        if query.admission == "asap":
+            return 0.0
+        return float(query.deadline or 10.0)
+
+    return PRODUCE_SLACK_S + 2.0 * max(3.0, *(wait(q) for q in config.queries))
 #: Seconds to wait for a configuration's query to start before producing anyway.
 QUERY_START_TIMEOUT_S = 180.0
 

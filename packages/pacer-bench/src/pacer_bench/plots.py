@@ -61,7 +61,7 @@ def query_deadline(runs: Sequence[BenchRun], query_id: str) -> float:
 def _series(report: Mapping[str, Any], query_id: str, key: str) -> tuple[list[float], list[float]]:
     """The ``key`` column over time, over the intervals in which a batch completed (the others hold no value,
     and drawing them as zeros would turn every line into a saw)."""
-    rows = [r for r in report["queries"][query_id]["series"] if r.get("batches", 1)]
+    rows = [r for r in report["queries"][query_id].get("series", []) if r.get("batches", 1)]  # none: a Kafka baseline
     return [r["t"] for r in rows], [r.get(key, 0.0) for r in rows]
 
 

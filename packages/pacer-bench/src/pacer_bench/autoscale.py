@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 from pacer import QueryRun, RunConfig
 
 if TYPE_CHECKING:
-    from pacer_bench.scenarios import Config, Request
     from pacer_bench.tables import BenchRun
 
 #: The bounds every scaled configuration gets, and the calibration's executors.
@@ -106,35 +105,42 @@ def executors_needed(queries: Sequence[tuple[str, float, float]], rates: Mapping
     return max(1, math.ceil(cores - 1e-9))
 
 
-def autoscale_configs(request: Request) -> list[Config]:
-    """Every group's four configurations (module docstring); ``--quick``: one query, one seed's worth of minutes."""
-    from pacer_bench.scenarios import Config
-    from pacer_scaler.rule import DeadlineScaler  # noqa: F401 - the scenario needs pacer-scaler: fail early
+def autoscale_plan(quick: bool) -> list[dict[str, Any]]:
+    """Every group's four configurations (module docstring), as :class:`pacer_bench.scenarios.Config`'s keywords;
+    ``quick``: one query.
 
-    configs = []
-    sets = {"1 query": QUERY_SETS["1 query"]} if request.quick else QUERY_SETS
+    :raises ValueError: pacer-scaler is not installed (the runner reports it as a usage error).
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("pacer_scaler") is None:
+        raise ValueError("autoscale compares pacer's deadline scaler, which is not installed: "
+                         "pip install 'pacer-bench[autoscale]' (pacer-scaler)")
+
+    configs: list[dict[str, Any]] = []
+    sets = {"1 query": QUERY_SETS["1 query"]} if quick else QUERY_SETS
     for set_name, queries in sets.items():
         model = calibrate(queries)
         for traffic, (pattern, _, duration) in TRAFFICS.items():
-            duration = min(duration, 900.0) if request.quick and traffic != "step" else duration
+            duration = min(duration, 900.0) if quick and traffic != "step" else duration
             peak = executors_needed(queries, {w: peak_rate(traffic, r) for w, _, r in queries}, model, headroom=0.15)
             mean = executors_needed(queries, {w: r for w, _, r in queries}, model, headroom=0.15)
             peak, mean = min(peak, EXECUTORS[1]), max(EXECUTORS[0], min(mean, EXECUTORS[1]))
             runs = tuple(QueryRun(w, traffic=pattern, rate=r, traffic_params=_traffic_params(traffic, r),
                                   admission="zstream", deadline=d, query_id=w) for w, d, r in queries)
             group = f"{traffic} / {set_name}"
-            common: dict[str, Any] = {"duration": duration, "group": group, "scheduler": "edf" if len(runs) > 1 else "fifo",
-                      "partitions": PARTITIONS}
+            common: dict[str, Any] = {"queries": runs, "duration": duration, "group": group,
+                                      "scheduler": "edf" if len(runs) > 1 else "fifo", "partitions": PARTITIONS}
             tags = {"traffic": traffic, "queries": set_name, "peak_executors": peak, "mean_executors": mean,
                     "model": {w: list(v) for w, v in model.items()}}
             configs += [
-                Config(f"{group} / fixed at peak", runs, cores=peak, baseline=True,
-                       tags={**tags, "name": "fixed at peak", "family": "fixed"}, **common),
-                Config(f"{group} / fixed at mean", runs, cores=mean, tags={**tags, "name": "fixed at mean",
-                                                                            "family": "fixed"}, **common),
-                *(Config(f"{group} / {scale}", runs, scale=scale, executors=EXECUTORS, initial_executors=mean,
-                         executor_startup=EXECUTOR_STARTUP_S, tags={**tags, "name": scale, "family": scale}, **common)
-                  for scale in ("spark-dynamic", "deadline")),
+                {"label": f"{group} / fixed at peak", "cores": peak, "baseline": True,
+                 "tags": {**tags, "name": "fixed at peak", "family": "fixed"}, **common},
+                {"label": f"{group} / fixed at mean", "cores": mean,
+                 "tags": {**tags, "name": "fixed at mean", "family": "fixed"}, **common},
+                *({"label": f"{group} / {scale}", "scale": scale, "executors": EXECUTORS, "initial_executors": mean,
+                   "executor_startup": EXECUTOR_STARTUP_S, "tags": {**tags, "name": scale, "family": scale},
+                   **common} for scale in ("spark-dynamic", "deadline")),
             ]
     return configs
 

@@ -427,9 +427,10 @@ def _write_latency_target(out: str | Path, result: ScenarioResult) -> dict[str, 
 
 
 def _autoscale(request: Request) -> list[Config]:
-    from pacer_bench.autoscale import autoscale_configs
+    """autoscale's configurations (:func:`pacer_bench.autoscale.autoscale_plan`)."""
+    from pacer_bench.autoscale import autoscale_plan
 
-    return autoscale_configs(request)
+    return [Config(**kw) for kw in autoscale_plan(request.quick)]
 
 
 def _write_autoscale(out: str | Path, result: ScenarioResult) -> dict[str, Path]:

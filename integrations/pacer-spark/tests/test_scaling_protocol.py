@@ -63,7 +63,7 @@ class Manager:
             self.next_id += 1
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(script=st.lists(st.integers(1, 5), min_size=1, max_size=12),
        steps=st.lists(st.sampled_from(["tick", "batch", "done", "start", "wait"]), min_size=1, max_size=60))
 def test_removals_wait_for_the_batches_and_never_go_below_the_target(script: list[int], steps: list[str]) -> None:

@@ -88,12 +88,12 @@ class ExecutorScaling:
                 self._request(wanted)  # fewer: executors asked for and not started are called off first
                 if wanted > self.target:
                     self._asked_at = now
-                    self.removal_since = None
-                elif self.removal_since is None:
-                    self.removal_since = now
                 self.target = wanted
-        if running > self.target and self.removal_since is not None:
-            timed_out = now - self.removal_since >= REMOVAL_TIMEOUT_S
+        if running <= self.target:
+            self.removal_since = None
+        else:  # more run than wanted, whichever way the target last moved
+            since = self.removal_since = now if self.removal_since is None else self.removal_since
+            timed_out = now - since >= REMOVAL_TIMEOUT_S
             if not batches_running or timed_out:
                 self._remove(live, running - self.target, idle_only=batches_running)
         self._observe(running)

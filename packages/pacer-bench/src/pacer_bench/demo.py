@@ -13,6 +13,7 @@ not superlinear in the batch on Spark here: see the pacer-spark README).
 from __future__ import annotations
 
 import argparse
+import textwrap
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -142,7 +143,7 @@ def promise_figure(runs: Sequence[tuple[str, Mapping[str, Any]]], query_id: str)
         ax.set_xticks(range(len(runs)), labels, rotation=15, ha="right", fontsize="small")
         ax.set_title(title)
         ax.grid(axis="y", alpha=0.3)
-    fig.suptitle(closing_line(runs, query_id), fontsize="small", wrap=True)
+    fig.suptitle(textwrap.fill(closing_line(runs, query_id), 120), fontsize="small")
     fig.tight_layout()
     return fig
 

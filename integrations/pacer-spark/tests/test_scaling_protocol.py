@@ -16,7 +16,7 @@ from pacer.clock import ManualClock
 from pacer.plugins import get_plugin_manager
 from pacer.scaler import Scaler
 from pacer_spark.driver.scaling import REMOVAL_TIMEOUT_S, ExecutorScaling
-from pacer_spark.jvm.executor_requests import LiveExecutor
+from pacer_spark.jvm.status_store import LiveExecutor
 from pacer_workloads import make_query
 
 

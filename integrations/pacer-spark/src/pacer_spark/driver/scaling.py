@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pacer.scaler import Scaler
-from pacer_spark.jvm import executor_requests
-from pacer_spark.jvm.executor_requests import LiveExecutor
+from pacer_spark.jvm import executor_requests, status_store
+from pacer_spark.jvm.status_store import LiveExecutor
 
 log = logging.getLogger("pacer_spark.driver.scaling")
 
@@ -47,7 +47,7 @@ class ExecutorScaling:
         self.scaler = scaler
         self.clock = clock
         self.started = clock()
-        self._live = live or (lambda: executor_requests.live_executors(spark))
+        self._live = live or (lambda: status_store.live_executors(spark))
         self._request = request or (lambda n: executor_requests.request_total(spark, n))
         self._kill = kill or (lambda ids: executor_requests.kill(spark, ids))
         self.target = scaler.initial

@@ -3,29 +3,16 @@
 ``SparkContext.requestTotalExecutors`` sets how many executors the application wants (standalone, YARN and
 Kubernetes honour it) and ``SparkContext.killExecutors`` removes named ones, lowering that target (both developer
 APIs, refused by Spark while ``spark.dynamicAllocation.enabled`` is on). :func:`scaling_refusal` says why a session
-cannot scale at all. The live executors come from the status store (what the UI lists), the driver left out.
+cannot scale at all. The live executors are read from the status store (:func:`pacer_spark.jvm.status_store.live_executors`).
 """
 
 from __future__ import annotations
 
-import logging
-from dataclasses import dataclass
 from typing import Any
-
-log = logging.getLogger("pacer_spark.jvm.executor_requests")
 
 
 class ScalingRefused(ValueError):
     """pacer cannot change this session's executors: the message says why and what to do."""
-
-
-@dataclass(frozen=True)
-class LiveExecutor:
-    """An executor Spark lists as active: its id, task slots and tasks running now."""
-
-    id: str
-    cores: int
-    active_tasks: int
 
 
 def scaling_refusal(spark: Any, strategy: str) -> str | None:
@@ -54,19 +41,6 @@ def scaling_refusal(spark: Any, strategy: str) -> str | None:
     return None
 
 
-def live_executors(spark: Any) -> list[LiveExecutor] | None:
-    """The active executors (not the driver), oldest first by id; None when the status store cannot be read."""
-    try:
-        convert = spark.sparkContext._jvm.scala.jdk.javaapi.CollectionConverters
-        listed = convert.asJava(spark.sparkContext._jsc.sc().statusStore().executorList(True))
-        found = [LiveExecutor(str(e.id()), int(e.totalCores()), int(e.activeTasks())) for e in listed]
-    except Exception as exc:  # an internal API that moved, or a stopping JVM
-        log.debug("cannot read the live executors from Spark's status store: %s", exc)
-        return None
-    found = [e for e in found if e.id != "driver"]
-    return sorted(found, key=lambda e: (len(e.id), e.id))
-
-
 def request_total(spark: Any, executors: int) -> bool:
     """Ask the cluster manager for ``executors`` in all (Spark starts or stops asking for more; it removes none)."""
     sc = spark.sparkContext
@@ -85,4 +59,4 @@ def kill(spark: Any, ids: list[str]) -> bool:
     return bool(sc._jsc.sc().killExecutors(seq))
 
 
-__all__ = ["LiveExecutor", "ScalingRefused", "kill", "live_executors", "request_total", "scaling_refusal"]
+__all__ = ["ScalingRefused", "kill", "request_total", "scaling_refusal"]

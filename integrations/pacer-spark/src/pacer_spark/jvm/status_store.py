@@ -4,6 +4,7 @@ executors. Empty or None when it cannot be read: the report then says nothing ra
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from pacer_spark.jvm import executors
@@ -46,18 +47,42 @@ def query_executors(spark: Any, *, max_jobs: int = executors.MAX_JOBS,
     return found
 
 
-def task_slots(spark: Any) -> int | None:
-    """How many tasks Spark can run at once now: the cores of the live executors (the driver's own in local mode),
-    from the status store's executor list. None when it cannot be read (the caller keeps what it had)."""
+@dataclass(frozen=True)
+class LiveExecutor:
+    """An executor Spark lists as active: its id (``driver`` in local mode), task slots and tasks running now."""
+
+    id: str
+    cores: int
+    active_tasks: int
+
+
+def active_executors(spark: Any) -> list[LiveExecutor] | None:
+    """The status store's active executors, the driver included, oldest first by id; None when it cannot be read
+    (an internal API that moved, or a stopping JVM: the caller keeps what it had)."""
     try:
         convert = spark.sparkContext._jvm.scala.jdk.javaapi.CollectionConverters
         listed = convert.asJava(spark.sparkContext._jsc.sc().statusStore().executorList(True))  # active only
-        cores = {str(e.id()): int(e.totalCores()) for e in listed}
-    except Exception as exc:  # an internal API that moved, or a stopping JVM
-        log.debug("cannot read the executors' cores from Spark's status store: %s", exc)
+        found = [LiveExecutor(str(e.id()), int(e.totalCores()), int(e.activeTasks())) for e in listed]
+    except Exception as exc:
+        log.debug("cannot read the active executors from Spark's status store: %s", exc)
         return None
-    executors_only = [n for name, n in cores.items() if name != "driver"]
-    total = sum(executors_only) if executors_only else cores.get("driver", 0)
+    return sorted(found, key=lambda e: (len(e.id), e.id))
+
+
+def live_executors(spark: Any) -> list[LiveExecutor] | None:
+    """The active executors that run tasks on a cluster, the driver left out (None: unreadable)."""
+    found = active_executors(spark)
+    return None if found is None else [e for e in found if e.id != "driver"]
+
+
+def task_slots(spark: Any) -> int | None:
+    """How many tasks Spark can run at once now: the cores of the live executors (the driver's own in local mode),
+    from the status store's executor list. None when it cannot be read (the caller keeps what it had)."""
+    found = active_executors(spark)
+    if found is None:
+        return None
+    executors_only = [e.cores for e in found if e.id != "driver"]
+    total = sum(executors_only) if executors_only else sum(e.cores for e in found if e.id == "driver")
     return total or None
 
 

@@ -92,9 +92,9 @@ class Books:
         """Whether the dataset's batch completed (the exactly-once ledger's word)."""
         return self._controller.ledger.finished(query_id, dataset_id)
 
-    def reports(self) -> list[BatchReport]:
-        """Every completed batch's report."""
-        return self._controller.reports()
+    def reports(self, query_id: str | None = None) -> list[BatchReport]:
+        """The recent completed batches' reports: of ``query_id``, or of every query merged in completion order."""
+        return self._controller.reports(query_id)
 
     def service_state(self, query_id: str) -> dict[str, object]:
         """The query's service-time model, to keep in its checkpoint."""

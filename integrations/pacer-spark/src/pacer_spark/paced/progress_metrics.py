@@ -43,7 +43,8 @@ def decision_metrics(books: Books, batch: MicroBatch) -> dict[str, str]:
     capped = (view.max_rows and rows >= view.max_rows) or \
         (view.max_bytes and sum(d.bytes for d in batch.datasets) >= view.max_bytes)
     reason = "catch-up" if view.catch_up.active else "read cap" if capped else "deadline"
-    previous = next((r for r in reversed(books.reports()) if r.query_id == batch.query_id), None)
+    reports = books.reports(batch.query_id)  # the query's own: no merge of every query's on each admission
+    previous = reports[-1] if reports else None
     out = {
         "pacerDeadlineMs": f"{1000.0 * deadline:.0f}",
         "pacerAdmission": view.admission,

@@ -127,7 +127,7 @@ class Scaler:
             s.arrived.append((now, record.bytes_in))
             while len(s.arrived) > 2 and now - s.arrived[1][0] >= TREND_WINDOW_S:
                 s.arrived.popleft()
-            recent = deque(p for p in s.arrived if now - p[0] <= RATE_WINDOW_S + 1e-9)
+            recent = [p for p in s.arrived if now - p[0] <= RATE_WINDOW_S + 1e-9]
             decay = 0.5 ** ((now - self.last_call) / COST_HALFLIFE_S) if self.last_call is not None else 1.0
             s.busy_sum = s.busy_sum * decay + max(0.0, record.busy_core_s - s.busy_core_s)
             s.bytes_sum = s.bytes_sum * decay + max(0, record.bytes_processed - s.bytes_processed)
@@ -139,7 +139,8 @@ class Scaler:
                 fixed_s=fixed_part(controller.reports(query_id)[-FIXED_BATCHES:], view.spec.partitions,
                                    float(view.service_time.get("fixed_ms", 0.0)) / 1000.0),
                 core_s_per_byte=s.busy_sum / s.bytes_sum if s.bytes_sum > 0 else 0.0,
-                partitions=view.spec.partitions, rate_bytes_s=_rate(recent if len(recent) >= 2 else s.arrived), trend_bytes_s2=_trend(s.arrived),
+                partitions=view.spec.partitions, rate_bytes_s=_rate(recent if len(recent) >= 2 else list(s.arrived)),
+                trend_bytes_s2=_trend(list(s.arrived)),
                 backlog_bytes=sum(d.bytes for d in buffered) + in_flight,
                 backlog_age_s=max(0.0, now - buffered[0].arrival) if buffered else 0.0,
                 miss_rows=record.miss_rows, rows_in=record.rows_in,
@@ -252,21 +253,21 @@ def fixed_part(reports: Sequence[BatchReport], partitions: int, otherwise: float
     return parts[len(parts) // 2]
 
 
-def _rate(samples: deque[tuple[float, int]]) -> float:
+def _rate(samples: Sequence[tuple[float, int]]) -> float:
     """Bytes per second between the oldest and the newest sample (0 with fewer than two)."""
     if len(samples) < 2 or samples[-1][0] <= samples[0][0]:
         return 0.0
     return (samples[-1][1] - samples[0][1]) / (samples[-1][0] - samples[0][0])
 
 
-def _trend(samples: deque[tuple[float, int]]) -> float:
+def _trend(samples: Sequence[tuple[float, int]]) -> float:
     """The rate's change per second: the later half's rate less the earlier half's, over the time between them."""
     if len(samples) < 3:
         return 0.0
     mid = len(samples) // 2
-    first, second = list(samples)[: mid + 1], list(samples)[mid:]
+    first, second = samples[: mid + 1], samples[mid:]
     t_first = (first[0][0] + first[-1][0]) / 2
     t_second = (second[0][0] + second[-1][0]) / 2
     if t_second <= t_first:
         return 0.0
-    return (_rate(deque(second)) - _rate(deque(first))) / (t_second - t_first)
+    return (_rate(second) - _rate(first)) / (t_second - t_first)

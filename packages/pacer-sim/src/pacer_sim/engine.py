@@ -429,7 +429,8 @@ class Simulation:
         self._advance_all(t)
         if not self._running:
             return
-        self._peak_tasks = max(self._peak_tasks, self._tasks())
+        if self.scaler is not None:  # what spark-dynamic reads: kept only where a scaler runs
+            self._peak_tasks = max(self._peak_tasks, self._tasks())
         decision = self.controller.schedule()
         if self._removing:  # an executor leaves between batches: only the batches already running get cores
             decision = replace(decision, order=tuple(b for b in decision.order

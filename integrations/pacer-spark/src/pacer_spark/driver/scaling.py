@@ -95,14 +95,14 @@ class ExecutorScaling:
             since = self.removal_since = now if self.removal_since is None else self.removal_since
             timed_out = now - since >= REMOVAL_TIMEOUT_S
             if not batches_running or timed_out:
-                self._remove(live, running - self.target, idle_only=batches_running)
-        self._observe(running)
+                running -= self._remove(live, running - self.target, idle_only=batches_running)
+        self._observe(running)  # after a removal, without the executors just removed
 
-    def _remove(self, live: list[LiveExecutor], count: int, *, idle_only: bool) -> None:
-        """Remove ``count`` executors, the newest first (only those running no task when ``idle_only``)."""
+    def _remove(self, live: list[LiveExecutor], count: int, *, idle_only: bool) -> int:
+        """Remove ``count`` executors, the newest first (only those running no task when ``idle_only``); how many."""
         chosen = [e.id for e in reversed(live) if not idle_only or e.active_tasks == 0][:count]
         if not chosen:
-            return
+            return 0
         self._kill(chosen)
         self._request(self.target)  # Spark lowers its target by the executors killed: set it to the strategy's
         at = self.clock() - self.started
@@ -110,6 +110,7 @@ class ExecutorScaling:
         log.info("pacer: removed executor(s) %s (scaling strategy %r)", ", ".join(chosen), self.scaler.name)
         if len(live) - len(chosen) <= self.target:
             self.removal_since = None
+        return len(chosen)
 
     def _observe(self, running: int) -> None:
         self.scaler.observe(self.clock() - self.started, running=running, held=max(running, self.target))

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pacer import ClusterView, QueryLoad
-from pacer_scaler.rule import MIN_UTILIZATION, DeadlineScaler, cores_for, utilization_limit
+from pacer_scaler.rule import MIN_UTILIZATION, DeadlineScaler, cores_for, shared_cores, utilization_limit
 
 PARAMS = {"headroom": 0.0, "catch_up_s": 60.0, "down_hold_s": 60.0, "down_band": 0.1, "trend_cap": 0.1}
 
@@ -61,6 +61,46 @@ def test_at_the_rules_cores_the_largest_batch_meets_the_deadline_and_keeps_up(k_
     assert fixed + u * interval > interval  # the largest batch within the deadline no longer keeps up
 
 
+def test_queries_sharing_the_cores_need_more_than_the_sum_of_their_cores_alone() -> None:
+    """Batches one at a time: a query's batch may wait behind the other's. Two equal queries (w = 4 core-s/s, f = 1 s,
+    D = 10 s) meet at x = 1/2 and need 2w / (1 - 4f/D) = 13.33 cores, where alone each needs w / (1 - 2f/D) = 5."""
+    one = shared_cores([_load()], headroom=0.0, catch_up_s=60, horizon_s=0)
+    assert one == cores_for(_load(), headroom=0.0, catch_up_s=60, horizon_s=0)
+    two, note = shared_cores([_load(query_id="a"), _load(query_id="b")], headroom=0.0, catch_up_s=60, horizon_s=0)
+    assert two == pytest.approx(8.0 / 0.6) and note == ""
+    # each one's backlog adds its catch-up: 60 MB beyond a deadline's arrivals / 60 s = 1 core
+    more, _ = shared_cores([_load(query_id="a", backlog_bytes=100_000_000), _load(query_id="b")], headroom=0.0,
+                           catch_up_s=60, horizon_s=0)
+    assert more == pytest.approx(two + 1.0)
+    # fixed parts that fill the shortest deadline: said, and each query's own (floored) cores summed
+    cores, note = shared_cores([_load(query_id="a", fixed_s=3.0), _load(query_id="b", fixed_s=3.0)], headroom=0.0,
+                               catch_up_s=60, horizon_s=0)
+    assert "leave no batch room within the shortest deadline" in note and cores == pytest.approx(2 * 4.0 / 0.4)
+
+
+@given(loads=st.lists(st.tuples(st.floats(0.1, 20.0), st.floats(0.0, 1.0), st.floats(2.0, 60.0)), min_size=2,
+                      max_size=4))
+def test_at_the_shared_cores_one_batching_meets_every_deadline_and_keeps_up(
+        loads: list[tuple[float, float, float]]) -> None:
+    """At the cores :func:`shared_cores` gives (and 1 % more: there one x meets both exactly, here a grid point
+    does), some share x of each deadline as interval meets both conditions of its derivation; at 1 % fewer, none of
+    2000 does."""
+    queries = [_load(query_id=str(i), core_s_per_byte=w / 4e6, fixed_s=f, deadline_s=d, partitions=100_000)
+               for i, (w, f, d) in enumerate(loads)]
+    cores, note = shared_cores(queries, headroom=0.0, catch_up_s=60, horizon_s=0)
+    if note or cores > 20 * sum(w for w, _, _ in loads):  # near the edge of reach, the x that fit lie between
+        return  # grid points
+
+    def fits(c: float, x: float) -> bool:
+        took = [f + w * x * d / c for w, f, d in loads]
+        return sum(took) <= (1 - x) * min(d for _, _, d in loads) * (1 + 1e-6) and \
+            sum(t / (x * d) for t, (_, _, d) in zip(took, loads, strict=True)) <= 1 + 1e-6
+
+    grid = [i / 2000 for i in range(1, 2000)]
+    assert any(fits(cores * 1.01, x) for x in grid)
+    assert not any(fits(cores * 0.99, x) for x in grid)
+
+
 def _cluster(target: int, since: float = math.inf, **kw: float) -> ClusterView:
     return ClusterView(executors=target, cores_per_executor=1, min_executors=1, max_executors=32,
                        since_change_s=since, **kw)  # type: ignore[arg-type]
@@ -75,7 +115,26 @@ def test_up_at_once_down_only_after_the_hold_and_to_the_most_needed_in_it() -> N
         assert s.decide([low], _cluster(5, since=t), float(t), PARAMS).executors == 5
     d = s.decide([low], _cluster(5, since=65.0), 65.0, PARAMS)
     # down to the most needed (2) with half the band's room for noise: ceil(2 x 1.05) = 3
-    assert d.executors == 3 and d.reason.endswith("at most 2 executors over the last 60 s")
+    assert d.executors == 3 and d.reason.endswith("at most 2.00 cores without catch-up over the last 60 s")
+
+
+def test_a_small_cluster_scales_down_to_the_cores_needed_not_to_a_rounded_executor_count() -> None:
+    """0.2 cores needed on 2 executors: down to 1 (the room is taken in cores: ceil(0.2 x 1.05) = 1, where room
+    taken in executors, ceil(1 x 1.05) = 2, kept both)."""
+    s = DeadlineScaler()
+    s.since = -100.0
+    d = s.decide([_load(rate_bytes_s=1.6e5)], _cluster(2), 0.0, PARAMS)
+    assert d.executors == 1, d
+
+
+def test_after_a_catch_up_the_scale_down_goes_to_the_steady_need_at_once() -> None:
+    """A backlog's catch-up drains and ends, so the hold remembers the cores without it: 5 steady + 5 to drain
+    300 MB in 60 s on 10 executors, then the backlog gone: down to ceil(5 x 1.05) = 6, not held at 10."""
+    s = DeadlineScaler()
+    s.since = -100.0
+    assert s.decide([_load(backlog_bytes=340_000_000)], _cluster(10), 0.0, PARAMS).executors == 10
+    d = s.decide([_load()], _cluster(10, since=60.0), 60.0, PARAMS)
+    assert d.executors == 6, d
 
 
 def test_a_scale_down_saving_less_than_the_band_is_not_made() -> None:
@@ -83,11 +142,15 @@ def test_a_scale_down_saving_less_than_the_band_is_not_made() -> None:
     s.since = -100.0
     # 11 held, 9.5 cores (10 executors) needed: 1 of 11 (9 %) saved, not more than the 10 % band: no change
     assert s.decide([_load(rate_bytes_s=7.6e6)], _cluster(11), 0.0, PARAMS).executors == 11
-    # 9 needed now, but 10 within the hold: still no change; alone, 9 of 11 saves 18 %: down, to ceil(9 x 1.05)
-    assert s.decide([_load(rate_bytes_s=7.2e6)], _cluster(11), 0.0, PARAMS).executors == 11
+    # 8.5 cores needed now, but 9.5 within the hold: still no change; alone, down to ceil(8.5 x 1.05) = 9 of 11
+    assert s.decide([_load(rate_bytes_s=6.8e6)], _cluster(11), 0.0, PARAMS).executors == 11
     s2 = DeadlineScaler()
     s2.since = -100.0
-    assert s2.decide([_load(rate_bytes_s=7.2e6)], _cluster(11), 0.0, PARAMS).executors == 10
+    assert s2.decide([_load(rate_bytes_s=6.8e6)], _cluster(11), 0.0, PARAMS).executors == 9
+    # 9 cores: ceil(9 x 1.05) = 10 of 11 saves 9 %, within the band: no change
+    s3 = DeadlineScaler()
+    s3.since = -100.0
+    assert s3.decide([_load(rate_bytes_s=7.2e6)], _cluster(11), 0.0, PARAMS).executors == 11
 
 
 def test_no_measured_batch_keeps_the_executors() -> None:

@@ -26,16 +26,18 @@ from pacer_bench.traffic_sources import GENERATED, BenchSource, UnknownSourceErr
 __all__ = ["ScenarioError", "machine_description", "record_latencies", "resolve_configs", "run_scenario"]
 
 
-def _request(quick: bool, runtime: str, target: Mapping[str, Any] | None, source: BenchSource | None) -> Request:
+def _request(quick: bool, runtime: str, target: Mapping[str, Any] | None, source: BenchSource | None,
+             master: str) -> Request:
     """What the scenario builds its configurations (and its writer its outputs) from, on ``runtime``."""
     return Request(quick=quick, simulated=runtime_traits(runtime).simulated, target=dict(target or {}),
-                   source=source)
+                   source=source, master=master)
 
 
 def resolve_configs(
     scenario: str, *, runtime: str, quick: bool, duration: float | None, seed: int,
     plugin_manager: PluginManager, rapids_jars: Sequence[str] = (), gpus: int | None = None,
     overload: str = "keep", target: Mapping[str, Any] | None = None, rate_scale: float = 1.0,
+    master: str = "local[2]",
 ) -> tuple[str, list[Config], list[str]]:
     """Check a scenario before anything runs and return the runtime it will run on, its configurations
     and notes for the reader (e.g. why a Spark request runs simulated).
@@ -61,7 +63,7 @@ def resolve_configs(
     source = _source(target)
     if source is not None:
         runtime = source.runtime  # e.g. Spark's Kafka source
-    lacking = runtime_traits(runtime).lacking(chosen.needs, rapids_jars)
+    lacking = runtime_traits(runtime).lacking(chosen.needs, rapids_jars, master)
     if lacking:  # the scenario's point needs what the runtime cannot give: shown on the simulator instead
         notes.append(f"{chosen.name} ran on the simulator: {'; '.join(lacking.values())}; every figure is simulated")
         runtime = SIMULATOR
@@ -71,13 +73,13 @@ def resolve_configs(
     except UnknownRuntimeError as exc:
         raise ScenarioError(f"--runtime {runtime}: {exc}{traits.install_hint}") from None
     try:
-        configs = chosen.build(_request(quick, runtime, target, source))
+        configs = chosen.build(_request(quick, runtime, target, source, master))
     except ValueError as exc:
         raise ScenarioError(str(exc)) from None
     names = (target or {}).get("configs")
     if not chosen.narrowed and names:
         configs = chosen_configs(chosen.name, configs, names)
-    refused = traits.lacking(set().union(*(c.needs for c in configs)), rapids_jars)
+    refused = traits.lacking(set().union(*(c.needs for c in configs)), rapids_jars, master)
     if refused:
         raise ScenarioError(f"{chosen.name} cannot run on --runtime {runtime}: {'; '.join(refused.values())}; "
                             f"run it with --runtime {SIMULATOR}")
@@ -233,7 +235,8 @@ def run_scenario(
     pm = plugin_manager or get_plugin_manager()
     actual, configs, notes = resolve_configs(scenario, runtime=runtime, quick=quick, duration=duration, seed=seed,
                                              plugin_manager=pm, rapids_jars=rapids_jars, gpus=gpus,
-                                             overload=overload, target=target, rate_scale=rate_scale)
+                                             overload=overload, target=target, rate_scale=rate_scale,
+                                             master=master)
     for note in notes:
         print(f"pacer bench: {note}", file=sys.stderr)
     bar = ProgressBar(len(configs) * repeat) if progress else None

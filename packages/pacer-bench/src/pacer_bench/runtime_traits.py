@@ -41,6 +41,10 @@ def _nothing(master: str) -> str:
     return ""
 
 
+def _no_capabilities(master: str) -> frozenset[str]:
+    return frozenset()
+
+
 @dataclass(frozen=True)
 class RuntimeTraits:
     """What pacer bench knows of one runtime beyond the :class:`pacer.Runtime` protocol.
@@ -54,6 +58,7 @@ class RuntimeTraits:
     :param machine: ``master`` -> what the machine description adds (e.g. the engine's version).
     :param lacks: capability -> why the runtime cannot give it (the note or error says so).
     :param jars_give: capabilities it gains from the RAPIDS Accelerator jars (``--rapids-jar``).
+    :param master_gives: ``master`` -> capabilities it gains there (a standalone cluster's executors).
     """
 
     described: str
@@ -64,11 +69,14 @@ class RuntimeTraits:
     machine: Callable[[str], str] = _nothing
     lacks: Mapping[str, str] = field(default_factory=dict)
     jars_give: frozenset[str] = frozenset()
+    master_gives: Callable[[str], frozenset[str]] = _no_capabilities
 
-    def lacking(self, needs: Iterable[str], rapids_jars: Sequence[str] = ()) -> dict[str, str]:
-        """The capabilities of ``needs`` this runtime cannot give with ``rapids_jars``, each with why."""
+    def lacking(self, needs: Iterable[str], rapids_jars: Sequence[str] = (), master: str = "") -> dict[str, str]:
+        """The capabilities of ``needs`` this runtime cannot give with ``rapids_jars`` on ``master``, each with
+        why."""
+        given = self.master_gives(master)
         return {need: self.lacks[need] for need in needs
-                if need in self.lacks and not (rapids_jars and need in self.jars_give)}
+                if need in self.lacks and not (rapids_jars and need in self.jars_give) and need not in given}
 
 
 def spark_options(master: str, rapids_jars: Sequence[str]) -> dict[str, Any]:
@@ -88,6 +96,11 @@ def on_spark(config: Config, run: RunConfig) -> RunConfig:
     return run
 
 
+def standalone_gives(master: str) -> frozenset[str]:
+    """A standalone cluster's master (``spark://``) gives executors to change."""
+    return frozenset({EXECUTORS}) if master.startswith("spark://") else frozenset()
+
+
 def spark_machine(master: str) -> str:
     """``, PySpark 4.0.1 local[2]``: the engine's version and master."""
     import pyspark
@@ -105,9 +118,9 @@ RUNTIME_TRAITS: dict[str, RuntimeTraits] = {
         lacks={GPU: "placement on Spark needs a GPU and the RAPIDS Accelerator jar (--rapids-jar), and neither is "
                     "here",
                RESOURCE_LOSS: "local Spark cannot take cores away mid-run",
-               EXECUTORS: "pacer bench does not yet change a Spark cluster's executors (pacer cluster up, then "
-                          "attach(..., scale=...) on your own query does)"},
-        jars_give=frozenset({GPU}),
+               EXECUTORS: "local Spark has one executor, the driver (pacer cluster up --workers 3, then "
+                          "--master spark://HOST:PORT, changes a standalone cluster's)"},
+        jars_give=frozenset({GPU}), master_gives=standalone_gives,
     ),
 }
 

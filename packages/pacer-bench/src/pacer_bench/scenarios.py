@@ -114,12 +114,14 @@ class Request:
     :param target: latency-target's choices (:func:`narrow_plan`: deadlines, traffics, workloads, configs, source).
     :param source: the registered traffic source ``target["source"]`` names
         (:class:`pacer_bench.traffic_sources.BenchSource`; None: pacer's generated traffic).
+    :param master: the Spark master the runs go to (``--master``; a standalone cluster's can change executors).
     """
 
     quick: bool = False
     simulated: bool = True
     target: Mapping[str, Any] = field(default_factory=dict)
     source: Any = None
+    master: str = "local[2]"
 
 
 @dataclass(frozen=True)
@@ -430,7 +432,7 @@ def _autoscale(request: Request) -> list[Config]:
     """autoscale's configurations (:func:`pacer_bench.autoscale.autoscale_plan`)."""
     from pacer_bench.autoscale import autoscale_plan
 
-    return [Config(**kw) for kw in autoscale_plan(request.quick)]
+    return [Config(**kw) for kw in autoscale_plan(request.quick, simulated=request.simulated)]
 
 
 def _write_autoscale(out: str | Path, result: ScenarioResult) -> dict[str, Path]:

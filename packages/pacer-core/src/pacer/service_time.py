@@ -15,6 +15,9 @@ included; on the simulator its service time) — by recency-weighted least
 squares, and adds a safety margin taken from its own observed prediction error:
 the ``quantile`` (default 0.99) of actual ÷ predicted over the recent batches
 (at least 1.5 until ten errors were seen).
+The per-byte part is fitted per task slot: each batch's bytes are divided by the slots it ran on
+(``min(cores, partitions)``), and a prediction divides by the slots there are now, so that when executors
+come or go the next batch is sized for them rather than for the last fit's.
 The Controller feeds it; strategies read it as ``ctx.service``.
 """
 
@@ -50,6 +53,7 @@ class ServiceTimeModel:
         "_errors",
         "_n",
         "_seen",
+        "_slope",
         "_sw",
         "_swx",
         "_swxx",
@@ -58,8 +62,8 @@ class ServiceTimeModel:
         "error_window",
         "fixed_s",
         "halflife",
-        "per_byte_s",
         "quantile",
+        "slots",
         "warmup",
     )
 
@@ -85,8 +89,14 @@ class ServiceTimeModel:
         self._errors: deque[float] = deque(maxlen=error_window)
         #: The fitted fixed part, seconds (0 before any batch).
         self.fixed_s = 0.0
-        #: The fitted per-byte part, seconds per byte (0 before any batch).
-        self.per_byte_s = 0.0
+        self._slope = 0.0  # seconds per megabyte per slot
+        #: Task slots the next batch runs on (the Controller sets it as executors come and go).
+        self.slots = 1.0
+
+    @property
+    def per_byte_s(self) -> float:
+        """The fitted per-byte part on :attr:`slots` slots, seconds per byte (0 before any batch)."""
+        return self._slope / (_MB * self.slots)
 
     @property
     def ready(self) -> bool:
@@ -102,7 +112,7 @@ class ServiceTimeModel:
     def average_s_per_byte(self) -> float:
         """Seconds per byte over the observed batches, fixed part included (recency-weighted; 0 before any): an
         upper bound of :attr:`per_byte_s` that needs one batch, where the fit needs batches of different sizes."""
-        return self._swy / (self._swx * _MB) if self._swx > 0 else 0.0
+        return self._swy / (self._swx * _MB * self.slots) if self._swx > 0 else 0.0
 
     @property
     def margin(self) -> float:
@@ -116,26 +126,31 @@ class ServiceTimeModel:
             return max(PRIOR_MARGIN, observed)
         return max(1.0, observed)
 
-    def predict_raw(self, nbytes: int | float) -> float:
-        """The fitted service time of a batch of ``nbytes`` (no margin); 0 before any batch."""
-        return self.fixed_s + self.per_byte_s * max(0.0, float(nbytes))
+    def predict_raw(self, nbytes: int | float, slots: float | None = None) -> float:
+        """The fitted service time of a batch of ``nbytes`` on ``slots`` task slots (default :attr:`slots`; no
+        margin); 0 before any batch."""
+        return self.fixed_s + self._slope * max(0.0, float(nbytes)) / (_MB * (slots or self.slots))
 
     def predict(self, nbytes: int | float) -> float:
         """The service time of a batch of ``nbytes`` with the safety margin applied."""
         return self.predict_raw(nbytes) * self.margin
 
-    def observe(self, nbytes: int | float, service_s: float) -> None:
-        """Learn from a completed batch: ``nbytes`` cost the engine ``service_s`` seconds."""
+    def observe(self, nbytes: int | float, service_s: float, slots: float | None = None) -> None:
+        """Learn from a completed batch: ``nbytes`` cost the engine ``service_s`` seconds on ``slots`` task slots
+        (default :attr:`slots`)."""
         if service_s < 0 or math.isnan(service_s) or nbytes < 0:
             raise ValueError(f"service-time observation must be >= 0, got {service_s} s for {nbytes} bytes")
+        slots = slots or self.slots
+        if not slots > 0:
+            raise ValueError(f"a batch runs on > 0 task slots, got {slots}")
         self._seen += 1
         if self._seen <= self.warmup:
             return
         if self._n:
-            predicted = self.predict_raw(nbytes)
+            predicted = self.predict_raw(nbytes, slots)
             if predicted > 0:
                 self._errors.append(service_s / predicted)
-        x = float(nbytes) / _MB
+        x = float(nbytes) / _MB / slots
         d = self._decay
         self._sw = self._sw * d + 1.0
         self._swx = self._swx * d + x
@@ -162,10 +177,10 @@ class ServiceTimeModel:
             elif fixed < 0:
                 fixed, slope = 0.0, self._swxy / self._swxx
         self.fixed_s = fixed
-        self.per_byte_s = slope / _MB
+        self._slope = slope
 
     #: The version of :meth:`state`'s form.
-    STATE_VERSION = 1
+    STATE_VERSION = 2  # 2: sizes per task slot
 
     def state(self) -> dict[str, object]:
         """The fitted model as plain values (JSON): a runtime keeps it with a query's checkpoint, so a restart

@@ -7,7 +7,14 @@ when the utilization ``u = k·r / c`` is at most ``1 - 2f/D``; so the fewest cor
 ``c = k·r / (1 - 2f/D)``. This is DS2's rule (true processing rate over a target utilization) with the target
 set by the deadline instead of by hand. On top: ``headroom`` for noise, the rate projected over an executor's
 start-up (capacity asked for now arrives then), and DS2's catch-up term, ``k·B / catch_up_s`` for the backlog ``B``
-beyond what the deadline lets wait. Queries sharing the executors add their cores.
+beyond what the deadline lets wait.
+
+Queries sharing the executors run their batches one at a time (each batch has partitions for every core: FIFO or
+EDF at pacer's gate), so a query's batch may wait behind one batch of every other query. With each query batching
+every ``I_j = x·D_j`` (the same share ``x`` of its deadline), the batches ``T_j = f_j + w_j·x·D_j / c`` (work rate
+``w_j = k_j·r_j``) meet every deadline when ``Σ T_j <= (1 - x)·D_min`` and keep up when ``Σ T_j / I_j <= 1``; the
+rule takes the ``x`` that needs the fewest cores (:func:`shared_cores`). One query gives ``x = 1/2`` and the
+formula above.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pacer import ClusterView, QueryLoad, QuerySpec, ScaleDecision
@@ -40,7 +47,7 @@ def cores_for(load: QueryLoad, *, headroom: float, catch_up_s: float, horizon_s:
     :param trend_cap: the most the projection adds, as a share of the rate now: a step's trend is brief, and
         projected over a start-up it overshoots (measured: 57 executors asked where 29 held the step).
     """
-    rate = load.rate_bytes_s + min(max(0.0, load.trend_bytes_s2) * horizon_s, trend_cap * load.rate_bytes_s)
+    rate = _projected_rate(load, horizon_s, trend_cap)
     limit = utilization_limit(load.fixed_s, load.deadline_s)
     note = ""
     if limit < MIN_UTILIZATION:
@@ -56,48 +63,106 @@ def cores_for(load: QueryLoad, *, headroom: float, catch_up_s: float, horizon_s:
     return cores, note
 
 
+def shared_cores(loads: Sequence[QueryLoad], *, headroom: float, catch_up_s: float, horizon_s: float,
+                 trend_cap: float = 0.1) -> tuple[float, str]:
+    """The cores at which every query of ``loads`` meets its deadline with their batches one at a time on the same
+    cores (module docstring), plus each one's backlog catch-up; and notes where a deadline is out of reach.
+
+    Parameters as :func:`cores_for`, which this is for one query.
+    """
+    if len(loads) == 1:
+        return cores_for(loads[0], headroom=headroom, catch_up_s=catch_up_s, horizon_s=horizon_s, trend_cap=trend_cap)
+    alone = [cores_for(q, headroom=headroom, catch_up_s=catch_up_s, horizon_s=horizon_s, trend_cap=trend_cap)
+             for q in loads]
+    work = [q.core_s_per_byte * _projected_rate(q, horizon_s, trend_cap) * (1.0 + headroom) for q in loads]
+    drain = sum(q.core_s_per_byte * max(0.0, q.backlog_bytes - q.rate_bytes_s * q.deadline_s) / catch_up_s
+                for q in loads)
+    d_min = min(q.deadline_s for q in loads)
+    fixed = sum(q.fixed_s for q in loads)
+    spread = sum(w * q.deadline_s for w, q in zip(work, loads, strict=True))
+
+    def waiting(x: float) -> float:  # cores for Σ T_j <= (1 - x)·D_min; rises with x
+        room = (1.0 - x) * d_min - fixed
+        return x * spread / room if room > 0 else math.inf
+
+    def keeping_up(x: float) -> float:  # cores for Σ T_j / I_j <= 1; falls with x
+        room = 1.0 - sum(q.fixed_s / (x * q.deadline_s) for q in loads)
+        return sum(work) / room if room > 0 else math.inf
+
+    low, high = 0.0, 1.0  # the x where the two meet needs the fewest cores
+    for _ in range(60):
+        mid = (low + high) / 2
+        if waiting(mid) < keeping_up(mid):
+            low = mid
+        else:
+            high = mid
+    cores = max(waiting(low), keeping_up(high))
+    notes = [n for _, n in alone if n]
+    if not math.isfinite(cores):  # the fixed parts alone fill the shortest deadline
+        notes.insert(0, f"the queries' fixed parts ({fixed:.2f} s) leave no batch room within the shortest deadline "
+                        f"({d_min:g} s) with their batches one at a time")
+        cores = sum(c for c, _ in alone)  # each with its own catch-up
+    else:
+        cores += drain
+    most = max(q.partitions for q in loads)
+    if cores > most:
+        notes.append(f"they need {cores:.1f} cores, one batch uses at most {most}")
+        cores = float(most)
+    return cores, "; ".join(dict.fromkeys(notes))
+
+
+def _projected_rate(load: QueryLoad, horizon_s: float, trend_cap: float) -> float:
+    return load.rate_bytes_s + min(max(0.0, load.trend_bytes_s2) * horizon_s, trend_cap * load.rate_bytes_s)
+
+
 @dataclass
 class DeadlineScaler:
     """The ``deadline`` strategy's state and decision (one per run).
 
-    :ivar wanted: ``(time, executors the rule wanted)`` over the last ``down_hold_s``.
+    :ivar wanted: ``(time, cores the rule wanted without catch-up)`` over the last ``down_hold_s``.
     :ivar since: when the record began (a scale-down needs ``down_hold_s`` of it).
     """
 
-    wanted: deque[tuple[float, int]] = field(default_factory=deque)
+    wanted: deque[tuple[float, float]] = field(default_factory=deque)
     since: float | None = None
 
     def decide(self, queries: Sequence[QueryLoad], cluster: ClusterView, now: float,
                params: Mapping[str, Any]) -> ScaleDecision:
-        """Up at once to what the rule needs; down only to the most it needed over the last ``down_hold_s``, once
-        the executors have not changed for as long, and only when that saves more than ``down_band`` of them."""
+        """Up at once to what the rule needs; down only to the most cores it needed without backlog catch-up over
+        the last ``down_hold_s`` (with half the band again as room; a catch-up drains and ends), once the executors
+        have not changed for as long, and only when that saves at least ``down_band`` of them."""
         target = cluster.target
         if not queries or any(q.core_s_per_byte <= 0 for q in queries):
             return ScaleDecision(target, "measuring: a query has no measured batch yet")
-        horizon = cluster.startup_s
-        parts = [cores_for(q, headroom=float(params["headroom"]), catch_up_s=float(params["catch_up_s"]),
-                           horizon_s=horizon, trend_cap=float(params["trend_cap"])) for q in queries]
-        cores = sum(c for c, _ in parts)
-        need = max(cluster.min_executors,
-                   min(cluster.max_executors, math.ceil(cores / cluster.cores_per_executor - 1e-9)))
-        notes = "; ".join(n for _, n in parts if n)
+        rule = {"headroom": float(params["headroom"]), "catch_up_s": float(params["catch_up_s"]),
+                "horizon_s": cluster.startup_s, "trend_cap": float(params["trend_cap"])}
+        cores, notes = shared_cores(queries, **rule)
+        # what the executors must hold for the coming period: the catch-up drains its backlog and ends
+        steady = shared_cores([replace(q, backlog_bytes=0) for q in queries], **rule)[0]
+        per = cluster.cores_per_executor
+        need = self._clamp(cores / per, cluster)
         hold = float(params["down_hold_s"])
         if self.since is None:
             self.since = now
-        self.wanted.append((now, need))
+        self.wanted.append((now, steady))
         while self.wanted and now - self.wanted[0][0] > hold:
             self.wanted.popleft()
         why = f"deadlines need {cores:.2f} cores" + (f" ({notes})" if notes else "")
         if need > target:
             self.since = now
             return ScaleDecision(need, why)
-        most = max(n for _, n in self.wanted)
         band = float(params["down_band"])
-        if most < target * (1.0 - band) and now - self.since >= hold - 1e-9 and cluster.since_change_s >= hold - 1e-9:
+        most = max(c for _, c in self.wanted)
+        down = self._clamp(max(most * (1.0 + band / 2), cores) / per, cluster)  # room for the noise in the next need
+        if down <= target * (1.0 - band) + 1e-9 and now - self.since >= hold - 1e-9 and \
+                cluster.since_change_s >= hold - 1e-9:
             self.since = now
-            down = min(target, math.ceil(most * (1.0 + band / 2) - 1e-9))  # room for the noise in the next need
-            return ScaleDecision(down, f"{why}, at most {most} executors over the last {hold:g} s")
+            return ScaleDecision(down, f"{why}, at most {most:.2f} cores without catch-up over the last {hold:g} s")
         return ScaleDecision(target, why)
+
+    @staticmethod
+    def _clamp(executors: float, cluster: ClusterView) -> int:
+        return max(cluster.min_executors, min(cluster.max_executors, math.ceil(executors - 1e-9)))
 
 
 def build_state(spec: QuerySpec | None, params: Mapping[str, Any]) -> DeadlineScaler:

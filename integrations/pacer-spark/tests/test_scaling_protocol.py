@@ -40,17 +40,19 @@ class Scripted:
 
 
 class Manager:
-    """What the cluster manager was asked, and the executors it runs (one task each while a batch runs)."""
+    """What the cluster manager was asked, and the executors it runs (one task each while a batch runs). A killed
+    executor stays listed (``leaving``) until a ``gone`` step: Spark's status store learns of its removal later."""
 
     def __init__(self, running: int) -> None:
         self.next_id = running
         self.live = [str(i) for i in range(running)]
+        self.leaving: list[str] = []
         self.wanted = running
         self.busy: set[str] = set()
         self.kills: list[tuple[list[str], bool, float]] = []
 
     def executors(self) -> list[LiveExecutor]:
-        return [LiveExecutor(e, 1, 1 if e in self.busy else 0) for e in self.live]
+        return [LiveExecutor(e, 1, 1 if e in self.busy else 0) for e in self.live + self.leaving]
 
     def request(self, total: int) -> bool:
         self.wanted = total
@@ -65,7 +67,7 @@ class Manager:
 
 @settings(max_examples=400, deadline=None)
 @given(script=st.lists(st.integers(1, 5), min_size=1, max_size=12),
-       steps=st.lists(st.sampled_from(["tick", "batch", "done", "start", "wait"]), min_size=1, max_size=60))
+       steps=st.lists(st.sampled_from(["tick", "batch", "done", "start", "wait", "gone"]), min_size=1, max_size=60))
 def test_removals_wait_for_the_batches_and_never_go_below_the_target(script: list[int], steps: list[str]) -> None:
     clock = ManualClock()
     controller = Controller(clock=clock, cores=2, plugin_manager=get_plugin_manager())
@@ -78,7 +80,9 @@ def test_removals_wait_for_the_batches_and_never_go_below_the_target(script: lis
     def kill(ids: list[str]) -> bool:
         manager.kills.append((list(ids), batch["running"], clock.now))
         for e in ids:
+            assert e in manager.live, f"executor {e} asked to leave twice (still listed: {manager.leaving})"
             manager.live.remove(e)
+            manager.leaving.append(e)
         manager.wanted = max(0, manager.wanted - len(ids))  # as Spark's killExecutors lowers its target
         return True
 
@@ -106,12 +110,15 @@ def test_removals_wait_for_the_batches_and_never_go_below_the_target(script: lis
             manager.busy = set()
         elif step == "start":
             manager.start_one()
+        elif step == "gone":
+            manager.leaving = []
         else:
             clock.now += REMOVAL_TIMEOUT_S / 3
     # once the batches are over and the executors started, the scaling converges on its target
     batch["running"] = False
     manager.busy = set()
     for _ in range(30):  # past the script's end (12 calls at most), one executor started per tick
+        manager.leaving = []
         manager.start_one()
         clock.now += 1.0
         scaling.follow(controller, batches_running=False)

@@ -62,8 +62,8 @@ TRAFFICS: dict[str, tuple[str, dict[str, float], float]] = {
     "spike": ("spike", {"min": 0.5, "spike": 0.4, "period": 300.0}, 1200.0),
 }
 CONFIGS = ("fixed at peak", "fixed at mean", "spark-dynamic", "deadline")
-#: On a standalone cluster: the executors (of one core) the deadline scaler moves between; fixed at peak holds the
-#: most.
+#: On a standalone cluster: the executors (of one core) the deadline scaler moves between by default
+#: (``--executors``); fixed at peak holds the most.
 SPARK_EXECUTORS = (1, 3)
 #: On a standalone cluster: (workload, deadline s, mean rows/s); a wave from 0.2× to 1.8× of the mean.
 SPARK_QUERY = ("lr2", 10.0, 8000.0)
@@ -120,9 +120,11 @@ def executors_needed(queries: Sequence[tuple[str, float, float]], rates: Mapping
     return max(1, math.ceil(cores - 1e-9))
 
 
-def autoscale_plan(quick: bool, *, simulated: bool = True) -> list[dict[str, Any]]:
+def autoscale_plan(quick: bool, *, simulated: bool = True,
+                   executors: tuple[int, int] | None = None) -> list[dict[str, Any]]:
     """Every group's four configurations (module docstring), as :class:`pacer_bench.scenarios.Config`'s keywords;
-    ``quick``: one query; not ``simulated``: the standalone cluster's group (:func:`spark_plan`).
+    ``quick``: one query; not ``simulated``: the standalone cluster's group (:func:`spark_plan`, with
+    ``executors``).
 
     :raises ValueError: pacer-scaler is not installed (the runner reports it as a usage error).
     """
@@ -132,7 +134,10 @@ def autoscale_plan(quick: bool, *, simulated: bool = True) -> list[dict[str, Any
         raise ValueError("autoscale compares pacer's deadline scaler, which is not installed: "
                          "pip install 'pacer-bench[autoscale]' (pacer-scaler)")
     if not simulated:
-        return spark_plan(quick)
+        return spark_plan(quick, executors or SPARK_EXECUTORS)
+    if executors is not None:
+        raise ValueError("--executors sets autoscale's executors on a standalone cluster (--runtime spark --master "
+                         "spark://HOST:PORT); the simulated groups size their own")
 
     configs: list[dict[str, Any]] = []
     sets = {"1 query": QUERY_SETS["1 query"]} if quick else QUERY_SETS
@@ -162,15 +167,15 @@ def autoscale_plan(quick: bool, *, simulated: bool = True) -> list[dict[str, Any
     return configs
 
 
-def spark_plan(quick: bool) -> list[dict[str, Any]]:
-    """The standalone cluster's group (module docstring): fixed at peak and the deadline scaler, both starting with
-    every executor, one batch partition per executor."""
+def spark_plan(quick: bool, executors: tuple[int, int]) -> list[dict[str, Any]]:
+    """The standalone cluster's group (module docstring): fixed at peak (``executors``' most) and the deadline
+    scaler between ``executors``, both starting with the most, one batch partition per executor."""
     workload, deadline, rate = SPARK_QUERY
     duration, period = (SPARK_DURATION_S / 2, SPARK_PERIOD_S / 2) if quick else (SPARK_DURATION_S, SPARK_PERIOD_S)
     params = {"min": 0.2 * rate, "max": 1.8 * rate, "period": period}
     query = QueryRun(workload, traffic="wave", rate=rate, traffic_params=params, admission="zstream",
                      deadline=deadline, query_id=workload)
-    low, high = SPARK_EXECUTORS
+    low, high = executors
     group = f"wave / {SPARK_SET}"
     common: dict[str, Any] = {"queries": (query,), "duration": duration, "group": group, "partitions": high,
                               "initial_executors": high}

@@ -38,6 +38,10 @@ def _configure(parser: argparse.ArgumentParser) -> None:
                         help="multiply every query's input rate by X (default 1; e.g. 1.5 to contend the cores)")
     parser.add_argument("--gpus", type=int, metavar="N",
                         help="simulated GPUs (default: the scenario's, 1 in device-sweep so the GPU is modelled, else 0)")
+    scaling = parser.add_argument_group("autoscale")
+    scaling.add_argument("--executors", metavar="MIN:MAX",
+                         help="on a standalone cluster (--runtime spark --master spark://...): the executors the "
+                              "deadline scaler moves between; fixed at peak holds MAX (default 1:3)")
     grid = parser.add_argument_group("device-sweep")
     grid.add_argument("--grid", action="store_true",
                       help="device-sweep on the whole placement grid (simulated): lr1, lr3, cm1, cm2 x constant, wave, "
@@ -140,7 +144,7 @@ def _run_scenario(args: argparse.Namespace, out: Path, pm: PluginManager, target
         args.scenario, runtime=args.runtime, out=out, quick=args.quick, duration=args.duration,
         seed=args.seed, master=args.master, rapids_jars=args.rapids_jar, plugin_manager=pm,
         repeat=args.repeat, vary_seed=args.vary_seed, gpus=args.gpus, overload=args.overload, target=target,
-        source_options=source_options, rate_scale=args.rate_scale,
+        source_options=source_options, rate_scale=args.rate_scale, executors=args.executors,
     )
 
 

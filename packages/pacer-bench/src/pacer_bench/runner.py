@@ -17,8 +17,9 @@ from typing import Any
 
 from pacer import Runtime, UnknownRuntimeError, UnknownStrategyError
 from pacer.plugins import PluginManager, get_plugin_manager
+from pacer.scaler import parse_executors
 from pacer_bench.progress_bar import ProgressBar
-from pacer_bench.runtime_traits import GPU, SIMULATOR, runtime_traits
+from pacer_bench.runtime_traits import EXECUTORS, GPU, SIMULATOR, runtime_traits
 from pacer_bench.scenarios import Config, Request, ScenarioError, ScenarioResult, find_scenario
 from pacer_bench.tables import BenchRun
 from pacer_bench.traffic_sources import GENERATED, BenchSource, UnknownSourceError, find_source
@@ -27,17 +28,17 @@ __all__ = ["ScenarioError", "machine_description", "record_latencies", "resolve_
 
 
 def _request(quick: bool, runtime: str, target: Mapping[str, Any] | None, source: BenchSource | None,
-             master: str) -> Request:
+             master: str, executors: str | None) -> Request:
     """What the scenario builds its configurations (and its writer its outputs) from, on ``runtime``."""
     return Request(quick=quick, simulated=runtime_traits(runtime).simulated, target=dict(target or {}),
-                   source=source, master=master)
+                   source=source, master=master, executors=None if executors is None else parse_executors(executors))
 
 
 def resolve_configs(
     scenario: str, *, runtime: str, quick: bool, duration: float | None, seed: int,
     plugin_manager: PluginManager, rapids_jars: Sequence[str] = (), gpus: int | None = None,
     overload: str = "keep", target: Mapping[str, Any] | None = None, rate_scale: float = 1.0,
-    master: str = "local[2]",
+    master: str = "local[2]", executors: str | None = None,
 ) -> tuple[str, list[Config], list[str]]:
     """Check a scenario before anything runs and return the runtime it will run on, its configurations
     and notes for the reader (e.g. why a Spark request runs simulated).
@@ -49,6 +50,7 @@ def resolve_configs(
     :param rate_scale: multiply every query's input rate by this (e.g. to contend the cores harder).
     :param target: latency-target's choices (:func:`pacer_bench.scenarios.narrow_plan`); a ``source`` (other
         than pacer's generator: :mod:`pacer_bench.traffic_sources`) runs on the runtime it names (kafka: Spark).
+    :param executors: autoscale on a standalone cluster: ``MIN:MAX`` executors (``--executors``).
     :raises ScenarioError: for an unknown scenario (naming the registered ones), strategy, runtime (the installed
         ones come from the ``pacer_runtimes`` hook) or source, or a scenario that cannot run on ``runtime``.
     """
@@ -73,7 +75,10 @@ def resolve_configs(
     except UnknownRuntimeError as exc:
         raise ScenarioError(f"--runtime {runtime}: {exc}{traits.install_hint}") from None
     try:
-        configs = chosen.build(_request(quick, runtime, target, source, master))
+        if executors is not None and EXECUTORS not in chosen.needs:
+            raise ValueError(f"--executors sets the executors of a scenario that changes them (autoscale), not of "
+                             f"{chosen.name}")
+        configs = chosen.build(_request(quick, runtime, target, source, master, executors))
     except ValueError as exc:
         raise ScenarioError(str(exc)) from None
     names = (target or {}).get("configs")
@@ -208,6 +213,7 @@ def run_scenario(
     target: Mapping[str, Any] | None = None,
     source_options: Mapping[str, Any] | None = None,
     rate_scale: float = 1.0,
+    executors: str | None = None,
 ) -> dict[str, Path]:
     """Run every configuration of ``scenario`` ``repeat`` times and write its outputs under ``out``.
 
@@ -236,7 +242,7 @@ def run_scenario(
     actual, configs, notes = resolve_configs(scenario, runtime=runtime, quick=quick, duration=duration, seed=seed,
                                              plugin_manager=pm, rapids_jars=rapids_jars, gpus=gpus,
                                              overload=overload, target=target, rate_scale=rate_scale,
-                                             master=master)
+                                             master=master, executors=executors)
     for note in notes:
         print(f"pacer bench: {note}", file=sys.stderr)
     bar = ProgressBar(len(configs) * repeat) if progress else None
@@ -280,8 +286,8 @@ def run_scenario(
     if quick:
         summary += ", quick version"
     machine = machine_description(actual, master)
-    paths = chosen.write(out, ScenarioResult(chosen.name, runs, _request(quick, actual, target, source), summary,
-                                             notes, machine))
+    request = _request(quick, actual, target, source, master, executors)
+    paths = chosen.write(out, ScenarioResult(chosen.name, runs, request, summary, notes, machine))
     meta = {
         "scenario": scenario, "runtime": actual, "requested_runtime": runtime, "quick": quick, "seed": seed,
         "rate_scale": rate_scale,

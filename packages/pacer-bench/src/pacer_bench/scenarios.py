@@ -115,6 +115,7 @@ class Request:
     :param source: the registered traffic source ``target["source"]`` names
         (:class:`pacer_bench.traffic_sources.BenchSource`; None: pacer's generated traffic).
     :param master: the Spark master the runs go to (``--master``; a standalone cluster's can change executors).
+    :param executors: autoscale on a standalone cluster: ``(min, max)`` executors (None: its default).
     """
 
     quick: bool = False
@@ -122,6 +123,7 @@ class Request:
     target: Mapping[str, Any] = field(default_factory=dict)
     source: Any = None
     master: str = "local[2]"
+    executors: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -432,7 +434,8 @@ def _autoscale(request: Request) -> list[Config]:
     """autoscale's configurations (:func:`pacer_bench.autoscale.autoscale_plan`)."""
     from pacer_bench.autoscale import autoscale_plan
 
-    return [Config(**kw) for kw in autoscale_plan(request.quick, simulated=request.simulated)]
+    return [Config(**kw) for kw in autoscale_plan(request.quick, simulated=request.simulated,
+                                                       executors=request.executors)]
 
 
 def _write_autoscale(out: str | Path, result: ScenarioResult) -> dict[str, Path]:

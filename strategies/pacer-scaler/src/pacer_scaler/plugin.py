@@ -25,7 +25,7 @@ def pacer_strategies() -> Sequence[StrategyInfo]:
                                            "once the executors have not changed for as long"),
                 Param("trend_cap", 0.5, "the rate is projected along its rising trend over an executor's start-up "
                                         "by at most this share of the rate"),
-                Param("down_band", 0.1, "scale down only when that saves more than this share of the executors "
+                Param("down_band", 0.1, "scale down only when that saves at least this share of the executors "
                                         "(noise in the rate does not flap them)"),
             ),
             state=build_state,

@@ -7,7 +7,9 @@ are asked for at once (``requestTotalExecutors``). Fewer are called off first wh
 they have not started (``requestTotalExecutors`` with the lower total), then removed only between batches: while any admitted batch
 of a paced query has not completed, the removal waits (the driver's lock keeps the next batch from being admitted
 while it is made), at most :data:`REMOVAL_TIMEOUT_S`, after which only executors running no task are removed. The
-start-up time the strategy sees is the last one observed from a request to the executors running.
+start-up time the strategy sees is the last one observed from a request to the executors running. An executor asked
+to leave is no longer counted, though Spark's status store lists it until its removal is processed (asked again,
+it was recorded as a second removal).
 """
 
 from __future__ import annotations
@@ -55,12 +57,21 @@ class ExecutorScaling:
         self._asked_at: float | None = None
         self.removal_since: float | None = None
         self.removed: list[dict[str, Any]] = []
+        self._leaving: set[str] = set()  # removed, and still listed until Spark's status store hears of it
+
+    def _running(self) -> list[LiveExecutor] | None:
+        """The executors running and not asked to leave (None: the status store cannot be read)."""
+        live = self._live()
+        if live is None:
+            return None
+        self._leaving &= {e.id for e in live}
+        return [e for e in live if e.id not in self._leaving]
 
     def start(self) -> None:
         """Ask for the initial executors, and let any beyond them go (no batch has run yet)."""
         self._request(self.target)
         self._asked_at = self.clock()
-        live = self._live() or []
+        live = self._running() or []
         if len(live) > self.target:
             self._remove(live, len(live) - self.target, idle_only=False)
         self._observe(len(live[: self.target]) if live else 0)
@@ -70,7 +81,7 @@ class ExecutorScaling:
         now = self.clock()
         if not self.scaler.due(now - self.started) and self.removal_since is None:
             return
-        live = self._live()
+        live = self._running()
         if live is None:
             return
         running = len(live)
@@ -104,6 +115,7 @@ class ExecutorScaling:
         if not chosen:
             return 0
         self._kill(chosen)
+        self._leaving.update(chosen)
         self._request(self.target)  # Spark lowers its target by the executors killed: set it to the strategy's
         at = self.clock() - self.started
         self.removed.append({"at": round(at, 3), "executors": chosen, "between_batches": not idle_only})

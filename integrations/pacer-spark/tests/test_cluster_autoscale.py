@@ -1,0 +1,56 @@
+"""``pacer bench autoscale`` on a real standalone cluster (``spark_cluster``: ``pacer cluster up``, two 1-core
+workers), as a user runs it: fixed at peak holds both executors, pacer's deadline scaler starts there and moves
+between one and two, the same generated wave into each; every row of each run processed, the executors over time
+and what they held in the report. A process of its own: the suite's session is ``local[2]``, and one process holds
+one SparkContext. Measured on 2 cores: about 3 minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.spark, pytest.mark.cluster]
+
+#: Seconds of traffic per configuration: long enough for the scaler to measure batches and hold its executors.
+DURATION_S = 60
+
+
+def test_bench_autoscale_runs_fixed_at_peak_and_the_deadline_scaler_on_the_cluster(spark_cluster: Any,
+                                                                                    tmp_path: Path) -> None:
+    pytest.importorskip("pacer_scaler")
+    out = tmp_path / "autoscale"
+    env = {k: v for k, v in os.environ.items() if k != "PACER_PLUGINS"}
+    env["SPARK_CONF_DIR"] = str(Path(spark_cluster.directory) / "conf")  # the cluster's secret
+    env["PYSPARK_PYTHON"] = sys.executable
+    command = [str(Path(sys.executable).with_name("pacer")), "bench", "autoscale", "--runtime", "spark", "--master",
+               spark_cluster.master_url, "--quick", "--duration", str(DURATION_S), "--executors", "1:2", "--out",
+               str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False, env=env)
+    assert done.returncode == 0, f"pacer bench autoscale failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+    assert "ran on the simulator" not in done.stderr, done.stderr  # a standalone master gives it executors
+    doc = json.loads((out / "autoscale.json").read_text())
+    assert [r["config"] for r in doc["analysis"]] == ["fixed at peak", "deadline"]
+    assert any(line.startswith("GOAL wave / 1 query, standalone cluster: deadline scaler") for line in doc["goals"])
+    runs = {run["tags"]["name"]: run["report"] for run in doc["runs"]}
+    for name, report in runs.items():
+        query = report["queries"]["lr2"]
+        assert report["config"]["master"] == spark_cluster.master_url, name
+        assert query["rows_processed"] == query["rows_in"] > 0, (name, query)  # every row, once
+        timeline = report["scaling"]["executors"]
+        assert timeline[0][2] == 2, (name, timeline)  # both start with both executors
+    # fixed at peak never changes them, and held both for the run: what the deadline scaler is measured against
+    assert runs["fixed at peak"]["scaling"]["changes"] == []
+    peak = runs["fixed at peak"]
+    assert peak["cost"]["allocated_core_s"] >= 2 * 0.9 * DURATION_S, peak["cost"]
+    # the deadline scaler's record says why it held what it held, from batches it measured
+    reasons = [c["reason"] for c in runs["deadline"]["scaling"]["changes"]]
+    assert all(r.startswith("deadlines need") for r in reasons), reasons
+    assert "executors_wave-1-query,-standalone-cluster" in {p.stem.removeprefix("autoscale-") for p in
+                                                            out.glob("*.png")}

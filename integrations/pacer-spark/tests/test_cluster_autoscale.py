@@ -1,8 +1,9 @@
 """``pacer bench autoscale`` on a real standalone cluster (``spark_cluster``: ``pacer cluster up``, two 1-core
-workers), as a user runs it: fixed at peak holds both executors, pacer's deadline scaler starts there and moves
-between one and two, the same generated wave into each; every row of each run processed, the executors over time
-and what they held in the report. A process of its own: the suite's session is ``local[2]``, and one process holds
-one SparkContext. Measured on 2 cores: about 3 minutes.
+workers), as a user runs it: fixed at peak holds both executors; Spark's dynamic allocation (``spark-dynamic``, its
+session started with it on, pacer asking nothing) and pacer's deadline scaler start there and move between one and
+two; the same generated wave into each. Every row of each run processed, the executors over time and what they held
+in the report. A process of its own: the suite's session is ``local[2]``, and one process holds one SparkContext.
+Measured on 2 cores: about 5 minutes.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def test_bench_autoscale_runs_fixed_at_peak_and_the_deadline_scaler_on_the_clust
     assert done.returncode == 0, f"pacer bench autoscale failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
     assert "ran on the simulator" not in done.stderr, done.stderr  # a standalone master gives it executors
     doc = json.loads((out / "autoscale.json").read_text())
-    assert [r["config"] for r in doc["analysis"]] == ["fixed at peak", "deadline"]
+    assert [r["config"] for r in doc["analysis"]] == ["fixed at peak", "spark-dynamic", "deadline"]
     assert any(line.startswith("GOAL wave / 1 query, standalone cluster: deadline scaler") for line in doc["goals"])
     runs = {run["tags"]["name"]: run["report"] for run in doc["runs"]}
     for name, report in runs.items():
@@ -44,13 +45,49 @@ def test_bench_autoscale_runs_fixed_at_peak_and_the_deadline_scaler_on_the_clust
         assert report["config"]["master"] == spark_cluster.master_url, name
         assert query["rows_processed"] == query["rows_in"] > 0, (name, query)  # every row, once
         timeline = report["scaling"]["executors"]
-        assert timeline[0][2] == 2, (name, timeline)  # both start with both executors
+        assert all(1 <= held <= 2 for _, _, held in timeline), (name, timeline)
+        if name != "spark-dynamic":  # pacer asked for both at the start (Spark's allocation starts its own way)
+            assert timeline[0][2] == 2, (name, timeline)
     # fixed at peak never changes them, and held both for the run: what the deadline scaler is measured against
     assert runs["fixed at peak"]["scaling"]["changes"] == []
     peak = runs["fixed at peak"]
     assert peak["cost"]["allocated_core_s"] >= 2 * 0.9 * DURATION_S, peak["cost"]
+    # spark-dynamic: Spark's allocation decided, pacer only watched (asked for and removed nothing)
+    dynamic = runs["spark-dynamic"]["scaling"]
+    assert dynamic["enacted_by"] == "Spark's dynamic allocation" and dynamic["removals"] == [], dynamic
+    assert all(c["reason"] == "Spark's dynamic allocation" for c in dynamic["changes"]), dynamic["changes"]
+    assert runs["deadline"]["scaling"]["enacted_by"] == "pacer"
     # the deadline scaler's record says why it held what it held, from batches it measured
     reasons = [c["reason"] for c in runs["deadline"]["scaling"]["changes"]]
     assert all(r.startswith("deadlines need") for r in reasons), reasons
     assert "executors_wave-1-query,-standalone-cluster" in {p.stem.removeprefix("autoscale-") for p in
                                                             out.glob("*.png")}
+
+
+
+def test_the_deadline_scaler_decommissions_where_the_session_decommissions(spark_cluster: Any,
+                                                                          tmp_path: Path) -> None:
+    """With ``spark.decommission.enabled`` on, a scale-down decommissions the executor (it takes no new task,
+    finishes its running ones and exits) instead of killing it; every row still processed once."""
+    conf = tmp_path / "conf"
+    conf.mkdir(mode=0o700)
+    defaults = (Path(spark_cluster.directory) / "conf" / "spark-defaults.conf").read_text()
+    (conf / "spark-defaults.conf").write_text(defaults + "\nspark.decommission.enabled true\n")
+    (conf / "spark-defaults.conf").chmod(0o600)
+    report_path = tmp_path / "report.json"
+    env = {k: v for k, v in os.environ.items() if k != "PACER_PLUGINS"}
+    env["SPARK_CONF_DIR"] = str(conf)
+    env["PYSPARK_PYTHON"] = sys.executable
+    command = [str(Path(sys.executable).with_name("pacer")), "run", "--runtime", "spark", "--master",
+               spark_cluster.master_url, "--workload", "lr2", "--rate", "2000", "--deadline", "10s", "--admission",
+               "zstream", "--duration", "45", "--scale", "deadline", "--executors", "1:2", "--initial-executors", "2",
+               "--param", "scale.down_hold_s=10", "--report", str(report_path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False, env=env)
+    assert done.returncode == 0, f"pacer run failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+    report = json.loads(report_path.read_text())
+    scaling = report["scaling"]
+    assert scaling["removals"], scaling  # 2000 rows/s of LR2 need well under one executor: it scaled down
+    assert all(r["how"] == "decommissioned" and r["between_batches"] for r in scaling["removals"]), scaling["removals"]
+    assert scaling["executors"][-1][1] == 1, scaling["executors"]
+    query = report["queries"]["lr2"]
+    assert query["rows_processed"] == query["rows_in"] > 0

@@ -125,3 +125,25 @@ def test_removals_wait_for_the_batches_and_never_go_below_the_target(script: lis
     assert len(manager.live) == scaling.target, (manager.live, scaling.target)
     for ids, _, _ in manager.kills:
         assert ids, "an empty removal was asked"
+
+
+def test_spark_dynamic_is_watched_not_enacted() -> None:
+    """``spark-dynamic`` on Spark: Spark's dynamic allocation decides; pacer asks and removes nothing and records the
+    executors it holds, each change of them as a change of the strategy's record."""
+    clock = ManualClock()
+    controller = Controller(clock=clock, cores=2, plugin_manager=get_plugin_manager())
+    live = [LiveExecutor("0", 1, 0), LiveExecutor("1", 1, 0)]
+    asked: list[object] = []
+    scaler = Scaler("spark-dynamic", plugin_manager=get_plugin_manager(), executors=(1, 4), every_s=1.0)
+    scaling = ExecutorScaling(scaler, None, clock=lambda: clock.now, live=lambda: list(live), request=asked.append,
+                              kill=asked.append, enact=False)
+    scaling.start()
+    for running in (2, 3, 3, 1):
+        live = [LiveExecutor(str(i), 1, 0) for i in range(running)]
+        clock.now += 1.0
+        scaling.follow(controller, batches_running=True)
+    report = scaling.report()
+    assert asked == [] and report["removals"] == []
+    assert [(c["from"], c["to"], c["reason"]) for c in report["changes"]] == [
+        (2, 3, "Spark's dynamic allocation"), (3, 1, "Spark's dynamic allocation")]
+    assert [point[1] for point in report["executors"]] == [2, 3, 1]

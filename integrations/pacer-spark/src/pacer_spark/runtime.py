@@ -369,9 +369,8 @@ class PacerSession:
         extra: dict[str, Any] = {}
         with self.driver.books() as books:
             if self.scaling is not None:
-                extra["scaling"] = self.scaling.report()
-            elif self.config.scale == "spark-dynamic":
-                extra["scaling"] = {"strategy": "spark-dynamic", "enacted_by": "Spark's dynamic allocation"}
+                extra["scaling"] = {**self.scaling.report(),
+                                    "enacted_by": "pacer" if self.scaling.enact else "Spark's dynamic allocation"}
             return books.report(runtime="spark", config=dict(config or {}), start=self.started_at, end=end,
                                 interval=interval, allocated_core_s=allocated,
                                 extra={"spark": {**self.observer.spark_section(books), "executors": executors},
@@ -473,8 +472,8 @@ def attach(spark: SparkSession, **options: Any) -> PacerSession:
 
 
 def _scaling(spark: SparkSession, config: PacerConfig, pm: Any) -> ExecutorScaling | None:
-    """The session's executor scaling (:mod:`pacer_spark.driver.scaling`): None for ``fixed`` without bounds and for
-    ``spark-dynamic`` (Spark's own dynamic allocation changes them then).
+    """The session's executor scaling (:mod:`pacer_spark.driver.scaling`): None for ``fixed`` without bounds; for
+    ``spark-dynamic`` one that watches what Spark's own dynamic allocation holds.
 
     :raises ScalingRefused: where the session cannot scale (local mode; dynamic allocation on for a pacer
         strategy, or off for ``spark-dynamic``), naming what to do.
@@ -484,16 +483,24 @@ def _scaling(spark: SparkSession, config: PacerConfig, pm: Any) -> ExecutorScali
     refusal = executor_requests.scaling_refusal(spark, config.scale)
     if refusal is not None:
         raise executor_requests.ScalingRefused(refusal)
-    if config.scale == "spark-dynamic":
-        return None
-    assert config.executors is not None  # PacerConfig refuses a scale without bounds
     cores = int(spark.conf.get("spark.executor.cores", "1") or 1)
-    scaler = Scaler(config.scale, config.scale_params, plugin_manager=pm, executors=config.executors,
-                    initial=config.initial_executors, cores_per_executor=cores, every_s=config.scale_every,
-                    fallback=config.fallback)
-    scaling = ExecutorScaling(scaler, spark)
+    watch = config.scale == "spark-dynamic"
+    bounds = config.executors or (_allocation_bounds(spark) if watch else None)
+    assert bounds is not None  # PacerConfig refuses a pacer strategy without bounds
+    scaler = Scaler(config.scale, config.scale_params, plugin_manager=pm, executors=bounds,
+                    initial=None if watch else config.initial_executors, cores_per_executor=cores,
+                    every_s=config.scale_every, fallback=config.fallback)
+    scaling = ExecutorScaling(scaler, spark, enact=not watch)
     scaling.start()
     return scaling
+
+
+def _allocation_bounds(spark: SparkSession) -> tuple[int, int]:
+    """The executors Spark's dynamic allocation moves between (``spark.dynamicAllocation.min/maxExecutors``; at
+    least 1, at most 2^31 - 1 where no maximum is set)."""
+    low = int(spark.conf.get("spark.dynamicAllocation.minExecutors", "0") or 0)
+    high = int(spark.conf.get("spark.dynamicAllocation.maxExecutors", str(2**31 - 1)) or 2**31 - 1)
+    return max(1, low), max(1, low, high)
 
 
 #: id(SparkSession) -> the PacerSession attached to it and not stopped (the session object is kept alive by it)

@@ -20,9 +20,10 @@ needs at that minute's highest arrival rate averaged over each query's deadline 
 from the run's own arrivals, summed as core-seconds.
 
 On Spark (``--runtime spark --master spark://…``, a standalone cluster such as ``pacer cluster up --workers 3``) the
-group is one query under a wave on :data:`SPARK_EXECUTORS` executors of one core: *fixed at peak* holds every one,
-*deadline* starts there and scales between them. No model of the Spark query is calibrated, so no optimum is shown
-there.
+group is one query under a wave on :data:`SPARK_EXECUTORS` executors of one core: *fixed at peak* holds every one;
+*spark-dynamic* is Spark's own dynamic allocation (a session of its own with it on, pacer only watching) and
+*deadline* pacer's scaler, both starting there and moving between them. No model of the Spark query is calibrated,
+so no optimum is shown there.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ CONFIGS = ("fixed at peak", "fixed at mean", "spark-dynamic", "deadline")
 #: (``--executors``); fixed at peak holds the most.
 SPARK_EXECUTORS = (1, 3)
 #: On a standalone cluster: (workload, deadline s, mean rows/s); a wave from 0.2× to 1.8× of the mean.
-SPARK_QUERY = ("lr2", 10.0, 8000.0)
+SPARK_QUERY = ("lr2", 10.0, 20000.0)
 #: On a standalone cluster: the run's seconds and the wave's period (quick: half of each).
 SPARK_DURATION_S, SPARK_PERIOD_S = 300.0, 150.0
 #: The group's name in the table of a run on a standalone cluster.
@@ -168,8 +169,9 @@ def autoscale_plan(quick: bool, *, simulated: bool = True,
 
 
 def spark_plan(quick: bool, executors: tuple[int, int]) -> list[dict[str, Any]]:
-    """The standalone cluster's group (module docstring): fixed at peak (``executors``' most) and the deadline
-    scaler between ``executors``, both starting with the most, one batch partition per executor."""
+    """The standalone cluster's group (module docstring): fixed at peak (``executors``' most), Spark's dynamic
+    allocation and the deadline scaler between ``executors``, all starting with the most, one batch partition per
+    executor."""
     workload, deadline, rate = SPARK_QUERY
     duration, period = (SPARK_DURATION_S / 2, SPARK_PERIOD_S / 2) if quick else (SPARK_DURATION_S, SPARK_PERIOD_S)
     params = {"min": 0.2 * rate, "max": 1.8 * rate, "period": period}
@@ -183,6 +185,8 @@ def spark_plan(quick: bool, executors: tuple[int, int]) -> list[dict[str, Any]]:
     return [
         {"label": f"{group} / fixed at peak", "scale": "fixed", "executors": (high, high), "baseline": True,
          "tags": {**tags, "name": "fixed at peak", "family": "fixed"}, **common},
+        {"label": f"{group} / spark-dynamic", "scale": "spark-dynamic", "executors": (low, high),
+         "tags": {**tags, "name": "spark-dynamic", "family": "spark-dynamic"}, **common},
         {"label": f"{group} / deadline", "scale": "deadline", "executors": (low, high),
          "tags": {**tags, "name": "deadline", "family": "deadline"}, **common},
     ]
@@ -397,7 +401,8 @@ def write_autoscale(out: str | Path, runs: Sequence[BenchRun], *, summary: str, 
                 cells.setdefault(key, value)
         shown.append(cells)
     lines = goal_lines(rows)
-    section = Section("Executors and what they cost", shown, list(HEADERS), HEADERS, text="\n\n".join(lines),
+    columns = [c for c in HEADERS if c != "vs_optimum" or any(math.isfinite(r["vs_optimum"].median) for r in rows)]
+    section = Section("Executors and what they cost", shown, columns, HEADERS, text="\n\n".join(lines),
                       legend=LEGEND)
     return write_outputs(out, "autoscale", runs, summary=summary, notes=notes, machine=machine, sections=[section],
                          extra={"analysis": [{k: (v.median if hasattr(v, "median") else v) for k, v in r.items()}

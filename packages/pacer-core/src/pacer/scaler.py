@@ -189,10 +189,17 @@ class Scaler:
                         self.info.name, type(exc).__name__, exc)
             return self.wanted
         wanted = min(self.max_executors, max(self.min_executors, decision.executors))
-        if wanted != self.wanted:
-            self.changes.append({"at": round(now, 6), "from": self.wanted, "to": wanted, "reason": decision.reason})
-            self.wanted, self.changed_at = wanted, now
+        self.record(now, wanted, decision.reason)
         return wanted
+
+    def record(self, now: float, wanted: int, reason: str) -> None:
+        """The executors wanted at ``now``, decided by the strategy or, where Spark's dynamic allocation decides,
+        seen; kept as a change with ``reason`` when it differs from the last."""
+        if self.wanted is None:
+            self.wanted = wanted
+        elif wanted != self.wanted:
+            self.changes.append({"at": round(now, 6), "from": self.wanted, "to": wanted, "reason": reason})
+            self.wanted, self.changed_at = wanted, now
 
     # ------------------------------------------------------------------ the record
 

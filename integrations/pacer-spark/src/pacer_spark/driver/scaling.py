@@ -10,6 +10,10 @@ while it is made), at most :data:`REMOVAL_TIMEOUT_S`, after which only executors
 start-up time the strategy sees is the last one observed from a request to the executors running. An executor asked
 to leave is no longer counted, though Spark's status store lists it until its removal is processed (asked again,
 it was recorded as a second removal).
+
+With ``enact=False`` (``spark-dynamic``: Spark's own dynamic allocation decides) it only watches: at each period the
+executors running are recorded, and each change in them is kept as a change of the strategy's record, so that a
+report shows Spark's allocation beside pacer's.
 """
 
 from __future__ import annotations
@@ -38,20 +42,26 @@ class ExecutorScaling:
     :param spark: the session whose executors change.
     :param clock: seconds, monotonic (the Controller's clock).
     :param live: reads the active executors (default: Spark's status store).
-    :param request: asks for a total of executors; ``kill`` removes named ones (defaults: the JVM calls).
+    :param request: asks for a total of executors; ``kill`` removes named ones (defaults: the JVM calls; removal
+        decommissions where the session has ``spark.decommission.enabled`` on).
+    :param enact: False: only watch the executors Spark's dynamic allocation holds (module docstring).
     :ivar target: the executors the strategy wants now (the cluster manager's target too).
     :ivar removal_since: when a removal still to be made was decided (None: none waits).
     """
 
     def __init__(self, scaler: Scaler, spark: Any, *, clock: Callable[[], float] = time.monotonic,
                  live: Callable[[], list[LiveExecutor] | None] | None = None,
-                 request: Callable[[int], bool] | None = None, kill: Callable[[list[str]], bool] | None = None) -> None:
+                 request: Callable[[int], bool] | None = None, kill: Callable[[list[str]], bool] | None = None,
+                 enact: bool = True) -> None:
         self.scaler = scaler
+        self.enact = enact
         self.clock = clock
         self.started = clock()
         self._live = live or (lambda: status_store.live_executors(spark))
         self._request = request or (lambda n: executor_requests.request_total(spark, n))
-        self._kill = kill or (lambda ids: executor_requests.kill(spark, ids))
+        self._kill = kill or (lambda ids: executor_requests.remove(spark, ids))
+        self.how = "decommissioned" if kill is None and spark is not None and executor_requests.decommissions(spark) \
+            else "killed"
         self.target = scaler.initial
         self.startup_s = DEFAULT_STARTUP_S
         self._asked_at: float | None = None
@@ -68,7 +78,13 @@ class ExecutorScaling:
         return [e for e in live if e.id not in self._leaving]
 
     def start(self) -> None:
-        """Ask for the initial executors, and let any beyond them go (no batch has run yet)."""
+        """Ask for the initial executors, and let any beyond them go (no batch has run yet); watching, record the
+        executors there are."""
+        if not self.enact:
+            self.target = len(self._running() or [])
+            self.scaler.record(0.0, self.target, "")
+            self._observe(self.target)
+            return
         self._request(self.target)
         self._asked_at = self.clock()
         live = self._running() or []
@@ -80,6 +96,9 @@ class ExecutorScaling:
         """The driver's turn (under its lock, between admissions): ask the strategy when due, then enact."""
         now = self.clock()
         if not self.scaler.due(now - self.started) and self.removal_since is None:
+            return
+        if not self.enact:
+            self._watch(now - self.started)
             return
         live = self._running()
         if live is None:
@@ -109,6 +128,16 @@ class ExecutorScaling:
                 running -= self._remove(live, running - self.target, idle_only=batches_running)
         self._observe(running)  # after a removal, without the executors just removed
 
+    def _watch(self, at: float) -> None:
+        """Record the executors Spark's dynamic allocation holds now (``enact=False``)."""
+        self.scaler.last_call = at
+        live = self._running()
+        if live is None:
+            return
+        self.target = len(live)
+        self.scaler.record(at, self.target, "Spark's dynamic allocation")
+        self._observe(self.target)
+
     def _remove(self, live: list[LiveExecutor], count: int, *, idle_only: bool) -> int:
         """Remove ``count`` executors, the newest first (only those running no task when ``idle_only``); how many."""
         chosen = [e.id for e in reversed(live) if not idle_only or e.active_tasks == 0][:count]
@@ -118,7 +147,7 @@ class ExecutorScaling:
         self._leaving.update(chosen)
         self._request(self.target)  # Spark lowers its target by the executors killed: set it to the strategy's
         at = self.clock() - self.started
-        self.removed.append({"at": round(at, 3), "executors": chosen, "between_batches": not idle_only})
+        self.removed.append({"at": round(at, 3), "executors": chosen, "between_batches": not idle_only, "how": self.how})
         log.info("pacer: removed executor(s) %s (scaling strategy %r)", ", ".join(chosen), self.scaler.name)
         if len(live) - len(chosen) <= self.target:
             self.removal_since = None

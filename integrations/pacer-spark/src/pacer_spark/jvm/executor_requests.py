@@ -2,7 +2,10 @@
 
 ``SparkContext.requestTotalExecutors`` sets how many executors the application wants (standalone, YARN and
 Kubernetes honour it) and ``SparkContext.killExecutors`` removes named ones, lowering that target (both developer
-APIs, refused by Spark while ``spark.dynamicAllocation.enabled`` is on). :func:`scaling_refusal` says why a session
+APIs, refused by Spark while ``spark.dynamicAllocation.enabled`` is on). Where the session has
+``spark.decommission.enabled`` on, :func:`remove` decommissions instead (the scheduler backend's
+``decommissionExecutor``, as dynamic allocation does then): the executor takes no new task, finishes its running
+ones, hands its blocks on where storage decommissioning is on too, and exits. :func:`scaling_refusal` says why a session
 cannot scale at all. The live executors are read from the status store (:func:`pacer_spark.jvm.status_store.live_executors`).
 """
 
@@ -59,4 +62,29 @@ def kill(spark: Any, ids: list[str]) -> bool:
     return bool(sc._jsc.sc().killExecutors(seq))
 
 
-__all__ = ["ScalingRefused", "kill", "request_total", "scaling_refusal"]
+def decommissions(spark: Any) -> bool:
+    """Whether this session removes executors by decommissioning them (``spark.decommission.enabled``)."""
+    value = spark.sparkContext.getConf().get("spark.decommission.enabled", "false")
+    return str(value).lower() == "true"
+
+
+def decommission(spark: Any, ids: list[str]) -> bool:
+    """Decommission the executors ``ids`` (module docstring), lowering the application's target by as many; True when
+    the cluster manager took every one."""
+    sc = spark.sparkContext
+    jvm = sc._jvm
+    backend = sc._jsc.sc().schedulerBackend()
+    taken = True
+    for executor_id in ids:
+        info = jvm.org.apache.spark.scheduler.ExecutorDecommissionInfo("pacer: scaled down", jvm.scala.Option.empty())
+        # (executor, why, adjustTargetNumExecutors, triggeredByExecutor)
+        taken = bool(backend.decommissionExecutor(str(executor_id), info, True, False)) and taken
+    return taken
+
+
+def remove(spark: Any, ids: list[str]) -> bool:
+    """Remove the executors ``ids``: decommissioned where the session decommissions, else killed."""
+    return decommission(spark, ids) if decommissions(spark) else kill(spark, ids)
+
+
+__all__ = ["ScalingRefused", "decommission", "decommissions", "kill", "remove", "request_total", "scaling_refusal"]

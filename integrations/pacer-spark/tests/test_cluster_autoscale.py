@@ -60,7 +60,7 @@ def test_bench_autoscale_runs_fixed_at_peak_and_the_deadline_scaler_on_the_clust
     # the deadline scaler's record says why it held what it held, from batches it measured
     reasons = [c["reason"] for c in runs["deadline"]["scaling"]["changes"]]
     assert all(r.startswith("deadlines need") for r in reasons), reasons
-    assert "executors_wave-1-query,-standalone-cluster" in {p.stem.removeprefix("autoscale-") for p in
+    assert "executors_wave-1-query-standalone-cluster" in {p.stem.removeprefix("autoscale-") for p in
                                                             out.glob("*.png")}
 
 

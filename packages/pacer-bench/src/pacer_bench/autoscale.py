@@ -209,15 +209,25 @@ def executors_over_time(report: Mapping[str, Any]) -> list[tuple[float, int]]:
     return [(0.0, int(report["config"]["cores"]))]
 
 
+def per_second(query: Mapping[str, Any], duration: float) -> list[float]:
+    """A query's offered rate (rows/s) for each second of the run, from its report's series (each row stands for its
+    ``series_interval_s``, which grows with the run's length)."""
+    step = float(query.get("series_interval_s") or 1.0)
+    out = [0.0] * int(duration)
+    for row in query["series"]:
+        start = int(row["t"])
+        for second in range(start, min(len(out), int(row["t"] + step))):
+            out[second] = float(row["input_rows_per_s"])
+    return out
+
+
 def steps(report: Mapping[str, Any]) -> list[float]:
     """Times the offered rate (summed over the queries, 10 s averages) crossed the middle between its 5th and 95th
     percentiles and stayed across for 30 s: the steps of the step traffic."""
-    per_second: dict[int, float] = {}
-    for q in report["queries"].values():
-        for row in q["series"]:
-            per_second[int(row["t"])] = per_second.get(int(row["t"]), 0.0) + float(row["input_rows_per_s"])
-    seconds = sorted(t for t in per_second if 10 <= t < float(report["config"]["duration"]))
-    smooth = [statistics.fmean(per_second.get(s - j, 0.0) for j in range(10)) for s in seconds]
+    duration = float(report["config"]["duration"])
+    total = [sum(rates) for rates in zip(*(per_second(q, duration) for q in report["queries"].values()), strict=True)]
+    seconds = list(range(10, len(total)))
+    smooth = [statistics.fmean(total[s - j] for j in range(10)) for s in seconds]
     if len(smooth) < 2:
         return []
     ranked = sorted(smooth)
@@ -252,10 +262,10 @@ def optimum_core_s(report: Mapping[str, Any], model: Mapping[str, tuple[float, f
     rates: dict[str, list[float]] = {}
     duration = float(report["config"]["duration"])
     for workload, deadline, _ in queries:
-        series = {int(row["t"]): float(row["input_rows_per_s"]) for row in report["queries"][workload]["series"]}
+        offered = per_second(report["queries"][workload], duration)
         window = max(1, int(deadline))
-        seconds = range(int(duration))
-        rates[workload] = [statistics.fmean(series.get(s - j, 0.0) for j in range(window)) for s in seconds]
+        rates[workload] = [statistics.fmean(offered[s - j] if s - j >= 0 else 0.0 for j in range(window))
+                           for s in range(len(offered))]
     total = 0.0
     for start in range(0, int(duration), 60):
         peak = {w: max(r[start:start + 60]) for w, r in rates.items()}
@@ -379,7 +389,7 @@ def figures(runs: Sequence[BenchRun]) -> dict[str, Any]:
         top.set_ylabel("executors held")
         top.grid(alpha=0.3)
         top.legend(fontsize="small")
-        slug = group.replace(" / ", "-").replace(" ", "-")
+        slug = group.replace(" / ", "-").replace(", ", "-").replace(" ", "-")
         out[f"executors_{slug}"] = finish(fig, bottom, "seconds", "late rows per interval",
                                           f"autoscale {group}: executors and late rows")
     return out

@@ -337,6 +337,7 @@ def test_a_paced_kafka_query_killed_with_100000_records_waiting_restarts_bounded
 
     service = ServiceTimeModel()
     service.restore(saved_model)
+    service.slots = float(saved_model["slots"])  # the restarted job's slots: the same local[2]
     first = progress[0]
     predicted_s = service.predict(first["rows"] * report["bytes_in"] / report["rows_in"])
     assert predicted_s <= DEADLINE_S and first["ms"] <= DEADLINE_S * 1e3, (predicted_s, progress[:3])

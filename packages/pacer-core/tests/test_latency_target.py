@@ -271,6 +271,27 @@ def test_min_rows_waits_for_rows_or_the_trigger_delay() -> None:
     assert c.poll("q") is not None, "maxTriggerDelay passed"
 
 
+def test_service_model_fits_per_task_slot_and_predicts_for_the_slots_there_are_now() -> None:
+    """Batches measured on 4 slots (300 ms fixed, 200 ms per MB on 4): after a scale-down to 2 slots the per-byte
+    part doubles and the fixed part stays; a Controller that resizes tells every query's model."""
+    model = ServiceTimeModel()
+    model.slots = 4.0
+    for nbytes in (1e5, 5e5, 1e6, 2e6, 4e6):
+        model.observe(nbytes, 0.3 + 2e-7 * nbytes)
+    assert model.predict_raw(1e6) == pytest.approx(0.5)
+    model.slots = 2.0
+    assert model.fixed_s == pytest.approx(0.3) and model.per_byte_s == pytest.approx(4e-7)
+    assert model.predict_raw(1e6) == pytest.approx(0.7) and model.predict_raw(1e6, slots=4.0) == pytest.approx(0.5)
+    model.observe(1e6, 0.7)  # a batch on 2 slots as predicted: no error in the margin's record
+    assert model.per_byte_s == pytest.approx(4e-7)
+    c = Controller(clock=ManualClock(), cores=8, timer=None)
+    c.add_query(QuerySpec(id="q", dag=_spec().dag, deadline=10.0, partitions=4), admission="asap")
+    service = c._state.query("q").service
+    assert service.slots == 4.0  # min(cores, partitions): a batch uses at most its partitions
+    c.resize(1)
+    assert service.slots == 1.0
+
+
 def test_a_saved_service_model_restores_the_same_predictions_and_a_foreign_one_is_refused() -> None:
     """What a runtime keeps with a checkpoint (JSON) predicts as the model it came from; another version, another
     halflife or values that are not finite are refused, naming it, and the model stays as it was."""

@@ -185,11 +185,13 @@ class ServiceTimeModel:
     def state(self) -> dict[str, object]:
         """The fitted model as plain values (JSON): a runtime keeps it with a query's checkpoint, so a restart
         predicts from the first batch on (:meth:`restore`)."""
-        return {"version": self.STATE_VERSION, "halflife": self.halflife, "seen": self._seen, "n": self._n,
+        return {"version": self.STATE_VERSION, "halflife": self.halflife, "slots": self.slots, "seen": self._seen,
+                "n": self._n,
                 "sums": [self._sw, self._swx, self._swy, self._swxx, self._swxy], "errors": list(self._errors)}
 
     def restore(self, state: dict[str, object]) -> None:
-        """Take over a model saved by :meth:`state` (of this version and halflife).
+        """Take over a model saved by :meth:`state` (of this version and halflife). Its :attr:`slots` stay this
+        model's (the runtime's now); ``state["slots"]`` says those it was saved with.
 
         :raises ValueError: naming what does not fit (another version, another halflife, values that are not
             finite numbers): the caller keeps its own (empty) model.

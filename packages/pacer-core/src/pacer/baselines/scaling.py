@@ -1,10 +1,11 @@
 """Baseline scaling: ``fixed`` (the executors stay as they are) and ``spark-dynamic`` (Spark's dynamic allocation).
 
 ``spark-dynamic`` on Spark hands the executors to Spark's own ``ExecutorAllocationManager`` (pacer then enacts
-nothing); in the simulator it is that manager's rule, seen at the scaler's period: while tasks wait for a slot,
-executors are added 1, 2, 4... per call (``spark.dynamicAllocation.schedulerBacklogTimeout`` and its sustained
-twin, both 1 s, are shorter than the period), never beyond what the waiting and running tasks need; an executor
-whose slots no task needed for ``idle_timeout_s`` (``spark.dynamicAllocation.executorIdleTimeout``, 60 s) leaves.
+nothing and records what Spark holds); in the simulator it is that manager's rule, seen at the scaler's period:
+while tasks wait for a slot, executors are added 1, 2, 4... per call (``spark.dynamicAllocation.schedulerBacklogTimeout``
+and its sustained twin, both 1 s, are shorter than the period), never beyond what the waiting and running tasks
+need; an executor whose slots no task needed for ``idle_timeout_s`` (``spark.dynamicAllocation.executorIdleTimeout``,
+60 s) leaves.
 """
 
 from __future__ import annotations

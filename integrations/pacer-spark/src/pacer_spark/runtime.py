@@ -497,9 +497,9 @@ def _scaling(spark: SparkSession, config: PacerConfig, pm: Any) -> ExecutorScali
 
 def _allocation_bounds(spark: SparkSession) -> tuple[int, int]:
     """The executors Spark's dynamic allocation moves between (``spark.dynamicAllocation.min/maxExecutors``; at
-    least 1, at most 2^31 - 1 where no maximum is set)."""
+    least 1, :data:`~pacer_spark.jvm.executor_requests.NO_MAX_EXECUTORS` where no maximum is set)."""
     low = int(spark.conf.get("spark.dynamicAllocation.minExecutors", "0") or 0)
-    high = int(spark.conf.get("spark.dynamicAllocation.maxExecutors", str(2**31 - 1)) or 2**31 - 1)
+    high = int(spark.conf.get("spark.dynamicAllocation.maxExecutors", "") or executor_requests.NO_MAX_EXECUTORS)
     return max(1, low), max(1, low, high)
 
 

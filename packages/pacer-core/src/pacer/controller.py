@@ -188,7 +188,7 @@ class Controller:
             probe_rows=int(probe_rows),
             catch_up=CatchUp(deadline=spec.effective_deadline, enabled=self._catches_up(admission)),
         )
-        self._state.queries[spec.id].service.slots = float(min(self.cores, spec.partitions))
+        self._follow_slots(self._state.queries[spec.id])
 
     def resize(self, cores: int) -> bool:
         """The runtime now has ``cores`` task slots (an executor lost or added): every later decision plans for
@@ -200,8 +200,13 @@ class Controller:
         self.cores = cores
         self.devices = replace(self.devices, cpu_cores=cores)
         for q in self._state.queries.values():
-            q.service.slots = float(min(cores, q.spec.partitions))
+            self._follow_slots(q)
         return True
+
+    def _follow_slots(self, q: QueryState) -> None:
+        """The query's service-time model predicts for the task slots its next batch has: ``min(cores,
+        partitions)``."""
+        q.service.slots = float(min(self.cores, q.spec.partitions))
 
     def reconfigure(self, spec: QuerySpec, *, admission: str, placement: str,
                     admission_params: Mapping[str, Any] | None = None,
@@ -215,7 +220,7 @@ class Controller:
         chosen = {"admission": admission, "placement": placement}
         q.params, q.states = self._dispatch.strategies(spec, chosen, admission_params, placement_params)
         q.spec, q.selected = spec, chosen
-        q.service.slots = float(min(self.cores, spec.partitions))
+        self._follow_slots(q)
         q.overload = OverloadMonitor(deadline=spec.effective_deadline)
         q.record.deadline = spec.effective_deadline
         q.catch_up.deadline, q.catch_up.enabled = spec.effective_deadline, self._catches_up(admission)

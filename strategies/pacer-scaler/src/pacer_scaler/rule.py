@@ -53,10 +53,7 @@ def cores_for(load: QueryLoad, *, headroom: float, catch_up_s: float, horizon_s:
     if limit < MIN_UTILIZATION:
         note = f"{load.query_id}: its fixed part ({load.fixed_s:.2f} s) leaves no batch room within its deadline"
         limit = MIN_UTILIZATION
-    steady = load.core_s_per_byte * rate * (1.0 + headroom) / limit
-    excess = max(0.0, load.backlog_bytes - load.rate_bytes_s * load.deadline_s)
-    drain = load.core_s_per_byte * excess / catch_up_s
-    cores = steady + drain
+    cores = load.core_s_per_byte * rate * (1.0 + headroom) / limit + _catch_up_cores(load, catch_up_s)
     if cores > load.partitions:
         note = note or f"{load.query_id}: needs {cores:.1f} cores, its batches use at most {load.partitions}"
         cores = float(load.partitions)
@@ -75,8 +72,7 @@ def shared_cores(loads: Sequence[QueryLoad], *, headroom: float, catch_up_s: flo
     alone = [cores_for(q, headroom=headroom, catch_up_s=catch_up_s, horizon_s=horizon_s, trend_cap=trend_cap)
              for q in loads]
     work = [q.core_s_per_byte * _projected_rate(q, horizon_s, trend_cap) * (1.0 + headroom) for q in loads]
-    drain = sum(q.core_s_per_byte * max(0.0, q.backlog_bytes - q.rate_bytes_s * q.deadline_s) / catch_up_s
-                for q in loads)
+    drain = sum(_catch_up_cores(q, catch_up_s) for q in loads)
     d_min = min(q.deadline_s for q in loads)
     fixed = sum(q.fixed_s for q in loads)
     spread = sum(w * q.deadline_s for w, q in zip(work, loads, strict=True))
@@ -109,6 +105,11 @@ def shared_cores(loads: Sequence[QueryLoad], *, headroom: float, catch_up_s: flo
         notes.append(f"they need {cores:.1f} cores, one batch uses at most {most}")
         cores = float(most)
     return cores, "; ".join(dict.fromkeys(notes))
+
+
+def _catch_up_cores(load: QueryLoad, catch_up_s: float) -> float:
+    """DS2's catch-up: the cores that drain, in ``catch_up_s``, the backlog beyond one deadline's arrivals."""
+    return load.core_s_per_byte * max(0.0, load.backlog_bytes - load.rate_bytes_s * load.deadline_s) / catch_up_s
 
 
 def _projected_rate(load: QueryLoad, horizon_s: float, trend_cap: float) -> float:

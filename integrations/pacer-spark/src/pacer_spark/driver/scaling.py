@@ -59,9 +59,10 @@ class ExecutorScaling:
         self.started = clock()
         self._live = live or (lambda: status_store.live_executors(spark))
         self._request = request or (lambda n: executor_requests.request_total(spark, n))
-        self._kill = kill or (lambda ids: executor_requests.remove(spark, ids))
-        self.how = "decommissioned" if kill is None and spark is not None and executor_requests.decommissions(spark) \
-            else "killed"
+        gently = kill is None and spark is not None and executor_requests.decommissions(spark)
+        remove = executor_requests.decommission if gently else executor_requests.kill
+        self._kill = kill or (lambda ids: remove(spark, ids))
+        self.how = "decommissioned" if gently else "killed"
         self.target = scaler.initial
         self.startup_s = DEFAULT_STARTUP_S
         self._asked_at: float | None = None

@@ -5,13 +5,17 @@ Kubernetes honour it) and ``SparkContext.killExecutors`` removes named ones, low
 APIs, refused by Spark while ``spark.dynamicAllocation.enabled`` is on). Where the session has
 ``spark.decommission.enabled`` on, :func:`remove` decommissions instead (the scheduler backend's
 ``decommissionExecutor``, as dynamic allocation does then): the executor takes no new task, finishes its running
-ones, hands its blocks on where storage decommissioning is on too, and exits. :func:`scaling_refusal` says why a session
+ones, hands its blocks on where storage decommissioning is on too, and exits (:func:`decommission`; the scaling
+chooses it once, :func:`decommissions`). :func:`scaling_refusal` says why a session
 cannot scale at all. The live executors are read from the status store (:func:`pacer_spark.jvm.status_store.live_executors`).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+#: ``spark.dynamicAllocation.maxExecutors`` where it is not set: Scala's ``Int.MaxValue``.
+NO_MAX_EXECUTORS = 2**31 - 1
 
 
 class ScalingRefused(ValueError):
@@ -82,9 +86,5 @@ def decommission(spark: Any, ids: list[str]) -> bool:
     return taken
 
 
-def remove(spark: Any, ids: list[str]) -> bool:
-    """Remove the executors ``ids``: decommissioned where the session decommissions, else killed."""
-    return decommission(spark, ids) if decommissions(spark) else kill(spark, ids)
-
-
-__all__ = ["ScalingRefused", "decommission", "decommissions", "kill", "remove", "request_total", "scaling_refusal"]
+__all__ = ["NO_MAX_EXECUTORS", "ScalingRefused", "decommission", "decommissions", "kill", "request_total",
+           "scaling_refusal"]

@@ -30,6 +30,7 @@ from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.report import PROGRESS_LEGEND, progress_line
 from pacer.run import parse_duration
 from pacer_spark.errors import write_traces
+from pacer_spark.jvm import executor_requests
 from pacer_spark.plan import rapids_explain
 from pacer_spark.run.cli import apply_args, configure_spark
 
@@ -141,7 +142,7 @@ def scaling_settings(config: RunConfig) -> dict[str, str]:
         return {}
     settings = {"spark.locality.wait.process": "0s"}
     if config.scale == "spark-dynamic":
-        low, high = config.executors or (1, 2**31 - 1)
+        low, high = config.executors or (1, executor_requests.NO_MAX_EXECUTORS)
         settings |= {"spark.dynamicAllocation.enabled": "true",
                      "spark.dynamicAllocation.shuffleTracking.enabled": "true",
                      "spark.dynamicAllocation.minExecutors": str(low), "spark.dynamicAllocation.maxExecutors": str(high),

@@ -49,6 +49,9 @@ def test_two_queries_end_to_end(spark: Any, tmp_path: Path) -> None:
     for q in report["queries"].values():
         assert q["cost"]["busy_batches"] == q["batches"] and q["cost"]["busy_core_s"] > 0
         assert 0 <= q["cost"]["trigger_s"] <= q["cost"]["engine_s"]
+        assert q["cost"]["no_data"]["batches"] == 0 and 0 < q["cost"]["cpu_core_s"] <= q["cost"]["busy_core_s"]
+    # paced update-mode aggregations start without Spark's no-data batches (they emit nothing there)
+    assert report["spark"]["no_data_batches_enabled"] == {"lr2": False, "cm2": False}
     assert report["cost"]["busy_core_s"] < report["cost"]["allocated_core_s"] <= \
         pacer.cores * report["duration_s"] + 1e-6
     overhead = report["overhead"]

@@ -223,9 +223,12 @@ def test_report_cost_is_engine_time_share_and_batch_rate() -> None:
         clock.now += 1.0
     report = build_report(runtime="sim", config={}, controller=c, start=0.0, end=6.0)
     cost = report["queries"]["q"]["cost"]
-    assert cost == {"busy_core_s": None, "busy_batches": 0, "trigger_s": 3.5, "gate_wait_s": 0.0, "engine_s": 3.5,
+    assert cost == {"busy_core_s": None, "busy_batches": 0, "cpu_core_s": None, "failed_core_s": None,
+                    "no_data": {"batches": 0, "trigger_s": 0.0, "busy_core_s": None, "cpu_core_s": None},
+                    "trigger_s": 3.5, "gate_wait_s": 0.0, "engine_s": 3.5,
                     "engine_share": pytest.approx(3.5 / 6.0), "batches_per_min": 30.0}
-    assert report["cost"] == {"allocated_core_s": None, "busy_core_s": None}
+    assert report["cost"] == {"allocated_core_s": None, "busy_core_s": None, "cpu_core_s": None,
+                              "no_data_busy_core_s": None}
 
 
 # ---------------------------------------------------------------- Spark's baselines
@@ -336,6 +339,46 @@ def test_busy_core_seconds_and_gate_waits_are_reported_apart_from_the_engine_tim
     cost = report["queries"]["q"]["cost"]
     assert (cost["busy_core_s"], cost["busy_batches"], cost["trigger_s"], cost["gate_wait_s"], cost["engine_s"]) == \
         (4.5, 3, 3.0, 2.0, 5.0)
-    assert report["cost"] == {"allocated_core_s": 8.0, "busy_core_s": 4.5}
+    assert report["cost"] == {"allocated_core_s": 8.0, "busy_core_s": 4.5, "cpu_core_s": None,
+                              "no_data_busy_core_s": None}
     with pytest.raises(ValueError, match="gate_wait_s must be >= 0"):
         c.complete("nope", gate_wait_s=-1.0)
+
+
+def test_cpu_and_failed_task_time_and_no_data_batches_count_in_every_cost_total() -> None:
+    """A runtime that measures more of a batch's tasks than their busy time (Spark: CPU time, failed attempts) records
+    it before the batch completes and its report carries it; the engine's own no-data batches (Spark's, after a
+    watermark moved) and task time outside any batch count in the query's totals, the no-data part said apart."""
+    clock = ManualClock()
+    c = Controller(clock=clock, cores=2, timer=None)
+    c.add_query(_spec())
+    for i, (busy, cpu, failed) in enumerate(((2.0, 1.5, 0.0), (1.0, 0.5, 0.25))):
+        c.arrive("q", Dataset(f"d{i}", clock.now, 1000, 1))
+        batch = c.poll("q")
+        assert batch is not None
+        c.reconcile.task_costs(batch.id, cpu_core_s=cpu, failed_core_s=failed)
+        _run(c, clock, batch.id, 1.0, engine_s=1.0, busy_core_s=busy)
+    first, second = c.reports("q")
+    assert (first.busy_core_s, first.cpu_core_s, first.failed_core_s) == (2.0, 1.5, 0.0)
+    assert (second.busy_core_s, second.cpu_core_s, second.failed_core_s) == (1.0, 0.5, 0.25)
+    record = c.recorder.record("q")
+    record.no_data_batch(0.5, busy_core_s=0.75, cpu_core_s=0.125, failed_core_s=0.0)
+    record.no_data_batch(0.25)  # a runtime that does not measure task time
+    record.unbatched(busy_core_s=0.25, cpu_core_s=0.125)
+    report = build_report(runtime="spark", config={}, controller=c, start=0.0, end=4.0)
+    cost = report["queries"]["q"]["cost"]
+    assert cost["no_data"] == {"batches": 2, "trigger_s": 0.75, "busy_core_s": 0.75, "cpu_core_s": 0.125}
+    assert (cost["busy_core_s"], cost["cpu_core_s"], cost["failed_core_s"]) == (4.0, 2.25, 0.25)
+    assert (cost["trigger_s"], cost["engine_s"], cost["busy_batches"], report["queries"]["q"]["batches"]) == \
+        (2.75, 2.75, 2, 2)
+    assert report["cost"]["no_data_busy_core_s"] == 0.75 and report["cost"]["cpu_core_s"] == 2.25
+    with pytest.raises(ValueError, match="cpu_core_s must be >= 0"):
+        c.reconcile.task_costs("nope", cpu_core_s=-1.0, failed_core_s=None)
+    with pytest.raises(ValueError, match="trigger_s must be >= 0"):
+        record.no_data_batch(float("nan"))
+    # a simulator's batch measures neither: its report says None, not 0
+    c.arrive("q", Dataset("d9", clock.now, 1000, 1))
+    batch = c.poll("q")
+    assert batch is not None
+    _run(c, clock, batch.id, 1.0)
+    assert (c.reports("q")[-1].cpu_core_s, c.reports("q")[-1].failed_core_s) == (None, None)

@@ -52,6 +52,7 @@ from pacer_spark.sources.files_source import FILES_FORMAT, PacerFilesDataSource
 from pacer_spark.sources.gen import GEN_FORMAT, PacerGenDataSource
 from pacer_spark.sources.rpc import ControllerServer
 from pacer_spark.sources.sink_gate import Sink, SinkGate
+from pacer_spark.workloads import NO_DATA_BATCHES_CONF
 
 log = logging.getLogger("pacer_spark")
 
@@ -262,6 +263,7 @@ class PacerSession:
             .option("checkpointLocation", location)
         )
         writer = writer.trigger(**ends) if ends else writer.trigger(processingTime=trigger or "0 seconds")
+        source.no_data_batches = str(self.spark.conf.get(NO_DATA_BATCHES_CONF, "true")).strip().lower() != "false"
         handle = writer.start()
         self.admission.started(query_id, handle)
         return handle
@@ -293,9 +295,10 @@ class PacerSession:
     ) -> StreamingQuery:
         """Register, read and start one of the papers' workloads (``pacer-gen`` traffic, or ``files``).
 
-        ``max_rows``/``max_bytes``: read caps per batch (see :meth:`register_query`).
+        ``max_rows``/``max_bytes``: read caps per batch (see :meth:`register_query`). Paced (no Spark ``trigger``),
+        an update-mode aggregation starts without Spark's no-data batches (:mod:`pacer_spark.workloads`).
         """
-        from pacer_spark.workloads import build_workload, noop_sink
+        from pacer_spark.workloads import build_workload, no_data_batches, noop_sink
         from pacer_workloads import WORKLOADS
 
         qid = query_id or workload
@@ -313,8 +316,10 @@ class PacerSession:
             df = self.read_stream(qid, GEN_FORMAT, stream=stream, traffic=traffic, rate=rate, duration=duration,
                                   seed=seed, **params, **extra)
         query = build_workload(workload, df, watermark=watermark)
-        return self.start(query.frame, qid, sink or noop_sink(query.finish), checkpoint=checkpoint,
-                          output_mode=query.output_mode, trigger=trigger)
+        paced = trigger is None or trigger.lower() in ("availablenow", "once")
+        with no_data_batches(self.spark, None if not paced or query.no_data_batches else False):
+            return self.start(query.frame, qid, sink or noop_sink(query.finish), checkpoint=checkpoint,
+                              output_mode=query.output_mode, trigger=trigger)
 
     # ------------------------------------------------------------------ running and reporting
 
@@ -365,7 +370,7 @@ class PacerSession:
         end = end or time.time()
         executors = status_store.query_executors(self.spark)  # Py4J calls to Spark's status store: outside the Controller's lock
         allocated = status_store.allocated_core_s(self.spark, self.started_at, end)
-        self.driver.settle_busy()
+        self.driver.settle_busy(final=self.closed)
         extra: dict[str, Any] = {}
         with self.driver.books() as books:
             if self.scaling is not None:

@@ -105,8 +105,12 @@ class SessionTelemetry:
             # explainOnly mode: per query, RAPIDS' plan of each batch against pacer's placement, operator by operator
             "rapids_explain": enactment.summary() if enactment is not None else {},
             "spark_batches": {q: s.spark_batches for q, s in sources.items()},
+            # whether each query started with Spark's no-data batches on (a paced update-mode workload: off)
+            "no_data_batches_enabled": {q: s.no_data_batches for q, s in sources.items()},
             "spark_duration_ms_avg": {q: s.durations.averages() for q, s in sources.items()},
             "engine": self.driver.engine.summary(),
+            # each batch's task cost read by its Spark batch id (pacer_spark.driver.batch_costs)
+            "task_costs": self.driver.costs.summary(),
             "errors": self.errors(),
             "quarantined_rows": {q: s.quarantined() for q, s in sources.items() if s.fmt == FILES_FORMAT},
             # files listed but gone before their batch read them (skipped under malformed=quarantine)

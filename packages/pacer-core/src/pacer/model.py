@@ -304,10 +304,13 @@ class BatchReport:
     newest data (:attr:`Dataset.newest`; 0: all at its arrival; empty: none known).
 
     Three costs, one definition on every runtime: :attr:`busy_core_s`, the core-seconds its tasks executed (Spark: the
-    sum of its tasks' executor run time; the simulator: the cores running its tasks over that time; None where
-    the runtime does not measure it); :attr:`trigger_s`, the engine's time on the batch less ``gate_wait_s``, the
-    seconds it waited for its turn at pacer's gate inside it (Spark's trigger includes that wait); and, per run, the
-    cores allocated (the report's ``cost.allocated_core_s``).
+    sum of its tasks' executor run time, the batch's own tasks by Spark's batch id; the simulator: the cores running
+    its tasks over that time; None where the runtime does not measure it); :attr:`trigger_s`, the engine's time on
+    the batch less ``gate_wait_s``, the seconds it waited for its turn at pacer's gate inside it (Spark's trigger
+    includes that wait); and, per run, the cores allocated (the report's ``cost.allocated_core_s``). Where the runtime
+    measures them, two parts of the task time beside: :attr:`cpu_core_s`, the tasks' CPU time (Spark's executor CPU
+    time: ``busy_core_s`` less what they waited for), and :attr:`failed_core_s`, the run time of task attempts that
+    failed or were killed (counted in ``busy_core_s``); None where not measured.
     """
 
     batch_id: str
@@ -329,6 +332,8 @@ class BatchReport:
     dataset_spans: tuple[float, ...] = ()
     busy_core_s: float | None = None
     gate_wait_s: float = 0.0
+    cpu_core_s: float | None = None
+    failed_core_s: float | None = None
 
     @property
     def cost_s(self) -> float:

@@ -84,12 +84,15 @@ class QueryState:
 
 @dataclass
 class RunningBatch:
-    """An admitted batch until it completes: when it started, its interval and pacer's time on it."""
+    """An admitted batch until it completes: when it started, its interval and pacer's time on it, and the parts of
+    its task time the runtime measured beside ``busy_core_s`` (:meth:`pacer.reconcile.Reconciliation.task_costs`)."""
 
     batch: MicroBatch
     started_at: float | None = None
     interval_s: float = 0.0
     overhead_s: float = 0.0
+    cpu_core_s: float | None = None
+    failed_core_s: float | None = None
 
     def report(self, completed_at: float, *, operator_metrics: Iterable[OperatorMetric] = (),
                cores_used: float | None = None, engine_s: float | None = None, rows: int | None = None,
@@ -121,6 +124,8 @@ class RunningBatch:
             engine_s=engine_s,
             busy_core_s=busy_core_s,
             gate_wait_s=gate_wait_s,
+            cpu_core_s=self.cpu_core_s,
+            failed_core_s=self.failed_core_s,
             dataset_rows=counts,
             dataset_spans=tuple(max(0.0, d.newest - d.arrival) if d.newest is not None else 0.0
                                 for d in batch.datasets),

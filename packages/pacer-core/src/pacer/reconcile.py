@@ -4,7 +4,9 @@ A runtime whose source can admit data without the Controller's answer (pacer-spa
 when its decider fails or answers late, a reader that gives up waiting) reports what it really read: exactly those
 datasets form the batch (:meth:`Reconciliation.admit_exactly`), and a batch the Controller admitted that the runtime
 never ran is taken back (:meth:`Reconciliation.retract`). A runtime that keeps a query's fitted service-time model
-across restarts reads and restores it here. Composed into the Controller as ``controller.reconcile``.
+across restarts reads and restores it here, and one that measures more of a batch's task time than
+``Controller.complete`` takes (``busy_core_s``) records it here before the batch completes
+(:meth:`Reconciliation.task_costs`). Composed into the Controller as ``controller.reconcile``.
 """
 
 from __future__ import annotations
@@ -68,3 +70,16 @@ class Reconciliation:
         :raises ValueError: for a model this pacer cannot take (:meth:`pacer.ServiceTimeModel.restore`).
         """
         self._state.query(query_id).service.restore(state)
+
+    def task_costs(self, batch_id: str, *, cpu_core_s: float | None, failed_core_s: float | None) -> None:
+        """What the runtime measured of pending batch ``batch_id``'s tasks beside their busy time: their CPU time and
+        the run time of attempts that failed or were killed, carried into its report
+        (:attr:`pacer.BatchReport.cpu_core_s`, :attr:`~pacer.BatchReport.failed_core_s`) when it completes.
+
+        :raises KeyError: for an unknown or completed batch; ``ValueError``: for a negative or NaN figure.
+        """
+        for name, value in (("cpu_core_s", cpu_core_s), ("failed_core_s", failed_core_s)):
+            if value is not None and (value < 0 or value != value):
+                raise ValueError(f"{name} must be >= 0 core-seconds, got {value}")
+        run = self._state.run(batch_id)
+        run.cpu_core_s, run.failed_core_s = cpu_core_s, failed_core_s

@@ -5,7 +5,8 @@ The Controller feeds a :class:`RunRecorder` as data arrives and batches complete
 Controller's own per-query state.
 
 Per query a :class:`QueryRecord` keeps exact totals (datasets, rows and bytes in and processed, batches,
-processing and engine time, deadline misses counted in datasets and in their rows, datasets and rows shed),
+processing and engine time, task time, deadline misses counted in datasets and in their rows, datasets and rows
+shed, the engine's own no-data batches and what they cost),
 as running counters, never per-dataset lists; bounded summaries of the dataset latencies and batch
 processing times (:class:`pacer.summary.StreamingSummary`: exact percentiles while the run has at most
 ``latency_window`` datasets / ``recent`` batches, within 1 % beyond), the report's series
@@ -58,10 +59,22 @@ class QueryRecord:
         self.processing_s = 0.0
         self.engine_s = 0.0
         #: the engine's time less gate waits, the gate waits, and the core-seconds of the batches that measured them
+        #: (no-data batches and task time outside any batch included: :meth:`no_data_batch`, :meth:`unbatched`)
         self.trigger_s = 0.0
         self.gate_wait_s = 0.0
         self.busy_core_s = 0.0
         self.busy_batches = 0
+        #: the tasks' CPU time and the run time of their failed or killed attempts (part of ``busy_core_s``), and
+        #: whether any batch measured them
+        self.cpu_core_s = 0.0
+        self.failed_core_s = 0.0
+        self.cpu_measured = False
+        #: batches the engine formed itself without new data (Spark's after a watermark moved), and what they cost
+        #: (counted in the totals above too); None: not measured
+        self.no_data_batches = 0
+        self.no_data_trigger_s = 0.0
+        self.no_data_busy_core_s: float | None = None
+        self.no_data_cpu_core_s: float | None = None
         #: Completed datasets whose latency exceeded the deadline, and their rows (shed ones not included).
         self.miss_datasets = 0
         self.miss_rows = 0
@@ -122,6 +135,7 @@ class QueryRecord:
         if report.busy_core_s is not None:
             self.busy_core_s += report.busy_core_s
             self.busy_batches += 1
+        self._task_parts(report.cpu_core_s, report.failed_core_s)
         self.processing.add(report.processing_s)
         for _, latency in report.dataset_latencies:
             self.latency.add(latency)
@@ -132,6 +146,45 @@ class QueryRecord:
             self.gpu_ratio_sum += report.placement.ran_gpu_ratio
             self.placed += 1
         self.series.completed(report, missed)
+
+    def _task_parts(self, cpu_core_s: float | None, failed_core_s: float | None) -> None:
+        """Add the CPU time and failed attempts' run time the runtime measured (nothing where it did not)."""
+        if cpu_core_s is not None:
+            self.cpu_core_s += cpu_core_s
+            self.cpu_measured = True
+        if failed_core_s is not None:
+            self.failed_core_s += failed_core_s
+
+    def no_data_batch(self, trigger_s: float, *, busy_core_s: float | None = None, cpu_core_s: float | None = None,
+                      failed_core_s: float | None = None) -> None:
+        """A batch the engine formed itself without new data (Spark's no-data batch, run after a watermark moved to
+        evict state and emit closed windows): no dataset and no latency, but its ``trigger_s`` (also its engine time)
+        and its tasks' core-seconds count in the query's totals, and apart as no-data."""
+        for name, value in (("trigger_s", trigger_s), ("busy_core_s", busy_core_s), ("cpu_core_s", cpu_core_s),
+                            ("failed_core_s", failed_core_s)):
+            if value is not None and (value < 0 or value != value):
+                raise ValueError(f"{name} must be >= 0, got {value}")
+        self.no_data_batches += 1
+        self.no_data_trigger_s += trigger_s
+        self.trigger_s += trigger_s
+        self.engine_s += trigger_s
+        if busy_core_s is not None:
+            self.no_data_busy_core_s = (self.no_data_busy_core_s or 0.0) + busy_core_s
+            self.busy_core_s += busy_core_s
+        if cpu_core_s is not None:
+            self.no_data_cpu_core_s = (self.no_data_cpu_core_s or 0.0) + cpu_core_s
+        self._task_parts(cpu_core_s, failed_core_s)
+
+    def unbatched(self, *, busy_core_s: float, cpu_core_s: float | None = None,
+                  failed_core_s: float | None = None) -> None:
+        """Task time of the query that no batch took: tasks of a job outside any batch, a task counted after its
+        batch was read. It counts in the query's totals."""
+        for name, value in (("busy_core_s", busy_core_s), ("cpu_core_s", cpu_core_s),
+                            ("failed_core_s", failed_core_s)):
+            if value is not None and (value < 0 or value != value):
+                raise ValueError(f"{name} must be >= 0, got {value}")
+        self.busy_core_s += busy_core_s
+        self._task_parts(cpu_core_s, failed_core_s)
 
     def shed(self, datasets: Sequence[Dataset]) -> None:
         """Record datasets shed (dropped unprocessed): they count as missed in the report."""

@@ -145,7 +145,11 @@ def build_report(
 
     Each query's ``cost`` holds three measures: ``busy_core_s`` (core-seconds its tasks executed; None where no batch
     measured it), ``trigger_s`` (the engine's time on its batches less ``gate_wait_s``, the time they waited for their
-    turn at pacer's gate) and ``engine_s`` (the engine's time, waits included, as reports before them had).
+    turn at pacer's gate) and ``engine_s`` (the engine's time, waits included, as reports before them had); beside
+    them ``cpu_core_s`` (the tasks' CPU time) and ``failed_core_s`` (the run time of failed or killed task attempts,
+    part of ``busy_core_s``), None where not measured. Each total includes the engine's own no-data batches (Spark's,
+    after a watermark moved), and ``no_data`` says how much of it they were: ``batches``, ``trigger_s``,
+    ``busy_core_s`` and ``cpu_core_s``.
     """
     wall = max(end - start, 1e-9)
     queries: dict[str, Any] = {}
@@ -195,8 +199,13 @@ def build_report(
             "miss_rows": miss_rows,
             "miss_datasets": miss_datasets,
             "cost": {
-                "busy_core_s": record.busy_core_s if record.busy_batches else None,
+                "busy_core_s": record.busy_core_s if record.busy_batches or record.no_data_busy_core_s is not None
+                else None,
                 "busy_batches": record.busy_batches,
+                "cpu_core_s": record.cpu_core_s if record.cpu_measured else None,
+                "failed_core_s": record.failed_core_s if record.cpu_measured else None,
+                "no_data": {"batches": record.no_data_batches, "trigger_s": record.no_data_trigger_s,
+                            "busy_core_s": record.no_data_busy_core_s, "cpu_core_s": record.no_data_cpu_core_s},
                 "trigger_s": record.trigger_s,
                 "gate_wait_s": record.gate_wait_s,
                 "engine_s": record.engine_s,
@@ -229,8 +238,10 @@ def build_report(
         "cores": controller.cores,
         "overhead": overhead_summary(controller),
         "queries": queries,
-        "cost": {"allocated_core_s": allocated_core_s, "busy_core_s": _total(
-            q["cost"]["busy_core_s"] for q in queries.values())},
+        "cost": {"allocated_core_s": allocated_core_s,
+                 "busy_core_s": _total(q["cost"]["busy_core_s"] for q in queries.values()),
+                 "cpu_core_s": _total(q["cost"]["cpu_core_s"] for q in queries.values()),
+                 "no_data_busy_core_s": _total(q["cost"]["no_data"]["busy_core_s"] for q in queries.values())},
     }
     if extra:
         doc.update(extra)

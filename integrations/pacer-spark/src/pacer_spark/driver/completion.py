@@ -30,6 +30,11 @@ PySpark's listener gets it over Py4J, so under load it comes late (how late was 
 README, "Batch time"; a run's own figure is its report's ``progress_delivery_ms_*``). Either way the batch
 completes with the same figures.
 
+Each completed batch carries what its own tasks cost, read from pacer's task-time listener by its Spark batch id
+(:mod:`pacer_spark.driver.batch_costs`): ``busy_core_s``, ``cpu_core_s``, ``failed_core_s``. A trigger that ran no
+new data (Spark's no-data batch after a watermark moved, :attr:`TriggerProgress.no_data`) completes no pacer batch,
+but its trigger time and tasks count in its query's record, as no-data (:meth:`pacer.recorder.QueryRecord.no_data_batch`).
+
 Should no progress ever come (the listener removed, a trigger that failed after its sink), the
 batch is completed without ``engine_s`` at its sink's end after ``timeout_s``, at termination or at
 :meth:`PacerSession.stop`: exactly as before this change, so nothing stalls and the ledger stays
@@ -49,6 +54,7 @@ from pacer_spark.config import DEFAULT_PROGRESS_TIMEOUT_S
 from pacer_spark.driver.clock import PinnedClock
 from pacer_spark.driver.locking import Guard, Held
 from pacer_spark.jvm.progress import TriggerProgress
+from pacer_spark.jvm.task_time import TaskCost
 
 
 @dataclass
@@ -79,7 +85,8 @@ class BatchCompletion:
     :param read_metrics: reads a ``format("pacer")`` batch's operator metrics from its executed plan, where no
         ``foreachBatch`` read them: ``(held, query_id, done, progress) -> metrics`` (empty: none).
     :param waited: ``(held, batch_id) -> seconds`` the batch waited for its turn at the gate inside its trigger.
-    :param busy: ``(held, query_id) -> core-seconds`` the query's tasks executed since its last batch (None: unknown).
+    :param cost: ``(held, query_id, spark_batch_id, stream_id) -> what the tasks of that Spark batch cost`` (None:
+        not measured; ``stream_id``: the streaming query's id where the progress names it).
     """
 
     def __init__(self, controller: Controller, guard: Guard, clock: PinnedClock,
@@ -88,7 +95,7 @@ class BatchCompletion:
                  = None,
                  before_complete: Callable[[Held, str, SinkDone, TriggerProgress | None], None] | None = None,
                  waited: Callable[[Held, str], float] | None = None,
-                 busy: Callable[[Held, str], float | None] | None = None) -> None:
+                 cost: Callable[[Held, str, int, str | None], TaskCost | None] | None = None) -> None:
         if not timeout_s > 0:
             raise ValueError(f"progress timeout must be > 0 seconds, got {timeout_s}")
         self.controller = controller
@@ -109,7 +116,7 @@ class BatchCompletion:
         #: called with ``(held, query_id, done, progress)`` just before a batch completes (the placement check).
         self.before_complete = before_complete
         self.waited = waited
-        self.busy = busy
+        self.cost = cost
 
     def sink_done(self, query_id: str, done: SinkDone) -> None:
         """``foreachBatch`` of ``done.batch_id`` returned; its trigger is committing (frees the gate)."""
@@ -136,8 +143,9 @@ class BatchCompletion:
         """Complete the batch this progress reports, at the trigger's end with its engine time.
 
         Every listener event (``event``) counts towards the query's total trigger time, pacer's batches
-        or not (no-data batches that advance a watermark are Spark's own); a progress read from the
-        query's buffer (:func:`pacer_spark.jvm.stream_query.query_progress`, ``event=False``) only completes.
+        or not (no-data batches that advance a watermark are Spark's own: each is recorded, with its cost, in the
+        query's record); a progress read from the query's buffer
+        (:func:`pacer_spark.jvm.stream_query.query_progress`, ``event=False``) only completes.
 
         :param query_id: pacer's id of the query (default: the progress's name; a ``format("pacer")``
             query is matched by its run id instead, whatever its name).
@@ -153,13 +161,27 @@ class BatchCompletion:
         if event and progress.ended_at is not None:
             self.lags_s.add(max(0.0, progress.delivered_at - progress.ended_at))
         done = self._waiting.get(query_id)
-        if not complete or done is None or done.spark_batch_id != progress.batch_id:
+        mine = done is not None and done.spark_batch_id == progress.batch_id
+        if event and progress.no_data and not mine:
+            self._no_data(held, query_id, progress)
+        if not complete or done is None or not mine:
             return None
         del self._waiting[query_id]
         self.from_progress += 1
         self.from_buffer += 0 if event else 1
         self._complete(held, query_id, done, progress)
         return done
+
+    def _no_data(self, held: Held, query_id: str, progress: TriggerProgress) -> None:
+        """Record a no-data trigger of a registered query with its trigger time and its tasks' cost."""
+        if query_id not in self.controller.query_ids():
+            return
+        cost = (self.cost(held, query_id, progress.batch_id, progress.stream_id) if self.cost is not None
+                else None)
+        self.controller.recorder.record(query_id).no_data_batch(
+            progress.engine_s or 0.0, busy_core_s=cost.busy_core_s if cost is not None else None,
+            cpu_core_s=cost.cpu_core_s if cost is not None else None,
+            failed_core_s=cost.failed_core_s if cost is not None else None)
 
     def _complete(self, held: Held, query_id: str, done: SinkDone, progress: TriggerProgress | None) -> None:
         """At the trigger's end with ``triggerExecution`` as engine time; without an event, at the sink's end. A
@@ -176,10 +198,15 @@ class BatchCompletion:
                 self.before_complete(held, query_id, done, progress)
             waited = self.waited(held, done.batch_id) if self.waited is not None else 0.0
             engine_s = progress.engine_s if progress is not None else None
+            cost = (self.cost(held, query_id, done.spark_batch_id, progress.stream_id if progress is not None else None)
+                    if self.cost is not None else None)
+            if cost is not None:
+                self.controller.reconcile.task_costs(done.batch_id, cpu_core_s=cost.cpu_core_s,
+                                                     failed_core_s=cost.failed_core_s)
             self.controller.complete(done.batch_id, operator_metrics=metrics, engine_s=engine_s, completed_at=at,
                                      rows=progress.source_rows if progress is not None and done.running else None,
                                      gate_wait_s=min(waited, engine_s) if engine_s is not None else 0.0,
-                                     busy_core_s=self.busy(held, query_id) if self.busy is not None else None)
+                                     busy_core_s=cost.busy_core_s if cost is not None else None)
         finally:
             self.completed(held, query_id, done.batch_id)
             held.notify_all()

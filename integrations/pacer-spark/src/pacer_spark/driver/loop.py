@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pacer import Controller, MicroBatch, OperatorMetric, QuerySpec
 from pacer.scaler import ScalingError
+from pacer_spark.driver.batch_costs import BatchCosts
 from pacer_spark.driver.books import Books
 from pacer_spark.driver.clock import PinnedClock
 from pacer_spark.driver.completion import BatchCompletion, SinkDone
@@ -37,7 +38,7 @@ from pacer_spark.jvm.progress import TriggerProgress
 
 if TYPE_CHECKING:
     from pacer_spark.driver.scaling import ExecutorScaling
-    from pacer_spark.jvm.task_time import TaskTime
+    from pacer_spark.jvm.task_time import TaskCost, TaskTime
     from pacer_spark.plan.enact import Enacted, Enactment
 
 log = logging.getLogger("pacer.spark")
@@ -124,8 +125,8 @@ class Driver:
     :param concurrency: batches the gate lets run at once (FIFO/EDF); ``gate_timeout``: seconds a batch waits
         for its turn at most; ``fair``: whether the session runs ``spark.scheduler.mode=FAIR``.
     :param progress_timeout: seconds after a batch's sink when it completes without its progress event.
-    :param task_time: the core-seconds each streaming query's tasks executed (None: not measured; no batch then has
-        ``busy_core_s``).
+    :param task_time: what each streaming batch's tasks cost (None: not measured; no batch then has
+        ``busy_core_s``), read through :attr:`costs`.
     :param cores: reads how many task slots Spark has now (the live executors' cores; None: unreadable now); the
         Controller follows it, looked at most every :data:`CORES_EVERY_S` seconds at an ask. None:
         the cores are fixed (the user set ``cores``).
@@ -152,10 +153,12 @@ class Driver:
         #: applies each admitted batch's placement (RAPIDS confs) and, in explainOnly mode, checks RAPIDS' plan
         self.enactment = enactment
         self.task_time = task_time
+        #: each batch's task cost by Spark's batch id, and what no batch took (:mod:`pacer_spark.driver.batch_costs`)
+        self.costs = BatchCosts(task_time, self.stream_of)
         self.gate = Gate(controller, self.guard, concurrency=concurrency, timeout_s=gate_timeout, fair=fair)
         self.engine = BatchCompletion(controller, self.guard, clock, self.completed, progress_timeout,
                                       read_metrics=self.executed_metrics, before_complete=self.before_complete,
-                                      waited=self.gate.take_wait, busy=self.busy)
+                                      waited=self.gate.take_wait, cost=self.costs.batch)
 
     def register(self, owner: Owner) -> None:
         """Route the driver's questions about ``owner``'s queries and batches to it."""
@@ -308,26 +311,24 @@ class Driver:
         if enacted is not None:
             self.controller.record_enactment(batch_id, enacted.enacted, enacted.note, ran=enacted.ran)
 
-    def settle_busy(self) -> None:
-        """Count, in each query's busy core-seconds, what its tasks executed since its last completed batch (a
-        trigger without data after it, a task that ended after it): before a report."""
+    def settle_busy(self, *, final: bool = False) -> None:
+        """Count, in each query's busy, CPU and failed core-seconds, what its tasks executed that no batch took (a job
+        outside any batch, a task counted after its batch was read): before a report; ``final``: the queries
+        stopped, so a batch that never reported (stopped in its trigger) counts too."""
         if self.task_time is None:
             return
         with self.guard.held() as held:
             for query_id in self.controller.query_ids():
-                core_s = self.busy(held, query_id)
-                if core_s:
-                    self.controller.record_busy(query_id, core_s)
+                rest: TaskCost | None = self.costs.settle(held, query_id, final=final)
+                if rest is not None and (rest.busy_core_s or rest.cpu_core_s or rest.failed_core_s):
+                    self.controller.recorder.record(query_id).unbatched(
+                        busy_core_s=rest.busy_core_s, cpu_core_s=rest.cpu_core_s, failed_core_s=rest.failed_core_s)
 
-    def busy(self, held: Held, query_id: str) -> float | None:
-        """Batch completion's reader of a batch's core-seconds: what the query's tasks executed since its last batch
-        (a task ending after its batch completed counts in the next one)."""
-        if self.task_time is None:
-            return None
+    def stream_of(self, held: Held, query_id: str) -> str | None:
+        """The id of the Spark streaming query running ``query_id`` (None while unknown), as its front end knows it."""
         for owner in self.owners:
             if owner.owns(query_id):
-                stream = owner.stream_of(self._books(held), query_id)
-                return self.task_time.since_last(stream) if stream is not None else None
+                return owner.stream_of(self._books(held), query_id)
         return None
 
     def executed_metrics(self, held: Held, query_id: str, done: SinkDone,

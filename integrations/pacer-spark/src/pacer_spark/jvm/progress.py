@@ -42,6 +42,9 @@ class TriggerProgress:
         source); None where it read several, or the trigger's rows belong to more than one of pacer's batches.
     :ivar unanswered: a ``format("pacer")`` source of the query admitted into this batch without the driver's
         answer (its metric ``pacer.unanswered``): the batch ran as the source's next ask reports, not as decided.
+    :ivar no_data: a batch Spark formed itself without new data (every source's ``startOffset`` equals its
+        ``endOffset``, no input row): a stateful query's no-data batch, run after its watermark moved to evict state
+        and emit what the watermark closed (``spark.sql.streaming.noDataMicroBatches.enabled``).
     """
 
     query: str
@@ -55,6 +58,7 @@ class TriggerProgress:
     source_metrics: Mapping[str, str] = field(default_factory=dict)
     source_rows: int | None = None
     unanswered: bool = False
+    no_data: bool = False
 
     @classmethod
     def from_event(cls, progress: Any, *, now: float | None = None) -> TriggerProgress:
@@ -74,6 +78,9 @@ class TriggerProgress:
                                            for src in (progress.sources or ())]),
             unanswered=_unanswered([{"metrics": dict(getattr(src, "metrics", {}) or {})}
                                     for src in (progress.sources or ())]),
+            no_data=_no_data([{"startOffset": getattr(src, "startOffset", None),
+                               "endOffset": getattr(src, "endOffset", None)} for src in (progress.sources or ())],
+                             int(progress.numInputRows)),
         )
 
     @property
@@ -104,6 +111,7 @@ class TriggerProgress:
             source_metrics=_first_source_metrics(data.get("sources") or ()),
             source_rows=_only_source_rows(data.get("sources") or ()),
             unanswered=_unanswered(data.get("sources") or ()),
+            no_data=_no_data(data.get("sources") or (), int(data.get("numInputRows") or 0)),
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -121,6 +129,13 @@ def _first_source_metrics(sources: Any) -> dict[str, str]:
 def _unanswered(sources: Any) -> bool:
     """Whether a source of the progress says it admitted into the batch without the driver's answer."""
     return any(str(dict(source.get("metrics") or {}).get("pacer.unanswered")) == "true" for source in sources)
+
+
+def _no_data(sources: Any, rows: int) -> bool:
+    """Whether a trigger read nothing new: no input row, and every source ended where it started (a batch Spark
+    formed without new data; a pacer batch of zero-byte datasets still moves its source's offset)."""
+    offsets = [(source.get("startOffset"), source.get("endOffset")) for source in sources]
+    return rows == 0 and bool(offsets) and all(start is not None and start == end for start, end in offsets)
 
 
 def _only_source_rows(sources: Any) -> int | None:

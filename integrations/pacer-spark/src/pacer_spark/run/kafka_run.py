@@ -10,6 +10,10 @@ its records' Kafka timestamps; a record's latency is its batch's end (trigger st
 ``triggerExecution``) minus its timestamp. The run's percentiles and deadline misses are taken over
 those quantile points weighted by each batch's records (to about 5 percentile points; the maximum is
 exact).
+
+What each trigger cost is recorded the same way for both too, one point per Spark batch (:class:`BatchPoint`): its
+input rows, ``triggerExecution``, whether Spark formed it without new data (a no-data batch after the watermark
+moved), and its own tasks' busy and CPU core-seconds, read from pacer's task-time listener by its batch id.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from datetime import datetime
 from typing import Any
 
 from pacer_spark.connectors import connector
+from pacer_spark.jvm.progress import TriggerProgress
+from pacer_spark.jvm.task_time import TaskTime
 
 
 class KafkaSourceError(ValueError):
@@ -52,24 +58,84 @@ class KafkaBatch:
 
 
 @dataclass
+class BatchPoint:
+    """What one trigger of a Kafka query cost: Spark's batch id, its input rows, its ``triggerExecution`` (s), whether
+    Spark formed it without new data, and its tasks' busy and CPU core-seconds (None: not measured, or not read yet).
+    :ivar complete: the task figures were read after the listener had every task of the batch."""
+
+    batch_id: int
+    rows: int
+    trigger_s: float
+    no_data: bool
+    busy_core_s: float | None = None
+    cpu_core_s: float | None = None
+    complete: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report's form of the point."""
+        return {"batch_id": self.batch_id, "rows": self.rows, "trigger_s": self.trigger_s, "no_data": self.no_data,
+                "busy_core_s": self.busy_core_s, "cpu_core_s": self.cpu_core_s}
+
+
+@dataclass
 class KafkaQuery:
-    """A running Kafka query of ``pacer run`` and the batches it reported."""
+    """A running Kafka query of ``pacer run``, the batches it reported and what each trigger cost.
+
+    :ivar task_time: pacer's task-time listener (None: the points carry no task figures).
+    :ivar no_data_batches: whether it started with Spark's no-data batches on.
+    """
 
     query_id: str
     handle: Any
     deadline_s: float
     batches: dict[int, KafkaBatch] = field(default_factory=dict)
     caught_up: bool = False
+    task_time: TaskTime | None = None
+    points: dict[int, BatchPoint] = field(default_factory=dict)
+    no_data_batches: bool = True
 
     def collect(self) -> None:
-        """Read the progress Spark keeps (``recentProgress``) into :attr:`batches`."""
+        """Read the progress Spark keeps (``recentProgress``) into :attr:`batches` and :attr:`points`."""
         for progress in self.handle.recentProgress:
             batch = batch_of(progress)
             if batch is not None:
                 self.batches[batch.batch_id] = batch
+            trigger = TriggerProgress.from_json(progress)
+            if trigger.batch_id not in self.points:
+                self.points[trigger.batch_id] = BatchPoint(trigger.batch_id, trigger.rows, trigger.engine_s or 0.0,
+                                                           trigger.no_data)
             sources = progress["sources"]
             self.caught_up = bool(sources) and all(
                 s.get("latestOffset") in (None, s.get("endOffset")) for s in sources)
+        self.read_costs(final=False)
+
+    def read_costs(self, *, final: bool) -> None:
+        """Read the task figures of the points not complete yet: those whose batch the listener has seen through
+        (``final``: every one, as far as counted)."""
+        stream = str(self.handle.id)
+        for point in self.points.values():
+            if point.complete or self.task_time is None:
+                continue
+            cost = self.task_time.batch_cost(stream, point.batch_id)
+            if cost is not None and (cost.reported or final):
+                point.busy_core_s, point.cpu_core_s, point.complete = cost.busy_core_s, cost.cpu_core_s, True
+
+
+def points_summary(points: Sequence[BatchPoint]) -> dict[str, Any]:
+    """A query's triggers, in batch order (``per_batch``), and how many were Spark's no-data batches and what they
+    cost (``no_data``: ``batches``, ``trigger_s``, ``busy_core_s``, ``cpu_core_s``; core-seconds None where not
+    measured)."""
+    empty = [p for p in points if p.no_data]
+
+    def total(values: Iterable[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return sum(known) if known else None
+
+    return {"per_batch": [p.as_dict() for p in sorted(points, key=lambda p: p.batch_id)],
+            "trigger_s": sum(p.trigger_s for p in points),
+            "no_data": {"batches": len(empty), "trigger_s": sum(p.trigger_s for p in empty),
+                        "busy_core_s": total(p.busy_core_s for p in empty),
+                        "cpu_core_s": total(p.cpu_core_s for p in empty)}}
 
 
 def _plain(value: Any) -> Any:
@@ -318,11 +384,12 @@ class KafkaRun:
     def start(self, query_id: str, workload: str, *, deadline_s: float, paced_options: Mapping[str, str] | None,
               trigger: str | None, checkpoint: str, topic: str | None = None) -> None:
         """Start ``workload``'s query on the topic (``topic``, else the run's; paced unless ``trigger``), into a
-        noop sink.
+        noop sink; paced, an update-mode aggregation starts without Spark's no-data batches
+        (:mod:`pacer_spark.workloads`), the baseline on Spark's trigger with Spark's default.
 
         :raises KafkaSourceError: before a query, when its topic does not exist or no broker answers.
         """
-        from pacer_spark.workloads import build_workload, noop_sink
+        from pacer_spark.workloads import NO_DATA_BATCHES_CONF, build_workload, no_data_batches, noop_sink
         from pacer_workloads import WORKLOADS
 
         topic = topic or self.settings["topic"]
@@ -338,7 +405,13 @@ class KafkaRun:
         writer = (query.frame.writeStream.queryName(query_id).foreachBatch(noop_sink(query.finish))
                   .outputMode(query.output_mode).option("checkpointLocation", checkpoint))
         writer = writer.trigger(processingTime=trigger) if trigger else writer.trigger(processingTime="0 seconds")
-        self.queries.append(KafkaQuery(query_id, writer.start(), deadline_s))
+        paced = paced_options is not None and not trigger
+        spark = self.session.spark
+        with no_data_batches(spark, None if not paced or query.no_data_batches else False):
+            enabled = str(spark.conf.get(NO_DATA_BATCHES_CONF, "true")).strip().lower() != "false"
+            handle = writer.start()
+        self.queries.append(KafkaQuery(query_id, handle, deadline_s, task_time=self.session.task_time,
+                                       no_data_batches=enabled))
 
     def await_drained(self, timeout: float) -> bool:
         """Read for ``timeout`` minus the drain time, then until caught up with the topic."""
@@ -388,7 +461,8 @@ class KafkaRun:
         self.session.stop(timeout=timeout)
 
     def report(self, config: Mapping[str, Any], *, interval: float = 1.0, end: float | None = None) -> dict[str, Any]:
-        """The session's ``pacer.report/1`` plus ``kafka``: per query, latency from Kafka timestamps."""
+        """The session's ``pacer.report/1`` plus ``kafka``: per query, latency from Kafka timestamps, and what each
+        trigger cost (:func:`points_summary`; ``busy_core_s``: every task of the query, in a batch or not)."""
         report: dict[str, Any] = self.session.report(config, interval=interval, end=end)
         wall = max((end or time.time()) - self.session.started_at, 1e-9)
         kafka = {}
@@ -398,6 +472,8 @@ class KafkaRun:
             summary.update(recovery_summary(q.batches.values(), q.deadline_s))
             task_time = self.session.task_time
             summary["busy_core_s"] = task_time.query_total_s(str(q.handle.id)) if task_time is not None else None
+            q.read_costs(final=True)
+            summary.update(points_summary(list(q.points.values())), no_data_batches_enabled=q.no_data_batches)
             kafka[q.query_id] = summary
         report["kafka"] = kafka
         return report
@@ -415,6 +491,12 @@ def kafka_lines(report: Mapping[str, Any]) -> list[str]:
                      f"timestamp p50 {lat['p50']:.0f} ms, p95 {lat['p95']:.0f} ms, max {lat['max']:.0f} ms; "
                      f"{100 * k['miss_share']:.1f} % over the {k['deadline_s']:g} s deadline; engine "
                      f"{k['engine_s']:.1f} s, {k['batches_per_min']:.1f} batches/min")
+        empty = k.get("no_data") or {}
+        if empty.get("batches"):
+            busy = empty.get("busy_core_s")
+            lines.append(f"kafka {query_id}: {empty['batches']} no-data batches (Spark's, after the watermark moved): "
+                         f"trigger {empty['trigger_s']:.1f} s" + (f", {busy:.1f} busy core-s" if busy is not None
+                                                                   else ""))
         if k.get("catch_up_s"):
             after = k["miss_share_after"]
             lines.append(f"kafka {query_id}: caught up with the waiting records in {k['catch_up_s']:.1f} s; of the "

@@ -173,7 +173,8 @@ SPARK_RUNTIME = SparkRuntime()
 
 def cost_lines(report: Mapping[str, Any]) -> list[str]:
     """What each query cost: the core-seconds its tasks executed (``cost.busy_core_s``, what a user pays), the
-    engine's time less gate waits (``cost.trigger_s``), batches per minute; and what the run held."""
+    engine's time less gate waits (``cost.trigger_s``), batches per minute, and how much of it was Spark's no-data
+    batches (``cost.no_data``); and what the run held."""
     lines = []
     for query_id, q in report["queries"].items():
         cost = q.get("cost") or {}
@@ -184,6 +185,12 @@ def cost_lines(report: Mapping[str, Any]) -> list[str]:
                          + f"trigger {cost.get('trigger_s', cost['engine_s']):.1f} s (Spark's triggerExecution less "
                          f"{cost.get('gate_wait_s', 0.0):.1f} s waiting at pacer's gate), "
                          f"{cost['batches_per_min']:.1f} batches/min")
+            empty = cost.get("no_data") or {}
+            if empty.get("batches"):
+                busy_empty = empty.get("busy_core_s")
+                lines.append(f"cost {query_id}: of which {empty['batches']} no-data batches (Spark's, after the "
+                             f"watermark moved): trigger {empty['trigger_s']:.1f} s"
+                             + (f", {busy_empty:.1f} busy core-s" if busy_empty is not None else ""))
     allocated = (report.get("cost") or {}).get("allocated_core_s")
     if allocated is not None:
         lines.append(f"cost of the run: {allocated:.1f} core-s allocated (executor cores x the time each was alive "

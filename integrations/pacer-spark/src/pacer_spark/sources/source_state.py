@@ -27,6 +27,7 @@ class SourceState:
     :ivar admitted_end: the end offset of the last admitted batch.
     :ivar handle: the streaming query, once started; :ivar stream_id: its id.
     :ivar observe_only: Spark's own trigger decides its batches; pacer only observes.
+    :ivar no_data_batches: whether the query started with Spark's no-data batches on (None: not started yet).
     :ivar listed: a ``pacer-files`` reader has listed its folder at least once.
     :ivar manifest: a ``pacer-files`` manifest: option ``manifest``, or in the checkpoint once
         :meth:`AdmissionService.checkpointed` knows it (None: ``default_manifest``, for a plain ``writeStream``).
@@ -43,6 +44,7 @@ class SourceState:
     handle: StreamingQuery | None = None
     stream_id: str | None = None
     observe_only: bool = False
+    no_data_batches: bool | None = None
     dead: bool = False
     error: str | None = None
     gate_wait_s: StreamingSummary = field(default_factory=StreamingSummary)

@@ -41,11 +41,12 @@ def _controller(admission: str, *, catch_up: bool = True) -> tuple[Controller, M
 
 
 def _teach(c: Controller, clock: ManualClock) -> None:
-    """Batches of 1, 3 and 2 datasets under ``asap`` fit the service model exactly (0.5 s + 1 s per dataset; the
-    first is its warm-up); then the query is patient again."""
+    """Batches of 1, 4 and 3 datasets under ``asap`` fit the service model exactly (0.5 s + 1 s per dataset; the
+    first is its warm-up; 4 datasets measured let a batch grow to 7, :mod:`pacer.service_time`'s probe limit);
+    then the query is patient again."""
     spec = c.query("q").spec
     c.reconfigure(spec, admission="asap", placement="cpu-only")
-    for size in (1, 3, 2):
+    for size in (1, 4, 3):
         for i in range(size):
             c.arrive("q", Dataset(f"warm-{size}-{i}", clock.now, DATASET_BYTES, 10))
         batch = c.poll("q")

@@ -457,7 +457,8 @@ def test_a_cold_query_admits_a_probe_that_doubles_until_its_service_model_is_fit
 ) -> None:
     """A restart with a backlog and no fitted model: without a probe the first batch is the whole backlog (the
     batch that runs out of memory); with ``probe_rows`` it is at most that many rows, then twice as many, until
-    the model is fitted, and never less than one dataset."""
+    the model is fitted, and never less than one dataset; nor, fitted or not, more than twice the largest batch
+    measured (:attr:`pacer.service_time.ServiceTimeModel.probe_limit_bytes`)."""
     late = replace(spec, deadline=1.0)
     plain = Controller(clock=clock, cores=2, plugin_manager=_pm(EveryN()))
     plain.add_query(late, admission="every-n", admission_params={"n": 1})
@@ -475,6 +476,8 @@ def test_a_cold_query_admits_a_probe_that_doubles_until_its_service_model_is_fit
         assert batch is not None
         sizes.append(batch.rows)
         run_batch(c, clock, batch.id, 0.5)
-    assert sizes[:2] == [20, 50] and sum(sizes) == 400, sizes  # 25 rows, then 50: the model fits after two
+    # 25 rows (two datasets), then 50, capped at twice the 20 measured; the model fits after two and batches keep
+    # at most doubling until the backlog is drained
+    assert sizes == [20, 40, 50, 100, 190], sizes
     with pytest.raises(ValueError, match="probe_rows must be >= 0"):
         c.add_query(replace(spec, id="q2"), probe_rows=-1)

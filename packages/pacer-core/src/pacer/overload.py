@@ -27,6 +27,7 @@ nothing of the Controller's per-query state. Acting on the judgement, shedding, 
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -42,6 +43,9 @@ MIN_OBSERVATIONS = 3
 STRAIN_UTILISATION = 0.8
 #: Overload periods a monitor remembers (the most recent; totals stay exact).
 RECENT_PERIODS = 64
+#: The long-run arrival rate's time constant, in rate windows: what the engine must keep up with on average, bursts
+#: included (a spike's minute, wave's and binary's periods).
+LONG_RUN_WINDOWS = 30
 
 
 @dataclass
@@ -66,6 +70,8 @@ class OverloadMonitor:
     _window_bytes: int = 0
     _first_arrival: float | None = None
     _last_check: float | None = None
+    _long_bytes: float = 0.0  # bytes arrived, decayed with time constant LONG_RUN_WINDOWS x window_s
+    _long_at: float = 0.0
 
     def __post_init__(self) -> None:
         if self.window_s <= 0:
@@ -74,9 +80,31 @@ class OverloadMonitor:
     def arrived(self, at: float, nbytes: int) -> None:
         """Count an arrival of ``nbytes`` at time ``at``."""
         if self._first_arrival is None:
-            self._first_arrival = at
+            self._first_arrival = self._long_at = at
         self._window.append((at, nbytes))
         self._window_bytes += nbytes
+        self._long_bytes = self._long_bytes * math.exp(-max(0.0, at - self._long_at) / self._long_s) + nbytes
+        self._long_at = max(self._long_at, at)
+
+    @property
+    def _long_s(self) -> float:
+        return LONG_RUN_WINDOWS * self.window_s
+
+    def long_run_rate_bytes_per_s(self, now: float) -> float | None:
+        """Bytes per second on average over the last ``LONG_RUN_WINDOWS`` rate windows (exponentially weighted),
+        bursts and the quiet between them together; None before ``MIN_RATE_SPAN_S`` of arrivals."""
+        if self._first_arrival is None or now - self._first_arrival < MIN_RATE_SPAN_S:
+            return None
+        tau = self._long_s
+        decayed = self._long_bytes * math.exp(-max(0.0, now - self._long_at) / tau)
+        return decayed / (tau * (1.0 - math.exp(-(now - self._first_arrival) / tau)))
+
+    def keeps_up_on_average(self, now: float, service: ServiceTimeModel) -> bool:
+        """Whether the long-run rate leaves the engine room (its per-byte work below :data:`STRAIN_UTILISATION`):
+        an overload then passes, and serving what can still meet its deadline first costs no throughput that
+        matters; where it does not, only throughput (the fewest batches) limits the rows late."""
+        rate = self.long_run_rate_bytes_per_s(now)
+        return rate is not None and service.per_byte_s * rate < STRAIN_UTILISATION
 
     def rate_bytes_per_s(self, now: float) -> float | None:
         """Bytes per second over the last ``window_s``; None before ``MIN_RATE_SPAN_S`` of arrivals."""
@@ -108,7 +136,7 @@ class OverloadMonitor:
         was = self.overloaded
         if rate is not None and service.observations >= MIN_OBSERVATIONS:
             self.overloaded = self.infeasible(rate, service)
-            self.strained = self.overloaded or service.per_byte_s * rate >= STRAIN_UTILISATION
+            self.strained = self.overloaded or service.per_byte_s * service.margin * rate >= STRAIN_UTILISATION
         if was and self._last_check is not None:
             self.overloaded_s += max(0.0, now - self._last_check)
         if self.overloaded and not was:
@@ -127,7 +155,9 @@ class OverloadMonitor:
         batches (too few sizes to tell fixed from per-byte cost), when the load already looks strained by the
         batches' average cost per byte, an upper bound of the per-byte part (engine time left idle by waiting is
         never won back if the load turns out infeasible); and within the hold-over after an overload period: as
-        long as the period lasted, at least one deadline (its backlog is still draining and bursts come in spells).
+        long as the period lasted, at least one deadline (its backlog is still draining and bursts come in spells),
+        and, where periods recur, as long as the quiet between the last two (a burst due again finds no batch held
+        back: one that waited would go late with it, where Spark's default trigger would have processed it).
         """
         if self.overloaded or self.strained:
             return True
@@ -138,7 +168,10 @@ class OverloadMonitor:
         last = self.periods[-1] if self.periods else None
         if last is None or last[0] is None or last[1] is None:
             return False
-        return now - last[1] <= max(self.deadline, last[1] - last[0])
+        hold = max(self.deadline, last[1] - last[0])
+        if len(self.periods) >= 2 and (before := self.periods[-2][1]) is not None:
+            hold = max(hold, last[0] - before)
+        return now - last[1] <= hold
 
     @property
     def checked_at(self) -> float | None:

@@ -1,4 +1,4 @@
-"""One service-time model for every admission strategy: a fixed part plus a per-byte part.
+"""One service-time model for every admission strategy: a fixed part plus a per-byte part, fitted so that it cannot run away.
 
 A micro-batch costs the engine a fixed amount whatever its size (on Spark:
 ``walCommit`` + ``queryPlanning`` + ``commitOffsets`` + task launch, a large share
@@ -9,15 +9,31 @@ admits "when the predicted completion reaches the deadline" completes after it.
 
 :class:`ServiceTimeModel` learns ``service_s ≈ fixed_s + per_byte_s × bytes``
 online from every completed batch of one query — what the batch cost the engine
-(:attr:`pacer.model.BatchReport.cost_s`: on Spark its whole trigger execution,
-``walCommit`` + ``queryPlanning`` + the sink + ``commitOffsets``, gate wait
-included; on the simulator its service time) — by recency-weighted least
-squares, and adds a safety margin taken from its own observed prediction error:
-the ``quantile`` (default 0.99) of actual ÷ predicted over the recent batches
-(at least 1.5 until ten errors were seen).
+(:attr:`pacer.model.BatchReport.trigger_s`) — by recency-weighted least squares, and adds a safety margin taken
+from its own observed prediction error: the ``quantile`` (default 0.99) of actual ÷ predicted over the recent
+batches (at least 1.5 until ten errors were seen).
 The per-byte part is fitted per task slot: each batch's bytes are divided by the slots it ran on
 (``min(cores, partitions)``), and a prediction divides by the slots there are now, so that when executors
 come or go the next batch is sized for them rather than for the last fit's.
+
+Three guards keep the fit from running away (a strategy that trusts a wrong split waits for batches whose cost
+it underestimates, and the backlog grows with every one; seen on lr1's superlinear join and on Spark, whose
+cost barely depends on size):
+
+* **Stability**: the fixed/per-byte split is used only once the recent sizes spread enough to tell the two
+  apart (their recency-weighted coefficient of variation at least :data:`MIN_SIZE_SPREAD`); until then, the
+  proportional model (the paper's ``bytes / AvgThPut``, fixed cost folded in), which is exact at the sizes seen
+  and overestimates larger batches where a fixed part exists.
+* **Fallback**: both models predict every batch before it is learnt from; the split is used only while its
+  recent predictions are no worse than the proportional model's (mean ``|log(actual ÷ predicted)|``), so noise
+  that splits the cost wrongly hands back to the proportional model.
+* **Probing**: a batch may grow at most :data:`PROBE_GROWTH` times the largest size measured recently (per task
+  slot, forgotten at the fit's halflife as its observations are; :attr:`ServiceTimeModel.probe_limit_bytes`):
+  beyond what was seen the model is extrapolating, and a cost that grows faster than the rows (a join, a sort)
+  shows only there. A larger batch that took longer than its prediction with the margin and cost more per byte
+  than the batches seen shows such a cost: the next stay :data:`PROBE_GROWTH` times smaller, a ceiling that
+  relaxes as the fit forgets. The Controller caps every batch by it.
+
 The Controller feeds it; strategies read it as ``ctx.service``.
 """
 
@@ -34,10 +50,21 @@ _MB = 1e6
 MIN_ERRORS = 10
 #: The margin until then: a batch may take half again its prediction.
 PRIOR_MARGIN = 1.5
+#: The recency-weighted coefficient of variation of batch sizes (per task slot) the fixed/per-byte split needs:
+#: below it the sizes are one size with noise, and the split follows the noise (lr1's 1 494-1 507-row batches
+#: made a fixed part of 0-0.15 s and switched the strained safety net off).
+MIN_SIZE_SPREAD = 0.1
+#: How many times the largest measured size (per task slot) a batch may take: a probe beyond what was seen.
+PROBE_GROWTH = 2.0
+
+
+def _mean_abs_log(errors: deque[float]) -> float:
+    """The mean ``|log(actual ÷ predicted)|`` of ``errors`` (0 when empty): how far predictions were off, either way."""
+    return sum(abs(math.log(e)) for e in errors) / len(errors) if errors else 0.0
 
 
 class ServiceTimeModel:
-    """Online ``fixed_s + per_byte_s × bytes`` fit of admission → completion time, with a margin.
+    """Online ``fixed_s + per_byte_s × bytes`` fit of a batch's engine time, guarded, with a margin (module docstring).
 
     :param halflife: batches after which an observation weighs half as much (recency weighting).
     :param quantile: the margin is this quantile (0-1) of actual ÷ predicted over recent batches;
@@ -49,9 +76,12 @@ class ServiceTimeModel:
     """
 
     __slots__ = (
+        "_ceiling",
         "_decay",
         "_errors",
+        "_largest",
         "_n",
+        "_proportional_errors",
         "_seen",
         "_slope",
         "_sw",
@@ -62,6 +92,7 @@ class ServiceTimeModel:
         "error_window",
         "fixed_s",
         "halflife",
+        "proportional",
         "quantile",
         "slots",
         "warmup",
@@ -86,16 +117,24 @@ class ServiceTimeModel:
         self._decay = 0.5 ** (1.0 / halflife)
         self._sw = self._swx = self._swy = self._swxx = self._swxy = 0.0
         self._n = 0
+        # actual ÷ predicted of the split fit and of the proportional model, for the same batches
         self._errors: deque[float] = deque(maxlen=error_window)
-        #: The fitted fixed part, seconds (0 before any batch).
+        self._proportional_errors: deque[float] = deque(maxlen=error_window)
+        # megabytes per slot: the largest batch measured within its prediction (the warm-up's too), and the smallest
+        # that took longer than its prediction with the margin (:attr:`probe_limit_bytes`)
+        self._largest = 0.0
+        self._ceiling = math.inf
+        #: The fixed part in use, seconds (0 before any batch, and while :attr:`proportional`).
         self.fixed_s = 0.0
         self._slope = 0.0  # seconds per megabyte per slot
+        #: Whether the proportional model is in use (sizes too alike to split, or the split predicted worse).
+        self.proportional = True
         #: Task slots the next batch runs on (the Controller sets it as executors come and go).
         self.slots = 1.0
 
     @property
     def per_byte_s(self) -> float:
-        """The fitted per-byte part on :attr:`slots` slots, seconds per byte (0 before any batch)."""
+        """The per-byte part in use on :attr:`slots` slots, seconds per byte (0 before any batch)."""
         return self._slope / (_MB * self.slots)
 
     @property
@@ -115,14 +154,39 @@ class ServiceTimeModel:
         return self._swy / (self._swx * _MB * self.slots) if self._swx > 0 else 0.0
 
     @property
+    def size_spread(self) -> float:
+        """The recency-weighted coefficient of variation of the observed sizes per slot (0 before two sizes)."""
+        if self._swx <= 0:
+            return 0.0
+        mean_x = self._swx / self._sw
+        return math.sqrt(max(0.0, self._swxx / self._sw - mean_x * mean_x)) / mean_x
+
+    @property
+    def probe_limit_bytes(self) -> float:
+        """The largest batch the next one may be, on the slots there are now: :data:`PROBE_GROWTH` × the largest
+        measured within its prediction, and :data:`PROBE_GROWTH` times below a larger one that cost more than its
+        prediction with the margin and more per byte than the batches seen (infinite before any batch)."""
+        if self._largest <= 0:
+            return math.inf
+        return min(PROBE_GROWTH * self._largest, self._ceiling) * _MB * self.slots
+
+    @property
+    def probe_limit_is_ceiling(self) -> bool:
+        """Whether :attr:`probe_limit_bytes` is the ceiling below a size that cost more per byte than predicted (a
+        bound to keep under), not the growth allowed past the sizes measured (a batch may end just past it)."""
+        return self._ceiling < PROBE_GROWTH * self._largest
+
+    @property
     def margin(self) -> float:
-        """The multiplier applied by :meth:`predict` (≥ 1): the ``quantile`` of actual ÷ predicted.
+        """The multiplier applied by :meth:`predict` (≥ 1): the ``quantile`` of actual ÷ predicted of the model in
+        use.
 
         Until :data:`MIN_ERRORS` errors were seen that quantile says little (a short run on Spark has
         three or four batches): the margin is then at least :data:`PRIOR_MARGIN`.
         """
-        observed = percentile(list(self._errors), 100.0 * self.quantile) if self._errors else 1.0
-        if len(self._errors) < MIN_ERRORS:
+        errors = self._proportional_errors if self.proportional else self._errors
+        observed = percentile(list(errors), 100.0 * self.quantile) if errors else 1.0
+        if len(errors) < MIN_ERRORS:
             return max(PRIOR_MARGIN, observed)
         return max(1.0, observed)
 
@@ -143,14 +207,25 @@ class ServiceTimeModel:
         slots = slots or self.slots
         if not slots > 0:
             raise ValueError(f"a batch runs on > 0 task slots, got {slots}")
+        x = float(nbytes) / _MB / slots
+        # the sizes measured count as the fit's observations do, and are forgotten as fast; a larger one that cost
+        # more than its prediction with the margin, and more per byte than the batches seen, shows a cost that grows
+        # faster than the bytes: a ceiling below it, relaxed at the same pace
+        self._ceiling /= self._decay
+        if self._n > 0 and x > self._largest and service_s > self.predict_raw(nbytes, slots) * self.margin ** 2 \
+                and service_s / x > self._swy / self._swx:
+            self._ceiling = min(self._ceiling, x / PROBE_GROWTH)
+        else:
+            self._largest = max(x, self._largest * self._decay)
         self._seen += 1
         if self._seen <= self.warmup:
             return
         if self._n:
-            predicted = self.predict_raw(nbytes, slots)
-            if predicted > 0:
-                self._errors.append(service_s / predicted)
-        x = float(nbytes) / _MB / slots
+            split, proportional = self._candidates()
+            for errors, (fixed, slope) in ((self._errors, split), (self._proportional_errors, proportional)):
+                predicted = fixed + slope * x
+                if predicted > 0 and service_s > 0:
+                    errors.append(service_s / predicted)
         d = self._decay
         self._sw = self._sw * d + 1.0
         self._swx = self._swx * d + x
@@ -160,34 +235,40 @@ class ServiceTimeModel:
         self._n += 1
         self._fit()
 
-    def _fit(self) -> None:
+    def _candidates(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """The least-squares split ``(fixed_s, slope)`` and the proportional model ``(0, mean_y / mean_x)`` of the
+        sums so far (a split that comes out negative is clamped to the nearer one-part model)."""
         mean_x = self._swx / self._sw
         mean_y = self._swy / self._sw
+        proportional = (0.0, mean_y / mean_x) if mean_x > 0 else (mean_y, 0.0)
         var_x = self._swxx / self._sw - mean_x * mean_x
         if var_x <= 1e-12 * max(1.0, mean_x * mean_x):
-            # One size seen so far: the paper's proportional model (AvgThPut) until sizes differ.
-            fixed, slope = 0.0, (mean_y / mean_x if mean_x > 0 else 0.0)
-            if mean_x <= 0:
-                fixed = mean_y
-        else:
-            slope = (self._swxy / self._sw - mean_x * mean_y) / var_x
-            fixed = mean_y - slope * mean_x
-            if slope < 0:
-                fixed, slope = mean_y, 0.0
-            elif fixed < 0:
-                fixed, slope = 0.0, self._swxy / self._swxx
-        self.fixed_s = fixed
-        self._slope = slope
+            return proportional, proportional
+        slope = (self._swxy / self._sw - mean_x * mean_y) / var_x
+        fixed = mean_y - slope * mean_x
+        if slope < 0:
+            return (mean_y, 0.0), proportional
+        if fixed < 0:
+            return (0.0, self._swxy / self._swxx), proportional
+        return (fixed, slope), proportional
+
+    def _fit(self) -> None:
+        split, proportional = self._candidates()
+        self.proportional = self.size_spread < MIN_SIZE_SPREAD or (
+            len(self._errors) >= MIN_ERRORS and _mean_abs_log(self._errors) > _mean_abs_log(self._proportional_errors))
+        self.fixed_s, self._slope = proportional if self.proportional else split
 
     #: The version of :meth:`state`'s form.
-    STATE_VERSION = 2  # 2: sizes per task slot
+    STATE_VERSION = 3  # 2: sizes per task slot; 3: the proportional model's errors and the probe's sizes
 
     def state(self) -> dict[str, object]:
         """The fitted model as plain values (JSON): a runtime keeps it with a query's checkpoint, so a restart
         predicts from the first batch on (:meth:`restore`)."""
         return {"version": self.STATE_VERSION, "halflife": self.halflife, "slots": self.slots, "seen": self._seen,
-                "n": self._n,
-                "sums": [self._sw, self._swx, self._swy, self._swxx, self._swxy], "errors": list(self._errors)}
+                "n": self._n, "largest_mb_per_slot": self._largest,
+                "ceiling_mb_per_slot": None if math.isinf(self._ceiling) else self._ceiling,
+                "sums": [self._sw, self._swx, self._swy, self._swxx, self._swxy], "errors": list(self._errors),
+                "proportional_errors": list(self._proportional_errors)}
 
     def restore(self, state: dict[str, object]) -> None:
         """Take over a model saved by :meth:`state` (of this version and halflife). Its :attr:`slots` stay this
@@ -202,22 +283,31 @@ class ServiceTimeModel:
                              f"{self.halflife}")
         sums = [float(v) for v in state["sums"]]  # type: ignore[attr-defined]
         errors = [float(v) for v in state["errors"]]  # type: ignore[attr-defined]
+        proportional_errors = [float(v) for v in state["proportional_errors"]]  # type: ignore[attr-defined]
+        largest = float(state["largest_mb_per_slot"])  # type: ignore[arg-type]
+        saved_ceiling = state["ceiling_mb_per_slot"]
+        ceiling = math.inf if saved_ceiling is None else float(saved_ceiling)  # type: ignore[arg-type]
         seen, n = int(state["seen"]), int(state["n"])  # type: ignore[call-overload]
-        if len(sums) != 5 or not all(math.isfinite(v) and v >= 0 for v in [*sums[:2], sums[3], *errors]) or \
+        if len(sums) != 5 or not all(math.isfinite(v) and v >= 0
+                                     for v in [*sums[:2], sums[3], *errors, *proportional_errors, largest]) or \
+                not ceiling > 0 or math.isnan(ceiling) or \
                 not all(math.isfinite(v) for v in sums) or n < 0 or seen < n:
             raise ValueError("the saved service-time model holds values that are not finite, or counts out of order")
         self._sw, self._swx, self._swy, self._swxx, self._swxy = sums
-        self._errors.clear()
-        self._errors.extend(errors[-self.error_window:])
-        self._seen, self._n = seen, n
+        for mine, saved in ((self._errors, errors), (self._proportional_errors, proportional_errors)):
+            mine.clear()
+            mine.extend(saved[-self.error_window:])
+        self._seen, self._n, self._largest, self._ceiling = seen, n, largest, ceiling
         if n:
             self._fit()
 
-    def describe(self) -> dict[str, float | int]:
-        """The fitted parts, margin and observation count, for reports and logs."""
+    def describe(self) -> dict[str, float | int | bool]:
+        """The parts in use, whether they are the proportional model, the margin and observation count, for reports
+        and logs."""
         return {
             "fixed_ms": 1000.0 * self.fixed_s,
             "per_mb_ms": 1000.0 * self.per_byte_s * _MB,
+            "proportional": self.proportional,
             "margin": self.margin,
             "observations": self._n,
         }

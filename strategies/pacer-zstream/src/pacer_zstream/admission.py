@@ -116,7 +116,9 @@ class ZStreamAdmission:
     ``slack``), zStream admits the datasets
     collected so far *that still meet the deadline* (Fig. 5, §6.3: a partial fetch): the largest
     prefix of the buffer, oldest first, whose MaxLat stays within the deadline, at least one
-    dataset (``partial=True``; ``False``: the whole buffer, Algorithm 1's letter).
+    dataset (``partial=True``; ``False``: the whole buffer, Algorithm 1's letter). It also stops waiting once the
+    buffer reaches the service-time model's probe limit (:attr:`ServiceTimeModel.probe_limit_bytes`): beyond the
+    sizes measured, T_anal is an extrapolation, and the Controller would not take more in one batch anyway.
 
     T_sched (``t_sched``): ``"queue"`` (default) is the predicted wait behind the batches the scheduler runs
     before this one, and under FAIR/RDAS the share of the cores it will run on (:func:`queued_wait`);
@@ -182,7 +184,8 @@ class ZStreamAdmission:
         if self.waited_at is not None and now > self.waited_at:
             self.poll_gaps.append(now - self.waited_at)
         reserve, cap = self._sharing(system, query_id)
-        if estimate.max_latency + reserve < self.deadline - self.poll_gap:
+        probed = model is not None and buffer.bytes >= model.probe_limit_bytes  # the batch may grow no further
+        if estimate.max_latency + reserve < self.deadline - self.poll_gap and not probed:
             self.waited_at = now
             return AdmissionDecision.wait(
                 f"MaxLat {estimate.max_latency:.2f}s + reserve {reserve:.2f}s < deadline {self.deadline:.2f}s")

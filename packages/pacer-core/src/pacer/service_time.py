@@ -54,6 +54,8 @@ PRIOR_MARGIN = 1.5
 #: below it the sizes are one size with noise, and the split follows the noise (lr1's 1 494-1 507-row batches
 #: made a fixed part of 0-0.15 s and switched the strained safety net off).
 MIN_SIZE_SPREAD = 0.1
+#: Predictions below this (a nanosecond) say nothing of a batch: their errors are left out of the margin.
+_SHORTEST_S = 1e-9
 #: How many times the largest measured size (per task slot) a batch may take: a probe beyond what was seen.
 PROBE_GROWTH = 2.0
 
@@ -224,8 +226,8 @@ class ServiceTimeModel:
             split, proportional = self._candidates()
             for errors, (fixed, slope) in ((self._errors, split), (self._proportional_errors, proportional)):
                 predicted = fixed + slope * x
-                if predicted > 0 and service_s > 0:
-                    errors.append(service_s / predicted)
+                if predicted > _SHORTEST_S and 0.0 < (error := service_s / predicted) < math.inf:
+                    errors.append(error)
         d = self._decay
         self._sw = self._sw * d + 1.0
         self._swx = self._swx * d + x
@@ -290,7 +292,7 @@ class ServiceTimeModel:
         seen, n = int(state["seen"]), int(state["n"])  # type: ignore[call-overload]
         if len(sums) != 5 or not all(math.isfinite(v) and v >= 0
                                      for v in [*sums[:2], sums[3], *errors, *proportional_errors, largest]) or \
-                not ceiling > 0 or math.isnan(ceiling) or \
+                not ceiling > 0 or math.isnan(ceiling) or not all(v > 0 for v in [*errors, *proportional_errors]) or \
                 not all(math.isfinite(v) for v in sums) or n < 0 or seen < n:
             raise ValueError("the saved service-time model holds values that are not finite, or counts out of order")
         self._sw, self._swx, self._swy, self._swxx, self._swxy = sums

@@ -46,7 +46,9 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     grid.add_argument("--grid", action="store_true",
                       help="device-sweep on the whole placement grid (simulated): lr1, lr3, cm1, cm2 x constant, wave, "
                            "random, binary traffic x 0.1-3x the CPU's capacity x 1 and 2 GPUs x --repeat seeds x keep "
-                           "and shed, each placement per row processed against the better single device")
+                           "and shed, each placement per row processed against the better single device; "
+                           "latency-target: zStream against the default trigger on every workload and traffic at "
+                           "0.3-0.9x the CPU's capacity x --repeat seeds (simulated), does it run away")
     grid.add_argument("--jobs", type=int, metavar="N",
                       help="--grid: processes to run cells in (default: the machine's cores, at most 4)")
     target = parser.add_argument_group("latency-target")
@@ -123,7 +125,7 @@ def _run_grid(args: argparse.Namespace, out: Path) -> int:
         raise UsageError(f"--grid applies to {', '.join(n for n, s in sorted(SCENARIOS.items()) if s.grid)}")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
-    if args.gpus is not None and args.gpus < 1:
+    if args.scenario == "device-sweep" and args.gpus is not None and args.gpus < 1:
         raise UsageError(f"{args.scenario} --grid compares CPU and GPU placements and needs --gpus >= 1 "
                          "(default: 1 and 2)")
     if not runtime_traits(args.runtime).simulated:  # the grid runs on pacer-sim whatever --runtime asks

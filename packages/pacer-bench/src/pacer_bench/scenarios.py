@@ -459,6 +459,14 @@ def _device_grid(out: str | Path, **options: Any) -> dict[str, Path]:
     return run_device_grid(out, **options)
 
 
+def _runaway_grid(out: str | Path, **options: Any) -> dict[str, Path]:
+    """latency-target's ``--grid``: does zStream run away against the default trigger, on every workload and traffic
+    (:func:`pacer_bench.runaway_grid.run_runaway_grid`, simulated)."""
+    from pacer_bench.runaway_grid import run_runaway_grid
+
+    return run_runaway_grid(out, **options)
+
+
 #: Every scenario ``pacer bench`` runs, by name (the order the help lists them in is sorted).
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
@@ -478,7 +486,7 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("resource-loss", "25 % of the cores taken away mid-run (Das §5.5, Figs. 19-20)", _resource_loss),
         Scenario("latency-target", "What a latency target costs: deadlines 5/10/20 s, Spark's default trigger, "
                  "static triggers (the cheapest that meets each deadline marked) and adaptive admission, by busy core-seconds (engine time where a run did not measure them)",
-                 _latency_target, write=_write_latency_target, narrowed=True),
+                 _latency_target, write=_write_latency_target, narrowed=True, grid=_runaway_grid),
         Scenario("frequency", "SPBench data-frequency patterns: increasing, decreasing, wave, binary", _frequency),
     )
 }

@@ -21,6 +21,7 @@ from pacer_bench.shared_bound import (
     overload,
     report_shared_bound,
     shared_bound,
+    why_no_model,
     witness,
 )
 
@@ -300,3 +301,13 @@ def test_the_simulators_own_model_is_its_cpu_work_without_noise() -> None:
     assert other is not None and [s.model.source for s in other.queries] == ["fitted", "fitted"]
     assert other.core_s == pytest.approx(sum(2 * fits[s.query_id].per_byte_s * s.total_bytes for s in other.queries))
     assert report_shared_bound({**report, "runtime": "spark"}, {"lr2": 5.0, "cm2": 10.0}, {"lr2": fits["lr2"]}) is None
+    # and each query's reason, as the multi-query table prints it (it once said "no arrivals (a Kafka run)" of a
+    # Spark run on generated traffic whose fits were unstable)
+    spark = {**report, "runtime": "spark"}
+    assert why_no_model(report, "lr2", None) is None and why_no_model(spark, "lr2", fits["lr2"]) is None
+    assert why_no_model(spark, "lr2", None) is not None and "too few or of one size" in why_no_model(spark, "lr2", None)
+    noisy = ServiceFit(0.5, 2e-8, batches=40, rms_s=0.35, slope_error=1.3, span=2.5)
+    assert why_no_model(spark, "lr2", noisy) == ("no stable fit of its engine time over 40 batches (sizes span 2.50×, "
+                                                 "slope error 1.30 of the slope, residuals 350 ms RMS)")
+    kafka = {**spark, "bench": {"source": "kafka"}}
+    assert "cannot be regenerated" in str(why_no_model(kafka, "lr2", fits["lr2"]))

@@ -32,7 +32,7 @@ from typing import Any
 from pacer_bench.bound import ServiceFit, pooled_fit
 from pacer_bench.outputs import Section, write_outputs
 from pacer_bench.plots import query_ids
-from pacer_bench.shared_bound import SharedBound, report_shared_bound
+from pacer_bench.shared_bound import SharedBound, report_shared_bound, why_no_model
 from pacer_bench.tables import MISS_LIMIT, BenchRun, Spread, engine_seconds, judged_deadline, miss_ratio
 from pacer_bench.tables import busy_core_seconds as query_busy_core_seconds
 
@@ -221,8 +221,8 @@ def bound_rows(runs: Sequence[BenchRun], fits: Mapping[str, ServiceFit | None]) 
                                                      for s in shares]), 1)
             _spread_row(row, "bound_core_s", _all([s.core_s for s in shares]), 3)
         else:
-            row["note"] = ("no model: not the simulator's, and batch sizes too uniform to fit" if fits.get(q) is None
-                           else "no arrivals (a Kafka run)")
+            why = sorted({str(w) for r in first.reports if (w := why_no_model(r, q, fits.get(q))) is not None})
+            row["note"] = "; ".join(why) or "no bound on every repetition"
         rows.append(row)
     total: dict[str, Any] = {"query": "all (shared engine)", "deadline_s": None, "reps": len(bounds),
                              "bound_core_s": None}

@@ -446,6 +446,21 @@ def fitted_model(fit: ServiceFit | None, cores: int, parallelism: int) -> CoreMo
     return CoreModel(fit.fixed_s, 0.0, m * fit.per_byte_s, m, "fitted")
 
 
+def why_no_model(report: Mapping[str, Any], query_id: str, fit: ServiceFit | None) -> str | None:
+    """Why ``query_id`` of ``report`` has no part in a shared bound (None: it has arrivals and a model), in words a
+    table can print: arrivals that cannot be regenerated come first, then a missing or unstable fit."""
+    if scheduled_arrivals(report, query_id) is None:
+        return "its arrivals cannot be regenerated (a Kafka run: the producer wrote them on the wall clock)"
+    if known_model(report, query_id) is not None:
+        return None
+    if fit is None:
+        return "no model: not the simulator's, and its batches are too few or of one size to fit"
+    if not fit.stable:
+        return (f"no stable fit of its engine time over {fit.batches} batches (sizes span {fit.span:.2f}×, slope "
+                f"error {fit.slope_error:.2f} of the slope, residuals {1000.0 * fit.rms_s:.0f} ms RMS)")
+    return None
+
+
 def report_shared_bound(report: Mapping[str, Any], deadlines: Mapping[str, float],
                         fits: Mapping[str, ServiceFit | None]) -> SharedBound | None:
     """The shared-engine bound of every query of ``report`` on its own arrivals and cores, each under its

@@ -92,6 +92,25 @@ def test_a_late_backlog_is_drained_in_batches_that_each_fit_the_deadline() -> No
     assert q["arrival"] == "source-time"
 
 
+def test_a_strategys_batch_grows_at_most_twice_the_largest_measured_and_a_fixed_triggers_as_spark_would() -> None:
+    """After batches of 4 and 3 datasets, the patient strategy's 100 datasets (on time) go in batches of at most 7:
+    twice the largest measured, forgotten at the fit's halflife (4 x 0.966 x 2 = 7.7 datasets of bytes); ``static``,
+    which stands for a Spark trigger, takes them whole as Spark would."""
+    taken = {}
+    for admission in ("patient", "static"):
+        c, clock = _controller(admission)
+        _teach(c, clock)
+        c.reconfigure(c.query("q").spec, admission=admission, placement="cpu-only",
+                      admission_params={"interval": 1.0} if admission == "static" else {})
+        for i in range(100):
+            c.arrive("q", Dataset(f"fresh-{i}", clock.now, DATASET_BYTES, 10))
+        clock.now += 1.0
+        batch = c.poll("q")
+        assert batch is not None
+        taken[admission] = len(batch.datasets)
+    assert taken == {"patient": 7, "static": 100}
+
+
 def test_a_fixed_trigger_baseline_never_catches_up() -> None:
     c, clock = _controller("static")
     _teach(c, clock)

@@ -7,18 +7,13 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Sequence
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pacer import AdmissionDecision, Controller, Dataset, DatasetBuffer, Operator, OperatorDAG, QuerySpec, hookimpl
-from pacer.clock import ManualClock
 from pacer.overload import LONG_RUN_WINDOWS, STRAIN_UTILISATION, OverloadMonitor
-from pacer.plugins import get_plugin_manager
 from pacer.service_time import MIN_SIZE_SPREAD, PROBE_GROWTH, ServiceTimeModel, _mean_abs_log
-from pacer.strategy import StrategyContext, StrategyInfo
 
 MB = 1e6
 
@@ -124,47 +119,6 @@ def test_whatever_it_observes_the_model_predicts_finite_times_and_bounds_growth(
     assert model.probe_limit_bytes <= PROBE_GROWTH * max(size for size, _ in batches) * MB * (1 + 1e-9)
     if model.size_spread < MIN_SIZE_SPREAD:
         assert model.proportional and model.fixed_s == 0.0
-
-
-class _Patient:
-    """Admits the whole buffer once it holds ten datasets (a strategy that waits for a large batch)."""
-
-    @hookimpl
-    def pacer_strategies(self) -> Sequence[StrategyInfo]:
-        return [StrategyInfo("patient", frozenset({"admission"}), "test")]
-
-    @hookimpl
-    def pacer_admit(self, ctx: StrategyContext, buffer: DatasetBuffer) -> AdmissionDecision | None:
-        if ctx.chosen != "patient":
-            return None
-        return AdmissionDecision(len(buffer) if len(buffer) >= 10 else 0)
-
-
-def test_the_controller_caps_a_strategys_batch_by_the_probe_limit_but_not_a_fixed_trigger() -> None:
-    """After 1 MB batches, a waiting strategy's 10 MB buffer goes in batches of at most 2 MB; ``asap``, which
-    stands for Spark's default trigger, takes it whole as Spark would."""
-    dag = OperatorDAG.chain(Operator("scan#0", "scan"), Operator("sink#1", "sink"))
-    taken = {}
-    for admission in ("patient", "asap"):
-        clock = ManualClock()
-        pm = get_plugin_manager(entry_points=False)
-        pm.register(_Patient())
-        c = Controller(clock=clock, cores=1, timer=None, plugin_manager=pm)
-        c.add_query(QuerySpec(id="q", dag=dag, deadline=1000.0), admission="asap")
-        for i in range(3):  # warm-up and two measured batches of 1 MB
-            c.arrive("q", Dataset(f"w{i}", clock.now, int(MB), 10))
-            batch = c.poll("q")
-            assert batch is not None
-            c.start(batch.id)
-            clock.now += 1.0
-            c.complete(batch.id)
-        c.reconfigure(c.query("q").spec, admission=admission, placement="cpu-only")
-        for i in range(10):
-            c.arrive("q", Dataset(f"d{i}", clock.now, int(MB), 10))
-        batch = c.poll("q")
-        assert batch is not None
-        taken[admission] = len(batch.datasets)
-    assert taken == {"patient": 2, "asap": 10}
 
 
 def test_an_overload_hold_over_lasts_as_long_as_the_quiet_between_recurring_periods() -> None:

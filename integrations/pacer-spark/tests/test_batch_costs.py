@@ -90,7 +90,7 @@ def test_a_watermarked_paced_query_counts_its_no_data_batches_and_each_batch_its
         pacer.stop()
     report = pacer.report({"test": "no-data batches"})
     stream = str(query.id)
-    progress = [TriggerProgress.from_json(p) for p in query.recentProgress]
+    progress = [t for t in (TriggerProgress.from_json(p) for p in query.recentProgress) if t.executed]
     data = [p.batch_id for p in progress if not p.no_data]
     empty = [p.batch_id for p in progress if p.no_data]
     assert empty, "a watermark moved by a data batch and no new data: Spark runs a no-data batch"
@@ -123,10 +123,12 @@ def test_a_watermarked_paced_query_counts_its_no_data_batches_and_each_batch_its
 
 
 def test_a_progress_says_whether_spark_formed_the_batch_without_new_data() -> None:
-    """No input row and every source ending where it started: a no-data batch; a pacer batch of zero-byte datasets
-    still moves its source's offset, and the first batch starts from no offset."""
-    def progress(rows: int, *sources: tuple[Any, Any]) -> TriggerProgress:
-        return TriggerProgress.from_json({"batchId": 1, "numInputRows": rows, "durationMs": {"triggerExecution": 5},
+    """A batch that ran with no input row and every source ending where it started: a no-data batch; a pacer batch of
+    zero-byte datasets still moves its source's offset, the first batch starts from no offset, and an idle
+    trigger's entry (Spark keeps one every 10 s of idleness, under the next batch's id) ran no batch."""
+    def progress(rows: int, *sources: tuple[Any, Any], ran: bool = True) -> TriggerProgress:
+        durations = {"latestOffset": 1, "triggerExecution": 5} | ({"addBatch": 3, "walCommit": 1} if ran else {})
+        return TriggerProgress.from_json({"batchId": 1, "numInputRows": rows, "durationMs": durations,
                                           "sources": [{"startOffset": a, "endOffset": b} for a, b in sources]})
 
     assert progress(0, ('{"index":4}', '{"index":4}')).no_data
@@ -135,6 +137,8 @@ def test_a_progress_says_whether_spark_formed_the_batch_without_new_data() -> No
     assert not progress(3, ('{"index":4}', '{"index":4}')).no_data
     assert not progress(0).no_data  # no source listed: not known to be Spark's
     assert progress(0, ({"a": 1}, {"a": 1}), ('"x"', '"x"')).no_data
+    idle = progress(0, ('{"index":4}', '{"index":4}'), ran=False)
+    assert not idle.no_data and not idle.executed and progress(5, ('{"index":4}', '{"index":5}')).executed
 
 
 def test_task_costs_parse_add_and_subtract_and_kafka_points_sum_their_no_data_batches() -> None:

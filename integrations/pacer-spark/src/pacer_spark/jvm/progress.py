@@ -42,9 +42,11 @@ class TriggerProgress:
         source); None where it read several, or the trigger's rows belong to more than one of pacer's batches.
     :ivar unanswered: a ``format("pacer")`` source of the query admitted into this batch without the driver's
         answer (its metric ``pacer.unanswered``): the batch ran as the source's next ask reports, not as decided.
-    :ivar no_data: a batch Spark formed itself without new data (every source's ``startOffset`` equals its
+    :ivar no_data: a batch Spark formed itself without new data (it ran, every source's ``startOffset`` equals its
         ``endOffset``, no input row): a stateful query's no-data batch, run after its watermark moved to evict state
-        and emit what the watermark closed (``spark.sql.streaming.noDataMicroBatches.enabled``).
+        and emit what the watermark closed (``spark.sql.streaming.noDataMicroBatches.enabled``). Not a trigger that
+        ran no batch (:attr:`executed` False: Spark keeps one such entry every 10 s of idleness in the query's
+        progress buffer, under the id of the batch still to come).
     """
 
     query: str
@@ -80,7 +82,7 @@ class TriggerProgress:
                                     for src in (progress.sources or ())]),
             no_data=_no_data([{"startOffset": getattr(src, "startOffset", None),
                                "endOffset": getattr(src, "endOffset", None)} for src in (progress.sources or ())],
-                             int(progress.numInputRows)),
+                             int(progress.numInputRows), dict(progress.durationMs)),
         )
 
     @property
@@ -88,6 +90,12 @@ class TriggerProgress:
         """``triggerExecution`` in seconds: latestOffset through commitOffsets (None if not reported)."""
         ms = self.durations_ms.get("triggerExecution")
         return ms / 1000.0 if ms is not None and math.isfinite(ms) and ms >= 0 else None
+
+    @property
+    def executed(self) -> bool:
+        """Whether the trigger ran a batch (its durations have ``addBatch``): not one that only found nothing to run,
+        which Spark records in the query's progress buffer after 10 s of idleness, under the next batch's id."""
+        return _ran(self.durations_ms)
 
     @property
     def ended_at(self) -> float | None:
@@ -111,7 +119,8 @@ class TriggerProgress:
             source_metrics=_first_source_metrics(data.get("sources") or ()),
             source_rows=_only_source_rows(data.get("sources") or ()),
             unanswered=_unanswered(data.get("sources") or ()),
-            no_data=_no_data(data.get("sources") or (), int(data.get("numInputRows") or 0)),
+            no_data=_no_data(data.get("sources") or (), int(data.get("numInputRows") or 0),
+                             data.get("durationMs") or {}),
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -131,11 +140,17 @@ def _unanswered(sources: Any) -> bool:
     return any(str(dict(source.get("metrics") or {}).get("pacer.unanswered")) == "true" for source in sources)
 
 
-def _no_data(sources: Any, rows: int) -> bool:
-    """Whether a trigger read nothing new: no input row, and every source ended where it started (a batch Spark
-    formed without new data; a pacer batch of zero-byte datasets still moves its source's offset)."""
+def _ran(durations_ms: Mapping[str, Any]) -> bool:
+    """Whether a trigger's ``durationMs`` are those of a batch Spark ran (its sink was called)."""
+    return "addBatch" in durations_ms
+
+
+def _no_data(sources: Any, rows: int, durations_ms: Mapping[str, Any]) -> bool:
+    """Whether a trigger ran a batch that read nothing new: no input row, and every source ended where it started (a
+    batch Spark formed without new data; a pacer batch of zero-byte datasets still moves its source's offset)."""
     offsets = [(source.get("startOffset"), source.get("endOffset")) for source in sources]
-    return rows == 0 and bool(offsets) and all(start is not None and start == end for start, end in offsets)
+    return (_ran(durations_ms) and rows == 0 and bool(offsets)
+            and all(start is not None and start == end for start, end in offsets))
 
 
 def _only_source_rows(sources: Any) -> int | None:

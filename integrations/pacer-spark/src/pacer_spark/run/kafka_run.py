@@ -101,7 +101,7 @@ class KafkaQuery:
             if batch is not None:
                 self.batches[batch.batch_id] = batch
             trigger = TriggerProgress.from_json(progress)
-            if trigger.batch_id not in self.points:
+            if trigger.executed and trigger.batch_id not in self.points:  # not an idle trigger's entry
                 self.points[trigger.batch_id] = BatchPoint(trigger.batch_id, trigger.rows, trigger.engine_s or 0.0,
                                                            trigger.no_data)
             sources = progress["sources"]

@@ -101,7 +101,7 @@ def run_paced(spark: Any, *, workload: str, mode: str, settings: Sequence[bool],
     for query_id, (no_data, emitted, _) in queries.items():
         q = report["queries"][query_id]
         cost = q["cost"]
-        triggers = [TriggerProgress.from_json(p) for p in progress[query_id]]
+        triggers = [t for t in (TriggerProgress.from_json(p) for p in progress[query_id]) if t.executed]
         no_data_ids = {t.batch_id for t in triggers if t.no_data}
         results.append({
             "query": query_id, "mode": mode, "no_data_batches_enabled": no_data, "alone": len(settings) == 1,
@@ -224,6 +224,8 @@ def main(argv: Sequence[str] | None = None, *, out: Callable[[str], None] = prin
     parser.add_argument("--modes", default="append,update", help="output modes, comma-separated")
     parser.add_argument("--workload", default=WORKLOAD, choices=("lr2", "lr3", "cm1", "cm2"),
                         help="one of pacer's windowed aggregations (default lr2)")
+    parser.add_argument("--order", default="on,off", choices=("on,off", "off,on"),
+                        help="which setting runs alone first (default on,off)")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--json", type=Path, help="write every figure here")
     parser.add_argument("--rows", action="store_true", help="with --json: each emitted row too")
@@ -240,7 +242,8 @@ def main(argv: Sequence[str] | None = None, *, out: Callable[[str], None] = prin
         run(spark, args, mode="update", settings=(True,), duration=min(20.0, args.duration), settle_s=0.0)
         for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
             # each setting alone (what it costs, the latency), then both on the same traffic at once (the rows)
-            for settings in ((True,), (False,), (True, False)):
+            first = args.order == "on,off"
+            for settings in ((first,), (not first,), (True, False)):
                 runs = run(spark, args, mode=mode, settings=settings, duration=args.duration,
                            settle_s=2 * args.deadline)
                 results["runs"] += runs

@@ -8,6 +8,7 @@ linear query under rising traffic where a noisy surprise once kept batches at on
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,11 @@ def test_the_grid_writes_every_cell_and_names_the_ones_that_fail(tmp_path: Path)
     assert rows[0] == ",".join(g.CSV_COLUMNS) and len(rows) == 1 + 4 * len(g.STRATEGIES)
     text = (tmp_path / "grid.md").read_text()
     assert "cells hold" in text and "| lr1 | random | 0.9 |" in text and "## Cells that fail" in text
+    # the docs' results page shows a grid by its section, found through its meta (scripts/gen_docs.py)
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    assert meta["scenario"] == "latency-target" and meta["grid"] is True and meta["cells"] == 4
+    section = (tmp_path / "readme-section.md").read_text()
+    assert section.startswith("# latency-target --grid") and "cells hold" in section and "| lr1 |" not in section
     failing = g.Cell("lr1", "spike", 0.9, 1.0, 7)
     bad = {"asap": g.Outcome(0.10, 1.0, 10), "zstream": g.Outcome(0.12, 1.0, 5)}
     paths = g.write_grid(tmp_path / "judged", [(failing, bad)], meta={"duration": 1.0})

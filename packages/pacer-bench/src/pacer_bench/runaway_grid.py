@@ -9,7 +9,8 @@ zStream's may exceed the default trigger's by at most :data:`MISS_POINTS` points
 bursty traffic included: its bursts go above it.
 
 Writes ``grid.csv`` (one row per cell and strategy), ``grid.md`` (per condition, the seeds' spread, then the cells
-that fail) and ``meta.json``.
+that fail), ``readme-section.md`` (the summary and the cells that fail, for the docs' results page) and
+``meta.json``.
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ def _spread(values: Sequence[float]) -> str:
 
 def write_grid(out: str | Path, results: Sequence[tuple[Cell, dict[str, Outcome]]], *,
                meta: dict[str, object]) -> dict[str, Path]:
-    """``grid.csv``, ``grid.md`` and ``meta.json`` in ``out``."""
+    """``grid.csv``, ``grid.md``, ``readme-section.md`` and ``meta.json`` in ``out``."""
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"csv": folder / "grid.csv", "md": folder / "grid.md", "meta": folder / "meta.json"}
@@ -167,8 +168,14 @@ def write_grid(out: str | Path, results: Sequence[tuple[Cell, dict[str, Outcome]
               f"{100 * o['zstream'].miss_ratio:.1f} % late against asap's {100 * o['asap'].miss_ratio:.1f} %"
               for c, o in failed] or ["None."]
     paths["md"].write_text("\n".join(lines) + "\n")
-    paths["meta"].write_text(json.dumps({**meta, "cells": len(results), "holding": len(results) - len(failed)},
-                                        indent=2) + "\n")
+    # the docs' results page shows a grid by its section: the summary and the cells that fail, not every condition
+    table = lines.index("## Cells that fail")
+    summary = [line for line in lines[:table] if not line.startswith("|")]
+    paths["section"] = folder / "readme-section.md"
+    paths["section"].write_text("\n".join(["# latency-target --grid: does a strategy run away? (simulated)",
+                                           *summary[1:], *lines[table:]]).rstrip() + "\n")
+    paths["meta"].write_text(json.dumps({"scenario": "latency-target", "grid": True, **meta, "cells": len(results),
+                                         "holding": len(results) - len(failed)}, indent=2) + "\n")
     return paths
 
 

@@ -107,7 +107,9 @@ def test_the_guards_survive_a_checkpoint() -> None:
 @settings(max_examples=300, deadline=None)
 @example(batches=[(1.0, 2.2250738585072014e-308), (2.0, 4.0)])  # a prediction of 1e-308 s made the margin infinite
 @example(batches=[(1.0, 1.0)] * 10 + [(2.0, 5e-324)])  # an error that underflows to 0 has no logarithm
-@given(st.lists(st.tuples(st.floats(0.01, 50.0), st.floats(0.0, 30.0)), min_size=1, max_size=60))
+@example(batches=[(0.0, 0.1), (0.0, 0.1), (1.0, 1.0)])  # zero-byte batches only, then one: divided by zero bytes
+@given(st.lists(st.tuples(st.sampled_from([0.0, 0.01, 1.0]) | st.floats(0.0, 50.0), st.floats(0.0, 30.0)),
+                min_size=1, max_size=60))
 def test_whatever_it_observes_the_model_predicts_finite_times_and_bounds_growth(
         batches: list[tuple[float, float]]) -> None:
     """Any sizes and costs: predictions are finite and never negative; the probe limit never exceeds twice the
@@ -116,9 +118,11 @@ def test_whatever_it_observes_the_model_predicts_finite_times_and_bounds_growth(
     for size, cost in batches:
         model.observe(size * MB, cost)
     assert all(math.isfinite(model.predict(size * MB)) and model.predict_raw(size * MB) >= 0 for size, _ in batches)
-    assert model.probe_limit_bytes <= PROBE_GROWTH * max(size for size, _ in batches) * MB * (1 + 1e-9)
-    if model.size_spread < MIN_SIZE_SPREAD:
-        assert model.proportional and model.fixed_s == 0.0
+    largest = max(size for size, _ in batches)
+    assert model.probe_limit_bytes <= PROBE_GROWTH * largest * MB * (1 + 1e-9) or (largest == 0 and
+                                                                                  model.probe_limit_bytes == math.inf)
+    if model.size_spread < MIN_SIZE_SPREAD:  # the proportional model: all per byte, or all fixed without bytes
+        assert model.proportional and (model.fixed_s == 0.0 or model.per_byte_s == 0.0)
 
 
 def test_an_overload_hold_over_lasts_as_long_as_the_quiet_between_recurring_periods() -> None:

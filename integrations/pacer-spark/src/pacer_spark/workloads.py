@@ -3,21 +3,12 @@
 Each has an event-time window and a watermark (dStream's 60 s by default). Aggregations run in
 ``update`` mode (a window's result is emitted each batch it changes); the LR1 self-join in
 ``append`` mode. CM1's ``ORDER BY`` is applied inside the sink, where Spark allows it.
-
-Paced, an aggregation runs without Spark's no-data batches (:attr:`SparkWorkload.no_data_batches`,
-:func:`no_data_batches`): in update mode they emit nothing, only evict state a batch earlier, yet a paced source has
-nothing new between batches, so Spark ran one after nearly every data batch (measured: a third of LR2's busy
-core-seconds and half its trigger time, with the same rows and latency without them; pacer-spark's README, "Spark's
-no-data batches"). The append-mode joins keep them: there they emit what the watermark closed.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -27,43 +18,13 @@ from pacer_workloads import WORKLOADS
 Sink = Callable[[DataFrame, int], None]
 
 
-#: Spark's conf switching its no-data batches (read when a query starts).
-NO_DATA_BATCHES_CONF = "spark.sql.streaming.noDataMicroBatches.enabled"
-_STARTING = threading.Lock()
-
-
 @dataclass(frozen=True)
 class SparkWorkload:
-    """A workload's streaming DataFrame, its output mode and the sink-side transformation.
-
-    :ivar no_data_batches: whether the query needs Spark's no-data batches when paced: False for the update-mode
-        aggregations (those batches emit nothing there), True for the append-mode joins (they emit what the
-        watermark closed).
-    """
+    """A workload's streaming DataFrame, its output mode and the sink-side transformation."""
 
     frame: DataFrame
     output_mode: str
     finish: Callable[[DataFrame], DataFrame]
-    no_data_batches: bool = True
-
-
-@contextmanager
-def no_data_batches(spark: Any, enabled: bool | None) -> Iterator[None]:
-    """Start the queries of the ``with`` block with Spark's no-data batches on or off (None: as the session says):
-    :data:`NO_DATA_BATCHES_CONF` is set on ``spark`` for the block, one block at a time, and put back after it."""
-    if enabled is None:
-        yield
-        return
-    with _STARTING:
-        before = spark.conf.get(NO_DATA_BATCHES_CONF, None)
-        spark.conf.set(NO_DATA_BATCHES_CONF, "true" if enabled else "false")
-        try:
-            yield
-        finally:
-            if before is None:
-                spark.conf.unset(NO_DATA_BATCHES_CONF)
-            else:
-                spark.conf.set(NO_DATA_BATCHES_CONF, before)
 
 
 def _seconds(value: float) -> str:
@@ -104,22 +65,22 @@ def build_workload(workload: str, stream: DataFrame, *, watermark: float = 60.0)
             .agg(F.avg("speed").alias("avgSpeed"))
             .where(F.col("avgSpeed") < 40.0)
         )
-        return SparkWorkload(out, "update", _identity, no_data_batches=False)
+        return SparkWorkload(out, "update", _identity)
     if workload == "lr3":
         out = data.groupBy(window.alias("window"), "highway", "direction", "segment").agg(
             F.count("vehicle").alias("numVehicle")
         )
-        return SparkWorkload(out, "update", _identity, no_data_batches=False)
+        return SparkWorkload(out, "update", _identity)
     if workload == "cm1":
         out = data.groupBy(window.alias("window"), "category").agg(F.sum("cpu").alias("totalCpu"))
-        return SparkWorkload(out, "update", lambda df: df.orderBy("totalCpu"), no_data_batches=False)
+        return SparkWorkload(out, "update", lambda df: df.orderBy("totalCpu"))
     if workload == "cm2":
         out = (
             data.where(F.col("eventType") == 1)
             .groupBy(window.alias("window"), "jobId")
             .agg(F.avg("cpu").alias("avgCpu"))
         )
-        return SparkWorkload(out, "update", _identity, no_data_batches=False)
+        return SparkWorkload(out, "update", _identity)
     raise ValueError(f"workload {workload!r} has no Spark query")  # pragma: no cover - WORKLOADS lists the six
 
 

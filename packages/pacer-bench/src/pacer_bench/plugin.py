@@ -117,7 +117,7 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
 def _run_grid(args: argparse.Namespace, out: Path) -> int:
     """``SCENARIO --grid``: the scenario's grid variant (device-sweep's: every cell simulated,
     :mod:`pacer_bench.device_grid`)."""
-    from pacer_bench.runtime_traits import runtime_traits
+    from pacer_bench.runtime_traits import GPU, runtime_traits
     from pacer_bench.scenarios import SCENARIOS
 
     grid = SCENARIOS[args.scenario].grid
@@ -125,9 +125,9 @@ def _run_grid(args: argparse.Namespace, out: Path) -> int:
         raise UsageError(f"--grid applies to {', '.join(n for n, s in sorted(SCENARIOS.items()) if s.grid)}")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
-    if args.scenario == "device-sweep" and args.gpus is not None and args.gpus < 1:
-        raise UsageError(f"{args.scenario} --grid compares CPU and GPU placements and needs --gpus >= 1 "
-                         "(default: 1 and 2)")
+    needs_gpu = SCENARIOS[args.scenario].needs.get(GPU)
+    if needs_gpu and args.gpus is not None and args.gpus < 1:
+        raise UsageError(f"{args.scenario} --grid {needs_gpu} and needs --gpus >= 1 (default: 1 and 2)")
     if not runtime_traits(args.runtime).simulated:  # the grid runs on pacer-sim whatever --runtime asks
         print(f"pacer bench: {args.scenario} --grid runs on the simulator, not {args.runtime}", file=sys.stderr)
     paths = grid(out, quick=args.quick, duration=args.duration, seed=args.seed, repeat=args.repeat, gpus=args.gpus,

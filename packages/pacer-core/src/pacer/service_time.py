@@ -215,7 +215,7 @@ class ServiceTimeModel:
         # faster than the bytes: a ceiling below it, relaxed at the same pace
         self._ceiling /= self._decay
         if self._n > 0 and x > self._largest and service_s > self.predict_raw(nbytes, slots) * self.margin ** 2 \
-                and service_s / x > self._swy / self._swx:
+                and service_s * self._swx > self._swy * x:  # more per byte (none seen: infinitely much)
             self._ceiling = min(self._ceiling, x / PROBE_GROWTH)
         else:
             self._largest = max(x, self._largest * self._decay)

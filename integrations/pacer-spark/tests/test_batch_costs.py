@@ -65,21 +65,16 @@ def test_the_listener_keys_tasks_by_query_and_batch_and_counts_failed_attempts_a
 
 def test_a_watermarked_paced_query_counts_its_no_data_batches_and_each_batch_its_own_tasks(
         spark: Any, tmp_path: Path) -> None:
-    """A watermarked aggregation (LR2's, started as a user's query: Spark's default keeps its no-data batches) paced
-    by a 2 s static interval: after each data batch that moved the watermark the source has nothing new, and Spark
-    runs a no-data batch. The report counts them with their trigger time and busy core-seconds (in the query's
-    totals too), and each pacer batch's busy core-seconds are its own Spark batch's tasks, as the listener keyed
-    them: none of a no-data batch's lands in the data batch after it."""
+    """A watermarked aggregation (LR2) paced by a 2 s static interval: after each data batch that moved the
+    watermark the source has nothing new, and Spark runs a no-data batch. The report counts them with their trigger
+    time and busy core-seconds (in the query's totals too), and each pacer batch's busy core-seconds are its own Spark
+    batch's tasks, as the listener keyed them: none of a no-data batch's lands in the data batch after it."""
     import pacer_spark
-    from pacer_spark.workloads import build_workload, noop_sink
 
     pacer = pacer_spark.attach(spark, admission="static", admission_params={"interval": 2.0}, deadline="8s",
                                checkpoint_root=str(tmp_path))
     try:
-        pacer.register_query("lr2", workload="lr2")
-        frame = pacer.read_stream("lr2", stream="linear_road", traffic="constant", rate=200, duration=12)
-        lr2 = build_workload("lr2", frame, watermark=1.0)
-        query = pacer.start(lr2.frame, "lr2", noop_sink(), output_mode=lr2.output_mode)
+        query = pacer.run_workload("lr2", traffic="constant", rate=200, duration=12, watermark=1.0)
         assert pacer.await_drained(120), pacer.errors()
         listener = pacer.task_time
         assert listener is not None

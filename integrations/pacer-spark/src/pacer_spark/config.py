@@ -24,6 +24,15 @@ DEFAULT_PROGRESS_TIMEOUT_S = 10.0
 #: The prefix of every pacer conf of a SparkSession.
 CONF_PREFIX = "spark.pacer."
 
+#: Spark's conf switching its no-data batches, read when a query starts. pacer keeps Spark's default (on) and counts
+#: them in each query's ``cost.no_data`` (pacer-spark's README, "Spark's no-data batches", says why).
+NO_DATA_BATCHES_CONF = "spark.sql.streaming.noDataMicroBatches.enabled"
+
+
+def no_data_batches_enabled(spark: SparkSession) -> bool:
+    """Whether a query started on ``spark`` now runs Spark's no-data batches (its session conf; Spark's default: on)."""
+    return str(spark.conf.get(NO_DATA_BATCHES_CONF, "true")).strip().lower() != "false"
+
 
 def _is_set(value: Any) -> bool:
     """An :func:`~pacer_spark.attach` keyword counts as given when truthy (0, "" and {} read the conf)."""

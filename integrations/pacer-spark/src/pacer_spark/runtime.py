@@ -34,7 +34,7 @@ from pacer import Controller, Devices, OperatorDAG, QuerySpec
 from pacer.plugins import get_plugin_manager
 from pacer.scaler import Scaler
 from pacer_spark.checkpoint import clear_interrupted_first_batch
-from pacer_spark.config import PacerConfig
+from pacer_spark.config import PacerConfig, no_data_batches_enabled
 from pacer_spark.driver.clock import PinnedClock
 from pacer_spark.driver.listener import ProgressListener
 from pacer_spark.driver.loop import Driver
@@ -52,9 +52,12 @@ from pacer_spark.sources.files_source import FILES_FORMAT, PacerFilesDataSource
 from pacer_spark.sources.gen import GEN_FORMAT, PacerGenDataSource
 from pacer_spark.sources.rpc import ControllerServer
 from pacer_spark.sources.sink_gate import Sink, SinkGate
-from pacer_spark.workloads import NO_DATA_BATCHES_CONF
 
 log = logging.getLogger("pacer_spark")
+
+#: Seconds a report of running queries waits, at most, for Spark's listener bus to hand over the triggers that ended
+#: (each takes its own tasks' cost; what runs after the last one counts in a later report).
+REPORT_LISTENERS_WAIT_S = 2.0
 
 
 class PacerSession:
@@ -263,7 +266,7 @@ class PacerSession:
             .option("checkpointLocation", location)
         )
         writer = writer.trigger(**ends) if ends else writer.trigger(processingTime=trigger or "0 seconds")
-        source.no_data_batches = str(self.spark.conf.get(NO_DATA_BATCHES_CONF, "true")).strip().lower() != "false"
+        source.no_data_batches = no_data_batches_enabled(self.spark)
         handle = writer.start()
         self.admission.started(query_id, handle)
         return handle
@@ -295,10 +298,9 @@ class PacerSession:
     ) -> StreamingQuery:
         """Register, read and start one of the papers' workloads (``pacer-gen`` traffic, or ``files``).
 
-        ``max_rows``/``max_bytes``: read caps per batch (see :meth:`register_query`). Paced (no Spark ``trigger``),
-        an update-mode aggregation starts without Spark's no-data batches (:mod:`pacer_spark.workloads`).
+        ``max_rows``/``max_bytes``: read caps per batch (see :meth:`register_query`).
         """
-        from pacer_spark.workloads import build_workload, no_data_batches, noop_sink
+        from pacer_spark.workloads import build_workload, noop_sink
         from pacer_workloads import WORKLOADS
 
         qid = query_id or workload
@@ -316,10 +318,8 @@ class PacerSession:
             df = self.read_stream(qid, GEN_FORMAT, stream=stream, traffic=traffic, rate=rate, duration=duration,
                                   seed=seed, **params, **extra)
         query = build_workload(workload, df, watermark=watermark)
-        paced = trigger is None or trigger.lower() in ("availablenow", "once")
-        with no_data_batches(self.spark, None if not paced or query.no_data_batches else False):
-            return self.start(query.frame, qid, sink or noop_sink(query.finish), checkpoint=checkpoint,
-                              output_mode=query.output_mode, trigger=trigger)
+        return self.start(query.frame, qid, sink or noop_sink(query.finish), checkpoint=checkpoint,
+                          output_mode=query.output_mode, trigger=trigger)
 
     # ------------------------------------------------------------------ running and reporting
 
@@ -370,6 +370,8 @@ class PacerSession:
         end = end or time.time()
         executors = status_store.query_executors(self.spark)  # Py4J calls to Spark's status store: outside the Controller's lock
         allocated = status_store.allocated_core_s(self.spark, self.started_at, end)
+        if self.task_time is not None and not self.closed:  # the triggers that ended have taken their tasks' cost
+            task_time.wait_for_listeners(self.spark, REPORT_LISTENERS_WAIT_S)
         self.driver.settle_busy(final=self.closed)
         extra: dict[str, Any] = {}
         with self.driver.books() as books:
@@ -387,7 +389,9 @@ class PacerSession:
             return
         self.closed = True
         self.admission.stop(timeout)
-        self.driver.engine.settle(min(timeout, 2.0))  # the last triggers' progress events are on their way
+        # the last triggers' progress events and task ends are on their way: to pacer's listeners before they go
+        task_time.wait_for_listeners(self.spark, min(timeout, REPORT_LISTENERS_WAIT_S))
+        self.driver.engine.settle(min(timeout, 2.0))
         try:
             self.spark.streams.removeListener(self.listener)
         except Exception:  # pragma: no cover - session already stopped

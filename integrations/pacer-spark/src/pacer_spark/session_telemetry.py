@@ -105,7 +105,7 @@ class SessionTelemetry:
             # explainOnly mode: per query, RAPIDS' plan of each batch against pacer's placement, operator by operator
             "rapids_explain": enactment.summary() if enactment is not None else {},
             "spark_batches": {q: s.spark_batches for q, s in sources.items()},
-            # whether each query started with Spark's no-data batches on (a paced update-mode workload: off)
+            # whether each query started with Spark's no-data batches on (the session's conf when it started)
             "no_data_batches_enabled": {q: s.no_data_batches for q, s in sources.items()},
             "spark_duration_ms_avg": {q: s.durations.averages() for q, s in sources.items()},
             "engine": self.driver.engine.summary(),

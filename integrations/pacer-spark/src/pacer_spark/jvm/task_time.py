@@ -114,6 +114,18 @@ class TaskTime:
             return None
 
 
+def wait_for_listeners(spark: Any, timeout_s: float) -> bool:
+    """Wait up to ``timeout_s`` seconds until Spark's listener bus has handed every event posted so far to its
+    listeners (pacer's progress listener included, so every batch that reported has been read); False when it did
+    not within the timeout or cannot be asked. Never call it while holding a lock a listener takes."""
+    try:
+        spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(max(1, int(1000 * timeout_s)))
+    except Exception:  # Spark's TimeoutException, or a stopped context
+        log.debug("the listener bus did not drain within %.1f s", timeout_s, exc_info=True)
+        return False
+    return True
+
+
 def add_task_time(spark: Any) -> TaskTime | None:
     """pacer's ``TaskTimeListener`` added to ``spark``'s listener bus; None where pacer's jar is not loaded in the
     driver (then no batch's ``busy_core_s`` is measured)."""
@@ -136,4 +148,4 @@ def remove_task_time(spark: Any, task_time: TaskTime) -> None:
         log.debug("cannot remove the task-time listener", exc_info=True)
 
 
-__all__ = ["LISTENER_CLASS", "TaskCost", "TaskTime", "add_task_time", "remove_task_time"]
+__all__ = ["LISTENER_CLASS", "TaskCost", "TaskTime", "add_task_time", "remove_task_time", "wait_for_listeners"]

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from pacer_spark.config import no_data_batches_enabled
 from pacer_spark.connectors import connector
 from pacer_spark.jvm.progress import TriggerProgress
 from pacer_spark.jvm.task_time import TaskTime
@@ -384,12 +385,11 @@ class KafkaRun:
     def start(self, query_id: str, workload: str, *, deadline_s: float, paced_options: Mapping[str, str] | None,
               trigger: str | None, checkpoint: str, topic: str | None = None) -> None:
         """Start ``workload``'s query on the topic (``topic``, else the run's; paced unless ``trigger``), into a
-        noop sink; paced, an update-mode aggregation starts without Spark's no-data batches
-        (:mod:`pacer_spark.workloads`), the baseline on Spark's trigger with Spark's default.
+        noop sink.
 
         :raises KafkaSourceError: before a query, when its topic does not exist or no broker answers.
         """
-        from pacer_spark.workloads import NO_DATA_BATCHES_CONF, build_workload, no_data_batches, noop_sink
+        from pacer_spark.workloads import build_workload, noop_sink
         from pacer_workloads import WORKLOADS
 
         topic = topic or self.settings["topic"]
@@ -405,12 +405,8 @@ class KafkaRun:
         writer = (query.frame.writeStream.queryName(query_id).foreachBatch(noop_sink(query.finish))
                   .outputMode(query.output_mode).option("checkpointLocation", checkpoint))
         writer = writer.trigger(processingTime=trigger) if trigger else writer.trigger(processingTime="0 seconds")
-        paced = paced_options is not None and not trigger
-        spark = self.session.spark
-        with no_data_batches(spark, None if not paced or query.no_data_batches else False):
-            enabled = str(spark.conf.get(NO_DATA_BATCHES_CONF, "true")).strip().lower() != "false"
-            handle = writer.start()
-        self.queries.append(KafkaQuery(query_id, handle, deadline_s, task_time=self.session.task_time,
+        enabled = no_data_batches_enabled(self.session.spark)
+        self.queries.append(KafkaQuery(query_id, writer.start(), deadline_s, task_time=self.session.task_time,
                                        no_data_batches=enabled))
 
     def await_drained(self, timeout: float) -> bool:

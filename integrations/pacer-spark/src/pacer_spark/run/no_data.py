@@ -29,10 +29,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pacer_spark.config import NO_DATA_BATCHES_CONF
 from pacer_spark.jvm.progress import TriggerProgress
 
-#: Spark's conf switching its no-data batches.
-NO_DATA_CONF = "spark.sql.streaming.noDataMicroBatches.enabled"
 #: The query of the comparison by default.
 WORKLOAD = "lr2"
 
@@ -85,7 +84,7 @@ def run_paced(spark: Any, *, workload: str, mode: str, settings: Sequence[bool],
             frame = session.read_stream(query_id, GEN_FORMAT, stream=spec.stream, traffic="constant", rate=rate,
                                         duration=duration, seed=seed, start=repr(start))
             emitted = EmittedRows(start)
-            spark.conf.set(NO_DATA_CONF, "true" if no_data else "false")  # read when the query starts
+            spark.conf.set(NO_DATA_BATCHES_CONF, "true" if no_data else "false")  # read when the query starts
             handle = session.start(build_workload(workload, frame, watermark=watermark).frame, query_id,
                                    emitted.sink, output_mode=mode)
             queries[query_id] = (no_data, emitted, handle)
@@ -94,7 +93,7 @@ def run_paced(spark: Any, *, workload: str, mode: str, settings: Sequence[bool],
         errors = session.errors()
         progress = {query_id: list(handle.recentProgress) for query_id, (_, _, handle) in queries.items()}
     finally:
-        spark.conf.unset(NO_DATA_CONF)
+        spark.conf.unset(NO_DATA_BATCHES_CONF)
         session.stop()
     report = session.report({"mode": mode})
     results = []

@@ -37,6 +37,7 @@ from pacer.catch_up import CatchUp
 from pacer.controller_state import ControllerState
 from pacer.dispatch import DecisionDispatcher
 from pacer.ledger import ExactlyOnceLedger
+from pacer.metrics import check_non_negative
 from pacer.model import (
     BatchReport,
     Dataset,
@@ -375,9 +376,7 @@ class Controller:
         :param gate_wait_s: seconds the batch waited for its turn at pacer's gate within ``engine_s`` (left out of
             what the service-time model learns, and of the report's ``trigger_s``).
         """
-        for name, value in (("engine_s", engine_s), ("busy_core_s", busy_core_s), ("gate_wait_s", gate_wait_s)):
-            if value is not None and (value < 0 or value != value):
-                raise ValueError(f"{name} must be >= 0 seconds, got {value}")
+        check_non_negative("seconds", engine_s=engine_s, busy_core_s=busy_core_s, gate_wait_s=gate_wait_s)
         run = self._state.run(batch_id)
         now = self.clock() if completed_at is None else completed_at
         batch = run.batch
@@ -395,13 +394,14 @@ class Controller:
         """The feedback on ``run`` took ``seconds``: with its polls and scheduling, pacer's time on the batch."""
         self.overhead.per_batch.add(run.overhead_s + seconds)
 
-    def record_busy(self, query_id: str, core_s: float) -> None:
-        """Core-seconds the query's tasks executed outside its completed batches (a trigger without data after the
-        last one, a task that ended after its batch completed): they count in its report's ``busy_core_s``."""
-        if core_s < 0 or core_s != core_s:
-            raise ValueError(f"core_s must be >= 0, got {core_s}")
+    def record_busy(self, query_id: str, core_s: float, *, cpu_core_s: float | None = None,
+                    failed_core_s: float | None = None) -> None:
+        """Core-seconds the query's tasks executed outside its completed batches (a job outside any batch, a task
+        that ended after its batch was read), with their CPU time and failed attempts' run time where measured: they
+        count in its report's ``busy_core_s``, ``cpu_core_s`` and ``failed_core_s``."""
         self._state.query(query_id)
-        self.recorder.record(query_id).busy_core_s += core_s
+        self.recorder.record(query_id).unbatched(busy_core_s=core_s, cpu_core_s=cpu_core_s,
+                                                 failed_core_s=failed_core_s)
 
     def record_enactment(self, batch_id: str, enacted: bool, note: str = "",
                          ran: Mapping[str, Device] | None = None) -> None:

@@ -32,6 +32,16 @@ __all__ = [
 ]
 
 
+def check_non_negative(unit: str = "", **figures: float | None) -> None:
+    """Every given figure (None: not measured) is a number >= 0, not NaN.
+
+    :raises ValueError: naming the first that is not, with ``unit`` after the bound (e.g. ``"seconds"``).
+    """
+    for name, value in figures.items():
+        if value is not None and (value < 0 or value != value):
+            raise ValueError(f"{name} must be >= 0{' ' + unit if unit else ''}, got {value}")
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """The ``q``-th percentile (0-100); 0.0 when empty."""
     return quantiles(values, (q,))[0]

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 from pacer.controller_state import ControllerState
 from pacer.ledger import ExactlyOnceLedger
+from pacer.metrics import check_non_negative
 from pacer.model import Dataset, MicroBatch
 from pacer.query_state import QueryState
 
@@ -78,8 +79,6 @@ class Reconciliation:
 
         :raises KeyError: for an unknown or completed batch; ``ValueError``: for a negative or NaN figure.
         """
-        for name, value in (("cpu_core_s", cpu_core_s), ("failed_core_s", failed_core_s)):
-            if value is not None and (value < 0 or value != value):
-                raise ValueError(f"{name} must be >= 0 core-seconds, got {value}")
+        check_non_negative("core-seconds", cpu_core_s=cpu_core_s, failed_core_s=failed_core_s)
         run = self._state.run(batch_id)
         run.cpu_core_s, run.failed_core_s = cpu_core_s, failed_core_s

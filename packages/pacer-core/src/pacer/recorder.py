@@ -19,7 +19,7 @@ import math
 from collections import deque
 from collections.abc import Iterable, Sequence
 
-from pacer.metrics import batch_late
+from pacer.metrics import batch_late, check_non_negative
 from pacer.model import BatchReport, Dataset, QueryHistory
 from pacer.series import SeriesAccumulator
 from pacer.summary import StreamingSummary
@@ -160,10 +160,8 @@ class QueryRecord:
         """A batch the engine formed itself without new data (Spark's no-data batch, run after a watermark moved to
         evict state and emit closed windows): no dataset and no latency, but its ``trigger_s`` (also its engine time)
         and its tasks' core-seconds count in the query's totals, and apart as no-data."""
-        for name, value in (("trigger_s", trigger_s), ("busy_core_s", busy_core_s), ("cpu_core_s", cpu_core_s),
-                            ("failed_core_s", failed_core_s)):
-            if value is not None and (value < 0 or value != value):
-                raise ValueError(f"{name} must be >= 0, got {value}")
+        check_non_negative(trigger_s=trigger_s, busy_core_s=busy_core_s, cpu_core_s=cpu_core_s,
+                           failed_core_s=failed_core_s)
         self.no_data_batches += 1
         self.no_data_trigger_s += trigger_s
         self.trigger_s += trigger_s
@@ -179,10 +177,7 @@ class QueryRecord:
                   failed_core_s: float | None = None) -> None:
         """Task time of the query that no batch took: tasks of a job outside any batch, a task counted after its
         batch was read. It counts in the query's totals."""
-        for name, value in (("busy_core_s", busy_core_s), ("cpu_core_s", cpu_core_s),
-                            ("failed_core_s", failed_core_s)):
-            if value is not None and (value < 0 or value != value):
-                raise ValueError(f"{name} must be >= 0, got {value}")
+        check_non_negative(busy_core_s=busy_core_s, cpu_core_s=cpu_core_s, failed_core_s=failed_core_s)
         self.busy_core_s += busy_core_s
         self._task_parts(cpu_core_s, failed_core_s)
 

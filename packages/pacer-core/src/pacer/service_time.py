@@ -158,9 +158,9 @@ class ServiceTimeModel:
     @property
     def size_spread(self) -> float:
         """The recency-weighted coefficient of variation of the observed sizes per slot (0 before two sizes)."""
-        if self._swx <= 0:
+        mean_x = self._swx / self._sw if self._sw > 0 else 0.0
+        if mean_x <= 0:  # no bytes yet, or too few to divide by (a mean that underflows)
             return 0.0
-        mean_x = self._swx / self._sw
         return math.sqrt(max(0.0, self._swxx / self._sw - mean_x * mean_x)) / mean_x
 
     @property

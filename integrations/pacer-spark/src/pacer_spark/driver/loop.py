@@ -321,8 +321,8 @@ class Driver:
             for query_id in self.controller.query_ids():
                 rest: TaskCost | None = self.costs.settle(held, query_id, final=final)
                 if rest is not None and (rest.busy_core_s or rest.cpu_core_s or rest.failed_core_s):
-                    self.controller.recorder.record(query_id).unbatched(
-                        busy_core_s=rest.busy_core_s, cpu_core_s=rest.cpu_core_s, failed_core_s=rest.failed_core_s)
+                    self.controller.record_busy(query_id, rest.busy_core_s, cpu_core_s=rest.cpu_core_s,
+                                                failed_core_s=rest.failed_core_s)
 
     def stream_of(self, held: Held, query_id: str) -> str | None:
         """The id of the Spark streaming query running ``query_id`` (None while unknown), as its front end knows it."""

@@ -403,6 +403,15 @@ class Controller:
         self.recorder.record(query_id).unbatched(busy_core_s=core_s, cpu_core_s=cpu_core_s,
                                                  failed_core_s=failed_core_s)
 
+    def record_no_data_batch(self, query_id: str, trigger_s: float, *, busy_core_s: float | None = None,
+                             cpu_core_s: float | None = None, failed_core_s: float | None = None) -> None:
+        """A batch the engine formed itself without new data (Spark's after a watermark moved): its trigger time and
+        its tasks' core-seconds count in the query's report, apart as ``cost.no_data`` too
+        (:meth:`pacer.recorder.QueryRecord.no_data_batch`)."""
+        self._state.query(query_id)
+        self.recorder.record(query_id).no_data_batch(trigger_s, busy_core_s=busy_core_s, cpu_core_s=cpu_core_s,
+                                                     failed_core_s=failed_core_s)
+
     def record_enactment(self, batch_id: str, enacted: bool, note: str = "",
                          ran: Mapping[str, Device] | None = None) -> None:
         """Record whether the runtime enacted the placement of pending batch ``batch_id``, and why (not); ``ran``:

@@ -178,8 +178,8 @@ class BatchCompletion:
             return
         cost = (self.cost(held, query_id, progress.batch_id, progress.stream_id) if self.cost is not None
                 else None)
-        self.controller.recorder.record(query_id).no_data_batch(
-            progress.engine_s or 0.0, busy_core_s=cost.busy_core_s if cost is not None else None,
+        self.controller.record_no_data_batch(
+            query_id, progress.engine_s or 0.0, busy_core_s=cost.busy_core_s if cost is not None else None,
             cpu_core_s=cost.cpu_core_s if cost is not None else None,
             failed_core_s=cost.failed_core_s if cost is not None else None)
 

@@ -109,6 +109,7 @@ def test_the_guards_survive_a_checkpoint() -> None:
 @example(batches=[(1.0, 1.0)] * 10 + [(2.0, 5e-324)])  # an error that underflows to 0 has no logarithm
 @example(batches=[(0.0, 0.1), (0.0, 0.1), (1.0, 1.0)])  # zero-byte batches only, then one: divided by zero bytes
 @example(batches=[(0.0, 0.0), (0.0, 0.0), (5e-324, 0.0)])  # a mean size that underflows to 0: divided by it
+@example(batches=[(2.2250738585072014e-308, 4.0)])  # 4 s over a subnormal size: an infinite cost per byte
 @given(st.lists(st.tuples(st.sampled_from([0.0, 0.01, 1.0]) | st.floats(0.0, 50.0), st.floats(0.0, 30.0)),
                 min_size=1, max_size=60))
 def test_whatever_it_observes_the_model_predicts_finite_times_and_bounds_growth(

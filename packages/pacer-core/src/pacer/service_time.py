@@ -56,6 +56,9 @@ PRIOR_MARGIN = 1.5
 MIN_SIZE_SPREAD = 0.1
 #: Predictions below this (a nanosecond) say nothing of a batch: their errors are left out of the margin.
 _SHORTEST_S = 1e-9
+#: Sizes per task slot below this (a thousandth of a byte, in megabytes) are rounding, not bytes: a per-byte cost
+#: from them alone would be a nanosecond's noise over nothing, beyond any float.
+_SMALLEST_MB = 1e-9
 #: How many times the largest measured size (per task slot) a batch may take: a probe beyond what was seen.
 PROBE_GROWTH = 2.0
 
@@ -159,7 +162,7 @@ class ServiceTimeModel:
     def size_spread(self) -> float:
         """The recency-weighted coefficient of variation of the observed sizes per slot (0 before two sizes)."""
         mean_x = self._swx / self._sw if self._sw > 0 else 0.0
-        if mean_x <= 0:  # no bytes yet, or too few to divide by (a mean that underflows)
+        if mean_x <= _SMALLEST_MB:  # no bytes yet, or too few to divide by (a mean that underflows)
             return 0.0
         return math.sqrt(max(0.0, self._swxx / self._sw - mean_x * mean_x)) / mean_x
 
@@ -242,7 +245,7 @@ class ServiceTimeModel:
         sums so far (a split that comes out negative is clamped to the nearer one-part model)."""
         mean_x = self._swx / self._sw
         mean_y = self._swy / self._sw
-        proportional = (0.0, mean_y / mean_x) if mean_x > 0 else (mean_y, 0.0)
+        proportional = (0.0, mean_y / mean_x) if mean_x > _SMALLEST_MB else (mean_y, 0.0)
         var_x = self._swxx / self._sw - mean_x * mean_x
         if var_x <= 1e-12 * max(1.0, mean_x * mean_x):
             return proportional, proportional

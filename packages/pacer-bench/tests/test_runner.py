@@ -169,6 +169,16 @@ def test_cli_rejects_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["bench", "frequency", "--out", str(a_file)]) == 2
     assert "is a file" in capsys.readouterr().err
     assert main(["bench", "frequency", "--out", str(tmp_path / "x"), "--duration", "0"]) == 2
+    assert main(["bench", "latency-target", "--out", str(tmp_path / "x"), "--engine-profile", "/no/p.json"]) == 2
+    assert "--engine-profile: engine profile '/no/p.json' does not exist" in capsys.readouterr().err
+    from pacer.engine_profile import EngineProfile
+
+    profile = EngineProfile(runtime="spark", workload="lr2", partitions=2, slots=2, fixed_s=0.5, fixed_core_s=0.4,
+                            engine_s_per_byte=1e-6, core_s_per_byte=2e-6, core_s_per_row=2e-4, largest_bytes=10**6)
+    path = profile.write(tmp_path / "lr2.json")
+    assert main(["bench", "latency-target", "--out", str(tmp_path / "x"), "--engine-profile", str(path)]) == 2
+    assert "was measured on spark, and this bench runs on --runtime sim: the simulator has its own cost model" in \
+        capsys.readouterr().err
 
 
 def test_cli_prints_the_table_and_writes_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -311,3 +312,27 @@ def test_the_simulators_own_model_is_its_cpu_work_without_noise() -> None:
                                                  "slope error 1.30 of the slope, residuals 350 ms RMS)")
     kafka = {**spark, "bench": {"source": "kafka"}}
     assert "cannot be regenerated" in str(why_no_model(kafka, "lr2", fits["lr2"]))
+
+
+def test_a_run_started_from_an_engine_profile_is_bounded_by_the_costs_it_measured(tmp_path: Path) -> None:
+    from pacer.engine_profile import EngineProfile
+    from pacer_bench.bound import calibrated_fit, pooled_fit
+
+    profile = EngineProfile(runtime="spark", workload="lr2", partitions=2, slots=2, fixed_s=0.5, fixed_core_s=0.4,
+                            engine_s_per_byte=1e-6, core_s_per_byte=2e-6, core_s_per_row=2e-4, largest_bytes=10**6)
+    path = profile.write(tmp_path / "lr2.json")
+    run = RunConfig((QueryRun("lr2", traffic="wave", rate=1500.0, deadline=10.0),), duration=20.0, seed=3)
+    report = get_plugin_manager().find_runtime("sim").run(run, plugin_manager=get_plugin_manager()).report
+    spark = {**report, "runtime": "spark"}
+    spark["config"] = {**report["config"], "run": {**report["config"]["run"],
+                                                   "options": {"spark": {"engine_profile": str(path)}}}}
+    fit = pooled_fit([spark], "lr2")
+    assert fit == calibrated_fit(profile) and fit is not None and fit.stable and fit.as_dict()["calibrated"]
+    assert pooled_fit([{**spark, "runtime": "sim"}], "lr2") != fit  # a simulated run's profile is not Spark's
+    bound = report_shared_bound(spark, {"lr2": 10.0}, {"lr2": fit})
+    assert bound is not None and bound.core_s is not None
+    (query,) = bound.queries
+    assert query.model == CoreModel(0.3, 0.4, 2e-6, 2, "calibrated")  # 0.5 s less 0.4 core-s on 2 slots
+    assert query.batches is not None and 1 <= query.batches <= query.datasets
+    # every batch's tasks: 0.4 core-s, and 2 µs per byte
+    assert bound.core_s == pytest.approx(0.4 * query.batches + 2e-6 * query.total_bytes)

@@ -31,7 +31,7 @@ def test_query_view_shows_strategies_buffer_and_in_flight(clock: ManualClock, sp
     clock.now = 2.5
     c.complete(batch.id)
     assert view.in_flight is None and view.admitted == 1 and view.fallbacks == 0 and view.shed == 0
-    assert set(view.service_time) == {"fixed_ms", "per_mb_ms", "proportional", "margin", "observations"}
+    assert set(view.service_time) == {"fixed_ms", "per_mb_ms", "proportional", "margin", "observations", "prior_batches"}
     assert list(c.queries) == c.query_ids() == ["q1"] and c.queries["q1"].spec is spec
 
 

@@ -98,6 +98,27 @@ def test_a_query_load_carries_rate_backlog_and_measured_core_seconds_per_byte() 
     assert load.backlog_bytes == 0 and load.deadline_s == 10.0 and load.partitions == 4
 
 
+def test_before_a_query_measured_its_own_costs_the_scaler_reads_its_engine_profile() -> None:
+    from pacer.engine_profile import EngineProfile
+
+    profile = EngineProfile(runtime="spark", workload="lr2", partitions=4, slots=2, fixed_s=0.5, fixed_core_s=0.4,
+                            engine_s_per_byte=1e-6, core_s_per_byte=2e-6, core_s_per_row=2e-4, largest_bytes=10**6)
+    clock = ManualClock()
+    c = Controller(clock=clock, cores=2, plugin_manager=get_plugin_manager())
+    c.add_query(make_query("lr2", query_id="q", deadline=10.0, partitions=4), admission="asap", engine_profile=profile)
+    scaler = Scaler("fixed", plugin_manager=get_plugin_manager(), executors=(1, 8))
+    (load,) = scaler.loads(c, 0.0)
+    assert load.core_s_per_byte == 2e-6 and load.fixed_s == pytest.approx(0.3)  # 0.5 s less 0.4 core-s on 2 slots
+    c.arrive("q", Dataset("d0", arrival=0.0, bytes=1000, rows=10))
+    batch = c.poll("q")
+    assert batch is not None
+    c.start(batch.id)
+    clock.now = 2.0
+    c.complete(batch.id, engine_s=2.0, busy_core_s=5.0, cores_used=2.0)
+    (load,) = scaler.loads(c, 2.0)  # its own, once measured
+    assert load.core_s_per_byte == pytest.approx(5.0 / 1000) and load.fixed_s == pytest.approx(0.0)
+
+
 def test_the_fixed_part_is_what_more_cores_do_not_shorten() -> None:
     from pacer.model import BatchReport
 

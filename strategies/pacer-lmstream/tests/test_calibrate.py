@@ -94,7 +94,12 @@ def test_calibrate_returns_one_point_per_inflection_point(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--runtime", "spark", "--workload", "lr1", "--rate", "100", "--out", "x.json"], SPARK_REFUSAL[:60]),
+        (["--runtime", "spark", "--workload", "lr1", "--rate", "100", "--out", "x.json", "--inflection-points", "1e5",
+          "2e5", "4e5"], SPARK_REFUSAL[:60]),
+        (["--runtime", "spark", "--workload", "lr9", "--out", "x.json"], "give the workload to measure"),
+        (["--runtime", "spark", "--workload", "lr2"], "--out FILE is required: the engine profile"),
+        (["--runtime", "spark", "--workload", "lr2", "--out", "x.json", "--batches", "0"], "--batches >= 1"),
+        (["--runtime", "spark", "--workload", "lr2", "--out", "x.json", "--intervals", "2", "-1"], "must be > 0"),
         (["--workload", "lr9", "--rate", "100", "--out", "x.json"], "unknown workload 'lr9'"),
         (["--workload", "lr1", "--rate", "100"], "--out FILE is required"),
         (["--workload", "lr1", "--out", "x.json"], "give the input rate"),

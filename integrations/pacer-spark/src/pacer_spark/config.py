@@ -14,6 +14,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from pacer.engine_profile import EngineProfile, EngineProfileError
+from pacer.engine_profile import load as load_engine_profile
 from pacer.plugins import PluginManager
 from pacer.scaler import parse_executors
 from pacer_spark.options import parse_seconds
@@ -91,6 +93,21 @@ def _duration_conf(key: str, keyword: str) -> dict[str, _Conf]:
 DEADLINE_ADMISSION = "zstream"
 
 
+def _engine_profile(setting: str) -> Callable[[Any], EngineProfile]:
+    """An engine profile as given: an :class:`~pacer.engine_profile.EngineProfile`, or the path of its file (a file
+    that cannot be read as one raises, naming ``setting``, the file and what to do)."""
+
+    def parse(value: Any) -> EngineProfile:
+        if isinstance(value, EngineProfile):
+            return value
+        try:
+            return load_engine_profile(str(value))
+        except EngineProfileError as exc:
+            raise ValueError(f"{setting}: {exc}") from None
+
+    return parse
+
+
 def _executor_bounds(value: Any) -> tuple[int, int]:
     """``executors=(1, 3)`` or ``"1:3"`` as :func:`~pacer_spark.attach` takes it."""
     if isinstance(value, str):
@@ -160,6 +177,9 @@ class PacerConfig:
         session starts with ``min`` (or ``scale.initial``).
     :ivar initial_executors: executors at the start (conf ``scale.initial``; None: ``min``).
     :ivar scale_every: seconds between scaling decisions (conf ``scale.every``).
+    :ivar engine_profile: what this engine measured the session's queries to cost (``pacer calibrate --runtime
+        spark``; conf ``engineProfile``, the file's path): each query of its workload starts its service-time model
+        from it, and the scaler reads it until the query measured its own costs.
     :raises ValueError: for a deadline <= 0 or a concurrency < 1.
     """
 
@@ -189,6 +209,8 @@ class PacerConfig:
                                                                          _not_none, _executor_bounds))
     initial_executors: int | None = field(default=None, metadata=_conf("scale.initial", int, _not_none))
     scale_every: float = field(default=5.0, metadata=_conf("scale.every", float))
+    engine_profile: EngineProfile | None = field(default=None, metadata=_conf(
+        "engineProfile", _engine_profile(CONF_PREFIX + "engineProfile"), _not_none, _engine_profile("engine_profile")))
 
     def __post_init__(self) -> None:
         for name in ("admission_params", "scheduler_params", "placement_params", "scale_params"):

@@ -160,7 +160,8 @@ class PacerSession:
         ``max_rows``/``max_bytes`` cap every admission (Spark's ``maxOffsetsPerTrigger`` /
         ``maxBytesPerTrigger``; 0: no cap): the Controller trims a batch to the largest prefix within them.
         ``probe_rows``: until the query's service-time model is fitted, each batch is a probe of at most this many
-        rows, doubling per batch (0: none; :meth:`pacer.Controller.add_query`).
+        rows, doubling per batch (0: none; :meth:`pacer.Controller.add_query`). The session's engine profile
+        (``engine_profile``) is the query's prior where it was measured on its workload.
 
         The operator DAG is the workload's template (``workload``), or ``dag``, or a minimal
         scan -> project -> sink chain (use :func:`pacer_spark.plan.dag.dag_from_plan` on an executed
@@ -184,6 +185,7 @@ class PacerSession:
             spec = QuerySpec(id=query_id, dag=dag, window_range=window_range, window_slide=window_slide,
                              deadline=deadline or self.config.deadline, partitions=parts)
         spec = replace(spec, dag=spark_dag(spec.dag))  # what Spark + RAPIDS run only on the CPU is CPU-only
+        profile = self.config.engine_profile  # the session's, for the workload it was measured on
         self.driver.add_query(
             spec,
             admission=admission or self.config.admission,
@@ -192,6 +194,7 @@ class PacerSession:
             placement_params={**self.config.placement_params, **(placement_params or {})},
             max_rows=max_rows, max_bytes=max_bytes,
             overload=overload, probe_rows=probe_rows,
+            engine_profile=profile if profile is not None and profile.applies_to(spec.workload) else None,
         )
         return spec
 
@@ -499,7 +502,9 @@ def _scaling(spark: SparkSession, config: PacerConfig, pm: Any) -> ExecutorScali
     scaler = Scaler(config.scale, config.scale_params, plugin_manager=pm, executors=bounds,
                     initial=None if watch else config.initial_executors, cores_per_executor=cores,
                     every_s=config.scale_every, fallback=config.fallback)
-    scaling = ExecutorScaling(scaler, spark, enact=not watch)
+    profile = config.engine_profile
+    scaling = ExecutorScaling(scaler, spark, enact=not watch,
+                              startup_s=profile.executor_startup_s if profile is not None else None)
     scaling.start()
     return scaling
 

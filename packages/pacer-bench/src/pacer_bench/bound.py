@@ -41,7 +41,10 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pacer.engine_profile import EngineProfile
 
 #: Bytes are fitted in megabytes to keep the normal equations well conditioned.
 _MB = 1e6
@@ -68,23 +71,48 @@ class ServiceFit:
     rms_s: float = 0.0
     slope_error: float = 0.0
     span: float = math.inf
+    #: The engine profile it comes from (:func:`calibrated_fit`), None for one fitted to the runs' own batches.
+    profile: EngineProfile | None = None
 
     @property
     def stable(self) -> bool:
-        """Whether its split into fixed and per-byte cost is determined (module docstring: the criterion)."""
-        return self.batches >= STABLE_BATCHES and self.span >= STABLE_SPAN and \
-            self.slope_error <= STABLE_SLOPE_ERROR
+        """Whether its split into fixed and per-byte cost is determined (module docstring: the criterion): a
+        calibrated one is, having measured tiny batches for the one and large ones for the other."""
+        return self.profile is not None or (self.batches >= STABLE_BATCHES and self.span >= STABLE_SPAN
+                                            and self.slope_error <= STABLE_SLOPE_ERROR)
 
     def cost(self, nbytes: float) -> float:
         """The engine time of one batch of ``nbytes``."""
         return self.fixed_s + self.per_byte_s * nbytes
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain values for a report: fixed ms, ms per MB and the batches fitted."""
+        """Plain values for a report: fixed ms, ms per MB and the batches fitted (or calibrated on)."""
         return {"fixed_ms": round(1000.0 * self.fixed_s, 3), "ms_per_mb": round(1000.0 * self.per_byte_s * _MB, 3),
                 "batches": self.batches, "rms_ms": round(1000.0 * self.rms_s, 3),
                 "slope_error": round(self.slope_error, 4) if math.isfinite(self.slope_error) else None,
-                "stable": self.stable}
+                "stable": self.stable, "calibrated": self.profile is not None}
+
+
+def calibrated_fit(profile: EngineProfile) -> ServiceFit:
+    """The service model an engine profile measured (``pacer calibrate``): its fixed part from tiny batches, its
+    per-byte part from large ones, on the slots it was measured on."""
+    return ServiceFit(profile.fixed_s, profile.engine_s_per_byte, len(profile.points), rms_s=profile.rms_s,
+                      profile=profile)
+
+
+def report_profile(report: Mapping[str, Any], query_id: str) -> EngineProfile | None:
+    """The engine profile ``report``'s run started ``query_id`` from (its Spark options' ``engine_profile``), where it
+    was measured on the query's workload; None without one."""
+    from pacer.engine_profile import load
+
+    config = report.get("config") or {}
+    path = (((config.get("run") or {}).get("options") or {}).get(str(report.get("runtime"))) or {}).get(
+        "engine_profile")
+    query: Mapping[str, Any] = next((q for q in config.get("queries") or () if q.get("query_id") == query_id), {})
+    if not path:
+        return None
+    profile = load(str(path))
+    return profile if profile.applies_to(query.get("workload")) else None
 
 
 def fit_service(points: Iterable[tuple[float, float]]) -> ServiceFit | None:
@@ -239,10 +267,13 @@ def _overlaps(start: float, end: float, spans: Sequence[tuple[float, float]]) ->
 
 
 def pooled_fit(reports: Iterable[Mapping[str, Any]], query_id: str) -> ServiceFit | None:
-    """:func:`fit_service` over the batches of ``query_id`` in ``reports`` that ran alone (each report's first batch
+    """The engine profile the runs started from, where they did (:func:`calibrated_fit`); else :func:`fit_service` over the batches of ``query_id`` in ``reports`` that ran alone (each report's first batch
     left out; :func:`batch_points` ``solo``), or over all of them where those alone have fewer than two sizes: the
     cost of a batch with the engine to itself, which is what the bound assumes."""
     group = [r for r in reports if query_id in r.get("queries", {})]
+    profile = next((p for r in group if (p := report_profile(r, query_id)) is not None), None)
+    if profile is not None:
+        return calibrated_fit(profile)
     alone = fit_service(p for r in group for p in batch_points(r, query_id, solo=True))
     return alone if alone is not None else fit_service(p for r in group for p in batch_points(r, query_id))
 

@@ -74,6 +74,9 @@ def _configure(parser: argparse.ArgumentParser) -> None:
                              "static, 'static 10s', zstream, 'zstream @10s', pid, min-rows, fixed-point, lmstream; "
                              "another scenario: a label of its table such as 'edf + zstream', or a family)")
     parser.add_argument("--master", default="local[2]", help="Spark master for --runtime spark")
+    parser.add_argument("--engine-profile", metavar="FILE",
+                        help="--runtime spark: what Spark measured the workload to cost (`pacer calibrate --runtime "
+                             "spark`): pacer's queries start from it, and the bounds are computed from it")
     parser.add_argument("--rapids-jar", action="append", default=[], metavar="JAR",
                         help="RAPIDS Accelerator jar(s): device-sweep then runs on Spark (else it is simulated)")
 
@@ -99,6 +102,8 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
         given = [flag for dest, flag in own if getattr(args, dest, None)]
         if given and args.source != name:
             raise UsageError(f"{', '.join(given)} applies to --source {name}; add --source {name}")
+    if args.engine_profile is not None:
+        _check_engine_profile(args)
     deadlines = [seconds_flag("--deadline", d) for d in args.deadline]
     target = {"source": None if args.source == GENERATED else args.source, "deadlines": deadlines,
               "traffics": args.traffic, "workloads": args.workload, "configs": args.config}
@@ -112,6 +117,21 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     print(paths["md"].read_text())
     print(f"wrote {len(paths)} files to {args.out} (open {paths['html']})")
     return 0
+
+
+def _check_engine_profile(args: argparse.Namespace) -> None:
+    """``--engine-profile``: a profile file that reads and was measured on the runtime the bench runs on."""
+    from pacer.engine_profile import EngineProfileError, load
+
+    try:
+        profile = load(args.engine_profile)
+    except EngineProfileError as exc:
+        raise UsageError(f"--engine-profile: {exc}") from None
+    if profile.runtime != args.runtime:
+        raise UsageError(f"--engine-profile {args.engine_profile!r} was measured on {profile.runtime}, and this bench "
+                         f"runs on --runtime {args.runtime}: "
+                         + ("the simulator has its own cost model" if args.runtime == "sim"
+                            else f"calibrate it there (pacer calibrate --runtime {args.runtime})"))
 
 
 def _run_grid(args: argparse.Namespace, out: Path) -> int:
@@ -147,6 +167,7 @@ def _run_scenario(args: argparse.Namespace, out: Path, pm: PluginManager, target
         seed=args.seed, master=args.master, rapids_jars=args.rapids_jar, plugin_manager=pm,
         repeat=args.repeat, vary_seed=args.vary_seed, gpus=args.gpus, overload=args.overload, target=target,
         source_options=source_options, rate_scale=args.rate_scale, executors=args.executors,
+        engine_profile=args.engine_profile,
     )
 
 

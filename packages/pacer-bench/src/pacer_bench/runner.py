@@ -214,6 +214,7 @@ def run_scenario(
     source_options: Mapping[str, Any] | None = None,
     rate_scale: float = 1.0,
     executors: str | None = None,
+    engine_profile: str | None = None,
 ) -> dict[str, Path]:
     """Run every configuration of ``scenario`` ``repeat`` times and write its outputs under ``out``.
 
@@ -227,7 +228,9 @@ def run_scenario(
     latency-target takes ``target`` (:func:`pacer_bench.scenarios.narrow_plan`: deadlines, traffics,
     workloads, configs, source); with a ``source`` (:mod:`pacer_bench.traffic_sources`) every configuration runs through
     it, with ``source_options`` (its own flags, by ``dest``): ``kafka`` (pacer-kafka) reads a fresh topic per
-    configuration on ``source_options["bootstrap_servers"]``, or on a scratch broker when None.
+    configuration on ``source_options["bootstrap_servers"]``, or on a scratch broker when None. ``engine_profile``
+    (a file ``pacer calibrate`` wrote, on the runtime's options): the runs' queries start from it and the bounds
+    use it (:func:`pacer_bench.bound.calibrated_fit`).
 
     The scenario is looked up in the registry (:func:`pacer_bench.scenarios.find_scenario`), which builds its
     configurations and writes its outputs (:attr:`pacer_bench.scenarios.Scenario.write`).
@@ -251,6 +254,8 @@ def run_scenario(
     runner = pm.find_runtime(actual)
     traits = runtime_traits(actual)
     options = traits.run_options(master, rapids_jars)
+    if engine_profile is not None:  # every run's queries start from it; its reports name it (the bounds read it)
+        options = {**options, "engine_profile": str(engine_profile)}
     source = _source(target)
     with ExitStack() as stack:
         handle = stack.enter_context(source.open(source_options or {})) if source is not None else None

@@ -439,9 +439,14 @@ def known_model(report: Mapping[str, Any], query_id: str) -> CoreModel | None:
 
 def fitted_model(fit: ServiceFit | None, cores: int, parallelism: int) -> CoreModel | None:
     """A :class:`CoreModel` from an engine-time fit on ``cores`` cores (module docstring); None without a stable fit
-    (:attr:`pacer_bench.bound.ServiceFit.stable`)."""
+    (:attr:`pacer_bench.bound.ServiceFit.stable`). A calibrated fit's engine profile measured which part of a batch
+    holds cores: ``wall_s`` its no-core part, ``core_s`` a tiny batch's core-seconds, ``core_per_byte`` its
+    tasks' core-seconds per byte (source ``calibrated``)."""
     if fit is None or not fit.stable:
         return None
+    if fit.profile is not None:
+        p = fit.profile
+        return CoreModel(p.wall_s, p.fixed_core_s, p.core_s_per_byte, max(1, min(cores, parallelism)), "calibrated")
     m = max(1, min(cores, parallelism))
     return CoreModel(fit.fixed_s, 0.0, m * fit.per_byte_s, m, "fitted")
 

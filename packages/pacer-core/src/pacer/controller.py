@@ -36,6 +36,7 @@ from pacer.batch_size import batch_size
 from pacer.catch_up import CatchUp
 from pacer.controller_state import ControllerState
 from pacer.dispatch import DecisionDispatcher
+from pacer.engine_profile import EngineProfile
 from pacer.ledger import ExactlyOnceLedger
 from pacer.metrics import check_non_negative
 from pacer.model import (
@@ -158,6 +159,7 @@ class Controller:
         max_bytes: int = 0,
         overload: str | None = None,
         probe_rows: int = 0,
+        engine_profile: EngineProfile | None = None,
     ) -> None:
         """Register a query with its admission and placement strategies (by name).
 
@@ -169,6 +171,9 @@ class Controller:
             many rows, doubling with each completed batch (a restart with a backlog: nothing yet says how much
             fits a deadline, and the whole backlog at once is the batch that runs out of memory); 0: no probe
             (the whole backlog, as Spark's default trigger). A batch keeps at least one dataset.
+        :param engine_profile: what the engine measured this query's batches to cost (:mod:`pacer.engine_profile`):
+            its service-time model starts from it (no cold-start probe is then needed) and the scaler reads it
+            until the query measured its own; one of another workload is refused.
         :raises UnknownStrategyError: for a name no installed plugin provides.
         :raises ValueError: for a duplicate query id, an unknown parameter or overload policy, or a negative cap.
         """
@@ -178,6 +183,10 @@ class Controller:
             raise ValueError(f"query {spec.id!r}: max_rows, max_bytes and probe_rows must be >= 0 (0: none)")
         if overload is not None and overload not in OVERLOAD_POLICIES:
             raise ValueError(f"query {spec.id!r}: overload policy must be one of {OVERLOAD_POLICIES}, got {overload!r}")
+        if engine_profile is not None and not engine_profile.applies_to(spec.workload):
+            raise ValueError(f"query {spec.id!r} runs {spec.workload!r}; the engine profile given was measured on "
+                             f"{engine_profile.workload!r}: calibrate this query (`pacer calibrate --runtime "
+                             f"{engine_profile.runtime} --workload {spec.workload}`)")
         chosen = {"admission": admission, "placement": placement}
         params, states = self._dispatch.strategies(spec, chosen, admission_params, placement_params)
         self._state.queries[spec.id] = QueryState(
@@ -188,7 +197,10 @@ class Controller:
             max_rows=int(max_rows), max_bytes=int(max_bytes), overload_policy=overload or self.overload_policy,
             probe_rows=int(probe_rows),
             catch_up=CatchUp(deadline=spec.effective_deadline, enabled=self._catches_up(admission)),
+            engine_profile=engine_profile,
         )
+        if engine_profile is not None:
+            self._state.queries[spec.id].service.take_prior(engine_profile)
         self._follow_slots(self._state.queries[spec.id])
 
     def resize(self, cores: int) -> bool:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pacer.catch_up import CatchUp
+from pacer.engine_profile import EngineProfile
 from pacer.model import BatchReport, DatasetBuffer, MicroBatch, OperatorMetric, QueryHistory, QuerySpec
 from pacer.overload import OverloadMonitor
 from pacer.recorder import QueryRecord
@@ -58,6 +59,8 @@ class QueryState:
     #: rows of a cold-start probe batch (0: none; :meth:`pacer.Controller.add_query`)
     probe_rows: int = 0
     catch_up: CatchUp = field(default_factory=lambda: CatchUp(deadline=10.0))
+    #: what the engine measured its batches to cost (None: nothing; :meth:`pacer.Controller.add_query`)
+    engine_profile: EngineProfile | None = None
 
     def completed(self, batch: MicroBatch, report: BatchReport, now: float) -> None:
         """``batch`` completed at ``now`` as ``report`` tells: the service-time model, the overload monitor, catch-up,

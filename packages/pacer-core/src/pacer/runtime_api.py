@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -21,9 +21,11 @@ if TYPE_CHECKING:
     import argparse
 
     from pacer.controller import Controller
+    from pacer.engine_profile import EngineProfile
     from pacer.plugins import PluginManager
 
-__all__ = ["OVERLOAD_CHOICES", "RUN_SCHEMA", "QueryRun", "RunConfig", "RunResult", "Runtime", "to_toml"]
+__all__ = ["OVERLOAD_CHOICES", "RUN_SCHEMA", "CalibratesEngine", "QueryRun", "RunConfig", "RunResult", "Runtime",
+           "to_toml"]
 
 
 RUN_SCHEMA = "pacer.run/1"
@@ -337,3 +339,14 @@ class Runtime(Protocol):
 
     def run(self, config: RunConfig, *, plugin_manager: PluginManager | None = None) -> RunResult:
         """Run ``config`` to completion (its traffic, then its backlog) and report it."""
+
+
+@runtime_checkable
+class CalibratesEngine(Protocol):
+    """A runtime that measures what a workload's batches cost it (``pacer calibrate --runtime NAME``): the
+    :class:`~pacer.engine_profile.EngineProfile` its runs then start from."""
+
+    def calibrate_engine(self, config: RunConfig, *, intervals: Sequence[float], batches: int,
+                         note: Callable[[str], None] = ...) -> EngineProfile:
+        """Measure ``config.queries[0]``'s workload at its rate under fixed triggers of ``intervals`` seconds
+        (``batches`` of each) and in tiny batches; ``note`` hears each step."""

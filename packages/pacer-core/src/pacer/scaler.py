@@ -134,11 +134,14 @@ class Scaler:
             s.busy_core_s, s.bytes_processed = record.busy_core_s, record.bytes_processed
             buffered = view.buffered
             in_flight = controller.batch(view.in_flight).batch.bytes if view.in_flight is not None else 0
+            profile = view.engine_profile  # what the engine measured, until the query measured its own
             out.append(QueryLoad(
                 query_id=query_id, deadline_s=view.spec.effective_deadline,
                 fixed_s=fixed_part(controller.reports(query_id)[-FIXED_BATCHES:], view.spec.partitions,
-                                   float(view.service_time.get("fixed_ms", 0.0)) / 1000.0),
-                core_s_per_byte=s.busy_sum / s.bytes_sum if s.bytes_sum > 0 else 0.0,
+                                   profile.wall_s if profile is not None
+                                   else float(view.service_time.get("fixed_ms", 0.0)) / 1000.0),
+                core_s_per_byte=s.busy_sum / s.bytes_sum if s.bytes_sum > 0
+                else profile.core_s_per_byte if profile is not None else 0.0,
                 partitions=view.spec.partitions, rate_bytes_s=_rate(recent if len(recent) >= 2 else list(s.arrived)),
                 trend_bytes_s2=_trend(list(s.arrived)),
                 backlog_bytes=sum(d.bytes for d in buffered) + in_flight,

@@ -41,8 +41,12 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from typing import TYPE_CHECKING
 
 from pacer.metrics import percentile
+
+if TYPE_CHECKING:
+    from pacer.engine_profile import EngineProfile
 
 #: Bytes are fitted in megabytes to keep the normal equations well conditioned.
 _MB = 1e6
@@ -59,6 +63,9 @@ _SHORTEST_S = 1e-9
 #: Sizes per task slot below this (a thousandth of a byte, in megabytes) are rounding, not bytes: a per-byte cost
 #: from them alone would be a nanosecond's noise over nothing, beyond any float.
 _SMALLEST_MB = 1e-9
+#: Batches each of a prior's two sizes counts as (:meth:`ServiceTimeModel.take_prior`): a few, so that a query's
+#: own batches outweigh the calibration within a halflife.
+PRIOR_WEIGHT = 3.0
 #: How many times the largest measured size (per task slot) a batch may take: a probe beyond what was seen.
 PROBE_GROWTH = 2.0
 
@@ -97,6 +104,7 @@ class ServiceTimeModel:
         "error_window",
         "fixed_s",
         "halflife",
+        "prior_batches",
         "proportional",
         "quantile",
         "slots",
@@ -129,6 +137,8 @@ class ServiceTimeModel:
         # that took longer than its prediction with the margin (:attr:`probe_limit_bytes`)
         self._largest = 0.0
         self._ceiling = math.inf
+        #: The weight of the prior in batches (0: none; :meth:`take_prior`), as it was taken: it decays as batches come.
+        self.prior_batches = 0.0
         #: The fixed part in use, seconds (0 before any batch, and while :attr:`proportional`).
         self.fixed_s = 0.0
         self._slope = 0.0  # seconds per megabyte per slot
@@ -144,8 +154,8 @@ class ServiceTimeModel:
 
     @property
     def ready(self) -> bool:
-        """True once at least one batch after the warm-up was observed."""
-        return self._n > 0
+        """True once at least one batch after the warm-up was observed, or a prior was taken (:meth:`take_prior`)."""
+        return self._n > 0 or self.prior_batches > 0
 
     @property
     def observations(self) -> int:
@@ -217,7 +227,7 @@ class ServiceTimeModel:
         # more than its prediction with the margin, and more per byte than the batches seen, shows a cost that grows
         # faster than the bytes: a ceiling below it, relaxed at the same pace
         self._ceiling /= self._decay
-        if self._n > 0 and x > self._largest and service_s > self.predict_raw(nbytes, slots) * self.margin ** 2 \
+        if (self._n > 0 or self.prior_batches) and x > self._largest and service_s > self.predict_raw(nbytes, slots) * self.margin ** 2 \
                 and service_s * self._swx > self._swy * x:  # more per byte (none seen: infinitely much)
             self._ceiling = min(self._ceiling, x / PROBE_GROWTH)
         else:
@@ -225,7 +235,7 @@ class ServiceTimeModel:
         self._seen += 1
         if self._seen <= self.warmup:
             return
-        if self._n:
+        if self._n or self.prior_batches:
             split, proportional = self._candidates()
             for errors, (fixed, slope) in ((self._errors, split), (self._proportional_errors, proportional)):
                 predicted = fixed + slope * x
@@ -238,6 +248,28 @@ class ServiceTimeModel:
         self._swxx = self._swxx * d + x * x
         self._swxy = self._swxy * d + x * service_s
         self._n += 1
+        self._fit()
+
+    def take_prior(self, profile: EngineProfile, weight: float = PRIOR_WEIGHT) -> None:
+        """Start from ``profile`` (what the engine measured for this query) instead of from nothing: its tiny and
+        its largest batch enter the fit as ``weight`` batches each, forgotten at the halflife as batches come; a
+        batch may grow to :data:`PROBE_GROWTH` × its largest from the first. Before any batch only."""
+        if self._seen:
+            raise ValueError("a prior is taken before the model observes any batch")
+        if not weight > 0:
+            raise ValueError(f"a prior's weight must be > 0 batches, got {weight}")
+        slots = float(profile.slots)
+        slope = profile.engine_s_per_byte * _MB * slots  # seconds per megabyte per slot
+        largest = profile.largest_bytes / _MB / slots
+        for x in (0.0, largest):
+            y = profile.fixed_s + slope * x
+            self._sw += weight
+            self._swx += weight * x
+            self._swy += weight * y
+            self._swxx += weight * x * x
+            self._swxy += weight * x * y
+        self._largest = largest
+        self.prior_batches = 2.0 * weight
         self._fit()
 
     def _candidates(self) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -273,7 +305,7 @@ class ServiceTimeModel:
                 "n": self._n, "largest_mb_per_slot": self._largest,
                 "ceiling_mb_per_slot": None if math.isinf(self._ceiling) else self._ceiling,
                 "sums": [self._sw, self._swx, self._swy, self._swxx, self._swxy], "errors": list(self._errors),
-                "proportional_errors": list(self._proportional_errors)}
+                "proportional_errors": list(self._proportional_errors), "prior_batches": self.prior_batches}
 
     def restore(self, state: dict[str, object]) -> None:
         """Take over a model saved by :meth:`state` (of this version and halflife). Its :attr:`slots` stay this
@@ -293,17 +325,19 @@ class ServiceTimeModel:
         saved_ceiling = state["ceiling_mb_per_slot"]
         ceiling = math.inf if saved_ceiling is None else float(saved_ceiling)  # type: ignore[arg-type]
         seen, n = int(state["seen"]), int(state["n"])  # type: ignore[call-overload]
+        prior = float(state.get("prior_batches") or 0.0)  # type: ignore[arg-type]
         if len(sums) != 5 or not all(math.isfinite(v) and v >= 0
                                      for v in [*sums[:2], sums[3], *errors, *proportional_errors, largest]) or \
                 not ceiling > 0 or math.isnan(ceiling) or not all(v > 0 for v in [*errors, *proportional_errors]) or \
-                not all(math.isfinite(v) for v in sums) or n < 0 or seen < n:
+                not all(math.isfinite(v) for v in sums) or n < 0 or seen < n or not 0 <= prior < math.inf:
             raise ValueError("the saved service-time model holds values that are not finite, or counts out of order")
         self._sw, self._swx, self._swy, self._swxx, self._swxy = sums
         for mine, saved in ((self._errors, errors), (self._proportional_errors, proportional_errors)):
             mine.clear()
             mine.extend(saved[-self.error_window:])
         self._seen, self._n, self._largest, self._ceiling = seen, n, largest, ceiling
-        if n:
+        self.prior_batches = prior
+        if n or prior:
             self._fit()
 
     def describe(self) -> dict[str, float | int | bool]:
@@ -315,4 +349,5 @@ class ServiceTimeModel:
             "proportional": self.proportional,
             "margin": self.margin,
             "observations": self._n,
+            "prior_batches": self.prior_batches,
         }

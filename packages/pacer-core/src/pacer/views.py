@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from pacer.controller_state import ControllerState
+from pacer.engine_profile import EngineProfile
 from pacer.model import Dataset, MicroBatch, Placement, QuerySpec
 from pacer.query_state import QueryState, RunningBatch
 
@@ -170,6 +171,11 @@ class QueryView:
         """Its catch-up so far (:mod:`pacer.catch_up`)."""
         c = self._q.catch_up
         return CatchUpStatus(c.enabled, c.active, c.seconds, c.episodes, c.rows, c.datasets, c.active_since)
+
+    @property
+    def engine_profile(self) -> EngineProfile | None:
+        """What the engine measured its batches to cost, where a profile was given (:mod:`pacer.engine_profile`)."""
+        return self._q.engine_profile
 
     @property
     def service_time(self) -> dict[str, float | int]:

@@ -1,11 +1,14 @@
-"""``pacer calibrate``: the rows LMStream's Eq. 10 starts from, and (``--kernels``) a measured cost profile.
+"""``pacer calibrate``: the rows LMStream's Eq. 10 starts from, (``--kernels``) a measured cost profile, and
+(``--runtime spark``) what a workload's batches cost the engine (:mod:`pacer.engine_profile`).
 
 Registered through the ``pacer_cli_commands`` hook (entry point ``calibrate`` of the ``pacer`` group). The sweep
 is :mod:`pacer_lmstream.sweep` (run on the simulator, pacer-sim); ``--kernels`` times this machine's operator
 kernels through :mod:`pacer_sim.kernel_calibration` and writes the cost profile ``pacer sim --cost-profile FILE``
 loads (and the sweep then runs on it). ``--runtime`` names an installed runtime (``pacer_runtimes``); the sweep
-runs on ``sim`` only and says why for any other. The library raises ``ValueError``; only this command turns it
-into a usage error.
+runs on ``sim`` only. On a runtime that measures itself (:class:`pacer.runtime_api.CalibratesEngine`: Spark),
+calibrate measures the engine instead: the runtime runs the workload in tiny and in large batches and writes the
+engine profile ``pacer run --engine-profile`` starts from. The library raises ``ValueError``; only this command
+turns it into a usage error.
 """
 
 from __future__ import annotations
@@ -20,13 +23,21 @@ from pacer import UnknownRuntimeError, UnknownStrategyError, hookimpl
 from pacer.cli.commands import Command, UsageError
 from pacer.plugins import PluginManager
 
+#: ``--runtime spark``: the large batches' rate (rows/s), triggers (seconds) and batches per trigger by default:
+#: 4 000 to 20 000 rows, three of each.
+ENGINE_RATE = 2000.0
+ENGINE_INTERVALS = (2.0, 5.0, 10.0)
+ENGINE_BATCHES = 3
+
 
 def _configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--runtime", default="sim", help="where to sweep: an installed runtime (default sim; the sweep "
-                   "runs on sim only: spark is refused, placement is not enacted without a GPU and RAPIDS)")
-    p.add_argument("--workload", help="lr1 lr1t lr2 lr3 cm1 cm2: sweep inflection points for it")
+    p.add_argument("--runtime", default="sim", help="sim (default): sweep LMStream's inflection points on the "
+                   "simulator; spark (or another runtime that measures itself): measure what the workload's batches "
+                   "cost it into an engine profile (--out FILE; pacer run --engine-profile FILE)")
+    p.add_argument("--workload", help="lr1 lr1t lr2 lr3 cm1 cm2: sweep inflection points for it, or measure it")
     rate = p.add_mutually_exclusive_group()
-    rate.add_argument("--rate", type=float, help="input rate in rows/s")
+    rate.add_argument("--rate", type=float, help=f"input rate in rows/s (measuring an engine: the large batches' "
+                      f"rate, default {ENGINE_RATE:g})")
     rate.add_argument("--rate-kbps", type=float, help="input rate in KB/s (1 KB = 1000 bytes of the stream's CSV)")
     p.add_argument("--out", help="calibration file to write (JSON; LMStream's initial_rows loads it)")
     p.add_argument("--inflection-points", type=float, nargs="+", metavar="BYTES",
@@ -52,6 +63,14 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernel-implementations", nargs="+", metavar="IMPL",
                    help="implementations --kernels times: numpy numba pandas cupy numba-cuda cudf (default: all; "
                    "each one whose library or GPU is missing is skipped, saying why)")
+    engine = p.add_argument_group("measuring an engine (--runtime spark)")
+    engine.add_argument("--intervals", type=float, nargs="+", default=list(ENGINE_INTERVALS), metavar="SECONDS",
+                        help="fixed triggers whose batches are measured: rate x interval rows each (default "
+                        f"{' '.join(f'{t:g}' for t in ENGINE_INTERVALS)})")
+    engine.add_argument("--batches", type=int, default=ENGINE_BATCHES,
+                        help=f"batches measured per interval (default {ENGINE_BATCHES})")
+    engine.add_argument("--master", help="Spark master (default local[2]; spark://HOST:PORT also measures an "
+                        "executor's start-up)")
     p.add_argument("--kernel-curves", nargs="+", default=[], metavar="DEVICE=IMPL",
                    help="whose points become the simulator's curves, e.g. cpu=numba gpu=numba-cuda (default: "
                    "numpy on the CPU and cupy on the GPU, else the next measured)")
@@ -159,7 +178,60 @@ def _cost_model(profile: str | Path, curves: dict[str, str]) -> Any:
         raise UsageError(str(exc)) from None
 
 
+def _measure_engine(args: argparse.Namespace, pm: PluginManager) -> int:
+    """``--runtime`` other than the simulator: measure the workload's costs there into an engine profile."""
+    from pacer import QueryRun, RunConfig
+    from pacer.engine_profile import EngineProfileError
+    from pacer.runtime_api import CalibratesEngine
+    from pacer_lmstream.sweep import refusal
+    from pacer_workloads import WORKLOADS, bytes_per_row
+
+    sweep_only = [flag for flag, given in (("--inflection-points", args.inflection_points), ("--param", args.param),
+                                           ("--cost-profile", args.cost_profile)) if given]
+    if sweep_only:
+        raise UsageError(f"{sweep_only[0]} belongs to the inflection-point sweep, which does not run here: "
+                         f"{refusal(args.runtime) or 'it runs on --runtime sim'}. On --runtime {args.runtime}, "
+                         "calibrate measures the engine: --workload W --out FILE")
+    if args.workload not in WORKLOADS:
+        raise UsageError(f"give the workload to measure: --workload {{{','.join(WORKLOADS)}}}")
+    if args.out is None or Path(args.out).is_dir():
+        raise UsageError("--out FILE is required: the engine profile to write (pacer run --engine-profile FILE)")
+    rate = args.rate_kbps * 1e3 / bytes_per_row(WORKLOADS[args.workload].stream) if args.rate_kbps else \
+        (args.rate or ENGINE_RATE)
+    if not rate > 0 or args.batches < 1 or any(not t > 0 for t in args.intervals) or args.partitions < 1:
+        raise UsageError(f"--rate, --intervals and --partitions must be > 0 and --batches >= 1; got {rate:g}, "
+                         f"{args.intervals}, {args.partitions} and {args.batches}")
+    try:
+        runtime = pm.find_runtime(args.runtime)
+    except UnknownRuntimeError as exc:
+        raise UsageError(f"--runtime {args.runtime}: {exc}; calibrate sweeps on --runtime sim and measures "
+                         "--runtime spark") from None
+    if not isinstance(runtime, CalibratesEngine):
+        raise UsageError(f"--runtime {args.runtime} does not measure itself; sweep inflection points with "
+                         "--runtime sim, or measure Spark with --runtime spark")
+    config = RunConfig(queries=(QueryRun(args.workload, rate=rate),), partitions=args.partitions, seed=args.seed)
+    if args.master:
+        config = config.with_options(args.runtime, master=args.master)
+
+    def note(text: str) -> None:
+        print(f"pacer calibrate: {text}", file=sys.stderr)
+
+    try:
+        profile = runtime.calibrate_engine(config, intervals=args.intervals, batches=args.batches, note=note)
+    except EngineProfileError as exc:
+        print(f"pacer calibrate: {exc}", file=sys.stderr)
+        return 1
+    path = profile.write(args.out)
+    print(f"{profile.describe()}\nengine profile: {path}\nuse it: pacer run --runtime {args.runtime} --workload "
+          f"{args.workload} --engine-profile {path} (or the conf spark.pacer.engineProfile={path})")
+    return 0
+
+
 def _run(args: argparse.Namespace, pm: PluginManager) -> int:
+    from pacer_lmstream.sweep import SWEEP_RUNTIME
+
+    if args.runtime != SWEEP_RUNTIME and not args.kernels:
+        return _measure_engine(args, pm)
     _check_runtime(args.runtime, pm, sweep=args.workload is not None)
     if not args.kernels and args.workload is None:
         raise UsageError("give --workload W --rate R --out FILE to sweep inflection points, and/or --kernels "

@@ -45,6 +45,8 @@ class ExecutorScaling:
     :param request: asks for a total of executors; ``kill`` removes named ones (defaults: the JVM calls; removal
         decommissions where the session has ``spark.decommission.enabled`` on).
     :param enact: False: only watch the executors Spark's dynamic allocation holds (module docstring).
+    :param startup_s: seconds an executor is taken to need to start until one is seen to (None:
+        :data:`DEFAULT_STARTUP_S`; an engine profile's measured start-up).
     :ivar target: the executors the strategy wants now (the cluster manager's target too).
     :ivar removal_since: when a removal still to be made was decided (None: none waits).
     """
@@ -52,7 +54,7 @@ class ExecutorScaling:
     def __init__(self, scaler: Scaler, spark: Any, *, clock: Callable[[], float] = time.monotonic,
                  live: Callable[[], list[LiveExecutor] | None] | None = None,
                  request: Callable[[int], bool] | None = None, kill: Callable[[list[str]], bool] | None = None,
-                 enact: bool = True) -> None:
+                 enact: bool = True, startup_s: float | None = None) -> None:
         self.scaler = scaler
         self.enact = enact
         self.clock = clock
@@ -64,7 +66,7 @@ class ExecutorScaling:
         self._kill = kill or (lambda ids: remove(spark, ids))
         self.how = "decommissioned" if gently else "killed"
         self.target = scaler.initial
-        self.startup_s = DEFAULT_STARTUP_S
+        self.startup_s = DEFAULT_STARTUP_S if startup_s is None else startup_s
         self._asked_at: float | None = None
         self.removal_since: float | None = None
         self.removed: list[dict[str, Any]] = []

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -65,6 +66,9 @@ def configure_spark(p: argparse._ArgumentGroup) -> None:
                         "in explainOnly mode: no GPU needed, RAPIDS plans every batch as pacer placed it and runs it on "
                         "the CPU, and each batch's plan is checked against the placement (report: spark.rapids_explain). "
                         "Needs the PySpark the jar's shim supports (4.2.0 for the default release)")
+    p.add_argument("--engine-profile", metavar="FILE",
+                   help="what this Spark measured the workload's batches to cost (`pacer calibrate --runtime spark "
+                        "--workload W --out FILE`): its queries' service models start from it, the scaler reads it")
     p.add_argument("--progress-every", type=float, default=DEFAULT_PROGRESS_EVERY,
                    help="seconds between progress lines (0: none)")
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false",
@@ -138,7 +142,29 @@ def check_spark_flags(args: argparse.Namespace, config: RunConfig) -> float | No
             raise UsageError(f"--rapids-jar {jar!r} does not exist; download rapids-4-spark from Maven Central")
     if getattr(args, "rapids_explain", False) and len(args.rapids_jar) > 1:
         raise UsageError("--rapids-explain loads one RAPIDS jar: give at most one --rapids-jar")
+    if getattr(args, "engine_profile", None):
+        check_engine_profile(args.engine_profile, [q.workload for q in config.queries])
     return trigger
+
+
+def check_engine_profile(path: str, workloads: Sequence[str]) -> None:
+    """``--engine-profile``: a profile file that reads, measured on Spark and on one of ``workloads``.
+
+    :raises UsageError: naming the file, what is wrong and what to do.
+    """
+    from pacer.engine_profile import EngineProfileError, load
+
+    try:
+        profile = load(path)
+    except EngineProfileError as exc:
+        raise UsageError(f"--engine-profile: {exc}") from None
+    if profile.runtime != "spark":
+        raise UsageError(f"--engine-profile {path!r} was measured on {profile.runtime!r}, not Spark; calibrate on "
+                         "this engine: pacer calibrate --runtime spark")
+    if not any(profile.applies_to(w) for w in workloads):
+        raise UsageError(f"--engine-profile {path!r} was measured on {profile.workload!r}; this run's workloads are "
+                         f"{', '.join(workloads)}: calibrate one (pacer calibrate --runtime spark --workload "
+                         f"{workloads[0]} --out FILE)")
 
 
 def rapids_explain_jar(given: list[str]) -> str:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pacer import RunConfig, RunResult
+from pacer.engine_profile import EngineProfile
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.report import PROGRESS_LEGEND, progress_line
 from pacer.run import parse_duration
@@ -119,6 +120,29 @@ class SparkRuntime:
                 spark.stop()
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
+
+    def calibrate_engine(self, config: RunConfig, *, intervals: Sequence[float], batches: int,
+                         note: Callable[[str], None] = lambda _: None) -> EngineProfile:
+        """Measure what ``config``'s first workload costs this Spark (``pacer calibrate --runtime spark``): its batches
+        at ``config.queries[0].rate`` rows/s under each trigger of ``intervals`` seconds, ``batches`` of each, tiny
+        ones and, on a cluster, an executor's start-up (:mod:`pacer_spark.run.calibrate`), on a session built from
+        ``config``'s options (``master``) and partitions, warmed as a run's is."""
+        from pacer_spark.run.calibrate import measure_profile
+
+        options = config.options_for(self.name)
+        spark, owned, fresh = self._session(options, config)
+        scratch = tempfile.mkdtemp(prefix="pacer-calibrate-")
+        try:
+            if fresh:
+                run_configuration(spark, stream_warm_up(config, str(Path(scratch) / "warm-up")), get_plugin_manager(),
+                                  label="warm-up")
+            query = config.queries[0]
+            return measure_profile(spark, query.workload, rate=query.rate, intervals=intervals, repeats=batches,
+                                   checkpoint_root=str(Path(scratch) / "calibration"), note=note)
+        finally:
+            if owned:
+                spark.stop()
+            shutil.rmtree(scratch, ignore_errors=True)
 
     def close(self) -> None:
         """Stop the session kept for the next run (``keep_session``), if any."""
@@ -243,7 +267,8 @@ def run_configuration(spark: Any, config: RunConfig, pm: PluginManager, *, label
     Query ``i`` gets the traffic seed ``config.query_seed(i)``. Its Spark settings (``config.options["spark"]``):
     ``trigger`` (Spark's own fixed trigger, e.g. ``10s``), ``input``, ``input_format`` and ``malformed``
     (pacer-files: the run ends once every file in the folder, those arriving meanwhile included, is processed),
-    ``checkpoint``, ``drain_timeout`` (120 s), ``progress_every``, ``master`` (recorded).
+    ``checkpoint``, ``drain_timeout`` (120 s), ``progress_every``, ``master`` (recorded), ``engine_profile`` (the
+    path of the workload's profile: its queries' prior, :mod:`pacer.engine_profile`).
 
     :return: the :class:`pacer.RunResult` (status 1 when the backlog did not drain or a query failed; notes:
         what each query cost the engine and pacer's own overhead).
@@ -259,6 +284,7 @@ def run_configuration(spark: Any, config: RunConfig, pm: PluginManager, *, label
         plugin_manager=pm, checkpoint_root=options.get("checkpoint"), overload=config.overload,
         cores=config.cores, gpus=config.gpus, paced=kafka, scale=config.scale, scale_params=config.scale_params,
         executors=config.executors, initial_executors=config.initial_executors,
+        engine_profile=options.get("engine_profile"),
     )
     ids = config.query_ids()
     queries = [{**q.as_dict(), "query_id": qid} for qid, q in zip(ids, config.queries, strict=True)]

@@ -1,0 +1,129 @@
+"""``pacer calibrate --runtime spark``: measure what a workload's batches cost this Spark, into an engine profile.
+
+One session, one query at a time (each alone on the engine), every batch sized by the calibration:
+
+1. **tiny** batches: the workload's ``pacer-gen`` traffic at :data:`TINY_RATE` rows/s, admitted as each 1 s dataset
+   arrives (``asap``): the fixed cost of a batch, with Spark's no-data batches between them where the query has a
+   watermark;
+2. **large** batches: its traffic at ``rate`` rows/s under a fixed trigger of each of ``intervals`` seconds
+   (``static``): batches of ``rate × interval`` rows, ``repeats`` of each size;
+3. on a cluster, **executor start-up**: one executor more asked of the cluster manager, timed until it registers,
+   then let go (local mode has none to start).
+
+Each query's first ``WARM_UP_BATCHES`` batches are left out (a new query compiles its plan and warms its state).
+What each batch cost is what pacer records of it on Spark (engine time less gate waits; its own tasks' run time by
+batch id): :func:`pacer.engine_profile.fit_profile` turns the points into the profile.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from pacer.engine_profile import CostPoint, EngineProfile, EngineProfileError, fit_profile
+from pacer_spark.jvm import task_time
+
+#: Rows per second of the tiny batches' traffic: one 1 s dataset of this many rows per batch.
+TINY_RATE = 20.0
+#: Tiny batches measured.
+TINY_BATCHES = 6
+#: Batches left out at the start of every query.
+WARM_UP_BATCHES = 1
+#: Seconds a query's backlog may take after its traffic ended.
+DRAIN_TIMEOUT_S = 120.0
+#: Seconds to wait for Spark's listeners to deliver a stopped query's last task ends.
+LISTENERS_WAIT_S = 5.0
+#: Seconds an executor asked for may take to register before start-up counts as not measured.
+STARTUP_TIMEOUT_S = 60.0
+
+
+def measure_profile(spark: Any, workload: str, *, rate: float, intervals: Sequence[float], repeats: int,
+                    tiny_batches: int = TINY_BATCHES, checkpoint_root: str | None = None,
+                    note: Callable[[str], None] = lambda _: None) -> EngineProfile:
+    """The engine profile of ``workload`` on ``spark`` (module docstring: what runs).
+
+    :raises EngineProfileError: a step that ran no batch to measure, or a query that failed (its root cause named).
+    """
+    import pacer_spark
+
+    if not intervals or any(not t > 0 for t in intervals) or repeats < 1 or not rate > 0:
+        raise ValueError(f"calibration needs intervals > 0 s, repeats >= 1 and a rate > 0; got {list(intervals)}, "
+                         f"{repeats} and {rate}")
+    root = checkpoint_root or tempfile.mkdtemp(prefix="pacer-calibrate-")
+    session = pacer_spark.attach(spark, admission="asap", paced=False, checkpoint_root=root)
+    points: list[CostPoint] = []
+    try:
+        steps: list[tuple[str, str, float, float | None, int]] = [("tiny", "tiny", TINY_RATE, None, tiny_batches)]
+        steps += [("large", f"large-{t:g}s", rate, t, repeats) for t in intervals]
+        for kind, query_id, step_rate, interval, batches in steps:
+            seconds = (batches + WARM_UP_BATCHES + 0.5) * (interval or 1.0)
+            note(f"{query_id}: {step_rate:g} rows/s for {seconds:g} s"
+                 + (f" under a {interval:g} s trigger" if interval else ", a batch per 1 s dataset"))
+            query = session.run_workload(workload, query_id=query_id, traffic="constant", rate=step_rate,
+                                         duration=seconds, admission="static" if interval else "asap",
+                                         admission_params={"interval": interval} if interval else None)
+            if not session.await_drained(seconds + DRAIN_TIMEOUT_S):
+                raise EngineProfileError(f"calibration step {query_id!r} did not finish: "
+                                         f"{session.errors() or 'its backlog outlasted the drain timeout'}")
+            query.stop()  # before the next step shares the engine
+            task_time.wait_for_listeners(spark, LISTENERS_WAIT_S)  # its last tasks' times, to their batches
+            with session.driver.books() as books:
+                measured = [r for r in books.reports(query_id)[WARM_UP_BATCHES:] if r.rows > 0]
+            if not measured:
+                raise EngineProfileError(f"calibration step {query_id!r} ran no batch after its warm-up")
+            points += [CostPoint(kind, r.rows, r.bytes, r.trigger_s, r.busy_core_s) for r in measured]
+        slots = session.driver.controller.cores
+        partitions = int(spark.conf.get("spark.sql.shuffle.partitions", "2") or 2)
+    finally:
+        session.stop()
+    no_data = [q["cost"]["no_data"] for q in session.report()["queries"].values()]
+    startup = executor_startup_s(spark, note)
+    profile = fit_profile(points, runtime="spark", workload=workload, partitions=partitions, slots=slots,
+                          executor_startup_s=startup)
+    batches = sum(int(n["batches"] or 0) for n in no_data)
+    if batches:  # the mean of Spark's no-data batches (a report keeps their totals)
+        busy = [n["busy_core_s"] for n in no_data if n["busy_core_s"] is not None]
+        profile = replace(profile, no_data_s=sum(float(n["trigger_s"] or 0.0) for n in no_data) / batches,
+                          no_data_core_s=sum(busy) / batches if busy else None)
+    note(profile.describe())
+    return profile
+
+
+def executor_startup_s(spark: Any, note: Callable[[str], None] = lambda _: None) -> float | None:
+    """Seconds from asking the cluster manager for one executor more to its registering, then let go again; None in
+    local mode (nothing to start), or where none registered within :data:`STARTUP_TIMEOUT_S` (no room for one)."""
+    from pacer_spark.jvm import executor_requests, status_store
+
+    master = str(spark.sparkContext.master)
+    if master.startswith("local"):
+        note(f"executor start-up: not measured ({master}: local mode starts no executor)")
+        return None
+    before = status_store.live_executors(spark)
+    if before is None:
+        note("executor start-up: not measured (Spark's status store cannot be read)")
+        return None
+    known = {e.id for e in before}
+    asked = time.monotonic()
+    executor_requests.request_total(spark, len(before) + 1)
+    try:
+        while time.monotonic() - asked < STARTUP_TIMEOUT_S:
+            live = status_store.live_executors(spark) or []
+            new = [e.id for e in live if e.id not in known]
+            if new:
+                seconds = time.monotonic() - asked
+                executor_requests.request_total(spark, len(before))
+                executor_requests.kill(spark, new)
+                note(f"executor start-up: {seconds:.1f} s")
+                return seconds
+            time.sleep(0.1)
+    finally:
+        executor_requests.request_total(spark, len(before))
+    note(f"executor start-up: not measured (no executor registered within {STARTUP_TIMEOUT_S:g} s: the cluster has "
+         "no room for one more)")
+    return None
+
+
+__all__ = ["TINY_RATE", "executor_startup_s", "measure_profile"]

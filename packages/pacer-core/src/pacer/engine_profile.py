@@ -1,0 +1,221 @@
+"""What a query's batches cost one engine, measured there: the profile ``pacer calibrate --runtime spark`` writes.
+
+A batch costs the engine a fixed time whatever its size (on Spark: planning, the offset log, task launch and
+commit) and a part that grows with its bytes; its tasks hold cores for a fixed amount and a per-byte amount.
+Measured from batches the calibration sized itself:
+
+* **fixed**: the median engine seconds (``trigger_s``) and busy core-seconds of *tiny* batches (a dataset of a
+  few rows), and of the engine's own *no-data* batches (Spark's, after a watermark moved), apart;
+* **per byte and per row**: at *large* batches, the cost beyond the fixed part per byte (least squares through
+  the fixed part), in engine seconds on the calibration's task slots and in busy core-seconds;
+* **task waves**: a batch's per-byte part runs in ``ceil(partitions / slots)`` waves of tasks, so on other slots
+  it takes ``waves(slots) / waves(calibrated slots)`` times the calibrated time (:meth:`EngineProfile.engine_s`);
+* **executor start-up**: seconds from asking the cluster manager for an executor to its registering (None where
+  the engine has no executors to start, e.g. Spark's local mode).
+
+Its users: :meth:`pacer.service_time.ServiceTimeModel.take_prior` (a query's service model starts from it instead
+of from nothing), the deadline scaler (cost per byte and fixed part before a query measured its own, executor
+start-up before one was observed) and pacer-bench's bounds (the engine's cost model where the runs' own batches
+cannot separate fixed and per-byte cost). :data:`VERSION` is the file's form; :func:`load` refuses others.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: The form of a profile file (``{"schema": "pacer.engine-profile/1", ...}``).
+SCHEMA = "pacer.engine-profile/1"
+
+
+class EngineProfileError(ValueError):
+    """A profile file that cannot be read, is of another form, or holds values that are not costs."""
+
+
+@dataclass(frozen=True)
+class CostPoint:
+    """One measured batch: its ``kind`` (``tiny``, ``large`` or ``no-data``), ``rows``, ``bytes``, the engine's
+    seconds on it (``trigger_s``) and its tasks' busy core-seconds (None where not measured)."""
+
+    kind: str
+    rows: int
+    bytes: int
+    trigger_s: float
+    busy_core_s: float | None
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """One query's measured costs on one engine (module docstring: what each figure is and how it is measured).
+
+    :param runtime: where it was measured (``spark``); ``workload``: the query (None: any query on it).
+    :param partitions: the batches' tasks per stage; ``slots``: the task slots they ran on.
+    :param fixed_s: engine seconds of a tiny batch; ``fixed_core_s``: its busy core-seconds.
+    :param engine_s_per_byte: engine seconds per byte beyond the fixed part, on ``slots`` slots.
+    :param core_s_per_byte: busy core-seconds per byte beyond the fixed part; ``core_s_per_row`` per row.
+    :param largest_bytes: the largest batch measured (a model extrapolates beyond it).
+    :param no_data_s: engine seconds of a no-data batch (None: none ran); ``no_data_core_s`` its core-seconds.
+    :param executor_startup_s: seconds to start an executor (None: not measured here).
+    :param rms_s: root mean square of the model's residuals on the large batches (its noise), seconds.
+    """
+
+    runtime: str
+    workload: str | None
+    partitions: int
+    slots: int
+    fixed_s: float
+    fixed_core_s: float
+    engine_s_per_byte: float
+    core_s_per_byte: float
+    core_s_per_row: float
+    largest_bytes: int
+    no_data_s: float | None = None
+    no_data_core_s: float | None = None
+    executor_startup_s: float | None = None
+    rms_s: float = 0.0
+    points: tuple[CostPoint, ...] = field(default=(), repr=False)
+
+    def __post_init__(self) -> None:
+        if self.partitions < 1 or self.slots < 1:
+            raise EngineProfileError(f"partitions and slots must be >= 1, got {self.partitions} and {self.slots}")
+        for name in ("fixed_s", "fixed_core_s", "engine_s_per_byte", "core_s_per_byte", "core_s_per_row", "rms_s",
+                     "no_data_s", "no_data_core_s", "executor_startup_s"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                raise EngineProfileError(f"{name} must be a finite number >= 0, got {value!r}")
+        if self.largest_bytes < 0:
+            raise EngineProfileError(f"largest_bytes must be >= 0, got {self.largest_bytes}")
+
+    @staticmethod
+    def waves(partitions: int, slots: float) -> int:
+        """Rounds of tasks a stage of ``partitions`` tasks runs in on ``slots`` task slots."""
+        return math.ceil(partitions / max(1.0, slots))
+
+    def engine_s(self, nbytes: float, slots: float | None = None) -> float:
+        """Engine seconds of a batch of ``nbytes`` on ``slots`` task slots (default: the calibration's): the fixed
+        part, and the per-byte part scaled by the task waves there against the calibration's."""
+        scale = self.waves(self.partitions, slots or self.slots) / self.waves(self.partitions, self.slots)
+        return self.fixed_s + self.engine_s_per_byte * max(0.0, nbytes) * scale
+
+    @property
+    def wall_s(self) -> float:
+        """The part of a tiny batch's engine time that holds no cores (the driver's planning and commits): its time
+        less its core-seconds spread over the slots its tasks could use (``min(slots, partitions)``)."""
+        return max(0.0, self.fixed_s - self.fixed_core_s / min(self.slots, self.partitions))
+
+    def core_s(self, nbytes: float) -> float:
+        """Busy core-seconds of a batch of ``nbytes``: what its tasks hold cores for."""
+        return self.fixed_core_s + self.core_s_per_byte * max(0.0, nbytes)
+
+    def applies_to(self, workload: str | None) -> bool:
+        """Whether it is this query's profile: measured on its workload, or on any query (``workload`` None)."""
+        return self.workload is None or self.workload == workload
+
+    def as_dict(self) -> dict[str, Any]:
+        """The profile file's content (:func:`load` reads it back)."""
+        doc = asdict(self)
+        doc["points"] = [asdict(p) for p in self.points]
+        return {"schema": SCHEMA, **doc}
+
+    def write(self, path: str | Path) -> Path:
+        """Write it as JSON to ``path`` (its folder made); returns the path."""
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(self.as_dict(), indent=2) + "\n")
+        return out
+
+    def describe(self) -> str:
+        """One line: what a batch costs, for logs and the command's output."""
+        parts = [f"{self.runtime} {self.workload or 'any query'}: fixed {1e3 * self.fixed_s:.0f} ms "
+                 f"({self.fixed_core_s:.2f} core-s)", f"{1e3 * self.engine_s_per_byte * 1e6:.0f} ms/MB on "
+                 f"{self.slots} slots ({self.core_s_per_byte * 1e6:.2f} core-s/MB, "
+                 f"{self.core_s_per_row * 1e3:.3f} core-ms/row)", f"task waves ceil({self.partitions}/slots)"]
+        if self.no_data_s is not None:
+            parts.append(f"no-data batch {1e3 * self.no_data_s:.0f} ms")
+        parts.append("executor start-up " + (f"{self.executor_startup_s:.1f} s" if self.executor_startup_s is not None
+                                             else "not measured"))
+        return "; ".join(parts)
+
+
+def fit_profile(points: Sequence[CostPoint], *, runtime: str, workload: str | None, partitions: int, slots: int,
+                executor_startup_s: float | None = None) -> EngineProfile:
+    """The profile of measured batches: fixed costs from the ``tiny`` ones (medians), per-byte and per-row costs from
+    the ``large`` ones beyond that fixed part (least squares through it), no-data costs from the ``no-data`` ones.
+
+    :raises EngineProfileError: without tiny and large batches, or with large batches no larger than the tiny ones.
+    """
+    tiny = [p for p in points if p.kind == "tiny"]
+    large = [p for p in points if p.kind == "large"]
+    no_data = [p for p in points if p.kind == "no-data"]
+    if not tiny or not large:
+        raise EngineProfileError(f"a profile needs tiny and large batches; measured {len(tiny)} tiny and "
+                                 f"{len(large)} large")
+    if max(p.bytes for p in large) <= max(p.bytes for p in tiny):
+        raise EngineProfileError("the large batches are no larger than the tiny ones: nothing says what a byte costs")
+    fixed_s = statistics.median(p.trigger_s for p in tiny)
+    fixed_core_s = _median(p.busy_core_s for p in tiny) or 0.0
+    engine_per_byte = _slope_through(((p.bytes, p.trigger_s) for p in large), fixed_s)
+    core_per_byte = _slope_through(((p.bytes, p.busy_core_s) for p in large if p.busy_core_s is not None),
+                                   fixed_core_s)
+    core_per_row = _slope_through(((p.rows, p.busy_core_s) for p in large if p.busy_core_s is not None),
+                                  fixed_core_s)
+    rms = math.sqrt(statistics.fmean((p.trigger_s - fixed_s - engine_per_byte * p.bytes) ** 2 for p in large))
+    return EngineProfile(runtime=runtime, workload=workload, partitions=partitions, slots=slots, fixed_s=fixed_s,
+                         fixed_core_s=fixed_core_s, engine_s_per_byte=engine_per_byte, core_s_per_byte=core_per_byte,
+                         core_s_per_row=core_per_row, largest_bytes=max(p.bytes for p in points),
+                         no_data_s=statistics.median(p.trigger_s for p in no_data) if no_data else None,
+                         no_data_core_s=_median(p.busy_core_s for p in no_data),
+                         executor_startup_s=executor_startup_s, rms_s=rms, points=tuple(points))
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def _slope_through(points: Iterable[tuple[float, float | None]], intercept: float) -> float:
+    """Least-squares slope of ``y - intercept`` on ``x`` through the origin, at least 0 (0 without sizes)."""
+    pts = [(float(x), float(y)) for x, y in points if y is not None]
+    sxx = sum(x * x for x, _ in pts)
+    return max(0.0, sum(x * (y - intercept) for x, y in pts) / sxx) if sxx > 0 else 0.0
+
+
+def load(path: str | Path) -> EngineProfile:
+    """Read a profile file :meth:`EngineProfile.write` wrote.
+
+    :raises EngineProfileError: naming the file and what is wrong with it (missing, not JSON, another form, a value
+        that is not a cost), and what to do.
+    """
+    where = Path(path)
+    try:
+        doc = json.loads(where.read_text())
+    except FileNotFoundError:
+        raise EngineProfileError(f"engine profile {str(where)!r} does not exist; write one with `pacer calibrate "
+                                 "--runtime spark --workload W --out FILE`") from None
+    except (OSError, ValueError) as exc:
+        raise EngineProfileError(f"engine profile {str(where)!r} cannot be read as JSON ({exc})") from None
+    return from_dict(doc, f"engine profile {str(where)!r}")
+
+
+def from_dict(doc: Mapping[str, Any], where: str = "the engine profile") -> EngineProfile:
+    """The profile of a mapping in the file's form (:func:`load`)."""
+    if not isinstance(doc, Mapping) or doc.get("schema") != SCHEMA:
+        found = doc.get("schema") if isinstance(doc, Mapping) else type(doc).__name__
+        raise EngineProfileError(f"{where} is not a {SCHEMA} document (schema {found!r}); write one with "
+                                 "`pacer calibrate --runtime spark`")
+    values = {k: v for k, v in doc.items() if k not in ("schema", "points")}
+    try:
+        points = tuple(CostPoint(**p) for p in doc.get("points") or ())
+        return EngineProfile(**values, points=points)
+    except TypeError as exc:
+        raise EngineProfileError(f"{where}: {exc}; write it again with `pacer calibrate --runtime spark`") from None
+    except EngineProfileError as exc:
+        raise EngineProfileError(f"{where}: {exc}") from None
+
+
+__all__ = ["SCHEMA", "CostPoint", "EngineProfile", "EngineProfileError", "fit_profile", "from_dict", "load"]

@@ -1,0 +1,102 @@
+"""The engine profile: fitted from measured batches, read back, and taken as a query's prior."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from pacer import Controller
+from pacer.engine_profile import CostPoint, EngineProfile, EngineProfileError, fit_profile, load
+from pacer.service_time import PROBE_GROWTH, ServiceTimeModel
+from pacer_workloads import make_query
+
+MB = 1e6
+
+
+def _points() -> list[CostPoint]:
+    """Tiny batches of 0.5 s (0.2 core-s), large ones of 0.5 s + 1 s/MB on 2 slots (0.2 core-s + 2 core-s/MB)."""
+    tiny = [CostPoint("tiny", 20, 1_000, t, 0.2) for t in (0.49, 0.5, 0.52)]
+    large = [CostPoint("large", 20_000 * k, int(k * MB), 0.5 + 1.0 * k, 0.2 + 2.0 * k) for k in (1, 2, 4)]
+    return tiny + large + [CostPoint("no-data", 0, 0, 0.3, 0.1)]
+
+
+def test_fixed_costs_come_from_tiny_batches_and_per_byte_costs_from_large_ones_beyond_them() -> None:
+    profile = fit_profile(_points(), runtime="spark", workload="lr2", partitions=2, slots=2)
+    assert profile.fixed_s == 0.5 and profile.fixed_core_s == 0.2
+    assert profile.engine_s_per_byte * MB == pytest.approx(1.0, abs=2e-5)
+    assert profile.core_s_per_byte * MB == pytest.approx(2.0) and profile.core_s_per_row == pytest.approx(1e-4)
+    assert profile.no_data_s == 0.3 and profile.no_data_core_s == 0.1 and profile.largest_bytes == 4 * MB
+    assert profile.wall_s == pytest.approx(0.4)  # 0.5 s less 0.2 core-s on 2 slots
+
+
+def test_the_per_byte_part_runs_in_task_waves() -> None:
+    profile = fit_profile(_points(), runtime="spark", workload="lr2", partitions=4, slots=2)
+    one_mb = profile.engine_s(MB) - profile.fixed_s
+    assert profile.engine_s(MB, slots=4) - profile.fixed_s == pytest.approx(one_mb / 2)  # 1 wave, not 2
+    assert profile.engine_s(MB, slots=3) - profile.fixed_s == pytest.approx(one_mb)  # still 2 waves
+    assert profile.engine_s(MB, slots=1) - profile.fixed_s == pytest.approx(2 * one_mb)  # 4 waves
+
+
+def test_a_profile_needs_tiny_and_larger_batches() -> None:
+    with pytest.raises(EngineProfileError, match="0 tiny and 3 large"):
+        fit_profile([p for p in _points() if p.kind == "large"], runtime="spark", workload=None, partitions=2, slots=2)
+    same = [CostPoint("tiny", 20, MB, 0.5, 0.2), CostPoint("large", 20, MB, 0.5, 0.2)]
+    with pytest.raises(EngineProfileError, match="no larger than the tiny ones"):
+        fit_profile(same, runtime="spark", workload=None, partitions=2, slots=2)
+
+
+def test_a_profile_file_reads_back_and_a_bad_one_is_refused_naming_it(tmp_path: Path) -> None:
+    profile = fit_profile(_points(), runtime="spark", workload="lr2", partitions=2, slots=2, executor_startup_s=4.0)
+    assert load(profile.write(tmp_path / "p.json")) == profile
+    with pytest.raises(EngineProfileError, match="does not exist; write one with `pacer calibrate --runtime spark"):
+        load(tmp_path / "missing.json")
+    (tmp_path / "other.json").write_text(json.dumps({"schema": "pacer.report/1"}))
+    with pytest.raises(EngineProfileError, match=r"other.json' is not a pacer.engine-profile/1 document"):
+        load(tmp_path / "other.json")
+    doc = profile.as_dict() | {"fixed_s": -1.0}
+    (tmp_path / "negative.json").write_text(json.dumps(doc))
+    with pytest.raises(EngineProfileError, match="negative.json': fixed_s must be a finite number >= 0"):
+        load(tmp_path / "negative.json")
+
+
+def test_a_prior_predicts_from_the_first_batch_and_fades_as_the_query_measures_its_own() -> None:
+    profile = fit_profile(_points(), runtime="spark", workload="lr2", partitions=2, slots=2)
+    model = ServiceTimeModel(warmup=0)
+    model.slots = 2.0
+    model.take_prior(profile)
+    assert model.ready and model.observations == 0 and not model.proportional
+    assert model.predict_raw(2 * MB) == pytest.approx(profile.engine_s(2 * MB), rel=1e-6)
+    assert model.probe_limit_bytes == pytest.approx(PROBE_GROWTH * 4 * MB)  # probes beyond the calibrated sizes
+    for _ in range(100):  # this query's batches cost twice the calibration's
+        model.observe(MB, 2 * profile.engine_s(MB))
+        model.observe(2 * MB, 2 * profile.engine_s(2 * MB))
+    assert model.predict_raw(2 * MB) == pytest.approx(2 * profile.engine_s(2 * MB), rel=0.02)
+    with pytest.raises(ValueError, match="before the model observes any batch"):
+        model.take_prior(profile)
+
+
+def test_a_prior_survives_a_checkpoint() -> None:
+    profile = fit_profile(_points(), runtime="spark", workload="lr2", partitions=2, slots=2)
+    model = ServiceTimeModel(warmup=0)
+    model.take_prior(profile)
+    restored = ServiceTimeModel(warmup=0)
+    restored.restore(json.loads(json.dumps(model.state())))
+    assert restored.ready and restored.prior_batches == model.prior_batches
+    assert restored.predict(MB) == model.predict(MB)
+
+
+def test_the_controller_gives_a_query_its_workload_s_profile_and_refuses_another_s() -> None:
+    profile = fit_profile(_points(), runtime="spark", workload="lr2", partitions=2, slots=2)
+    controller = Controller(clock=lambda: 0.0, cores=2)
+    controller.add_query(make_query("lr2", deadline=10.0), admission="zstream", engine_profile=profile)
+    view = controller.query("lr2")
+    assert view.engine_profile is profile and view.service_time["prior_batches"] > 0
+    with pytest.raises(ValueError, match="measured on 'lr2': calibrate this query"):
+        controller.add_query(make_query("cm1", deadline=10.0), engine_profile=profile)
+    anyone = EngineProfile(runtime="spark", workload=None, partitions=2, slots=2, fixed_s=0.5, fixed_core_s=0.2,
+                           engine_s_per_byte=1e-6, core_s_per_byte=2e-6, core_s_per_row=1e-4, largest_bytes=int(MB))
+    controller.add_query(make_query("cm1", deadline=10.0), engine_profile=anyone)
+    assert math.isclose(controller.query("cm1").service_time["fixed_ms"], 500.0)

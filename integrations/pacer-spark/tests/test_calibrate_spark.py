@@ -21,7 +21,8 @@ def test_pacer_calibrate_measures_spark_and_a_session_starts_its_workload_from_t
     import pacer_spark
 
     out = tmp_path / "lr2-spark.json"
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env = {k: v for k, v in os.environ.items() if k != "PACER_PLUGINS"}  # calibrate is pacer-lmstream's command
+    env |= {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     command = [str(Path(sys.executable).with_name("pacer")), "calibrate", "--runtime", "spark", "--workload", "lr2",
                "--rate", "2000", "--intervals", "1", "2", "--batches", "2", "--out", str(out)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False, env=env)
@@ -48,8 +49,8 @@ def test_pacer_calibrate_measures_spark_and_a_session_starts_its_workload_from_t
     finally:
         spark.conf.unset("spark.pacer.engineProfile")
     try:
-        session.register_query("lr2", workload="lr2", deadline=10.0, admission="zstream")
-        session.register_query("cm1", workload="cm1", deadline=10.0, admission="zstream")
+        session.register_query("lr2", workload="lr2", deadline=10.0)
+        session.register_query("cm1", workload="cm1", deadline=10.0)
         measured = session.controller.query("lr2")
         assert measured.engine_profile == profile and measured.service_time["prior_batches"] > 0
         assert measured.service_time["fixed_ms"] == pytest.approx(1000.0 * profile.fixed_s, rel=0.05)

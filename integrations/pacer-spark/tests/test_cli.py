@@ -17,6 +17,20 @@ import pytest
 from pacer.cli import main
 
 
+def test_an_engine_profile_of_another_workload_fails_before_spark_starts(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str],
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from pacer.engine_profile import EngineProfile
+
+    monkeypatch.setenv("PACER_PLUGINS", "spark")
+    path = EngineProfile(runtime="spark", workload="cm1", partitions=2, slots=2, fixed_s=0.5, fixed_core_s=0.2,
+                         engine_s_per_byte=1e-7, core_s_per_byte=2e-7, core_s_per_row=1e-5,
+                         largest_bytes=10**6).write(tmp_path / "cm1.json")
+    assert main(["run", "--runtime", "spark", "--workload", "lr2", "--engine-profile", str(path)]) == 2
+    assert f"--engine-profile {str(path)!r} was measured on 'cm1'; this run's workloads are lr2" in \
+        capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -51,20 +65,6 @@ from pacer.cli import main
          "--engine-profile: engine profile '/no/such.json' does not exist; write one with `pacer calibrate"),
     ],
 )
-def test_an_engine_profile_of_another_workload_fails_before_spark_starts(tmp_path: Path,
-                                                                          capsys: pytest.CaptureFixture[str],
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from pacer.engine_profile import EngineProfile
-
-    monkeypatch.setenv("PACER_PLUGINS", "spark")
-    path = EngineProfile(runtime="spark", workload="cm1", partitions=2, slots=2, fixed_s=0.5, fixed_core_s=0.2,
-                         engine_s_per_byte=1e-7, core_s_per_byte=2e-7, core_s_per_row=1e-5,
-                         largest_bytes=10**6).write(tmp_path / "cm1.json")
-    assert main(["run", "--runtime", "spark", "--workload", "lr2", "--engine-profile", str(path)]) == 2
-    assert f"--engine-profile {str(path)!r} was measured on 'cm1'; this run's workloads are lr2" in \
-        capsys.readouterr().err
-
-
 def test_bad_arguments_fail_before_spark_starts(argv: list[str], message: str, capsys: pytest.CaptureFixture[str],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from pyspark import SparkContext

@@ -104,3 +104,18 @@ def test_config_picks_multi_query_configurations_by_label_or_family() -> None:
                                             r"or family; its labels: 'fifo \+ static 2s'"):
         resolve_configs("multi-query", runtime="sim", quick=True, duration=None, seed=7, plugin_manager=pm,
                         target={"configs": ["edf + nothing"]})
+
+
+def test_static_intervals_asked_for_replace_the_plan_s_and_0_is_plain_spark_s_default_trigger() -> None:
+    from pacer_bench.runtime_traits import on_spark
+    from pacer_bench.scenarios import SPARK_DEFAULT, latency_target_configs, latency_target_plan
+
+    target = {"statics": [0.0, 7.0], "deadlines": [10.0], "configs": ["static", "asap"]}
+    configs = latency_target_configs(latency_target_plan(Request(quick=True, simulated=False, target=target)))
+    assert [c.tags["name"] for c in configs] == ["asap", SPARK_DEFAULT, "static 7s"]
+    assert [c.baseline for c in configs] == [False, True, False]  # plain Spark's default is the one to beat
+    plain = next(c for c in configs if c.tags["name"] == SPARK_DEFAULT)
+    assert on_spark(plain, plain.run_config()).options_for("spark")["trigger"] == "0s"  # Spark's own default
+    with pytest.raises(ValueError, match="--static 0 is Spark's own default trigger, which the simulator"):
+        latency_target_plan(Request(quick=True, simulated=True, target=target))
+    assert main(["bench", "latency-target", "--out", "x", "--static", "-1"]) == 2

@@ -65,6 +65,10 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(source_flags=flags)
     target.add_argument("--deadline", action="append", default=[], metavar="SECONDS",
                         help="judge against this deadline (10s, 10; repeatable; default 5, 10 and 20 s)")
+    target.add_argument("--static", action="append", default=[], metavar="SECONDS",
+                        help="run the static trigger at these intervals (repeatable; default the plan's, on Kafka "
+                             "Spark's trigger at each deadline); 0 is Spark's default trigger, plain on Spark "
+                             "(format('kafka') on --source kafka)")
     target.add_argument("--traffic", action="append", default=[], metavar="PATTERN",
                         help="only this traffic pattern (repeatable)")
     target.add_argument("--workload", action="append", default=[], metavar="QUERY",
@@ -105,7 +109,8 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     if args.engine_profile is not None:
         _check_engine_profile(args)
     deadlines = [seconds_flag("--deadline", d) for d in args.deadline]
-    target = {"source": None if args.source == GENERATED else args.source, "deadlines": deadlines,
+    statics = [_static_flag(s) for s in args.static]
+    target = {"source": None if args.source == GENERATED else args.source, "deadlines": deadlines, "statics": statics,
               "traffics": args.traffic, "workloads": args.workload, "configs": args.config}
     source_options = {dest: getattr(args, dest, None) for dest, _ in flags.get(args.source, [])}
     if args.grid:
@@ -117,6 +122,19 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     print(paths["md"].read_text())
     print(f"wrote {len(paths)} files to {args.out} (open {paths['html']})")
     return 0
+
+
+def _static_flag(value: str) -> float:
+    """``--static``: seconds >= 0 (0: Spark's default trigger)."""
+    from pacer import durations
+
+    try:
+        seconds = durations.parse_seconds(value, "--static")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if seconds is None or seconds < 0:
+        raise UsageError(f"--static must be >= 0 seconds (0: Spark's default trigger), got {value!r}")
+    return seconds
 
 
 def _check_engine_profile(args: argparse.Namespace) -> None:

@@ -323,6 +323,9 @@ LATENCY_DEADLINES = (5.0, 10.0, 20.0)
 DEADLINE_AWARE = ("zstream",)
 #: Admission strategies that need no hand-tuned interval, in the order the tables list them.
 TARGET_ADAPTIVE = ("pid", "min-rows", "fixed-point", "lmstream", "zstream")
+#: latency-target's name of the static trigger at 0 s (``--static 0``): Spark's own default trigger, pacer only
+#: observing (plain ``format("kafka")`` on Kafka), where ``asap`` is pacer's source admitting as Spark's default would.
+SPARK_DEFAULT = "spark default"
 
 
 def latency_target_plan(request: Request) -> dict[str, Any]:
@@ -336,6 +339,9 @@ def latency_target_plan(request: Request) -> dict[str, Any]:
     set (``kafka``), the static triggers are the engine's trigger at each deadline.
     """
     quick, simulated = request.quick, request.simulated
+    if simulated and 0 in (request.target.get("statics") or ()):
+        raise ValueError("--static 0 is Spark's own default trigger, which the simulator does not have: its asap is "
+                         "the default trigger")
     workloads = (("lr2", 2000.0),) if quick else (("lr2", 2000.0), ("cm2", 1000.0))
     plan: dict[str, Any] = {
         "workloads": workloads,
@@ -371,18 +377,24 @@ def narrow_plan(plan: dict[str, Any], target: Mapping[str, Any], source: Any = N
                                   for w in target["workloads"])
     if getattr(source, "statics_at_deadlines", False):  # the engine's trigger at each deadline (Kafka on Spark)
         plan["statics"] = tuple(sorted({d if d != int(d) else int(d) for d in plan["deadlines"]}))
+    if target.get("statics"):  # the intervals asked for (0: the engine's default trigger)
+        if any(float(s) < 0 for s in target["statics"]):
+            raise ValueError(f"static intervals must be >= 0 s, got {list(target['statics'])}")
+        plan["statics"] = tuple(sorted({float(s) if s != int(s) else int(s) for s in target["statics"]}))
     plan["configs"] = tuple(target.get("configs") or ())
     return plan
 
 
-def _target_config(workload: str, rate: float, traffic: str, duration: float, name: str, family: str,
+def _target_config(workload: str, rate: float, traffic: str, duration: float, plain: bool, name: str, family: str,
                    admission: str, params: Mapping[str, Any] | None = None, deadline: float | None = None,
                    **tags: Any) -> Config:
-    """One latency-target configuration; its group is the workload and traffic, its baseline Spark's default."""
+    """One latency-target configuration; its group is the workload and traffic, its baseline Spark's default trigger:
+    plain where the plan runs it (``plain``: ``--static 0``), else pacer's ``asap``."""
     group = f"{workload} {traffic}"
     query = QueryRun(workload, traffic=traffic, rate=rate, admission=admission,
                         admission_params=dict(params or {}), deadline=deadline, query_id=workload)
-    return Config(f"{group} / {name}", (query,), duration=duration, baseline=family == "asap", group=group,
+    baseline = name == SPARK_DEFAULT if plain else family == "asap"
+    return Config(f"{group} / {name}", (query,), duration=duration, baseline=baseline, group=group,
                   tags={"workload": workload, "traffic": traffic, "name": name, "family": family,
                         "deadline": deadline, **tags})
 
@@ -393,10 +405,10 @@ def latency_target_configs(plan: Mapping[str, Any]) -> list[Config]:
     configs = []
     for workload, rate in plan["workloads"]:
         for traffic in plan["traffics"]:
-            common = (workload, rate, traffic, plan["duration"])
+            common = (workload, rate, traffic, plan["duration"], 0 in plan["statics"])
             configs.append(_target_config(*common, "asap", "asap", "asap"))
-            configs += [_target_config(*common, f"static {s}s", "static", "static", {"interval": float(s)},
-                                       interval=float(s)) for s in plan["statics"]]
+            configs += [_target_config(*common, f"static {s}s" if s else SPARK_DEFAULT, "static", "static",
+                                       {"interval": float(s)}, interval=float(s)) for s in plan["statics"]]
             for name in TARGET_ADAPTIVE:
                 if name in DEADLINE_AWARE:
                     configs += [_target_config(*common, f"{name} @{d:g}s", name, name, deadline=d)

@@ -29,6 +29,7 @@ def test_pacer_calibrate_measures_spark_and_a_session_starts_its_workload_from_t
     assert done.returncode == 0, f"pacer calibrate failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
     assert f"--engine-profile {out}" in done.stdout
     assert "executor start-up: not measured (local[2]: local mode starts no executor)" in done.stderr
+    assert "Exception in thread" not in done.stderr  # each step's query stopped between batches, not inside an ask
 
     profile = load(out)
     assert (profile.runtime, profile.workload, profile.partitions, profile.slots) == ("spark", "lr2", 2, 2)

@@ -315,11 +315,15 @@ def test_the_simulators_own_model_is_its_cpu_work_without_noise() -> None:
 
 
 def test_a_run_started_from_an_engine_profile_is_bounded_by_the_costs_it_measured(tmp_path: Path) -> None:
-    from pacer.engine_profile import EngineProfile
+    from dataclasses import replace
+
+    from pacer.engine_profile import CostPoint, fit_profile
     from pacer_bench.bound import calibrated_fit, pooled_fit
 
-    profile = EngineProfile(runtime="spark", workload="lr2", partitions=2, slots=2, fixed_s=0.5, fixed_core_s=0.4,
-                            engine_s_per_byte=1e-6, core_s_per_byte=2e-6, core_s_per_row=2e-4, largest_bytes=10**6)
+    points = [CostPoint("tiny", 20, 1000, 0.5, 0.4), *(CostPoint("large", 10_000 * k, k * 10**6, 0.5 + k, 0.4 + 2 * k)
+                                                        for k in (1, 2))]
+    profile = fit_profile(points, runtime="spark", workload="lr2", partitions=2, slots=2)
+    assert profile.engine_s_per_byte == pytest.approx(1e-6, rel=1e-3) and profile.relative_rms < 1e-3
     path = profile.write(tmp_path / "lr2.json")
     run = RunConfig((QueryRun("lr2", traffic="wave", rate=1500.0, deadline=10.0),), duration=20.0, seed=3)
     report = get_plugin_manager().find_runtime("sim").run(run, plugin_manager=get_plugin_manager()).report
@@ -332,7 +336,12 @@ def test_a_run_started_from_an_engine_profile_is_bounded_by_the_costs_it_measure
     bound = report_shared_bound(spark, {"lr2": 10.0}, {"lr2": fit})
     assert bound is not None and bound.core_s is not None
     (query,) = bound.queries
-    assert query.model == CoreModel(0.3, 0.4, 2e-6, 2, "calibrated")  # 0.5 s less 0.4 core-s on 2 slots
+    assert query.model == CoreModel(pytest.approx(0.3), 0.4, pytest.approx(2e-6, rel=1e-3), 2, "calibrated")
     assert query.batches is not None and 1 <= query.batches <= query.datasets
     # every batch's tasks: 0.4 core-s, and 2 µs per byte
-    assert bound.core_s == pytest.approx(0.4 * query.batches + 2e-6 * query.total_bytes)
+    assert bound.core_s == pytest.approx(0.4 * query.batches + 2e-6 * query.total_bytes, rel=1e-3)
+    # a profile whose line misses its large batches (a join whose cost follows its state) bounds nothing
+    state_bound = calibrated_fit(replace(profile, rms_s=1.0))  # half the large batches' 2 s on average
+    assert not state_bound.stable and report_shared_bound(spark, {"lr2": 10.0}, {"lr2": state_bound}) is None
+    assert "misses the large batches it measured by 50% of their time" in str(why_no_model(spark, "lr2",
+                                                                                               state_bound))

@@ -10,6 +10,10 @@ enough of them (several queries sharing the cores stretch each other's batches; 
 the query's own). Pooling every configuration gives the fit small and large batches alike: a single run's
 batches are often all of one size, which leaves the per-byte part undetermined.
 
+**A calibrated fit.** Where the runs started from an engine profile (``pacer calibrate``, :func:`calibrated_fit`), it
+is the service model: measured on tiny and large batches chosen to separate the parts, it is stable where its line
+fits the large batches (:data:`STABLE_RELATIVE_RMS`).
+
 **A bound only from a stable fit.** Each fit reports its error (the residuals' root mean square, and the per-byte
 slope's standard error); a bound is computed only where the fit is *stable* (:attr:`ServiceFit.stable`): at least
 :data:`STABLE_BATCHES` batches whose sizes span at least :data:`STABLE_SPAN` × from the smallest to the largest,
@@ -54,6 +58,9 @@ _EPS = 1e-9
 STABLE_BATCHES = 8
 STABLE_SPAN = 2.0
 STABLE_SLOPE_ERROR = 0.25
+#: A calibrated fit (an engine profile) is stable where its residuals on the large batches are at most this share of
+#: their engine time (:attr:`pacer.engine_profile.EngineProfile.relative_rms`).
+STABLE_RELATIVE_RMS = 0.25
 
 
 @dataclass(frozen=True)
@@ -77,9 +84,11 @@ class ServiceFit:
     @property
     def stable(self) -> bool:
         """Whether its split into fixed and per-byte cost is determined (module docstring: the criterion): a
-        calibrated one is, having measured tiny batches for the one and large ones for the other."""
-        return self.profile is not None or (self.batches >= STABLE_BATCHES and self.span >= STABLE_SPAN
-                                            and self.slope_error <= STABLE_SLOPE_ERROR)
+        calibrated one measured tiny batches for the one and large ones for the other, and is stable where the
+        line fits the large ones (:data:`STABLE_RELATIVE_RMS`)."""
+        if self.profile is not None:
+            return self.profile.relative_rms <= STABLE_RELATIVE_RMS
+        return self.batches >= STABLE_BATCHES and self.span >= STABLE_SPAN and self.slope_error <= STABLE_SLOPE_ERROR
 
     def cost(self, nbytes: float) -> float:
         """The engine time of one batch of ``nbytes``."""

@@ -460,6 +460,9 @@ def why_no_model(report: Mapping[str, Any], query_id: str, fit: ServiceFit | Non
         return None
     if fit is None:
         return "no model: not the simulator's, and its batches are too few or of one size to fit"
+    if not fit.stable and fit.profile is not None:
+        return (f"its engine profile's line misses the large batches it measured by {fit.profile.relative_rms:.0%} of "
+                f"their time (residuals {1000.0 * fit.rms_s:.0f} ms RMS): its cost does not grow with the batch alone")
     if not fit.stable:
         return (f"no stable fit of its engine time over {fit.batches} batches (sizes span {fit.span:.2f}×, slope "
                 f"error {fit.slope_error:.2f} of the slope, residuals {1000.0 * fit.rms_s:.0f} ms RMS)")

@@ -103,6 +103,14 @@ class EngineProfile:
         return self.fixed_s + self.engine_s_per_byte * max(0.0, nbytes) * scale
 
     @property
+    def relative_rms(self) -> float:
+        """:attr:`rms_s` over the mean engine time of the large batches: how far the linear model is from them
+        (a stateful join whose cost grows with its state, not its batch, is far; inf without large batches)."""
+        large = [p.trigger_s for p in self.points if p.kind == "large"]
+        mean = sum(large) / len(large) if large else 0.0
+        return self.rms_s / mean if mean > 0 else math.inf
+
+    @property
     def wall_s(self) -> float:
         """The part of a tiny batch's engine time that holds no cores (the driver's planning and commits): its time
         less its core-seconds spread over the slots its tasks could use (``min(slots, partitions)``)."""
@@ -139,6 +147,7 @@ class EngineProfile:
             parts.append(f"no-data batch {1e3 * self.no_data_s:.0f} ms")
         parts.append("executor start-up " + (f"{self.executor_startup_s:.1f} s" if self.executor_startup_s is not None
                                              else "not measured"))
+        parts.append(f"residuals {1e3 * self.rms_s:.0f} ms RMS ({self.relative_rms:.0%} of a large batch's time)")
         return "; ".join(parts)
 
 

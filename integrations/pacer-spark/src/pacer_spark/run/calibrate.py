@@ -34,6 +34,8 @@ TINY_BATCHES = 6
 WARM_UP_BATCHES = 1
 #: Seconds a query's backlog may take after its traffic ended.
 DRAIN_TIMEOUT_S = 120.0
+#: Seconds a step's query may take to end its running trigger when it stops.
+STOP_TIMEOUT_S = 10.0
 #: Seconds to wait for Spark's listeners to deliver a stopped query's last task ends.
 LISTENERS_WAIT_S = 5.0
 #: Seconds an executor asked for may take to register before start-up counts as not measured.
@@ -62,13 +64,13 @@ def measure_profile(spark: Any, workload: str, *, rate: float, intervals: Sequen
             seconds = (batches + WARM_UP_BATCHES + 0.5) * (interval or 1.0)
             note(f"{query_id}: {step_rate:g} rows/s for {seconds:g} s"
                  + (f" under a {interval:g} s trigger" if interval else ", a batch per 1 s dataset"))
-            query = session.run_workload(workload, query_id=query_id, traffic="constant", rate=step_rate,
-                                         duration=seconds, admission="static" if interval else "asap",
-                                         admission_params={"interval": interval} if interval else None)
+            session.run_workload(workload, query_id=query_id, traffic="constant", rate=step_rate, duration=seconds,
+                                 admission="static" if interval else "asap",
+                                 admission_params={"interval": interval} if interval else None)
             if not session.await_drained(seconds + DRAIN_TIMEOUT_S):
                 raise EngineProfileError(f"calibration step {query_id!r} did not finish: "
                                          f"{session.errors() or 'its backlog outlasted the drain timeout'}")
-            query.stop()  # before the next step shares the engine
+            session.admission.stop(STOP_TIMEOUT_S, [query_id])  # between batches, before the next step shares it
             task_time.wait_for_listeners(spark, LISTENERS_WAIT_S)  # its last tasks' times, to their batches
             with session.driver.books() as books:
                 measured = [r for r in books.reports(query_id)[WARM_UP_BATCHES:] if r.rows > 0]

@@ -403,13 +403,15 @@ class AdmissionService:
         """Whether a source's query terminated with an error."""
         return any(s.dead and s.error for s in self.sources.values())
 
-    def stop(self, timeout: float) -> None:
-        """Mark every source dead (no batch waits for them) and stop each query, between batches when it can."""
+    def stop(self, timeout: float, query_ids: Sequence[str] | None = None) -> None:
+        """Mark the sources of ``query_ids`` (default: every one) dead, so that no ask of theirs waits for an answer
+        (a reader interrupted inside one fails its stream thread), and stop each query, between batches when it can."""
+        stopping = [s for s in self.sources.values() if query_ids is None or s.query_id in query_ids]
         with self.driver.books() as books:
-            for source in self.sources.values():
+            for source in stopping:
                 source.dead = True
             books.notify_all()
-        for source in self.sources.values():
+        for source in stopping:
             handle = source.handle
             if handle is None or not handle.isActive:
                 continue

@@ -46,7 +46,7 @@ from pacer_bench.outputs import (
     write_csv,
 )
 from pacer_bench.plots import finish
-from pacer_bench.scenarios import SPARK_DEFAULT
+from pacer_bench.runtime_traits import SPARK_DEFAULT
 from pacer_bench.shared_bound import report_shared_bound
 from pacer_bench.tables import MISS_LIMIT, BenchRun, Spread, busy_core_seconds, spread_cell, spreads, table_rows
 

@@ -140,6 +140,7 @@ def _static_flag(value: str) -> float:
 def _check_engine_profile(args: argparse.Namespace) -> None:
     """``--engine-profile``: a profile file that reads and was measured on the runtime the bench runs on."""
     from pacer.engine_profile import EngineProfileError, load
+    from pacer_bench.runtime_traits import runtime_traits
 
     try:
         profile = load(args.engine_profile)
@@ -148,7 +149,7 @@ def _check_engine_profile(args: argparse.Namespace) -> None:
     if profile.runtime != args.runtime:
         raise UsageError(f"--engine-profile {args.engine_profile!r} was measured on {profile.runtime}, and this bench "
                          f"runs on --runtime {args.runtime}: "
-                         + ("the simulator has its own cost model" if args.runtime == "sim"
+                         + ("the simulator has its own cost model" if runtime_traits(args.runtime).simulated
                             else f"calibrate it there (pacer calibrate --runtime {args.runtime})"))
 
 

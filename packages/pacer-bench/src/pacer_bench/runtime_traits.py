@@ -27,6 +27,9 @@ EXECUTORS = "executors"
 SIMULATOR = "sim"
 #: Seconds a Spark configuration may take after its traffic ends to finish its backlog.
 SPARK_DRAIN_TIMEOUT = 120.0
+#: latency-target's name of the static trigger at 0 s (``--static 0``): Spark's own default trigger, pacer only
+#: observing (plain ``format("kafka")`` on Kafka), where ``asap`` is pacer's source admitting as Spark's default would.
+SPARK_DEFAULT = "spark default"
 
 
 def _no_options(master: str, rapids_jars: Sequence[str]) -> dict[str, Any]:

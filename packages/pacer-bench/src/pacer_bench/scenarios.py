@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pacer import QueryRun, RunConfig
-from pacer_bench.runtime_traits import EXECUTORS, GPU, RESOURCE_LOSS, SIMULATOR
+from pacer_bench.runtime_traits import EXECUTORS, GPU, RESOURCE_LOSS, SIMULATOR, SPARK_DEFAULT
 
 if TYPE_CHECKING:
     from pacer_bench.tables import BenchRun
@@ -323,9 +323,6 @@ LATENCY_DEADLINES = (5.0, 10.0, 20.0)
 DEADLINE_AWARE = ("zstream",)
 #: Admission strategies that need no hand-tuned interval, in the order the tables list them.
 TARGET_ADAPTIVE = ("pid", "min-rows", "fixed-point", "lmstream", "zstream")
-#: latency-target's name of the static trigger at 0 s (``--static 0``): Spark's own default trigger, pacer only
-#: observing (plain ``format("kafka")`` on Kafka), where ``asap`` is pacer's source admitting as Spark's default would.
-SPARK_DEFAULT = "spark default"
 
 
 def latency_target_plan(request: Request) -> dict[str, Any]:

@@ -77,7 +77,7 @@ def measure_profile(spark: Any, workload: str, *, rate: float, intervals: Sequen
             if not measured:
                 raise EngineProfileError(f"calibration step {query_id!r} ran no batch after its warm-up")
             points += [CostPoint(kind, r.rows, r.bytes, r.trigger_s, r.busy_core_s) for r in measured]
-        slots = session.driver.controller.cores
+        slots = session.controller.cores
         partitions = int(spark.conf.get("spark.sql.shuffle.partitions", "2") or 2)
     finally:
         session.stop()

@@ -193,7 +193,9 @@ def results_page() -> str:
         reps = f" · {meta['repeat']} repetitions" if meta.get("repeat", 1) > 1 else ""
         parts += [f"## {meta['scenario']}{label}: `{folder.name}`", "",
                   f"{meta['date']} · {meta['machine']} · runtime `{meta['runtime']}`"
-                  f"{' · quick' if meta.get('quick') else ''}{reps}", "", text.strip(), ""]
+                  f"{' · quick' if meta.get('quick') else ''}{reps}", "",
+                  *(f"**Stale**: {note}." for note in meta.get("notes") or () if note.startswith("superseded")),
+                  "", text.strip(), ""]
         pngs = sorted(folder.glob("*.png"))[:4]
         if pngs:
             target = images / folder.name

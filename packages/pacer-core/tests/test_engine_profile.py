@@ -20,11 +20,12 @@ def _points() -> list[CostPoint]:
     """Tiny batches of 0.5 s (0.2 core-s), large ones of 0.5 s + 1 s/MB on 2 slots (0.2 core-s + 2 core-s/MB)."""
     tiny = [CostPoint("tiny", 20, 1_000, t, 0.2) for t in (0.49, 0.5, 0.52)]
     large = [CostPoint("large", 20_000 * k, int(k * MB), 0.5 + 1.0 * k, 0.2 + 2.0 * k) for k in (1, 2, 4)]
-    return tiny + large + [CostPoint("no-data", 0, 0, 0.3, 0.1)]
+    return tiny + large
 
 
 def test_fixed_costs_come_from_tiny_batches_and_per_byte_costs_from_large_ones_beyond_them() -> None:
-    profile = fit_profile(_points(), runtime="spark", workload="lr2", partitions=2, slots=2)
+    profile = fit_profile(_points(), runtime="spark", workload="lr2", partitions=2, slots=2, no_data_s=0.3,
+                          no_data_core_s=0.1)
     assert profile.fixed_s == 0.5 and profile.fixed_core_s == 0.2
     assert profile.engine_s_per_byte * MB == pytest.approx(1.0, abs=2e-5)
     assert profile.core_s_per_byte * MB == pytest.approx(2.0) and profile.core_s_per_row == pytest.approx(1e-4)

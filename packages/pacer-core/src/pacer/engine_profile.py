@@ -5,7 +5,7 @@ commit) and a part that grows with its bytes; its tasks hold cores for a fixed a
 Measured from batches the calibration sized itself:
 
 * **fixed**: the median engine seconds (``trigger_s``) and busy core-seconds of *tiny* batches (a dataset of a
-  few rows), and of the engine's own *no-data* batches (Spark's, after a watermark moved), apart;
+  few rows), and, apart, the mean of the engine's own *no-data* batches (Spark's, after a watermark moved);
 * **per byte and per row**: at *large* batches, the cost beyond the fixed part per byte (least squares through
   the fixed part), in engine seconds on the calibration's task slots and in busy core-seconds;
 * **task waves**: a batch's per-byte part runs in ``ceil(partitions / slots)`` waves of tasks, so on other slots
@@ -16,7 +16,7 @@ Measured from batches the calibration sized itself:
 Its users: :meth:`pacer.service_time.ServiceTimeModel.take_prior` (a query's service model starts from it instead
 of from nothing), the deadline scaler (cost per byte and fixed part before a query measured its own, executor
 start-up before one was observed) and pacer-bench's bounds (the engine's cost model where the runs' own batches
-cannot separate fixed and per-byte cost). :data:`VERSION` is the file's form; :func:`load` refuses others.
+cannot separate fixed and per-byte cost). :data:`SCHEMA` is the file's form; :func:`load` refuses others.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class EngineProfileError(ValueError):
 
 @dataclass(frozen=True)
 class CostPoint:
-    """One measured batch: its ``kind`` (``tiny``, ``large`` or ``no-data``), ``rows``, ``bytes``, the engine's
+    """One measured batch: its ``kind`` (``tiny`` or ``large``), ``rows``, ``bytes``, the engine's
     seconds on it (``trigger_s``) and its tasks' busy core-seconds (None where not measured)."""
 
     kind: str
@@ -152,15 +152,17 @@ class EngineProfile:
 
 
 def fit_profile(points: Sequence[CostPoint], *, runtime: str, workload: str | None, partitions: int, slots: int,
+                no_data_s: float | None = None, no_data_core_s: float | None = None,
                 executor_startup_s: float | None = None) -> EngineProfile:
     """The profile of measured batches: fixed costs from the ``tiny`` ones (medians), per-byte and per-row costs from
-    the ``large`` ones beyond that fixed part (least squares through it), no-data costs from the ``no-data`` ones.
+    the ``large`` ones beyond that fixed part (least squares through it); ``no_data_s`` and ``no_data_core_s``, the
+    mean no-data batch (the caller's: a runtime counts them apart from the batches it sized), and
+    ``executor_startup_s`` as measured.
 
     :raises EngineProfileError: without tiny and large batches, or with large batches no larger than the tiny ones.
     """
     tiny = [p for p in points if p.kind == "tiny"]
     large = [p for p in points if p.kind == "large"]
-    no_data = [p for p in points if p.kind == "no-data"]
     if not tiny or not large:
         raise EngineProfileError(f"a profile needs tiny and large batches; measured {len(tiny)} tiny and "
                                  f"{len(large)} large")
@@ -177,8 +179,7 @@ def fit_profile(points: Sequence[CostPoint], *, runtime: str, workload: str | No
     return EngineProfile(runtime=runtime, workload=workload, partitions=partitions, slots=slots, fixed_s=fixed_s,
                          fixed_core_s=fixed_core_s, engine_s_per_byte=engine_per_byte, core_s_per_byte=core_per_byte,
                          core_s_per_row=core_per_row, largest_bytes=max(p.bytes for p in points),
-                         no_data_s=statistics.median(p.trigger_s for p in no_data) if no_data else None,
-                         no_data_core_s=_median(p.busy_core_s for p in no_data),
+                         no_data_s=no_data_s, no_data_core_s=no_data_core_s,
                          executor_startup_s=executor_startup_s, rms_s=rms, points=tuple(points))
 
 

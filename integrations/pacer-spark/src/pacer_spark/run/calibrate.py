@@ -20,7 +20,6 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 from pacer.engine_profile import CostPoint, EngineProfile, EngineProfileError, fit_profile
@@ -81,17 +80,13 @@ def measure_profile(spark: Any, workload: str, *, rate: float, intervals: Sequen
         partitions = int(spark.conf.get("spark.sql.shuffle.partitions", "2") or 2)
     finally:
         session.stop()
-    no_data = [q["cost"]["no_data"] for q in session.report()["queries"].values()]
-    startup = executor_startup_s(spark, note)
-    profile = fit_profile(points, runtime="spark", workload=workload, partitions=partitions, slots=slots,
-                          executor_startup_s=startup)
+    no_data = [q["cost"]["no_data"] for q in session.report()["queries"].values()]  # totals per query
     batches = sum(int(n["batches"] or 0) for n in no_data)
-    if batches:  # the mean of Spark's no-data batches (a report keeps their totals)
-        busy = [n["busy_core_s"] for n in no_data if n["busy_core_s"] is not None]
-        profile = replace(profile, no_data_s=sum(float(n["trigger_s"] or 0.0) for n in no_data) / batches,
-                          no_data_core_s=sum(busy) / batches if busy else None)
-    note(profile.describe())
-    return profile
+    busy = [n["busy_core_s"] for n in no_data if n["busy_core_s"] is not None]
+    return fit_profile(points, runtime="spark", workload=workload, partitions=partitions, slots=slots,
+                       no_data_s=sum(float(n["trigger_s"] or 0.0) for n in no_data) / batches if batches else None,
+                       no_data_core_s=sum(busy) / batches if batches and busy else None,
+                       executor_startup_s=executor_startup_s(spark, note))
 
 
 def executor_startup_s(spark: Any, note: Callable[[str], None] = lambda _: None) -> float | None:
@@ -109,23 +104,22 @@ def executor_startup_s(spark: Any, note: Callable[[str], None] = lambda _: None)
         return None
     known = {e.id for e in before}
     asked = time.monotonic()
+    new: list[str] = []
     executor_requests.request_total(spark, len(before) + 1)
     try:
-        while time.monotonic() - asked < STARTUP_TIMEOUT_S:
-            live = status_store.live_executors(spark) or []
-            new = [e.id for e in live if e.id not in known]
-            if new:
-                seconds = time.monotonic() - asked
-                executor_requests.request_total(spark, len(before))
-                executor_requests.kill(spark, new)
-                note(f"executor start-up: {seconds:.1f} s")
-                return seconds
+        while not new and time.monotonic() - asked < STARTUP_TIMEOUT_S:
             time.sleep(0.1)
+            new = [e.id for e in status_store.live_executors(spark) or [] if e.id not in known]
+        seconds = time.monotonic() - asked
     finally:
-        executor_requests.request_total(spark, len(before))
-    note(f"executor start-up: not measured (no executor registered within {STARTUP_TIMEOUT_S:g} s: the cluster has "
-         "no room for one more)")
-    return None
+        executor_requests.request_total(spark, len(before))  # back to what it held, before the new one goes
+    if not new:
+        note(f"executor start-up: not measured (no executor registered within {STARTUP_TIMEOUT_S:g} s: the cluster "
+             "has no room for one more)")
+        return None
+    executor_requests.kill(spark, new)
+    note(f"executor start-up: {seconds:.1f} s")
+    return seconds
 
 
 __all__ = ["TINY_RATE", "executor_startup_s", "measure_profile"]

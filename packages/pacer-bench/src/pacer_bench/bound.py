@@ -276,9 +276,10 @@ def _overlaps(start: float, end: float, spans: Sequence[tuple[float, float]]) ->
 
 
 def pooled_fit(reports: Iterable[Mapping[str, Any]], query_id: str) -> ServiceFit | None:
-    """The engine profile the runs started from, where they did (:func:`calibrated_fit`); else :func:`fit_service` over the batches of ``query_id`` in ``reports`` that ran alone (each report's first batch
-    left out; :func:`batch_points` ``solo``), or over all of them where those alone have fewer than two sizes: the
-    cost of a batch with the engine to itself, which is what the bound assumes."""
+    """The engine profile the runs started from, where they did (:func:`calibrated_fit`); else :func:`fit_service`
+    over the batches of ``query_id`` in ``reports`` that ran alone (each report's first batch left out;
+    :func:`batch_points` ``solo``), or over all of them where those alone have fewer than two sizes: the cost of a
+    batch with the engine to itself, which is what the bound assumes."""
     group = [r for r in reports if query_id in r.get("queries", {})]
     profile = next((p for r in group if (p := report_profile(r, query_id)) is not None), None)
     if profile is not None:

@@ -126,13 +126,10 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
 
 def _static_flag(value: str) -> float:
     """``--static``: seconds >= 0 (0: Spark's default trigger)."""
-    from pacer import durations
+    from pacer.cli.run_command import default_trigger_or_seconds_flag
 
-    try:
-        seconds = durations.parse_seconds(value, "--static")
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if seconds is None or seconds < 0:
+    seconds = default_trigger_or_seconds_flag("--static", value)
+    if seconds is None:
         raise UsageError(f"--static must be >= 0 seconds (0: Spark's default trigger), got {value!r}")
     return seconds
 

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from pacer import RunConfig, durations
+from pacer import RunConfig
 from pacer.cli.commands import UsageError
+from pacer.cli.run_command import default_trigger_or_seconds_flag
 from pacer.plugins import PluginManager
 
 #: Seconds of traffic of ``pacer run --runtime spark`` without ``--duration``.
@@ -23,13 +24,7 @@ def trigger_flag(value: str | None) -> float | None:
 
     :raises UsageError: naming the flag, for an unreadable or negative value.
     """
-    try:
-        seconds = durations.parse_seconds(value, "--trigger")
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if seconds is not None and seconds < 0:
-        raise UsageError(f"--trigger must be >= 0 seconds (0: Spark's default trigger), got {value!r}")
-    return seconds
+    return default_trigger_or_seconds_flag("--trigger", value)
 
 
 def configure_spark(p: argparse._ArgumentGroup) -> None:

@@ -42,6 +42,21 @@ def seconds_flag(flag: str, value: str | None) -> float | None:
         raise UsageError(str(exc)) from None
 
 
+def default_trigger_or_seconds_flag(flag: str, value: str | None) -> float | None:
+    """A trigger interval flag: seconds >= 0, where 0 is Spark's default trigger (:func:`pacer.durations.parse_seconds`);
+    None stays None.
+
+    :raises UsageError: naming ``flag``, for an unreadable or negative value.
+    """
+    try:
+        seconds = durations.parse_seconds(value, flag)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if seconds is not None and seconds < 0:
+        raise UsageError(f"{flag} must be >= 0 seconds (0: Spark's default trigger), got {value!r}")
+    return seconds
+
+
 def parse_assignments(values: Sequence[str], what: str) -> dict[str, str]:
     """``["a=1", "b=x"]`` -> ``{"a": "1", "b": "x"}``; a malformed item raises :class:`UsageError`."""
     out = {}

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from pacer import AdmissionDecision, Controller, QuerySpec, StrategyInfo, hookimpl
 from pacer.dag import Operator, OperatorDAG
+from pacer.engine_profile import CostPoint, EngineProfile, fit_profile
 from pacer.plugins import get_plugin_manager
 from pacer_spark.config import PacerConfig
 from pacer_spark.driver.clock import PinnedClock
@@ -140,8 +141,10 @@ def _paced(counts: Sequence[int]) -> tuple[PacedQueries, Controller]:
     driver = Driver(controller, clock, replay, concurrency=1, gate_timeout=5.0, fair=False, progress_timeout=600.0)
     dag = OperatorDAG.chain(Operator("scan#0", "scan", "Scan"), Operator("sink#1", "sink", "Sink"))
 
-    def register(query_id: str, *, deadline: float | None = None, **_: Any) -> None:
-        controller.add_query(QuerySpec(id=query_id, dag=dag, deadline=deadline or 30.0), admission="scripted")
+    def register(query_id: str, *, deadline: float | None = None, engine_profile: EngineProfile | None = None,
+                 **_: Any) -> None:
+        controller.add_query(QuerySpec(id=query_id, dag=dag, deadline=deadline or 30.0), admission="scripted",
+                             engine_profile=engine_profile)
 
     return PacedQueries(driver, None, PacerConfig(admission="scripted", operator_metrics=False), register), controller
 
@@ -340,6 +343,35 @@ def test_source_times_that_are_no_arrivals_are_dated_when_seen_counted_and_the_o
     assert observed.summary()["o"]["arrival"] == "first-seen"
     refused = observed.decide(replace(request, query="bad", options={"pacer.arrival": "event"}))
     assert refused.error is not None and "pacer.arrival must be one of source, observed" in refused.error
+
+
+def test_an_engine_profile_named_by_the_source_is_the_query_s_prior_in_its_source_s_bytes(tmp_path: Path) -> None:
+    """``pacer.engineProfile`` (spelled in any case: Spark hands a V2 source its options lowercased, as it does
+    ``pacer.arrival.maxAge``) gives the query the calibration as its prior, rescaled to the bytes its snapshots
+    measure a row in (a calibration at 50 bytes a row, Kafka records of 64: the largest size measured grows by
+    64/50); a file that is no profile is refused naming the option."""
+    tiny = [CostPoint("tiny", 20, 1_000, 0.5, 0.2) for _ in range(3)]
+    large = [CostPoint("large", 20_000 * k, 1_000_000 * k, 0.5 + k, 0.2 + 2 * k) for k in (1, 2, 4)]
+    path = fit_profile(tiny + large, runtime="spark", workload="lr2", partitions=2, slots=2).write(tmp_path / "p.json")
+    paced, controller = _paced([0])
+    snapshot = replace(_timed(0, None), bytes=ROWS * 64)  # estimated from the schema, as Kafka's are
+    request = DecisionRequest(query="q", query_id="s", run="r", batch_id=0, spark_run_id="run-1",
+                              options={"pacer.deadline": "30s", "pacer.engineprofile": str(path),
+                                       "pacer.arrival.maxage": "1h"},
+                              source="kafka", start=None, limit="", available_now=False, admissible=1,
+                              now=time.time(), snapshots=(snapshot,))
+    assert paced.decide(request).error is None
+    view = controller.query("q")
+    assert view.engine_profile is not None and view.service_time["prior_batches"] > 0
+    assert view.engine_profile.largest_bytes == 4_000_000 * 64 // 50
+    assert paced.queries["q"].options["pacer.arrival.maxAge"] == "1h"
+
+    (tmp_path / "bad.json").write_text("{}")
+    bad = replace(request, query="b", options={"pacer.engineProfile": str(tmp_path / "bad.json")})
+    refused = paced.decide(bad)
+    assert refused.error is not None and refused.error.startswith("query 'b': pacer.engineProfile: engine profile ")
+    assert "bad.json' is not a pacer.engine-profile/1 document" in refused.error
+    assert "write one with `pacer calibrate --runtime spark`" in refused.error
 
 
 def test_the_fitted_service_model_is_kept_with_the_checkpoint_and_restored_by_the_next_run(tmp_path: Path) -> None:

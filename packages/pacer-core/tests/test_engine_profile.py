@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,20 @@ def test_the_controller_gives_a_query_its_workload_s_profile_and_refuses_another
                            engine_s_per_byte=1e-6, core_s_per_byte=2e-6, core_s_per_row=1e-4, largest_bytes=int(MB))
     controller.add_query(make_query("cm1", deadline=10.0), engine_profile=anyone)
     assert math.isclose(controller.query("cm1").service_time["fixed_ms"], 500.0)
+    own = replace(make_query("lr2", query_id="mine", deadline=10.0), workload="")  # a user's query: no workload
+    controller.add_query(own, engine_profile=profile)
+    assert controller.query("mine").engine_profile is profile
+
+
+def test_a_profile_is_read_in_another_source_s_bytes_per_row_with_the_same_costs_per_row() -> None:
+    """pacer-gen calibrates at 50 bytes a row (``_points``); a Kafka query's records are 244: the same rows cost
+    the same, so the per-byte costs fall and the largest batch measured grows by 244/50."""
+    profile = fit_profile(_points(), runtime="spark", workload="lr2", partitions=2, slots=2)
+    assert profile.bytes_per_row == pytest.approx(50.0)
+    kafka = profile.in_bytes_of(244.0)
+    assert kafka.bytes_per_row == pytest.approx(244.0) and kafka.largest_bytes == round(4 * MB * 244 / 50)
+    for rows in (1_000, 80_000):
+        assert kafka.core_s(rows * 244.0) == pytest.approx(profile.core_s(rows * 50.0))
+        assert kafka.engine_s(rows * 244.0) == pytest.approx(profile.engine_s(rows * 50.0))
+    assert kafka.in_bytes_of(244.0) == kafka and profile.in_bytes_of(math.nan) is profile
+    assert replace(profile, points=()).in_bytes_of(244.0).largest_bytes == profile.largest_bytes

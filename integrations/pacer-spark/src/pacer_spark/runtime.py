@@ -31,6 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from pacer import Controller, Devices, OperatorDAG, QuerySpec
+from pacer.engine_profile import EngineProfile
 from pacer.plugins import get_plugin_manager
 from pacer.scaler import Scaler
 from pacer_spark.checkpoint import clear_interrupted_first_batch
@@ -151,6 +152,7 @@ class PacerSession:
         max_bytes: int = 0,
         overload: str | None = None,
         probe_rows: int = 0,
+        engine_profile: EngineProfile | None = None,
     ) -> QuerySpec:
         """Add a query to the Controller with its admission and placement strategies.
 
@@ -160,8 +162,9 @@ class PacerSession:
         ``max_rows``/``max_bytes`` cap every admission (Spark's ``maxOffsetsPerTrigger`` /
         ``maxBytesPerTrigger``; 0: no cap): the Controller trims a batch to the largest prefix within them.
         ``probe_rows``: until the query's service-time model is fitted, each batch is a probe of at most this many
-        rows, doubling per batch (0: none; :meth:`pacer.Controller.add_query`). The session's engine profile
-        (``engine_profile``) is the query's prior where it was measured on its workload.
+        rows, doubling per batch (0: none; :meth:`pacer.Controller.add_query`). ``engine_profile`` is the query's
+        prior (a ``format("pacer")`` query's ``pacer.engineProfile``); without one, the session's is, where it was
+        measured on the query's workload.
 
         The operator DAG is the workload's template (``workload``), or ``dag``, or a minimal
         scan -> project -> sink chain (use :func:`pacer_spark.plan.dag.dag_from_plan` on an executed
@@ -185,7 +188,9 @@ class PacerSession:
             spec = QuerySpec(id=query_id, dag=dag, window_range=window_range, window_slide=window_slide,
                              deadline=deadline or self.config.deadline, partitions=parts)
         spec = replace(spec, dag=spark_dag(spec.dag))  # what Spark + RAPIDS run only on the CPU is CPU-only
-        profile = self.config.engine_profile  # the session's, for the workload it was measured on
+        session_profile = self.config.engine_profile  # the session's, for the workload it was measured on
+        if engine_profile is None and session_profile is not None and session_profile.applies_to(spec.workload):
+            engine_profile = session_profile
         self.driver.add_query(
             spec,
             admission=admission or self.config.admission,
@@ -194,7 +199,7 @@ class PacerSession:
             placement_params={**self.config.placement_params, **(placement_params or {})},
             max_rows=max_rows, max_bytes=max_bytes,
             overload=overload, probe_rows=probe_rows,
-            engine_profile=profile if profile is not None and profile.applies_to(spec.workload) else None,
+            engine_profile=engine_profile,
         )
         return spec
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 
@@ -10,6 +11,8 @@ from pacer.model import AdmissionDecision
 from pacer.overload import read_cap_count
 from pacer.query_state import QueryState
 from pacer.shedding import shed
+
+log = logging.getLogger("pacer.batch_size")
 
 
 def batch_size(q: QueryState, now: float, shedding: bool, ask_strategy: Callable[[], AdmissionDecision],
@@ -40,6 +43,7 @@ def batch_size(q: QueryState, now: float, shedding: bool, ask_strategy: Callable
         if decision.shed:
             shed(ledger, q, decision.shed, decision.reason or "overload policy")
         count = decision.count
+    asked = count  # what catch-up or the strategy wanted, before the caps
     if q.max_rows or q.max_bytes:
         count = read_cap_count(q.buffer, count, q.max_rows, q.max_bytes)
     if q.probe_rows and not q.service.ready:  # cold start: a probe, doubling with each batch until the model fits
@@ -49,6 +53,9 @@ def batch_size(q: QueryState, now: float, shedding: bool, ask_strategy: Callable
         # half the largest batch would never grow into two), one where a ceiling binds
         least = 1 if q.service.probe_limit_is_ceiling else 2
         count = min(count, max(least, read_cap_count(q.buffer, count, 0, max(1, int(limit)))))
+    if count < asked:
+        log.debug("query %r: %d of the %d datasets asked (read cap, probe or probe limit %.0f bytes)",
+                  q.spec.id, count, asked, q.service.probe_limit_bytes)
     if shedding and not catching_up:
         count = q.overload.feasible_prefix(q.buffer, count, now, q.service)
     return count, catching_up

@@ -173,7 +173,8 @@ class Controller:
             (the whole backlog, as Spark's default trigger). A batch keeps at least one dataset.
         :param engine_profile: what the engine measured this query's batches to cost (:mod:`pacer.engine_profile`):
             its service-time model starts from it (no cold-start probe is then needed) and the scaler reads it
-            until the query measured its own; one of another workload is refused.
+            until the query measured its own; one measured on another workload than the query's is refused (a query
+            of no known workload, a user's own, takes the one it is given).
         :raises UnknownStrategyError: for a name no installed plugin provides.
         :raises ValueError: for a duplicate query id, an unknown parameter or overload policy, or a negative cap.
         """
@@ -183,7 +184,7 @@ class Controller:
             raise ValueError(f"query {spec.id!r}: max_rows, max_bytes and probe_rows must be >= 0 (0: none)")
         if overload is not None and overload not in OVERLOAD_POLICIES:
             raise ValueError(f"query {spec.id!r}: overload policy must be one of {OVERLOAD_POLICIES}, got {overload!r}")
-        if engine_profile is not None and not engine_profile.applies_to(spec.workload):
+        if engine_profile is not None and spec.workload and not engine_profile.applies_to(spec.workload):
             raise ValueError(f"query {spec.id!r} runs {spec.workload!r}; the engine profile given was measured on "
                              f"{engine_profile.workload!r}: calibrate this query (`pacer calibrate --runtime "
                              f"{engine_profile.runtime} --workload {spec.workload}`)")

@@ -25,7 +25,7 @@ import json
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +119,26 @@ class EngineProfile:
     def core_s(self, nbytes: float) -> float:
         """Busy core-seconds of a batch of ``nbytes``: what its tasks hold cores for."""
         return self.fixed_core_s + self.core_s_per_byte * max(0.0, nbytes)
+
+    @property
+    def bytes_per_row(self) -> float | None:
+        """Bytes per row of the large batches it was measured on (None without them): the measure of a row its
+        per-byte costs are in, which is its source's (pacer-gen's estimate is not a Kafka record's size)."""
+        large = [p for p in self.points if p.kind == "large"]
+        rows, nbytes = sum(p.rows for p in large), sum(p.bytes for p in large)
+        return nbytes / rows if rows > 0 and nbytes > 0 else None
+
+    def in_bytes_of(self, bytes_per_row: float) -> EngineProfile:
+        """The same costs for a source that measures a row as ``bytes_per_row`` bytes: what a batch costs follows
+        its rows, so the per-byte costs and the sizes measured are rescaled (itself where either measure is
+        unknown)."""
+        own = self.bytes_per_row
+        if own is None or not (math.isfinite(bytes_per_row) and bytes_per_row > 0):
+            return self
+        ratio = bytes_per_row / own
+        return replace(self, engine_s_per_byte=self.engine_s_per_byte / ratio,
+                       core_s_per_byte=self.core_s_per_byte / ratio, largest_bytes=round(self.largest_bytes * ratio),
+                       points=tuple(replace(p, bytes=round(p.bytes * ratio)) for p in self.points))
 
     def applies_to(self, workload: str | None) -> bool:
         """Whether it is this query's profile: measured on its workload, or on any query (``workload`` None)."""

@@ -209,6 +209,9 @@ class ZStreamAdmission:
                     "tight for the resources.", query_id, self.deadline, buffering + scheduling + first,
                 )
         self.admitted += 1
+        log.debug("zstream %r: admit %d of %d datasets: T_buff %.2fs T_sched %.2fs T_anal %.2fs (all) reserve %.2fs "
+                  "poll gap %.2fs probed %s missing %s", query_id, count, len(buffer), buffering, scheduling,
+                  estimate.t_anal, reserve, self.poll_gap, probed, missing)
         return AdmissionDecision(
             count, reason=f"MaxLat {estimate.max_latency:.2f}s >= deadline {self.deadline:.2f}s: {count} of {len(buffer)}"
         )

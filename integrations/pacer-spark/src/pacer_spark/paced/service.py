@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,7 @@ from pacer_spark.jvm import stream_query
 from pacer_spark.jvm.decider import (
     Decision,
     DecisionRequest,
+    OffsetSnapshot,
     PacerBridge,
     StopEvent,
 )
@@ -59,6 +60,7 @@ from pacer_spark.paced.state import (
     changed_options,
     check_options,
     merged_options,
+    query_engine_profile,
     source_of,
 )
 from pacer_spark.paced.truth import SourceTruth
@@ -192,7 +194,7 @@ class PacedQueries:
         q = self.queries.get(request.query)
         options = check_options(request.options)
         if q is None:
-            self._register(books, request.query, options)
+            self._register(books, request.query, options, snapshots=request.snapshots)
             q = self.queries[request.query] = PacedQuery(request.query, source=request.source, options=options,
                                                          seen_at=time.time())
             log.info("query %r: paced by pacer (source %s, admission %s, deadline %s)", request.query,
@@ -250,8 +252,10 @@ class PacedQueries:
         self.truth.close_run(books, q, "restarted")
         self.truth.give_back(books, q)
 
-    def _register(self, books: Books, query_id: str, options: dict[str, str], *, again: bool = False) -> None:
-        """Register the query with the Controller under its options (``again``: give a known one new options)."""
+    def _register(self, books: Books, query_id: str, options: dict[str, str], *, again: bool = False,
+                  snapshots: Sequence[OffsetSnapshot] = ()) -> None:
+        """Register the query with the Controller under its options (``again``: give a known one new options); its
+        first ``snapshots`` say how its source measures a row (:func:`query_engine_profile`)."""
         s = self.driver
         params = {kind: {k[len(f"pacer.param.{kind}."):]: v for k, v in options.items()
                          if k.startswith(f"pacer.param.{kind}.")} for kind in ("admission", "placement")}
@@ -270,7 +274,8 @@ class PacedQueries:
                                       "(overload=shed applies to pacer-gen/pacer-files queries)", query_id)
         self.register_query(query_id, deadline=deadline, admission=options.get("pacer.admission"),
                          placement=options.get("pacer.placement"), admission_params=params["admission"],
-                         placement_params=params["placement"], overload="keep", probe_rows=PROBE_ROWS)
+                         placement_params=params["placement"], overload="keep", probe_rows=PROBE_ROWS,
+                         engine_profile=query_engine_profile(options, snapshots))
         books.dated_by(query_id, "first-seen")  # until a snapshot brings its own time
 
     # ------------------------------------------------------------------ a source's stop

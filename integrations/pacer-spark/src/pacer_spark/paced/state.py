@@ -7,18 +7,21 @@ it bounded however long the query runs (:class:`RecentIds`, :class:`~pacer.summa
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pacer.engine_profile import EngineProfile, EngineProfileError
+from pacer.engine_profile import load as load_engine_profile
 from pacer.summary import StreamingSummary
+from pacer_spark.jvm.decider import OffsetSnapshot
 from pacer_spark.options import parse_seconds
 
 #: The ``pacer.*`` source options the service reads (besides ``pacer.param.*``); ``pacer.source`` and
 #: ``pacer.query`` are the JVM's.
 KNOWN_OPTIONS = frozenset({"pacer.deadline", "pacer.admission", "pacer.placement", "pacer.query", "pacer.overload",
-                           "pacer.arrival", "pacer.arrival.maxAge"})
+                           "pacer.arrival", "pacer.arrival.maxAge", "pacer.engineProfile"})
 #: How the arrivals of a query's data are dated (``pacer.arrival``): by the data's own time where the source has one
 #: (Kafka record timestamps, file mtimes, rate's timestamp column), or when pacer first saw it.
 ARRIVAL_MODES = ("source", "observed")
@@ -27,9 +30,13 @@ ARRIVAL_MODES = ("source", "observed")
 DEFAULT_MAX_AGE_S = 7 * 24 * 3600.0
 
 
-def check_options(options: Mapping[str, str]) -> dict[str, str]:
+def check_options(given: Mapping[str, str]) -> dict[str, str]:
     """A source's ``pacer.*`` options, checked: unknown names, a deadline <= 0 and ``pacer.overload=shed`` are
-    refused with what to do instead (``ValueError``)."""
+    refused with what to do instead (``ValueError``). Names are read as Spark reads a source's options, whatever
+    their case (Spark hands a V2 source its options lowercased): the result spells them as :data:`KNOWN_OPTIONS`
+    does."""
+    spelled = {name.lower(): name for name in KNOWN_OPTIONS}
+    options = {spelled.get(k.lower(), k): v for k, v in given.items()}
     unknown = sorted(k for k in options if k not in KNOWN_OPTIONS and not k.startswith("pacer.param."))
     if unknown:
         raise ValueError(f"unknown option(s) {', '.join(unknown)}; format('pacer') reads "
@@ -54,7 +61,24 @@ def check_options(options: Mapping[str, str]) -> dict[str, str]:
         age = parse_seconds(options["pacer.arrival.maxAge"])
         if age is None or not age > 0:
             raise ValueError(f"pacer.arrival.maxAge must be > 0 seconds, got {options['pacer.arrival.maxAge']!r}")
-    return dict(options)
+    return options
+
+
+def query_engine_profile(options: Mapping[str, str], snapshots: Iterable[OffsetSnapshot] = ()) -> EngineProfile | None:
+    """The engine profile a query's ``pacer.engineProfile`` names (the path of a ``pacer calibrate --runtime spark``
+    file; None: unset), its service-time model's prior, in the bytes its source measures a row in (from its first
+    ``snapshots``: Kafka's estimate of a record from its schema is not pacer-gen's of a row). A file that cannot be read as one is refused,
+    naming the option, the file and what to do (``ValueError``)."""
+    path = options.get("pacer.engineProfile")
+    if not path:
+        return None
+    try:
+        profile = load_engine_profile(path)
+    except EngineProfileError as exc:
+        raise ValueError(f"pacer.engineProfile: {exc}") from None
+    measured = [s for s in snapshots if s.rows and s.bytes is not None]  # as its datasets will measure them
+    rows = sum(s.rows or 0 for s in measured)
+    return profile.in_bytes_of(sum(s.bytes or 0 for s in measured) / rows) if rows else profile
 
 
 def changed_options(old: Mapping[str, str], new: Mapping[str, str]) -> str:

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from pacer import RunConfig, RunResult
 from pacer.engine_profile import EngineProfile
+from pacer.engine_profile import load as load_engine_profile
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.report import PROGRESS_LEGEND, progress_line
 from pacer.run import parse_duration
@@ -344,6 +345,8 @@ def _run_kafka(session: Any, config: RunConfig, report_config: dict[str, Any], *
     run = KafkaRun(session, settings, drain_timeout=drain_timeout)
     report_config.update(source="kafka", topic=settings["topic"], bootstrap_servers=settings["bootstrap_servers"])
 
+    profile = load_engine_profile(str(options["engine_profile"])) if options.get("engine_profile") else None
+
     def start_queries() -> None:
         from pacer_workloads import WORKLOADS
 
@@ -356,6 +359,8 @@ def _run_kafka(session: Any, config: RunConfig, report_config: dict[str, Any], *
                          "pacer.deadline": f"{deadline:g}s"}
                 paced |= {f"pacer.param.admission.{k}": str(v) for k, v in q.admission_params.items()}
                 paced |= {f"pacer.param.placement.{k}": str(v) for k, v in q.placement_params.items()}
+                if profile is not None and profile.applies_to(q.workload):  # the workload's calibration: its prior
+                    paced["pacer.engineProfile"] = str(options["engine_profile"])
             run.start(qid, q.workload, deadline_s=deadline, paced_options=paced, trigger=trigger,
                       checkpoint=str(session.checkpoint_root / qid / "checkpoint"), topic=topics.get(qid))
 

@@ -50,6 +50,15 @@ abstract class PacedStream {
    * otherwise grow the pending list, and each request, by a limit's worth per call, forever).
    */
   static final int MAX_PENDING = 100;
+  /**
+   * How many snapshots wait at most for a delegate without a read limit. Beyond {@link
+   * #MAX_PENDING} such a delegate is still looked at, or the data that came after the hundredth
+   * snapshot would stay out of every batch admitted meanwhile (a Kafka query at a 10 s deadline
+   * filled 100 in 9 s and split each window into 9 s and 6 s batches); but sparsely (see {@link
+   * #lookDue}), so the list grows with the log of the wait. This backstops a decider that never
+   * admits.
+   */
+  static final int MAX_PENDING_UNLIMITED = 1000;
 
   final SparkSession session;
   final SparkDataStream delegate;
@@ -256,7 +265,8 @@ abstract class PacedStream {
    * Asks the delegate for its latest offset; each change is one new snapshot. Under a read limit
    * the delegate advances at most one limit per call, so it is asked again (up to
    * {@link #MAX_OBSERVATIONS_PER_TRIGGER} times) until it stops advancing or {@link #MAX_PENDING}
-   * snapshots wait: pacer sees the backlog as limit-sized snapshots, and lastProgress's
+   * snapshots wait ({@link #MAX_PENDING_UNLIMITED} without a limit, looked at sparsely past {@link
+   * #MAX_PENDING}: {@link #lookDue}): pacer sees the backlog as limit-sized snapshots, and lastProgress's
    * latestOffset shows how far it looked. A delegate that
    * jumps over several of its own batches at once (a file source restarted with a logged backlog)
    * has the jump cut at its batch boundaries ({@link #steps}), so no snapshot holds more than one
@@ -272,17 +282,21 @@ abstract class PacedStream {
     if (lastObserved == null) {
       lastObserved = start;
     }
-    long nowMs = System.currentTimeMillis();
+    long nowMs = nowMs();
+    boolean limited = limit != null && !(limit instanceof ReadAllAvailable);
+    if (!limited && !lookDue(nowMs)) {
+      return; // the next look dates what came meanwhile from the last one
+    }
     long sinceMs = lastLookMs < 0 ? nowMs : lastLookMs;
     lastLookMs = nowMs;
-    boolean limited = limit != null && !(limit instanceof ReadAllAvailable);
+    int cap = limited ? MAX_PENDING : MAX_PENDING_UNLIMITED;
     List<Offset[]> deltas = new ArrayList<>();
-    for (int i = 0; i < MAX_OBSERVATIONS_PER_TRIGGER && pending.size() + deltas.size() < MAX_PENDING; i++) {
+    for (int i = 0; i < MAX_OBSERVATIONS_PER_TRIGGER && pending.size() + deltas.size() < cap; i++) {
       Offset next = observeOnce(limit);
       if (next == null || (lastObserved != null && next.json().equals(lastObserved.json()))) {
         break;
       }
-      for (Offset step : steps(lastObserved, next, MAX_PENDING - pending.size() - deltas.size())) {
+      for (Offset step : steps(lastObserved, next, cap - pending.size() - deltas.size())) {
         deltas.add(new Offset[] {lastObserved, step});
         lastObserved = step;
       }
@@ -294,6 +308,28 @@ abstract class PacedStream {
       long arrivalMs = sinceMs + (nowMs - sinceMs) * i / deltas.size();
       pending.addLast(measure(nextSeq++, deltas.get(i)[0], deltas.get(i)[1], arrivalMs));
     }
+  }
+
+  /**
+   * Whether a delegate without a read limit is looked at now: always while fewer than {@link
+   * #MAX_PENDING} snapshots wait; beyond, once the last look is older than a {@link #MAX_PENDING}th
+   * of the oldest snapshot's wait (what a batch admitted now would leave out came within the last 1 %
+   * of that wait), and never at {@link #MAX_PENDING_UNLIMITED}.
+   */
+  private boolean lookDue(long nowMs) {
+    if (pending.size() < MAX_PENDING) {
+      return true;
+    }
+    if (pending.size() >= MAX_PENDING_UNLIMITED) {
+      return false;
+    }
+    long waited = nowMs - pending.peekFirst().arrivalMs;
+    return nowMs - lastLookMs >= waited / MAX_PENDING;
+  }
+
+  /** The clock of looks and requests, epoch milliseconds (a test sets its own). */
+  long nowMs() {
+    return System.currentTimeMillis();
   }
 
   /**
@@ -390,7 +426,7 @@ abstract class PacedStream {
     req.put("available_now", availableNow);
     req.put("caller_waiting", callerWaiting(queryId));
     req.put("admissible", capToLimit(pending.size() - 1, limit) + 1);
-    req.put("now", System.currentTimeMillis() / 1000.0);
+    req.put("now", nowMs() / 1000.0);
     ArrayNode snaps = req.putArray("snapshots");
     for (OffsetSnapshot s : pending) {
       snaps.add(s.toJson());

@@ -96,10 +96,17 @@ final class Fakes {
     final Counter counter;
     /** When set, snapshots are unmeasurable (rows, files and bytes unknown). */
     boolean unmeasured;
+    /** The stream's clock, epoch milliseconds (negative: the system's). */
+    long clockMs = -1;
 
     Stream(SparkSession session, Counter counter, String query) {
       super(session, counter, "counter", query, Map.of("pacer.deadline", "5s"));
       this.counter = counter;
+    }
+
+    @Override
+    long nowMs() {
+      return clockMs < 0 ? super.nowMs() : clockMs;
     }
 
     @Override

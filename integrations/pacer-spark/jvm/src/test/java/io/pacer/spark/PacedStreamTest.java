@@ -189,6 +189,56 @@ class PacedStreamTest {
   }
 
   @Test
+  void withoutALimitTheDelegateIsStillLookedAtSparselyPastAHundredSnapshots() {
+    Fakes.Counter counter = new Fakes.Counter();
+    Fakes.Stream stream = new Fakes.Stream(session, counter, query);
+    for (int i = 0; i < PacedStream.MAX_PENDING; i++) { // one snapshot every 10 ms, none admitted
+      stream.clockMs = 10L * i;
+      counter.available = i + 1;
+      assertEquals(0, stream.next(0));
+    }
+    assertEquals(PacedStream.MAX_PENDING, decider.last().get("snapshots").size());
+
+    stream.clockMs = 1000; // the oldest waited 1 s, the last look was 10 ms ago: due
+    counter.available = 101;
+    assertEquals(0, stream.next(0));
+    assertEquals(PacedStream.MAX_PENDING + 1, decider.last().get("snapshots").size());
+
+    stream.clockMs = 1005; // 5 ms since the last look, under a hundredth of the oldest's wait: not due
+    counter.available = 102;
+    assertEquals(0, stream.next(0));
+    assertEquals(PacedStream.MAX_PENDING + 1, decider.last().get("snapshots").size());
+
+    stream.clockMs = 1011; // due again: what came since the last look is one snapshot, dated from that look
+    counter.available = 103;
+    decider.answer = Fakes.Decider::newest;
+    assertEquals(103, stream.next(0), "the batch takes every row the delegate had");
+    JsonNode snaps = decider.last().get("snapshots");
+    assertEquals(PacedStream.MAX_PENDING + 2, snaps.size());
+    assertEquals(2, snaps.get(snaps.size() - 1).get("rows").asLong());
+    assertEquals(1.0, snaps.get(snaps.size() - 1).get("arrival").asDouble(), 1e-9);
+  }
+
+  @Test
+  void withoutALimitWhatWaitsIsStillBounded() {
+    Fakes.Counter counter = new Fakes.Counter();
+    Fakes.Stream stream = new Fakes.Stream(session, counter, query);
+    long clock = 1000;
+    for (int i = 0; i < PacedStream.MAX_PENDING_UNLIMITED + 10; i++) { // each look 2 % later: every one due
+      clock += clock / 50;
+      stream.clockMs = clock;
+      counter.available = i + 1;
+      assertEquals(0, stream.next(0));
+    }
+    assertEquals(String.valueOf(PacedStream.MAX_PENDING_UNLIMITED),
+        stream.metrics(Optional.empty()).get("pacer.pendingSnapshots"));
+    decider.answer = Fakes.Decider::newest;
+    assertEquals(PacedStream.MAX_PENDING_UNLIMITED, stream.next(0), "the batch ends at the last snapshot seen");
+    assertEquals(PacedStream.MAX_PENDING_UNLIMITED + 10, stream.next(PacedStream.MAX_PENDING_UNLIMITED),
+        "the rest is seen at the next look");
+  }
+
+  @Test
   void aCommitReachesTheDelegateOncePerAdmittedSnapshotInOrder() {
     Fakes.Counter counter = new Fakes.Counter();
     Fakes.Stream stream = new Fakes.Stream(session, counter, query);

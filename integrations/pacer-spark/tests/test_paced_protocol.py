@@ -349,17 +349,23 @@ def test_an_engine_profile_named_by_the_source_is_the_query_s_prior_in_its_sourc
     """``pacer.engineProfile`` (spelled in any case: Spark hands a V2 source its options lowercased, as it does
     ``pacer.arrival.maxAge``) gives the query the calibration as its prior, rescaled to the bytes its snapshots
     measure a row in (a calibration at 50 bytes a row, Kafka records of 64: the largest size measured grows by
-    64/50); a file that is no profile is refused naming the option."""
+    64/50), once a snapshot is measured (a first one without rows, as a source's first can be, says nothing: before,
+    the profile was taken unscaled and a 4× smaller probe limit turned into a ceiling on Spark); a file that is no
+    profile is refused naming the option."""
     tiny = [CostPoint("tiny", 20, 1_000, 0.5, 0.2) for _ in range(3)]
     large = [CostPoint("large", 20_000 * k, 1_000_000 * k, 0.5 + k, 0.2 + 2 * k) for k in (1, 2, 4)]
     path = fit_profile(tiny + large, runtime="spark", workload="lr2", partitions=2, slots=2).write(tmp_path / "p.json")
     paced, controller = _paced([0])
-    snapshot = replace(_timed(0, None), bytes=ROWS * 64)  # estimated from the schema, as Kafka's are
+    unmeasured = replace(_timed(0, None), rows=None, bytes=None)
+    snapshot = replace(_timed(1, None), bytes=ROWS * 64)  # estimated from the schema, as Kafka's are
     request = DecisionRequest(query="q", query_id="s", run="r", batch_id=0, spark_run_id="run-1",
                               options={"pacer.deadline": "30s", "pacer.engineprofile": str(path),
                                        "pacer.arrival.maxage": "1h"},
                               source="kafka", start=None, limit="", available_now=False, admissible=1,
-                              now=time.time(), snapshots=(snapshot,))
+                              now=time.time(), snapshots=(unmeasured,))
+    assert paced.decide(request).error is None
+    assert controller.query("q").engine_profile is None and paced.queries["q"].engine_profile is not None
+    request = replace(request, admissible=2, snapshots=(unmeasured, snapshot))
     assert paced.decide(request).error is None
     view = controller.query("q")
     assert view.engine_profile is not None and view.service_time["prior_batches"] > 0

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from pacer.engine_profile import EngineProfile
 from pacer.overload import LONG_RUN_WINDOWS, STRAIN_UTILISATION, OverloadMonitor
 from pacer.service_time import MIN_SIZE_SPREAD, PROBE_GROWTH, ServiceTimeModel, _mean_abs_log
 
@@ -78,6 +79,20 @@ def test_a_larger_batch_that_costs_more_per_byte_than_predicted_sets_a_ceiling_b
     for _ in range(int(model.halflife)):
         model.observe(MB, 1.0)
     assert model._ceiling == pytest.approx(3.0) and not model.probe_limit_is_ceiling  # twice the 1 MB measured binds
+
+
+def test_a_slow_warm_up_batch_past_a_prior_s_largest_sets_no_ceiling() -> None:
+    """A query's first batch pays for Spark's code generation and JIT whatever its size (1.5 s where a calibration
+    predicts 0.41 s, on Spark): it shows no cost that grows faster than the bytes, so no ceiling (before: one at
+    half its size, which capped the batches after it for a halflife); a later such batch still sets one."""
+    model = ServiceTimeModel(warmup=1)
+    model.take_prior(EngineProfile(runtime="spark", workload="lr2", partitions=1, slots=1, fixed_s=0.4,
+                                   fixed_core_s=0.2, engine_s_per_byte=0.1 / MB, core_s_per_byte=0.1 / MB,
+                                   core_s_per_row=1e-5, largest_bytes=int(MB)))
+    model.observe(1.5 * MB, 1.5)  # predicted 0.55 s, with the margin squared 1.24 s
+    assert not model.probe_limit_is_ceiling
+    model.observe(3 * MB, 4 * 3.0)
+    assert model.probe_limit_is_ceiling
 
 
 def test_a_noisy_larger_batch_of_a_fixed_cost_query_sets_no_ceiling() -> None:

@@ -54,8 +54,9 @@ def batch_size(q: QueryState, now: float, shedding: bool, ask_strategy: Callable
         least = 1 if q.service.probe_limit_is_ceiling else 2
         count = min(count, max(least, read_cap_count(q.buffer, count, 0, max(1, int(limit)))))
     if count < asked:
-        log.debug("query %r: %d of the %d datasets asked (read cap, probe or probe limit %.0f bytes)",
-                  q.spec.id, count, asked, q.service.probe_limit_bytes)
+        log.debug("query %r: %d of the %d datasets asked (read cap, probe or probe limit %.0f bytes on %g slots%s)",
+                  q.spec.id, count, asked, q.service.probe_limit_bytes, q.service.slots,
+                  ", a ceiling" if q.service.probe_limit_is_ceiling else "")
     if shedding and not catching_up:
         count = q.overload.feasible_prefix(q.buffer, count, now, q.service)
     return count, catching_up

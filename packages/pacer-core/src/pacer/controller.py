@@ -184,10 +184,8 @@ class Controller:
             raise ValueError(f"query {spec.id!r}: max_rows, max_bytes and probe_rows must be >= 0 (0: none)")
         if overload is not None and overload not in OVERLOAD_POLICIES:
             raise ValueError(f"query {spec.id!r}: overload policy must be one of {OVERLOAD_POLICIES}, got {overload!r}")
-        if engine_profile is not None and spec.workload and not engine_profile.applies_to(spec.workload):
-            raise ValueError(f"query {spec.id!r} runs {spec.workload!r}; the engine profile given was measured on "
-                             f"{engine_profile.workload!r}: calibrate this query (`pacer calibrate --runtime "
-                             f"{engine_profile.runtime} --workload {spec.workload}`)")
+        if engine_profile is not None:
+            _check_profile(spec, engine_profile)
         chosen = {"admission": admission, "placement": placement}
         params, states = self._dispatch.strategies(spec, chosen, admission_params, placement_params)
         self._state.queries[spec.id] = QueryState(
@@ -198,11 +196,21 @@ class Controller:
             max_rows=int(max_rows), max_bytes=int(max_bytes), overload_policy=overload or self.overload_policy,
             probe_rows=int(probe_rows),
             catch_up=CatchUp(deadline=spec.effective_deadline, enabled=self._catches_up(admission)),
-            engine_profile=engine_profile,
         )
         if engine_profile is not None:
-            self._state.queries[spec.id].service.take_prior(engine_profile)
+            self.take_engine_profile(spec.id, engine_profile)
         self._follow_slots(self._state.queries[spec.id])
+
+    def take_engine_profile(self, query_id: str, profile: EngineProfile) -> None:
+        """``profile`` becomes the query's prior, as :meth:`add_query`'s ``engine_profile``, before its first batch
+        completes (a paced source knows how it measures a row only once its data arrives).
+
+        :raises ValueError: for a profile of another workload, or once the query's model observed a batch.
+        """
+        q = self._state.query(query_id)
+        _check_profile(q.spec, profile)
+        q.service.take_prior(profile)
+        q.engine_profile = profile
 
     def resize(self, cores: int) -> bool:
         """The runtime now has ``cores`` task slots (an executor lost or added): every later decision plans for
@@ -486,3 +494,11 @@ class Controller:
         if query_id is not None:
             self._state.query(query_id)
         return self.recorder.reports(query_id)
+
+
+def _check_profile(spec: QuerySpec, profile: EngineProfile) -> None:
+    """Refuse a profile measured on another workload than the query's (one of no known workload takes any)."""
+    if spec.workload and not profile.applies_to(spec.workload):
+        raise ValueError(f"query {spec.id!r} runs {spec.workload!r}; the engine profile given was measured on "
+                         f"{profile.workload!r}: calibrate this query (`pacer calibrate --runtime "
+                         f"{profile.runtime} --workload {spec.workload}`)")

@@ -225,9 +225,10 @@ class ServiceTimeModel:
         x = float(nbytes) / _MB / slots
         # the sizes measured count as the fit's observations do, and are forgotten as fast; a larger one that cost
         # more than its prediction with the margin, and more per byte than the batches seen, shows a cost that grows
-        # faster than the bytes: a ceiling below it, relaxed at the same pace
+        # faster than the bytes: a ceiling below it, relaxed at the same pace (not a warm-up batch: its time is the
+        # engine's start, Spark's code generation and JIT, whatever its size)
         self._ceiling /= self._decay
-        if (self._n > 0 or self.prior_batches) and x > self._largest and service_s > self.predict_raw(nbytes, slots) * self.margin ** 2 \
+        if (self._n > 0 or self.prior_batches) and self._seen >= self.warmup and x > self._largest and service_s > self.predict_raw(nbytes, slots) * self.margin ** 2 \
                 and service_s * self._swx > self._swy * x:  # more per byte (none seen: infinitely much)
             self._ceiling = min(self._ceiling, x / PROBE_GROWTH)
         else:

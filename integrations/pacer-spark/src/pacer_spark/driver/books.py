@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, final
 
 from pacer import BatchReport, Controller, Dataset, MicroBatch, OperatorDAG, OperatorMetric, QuerySpec
+from pacer.engine_profile import EngineProfile
 from pacer.report import build_report
 from pacer.views import BatchView, QueryView
 from pacer_spark.driver.completion import BatchCompletion, SinkDone
@@ -63,6 +64,10 @@ class Books:
         """Give a registered query new options (a restart with other ``pacer.*`` options, a second paced source)."""
         self._controller.reconfigure(spec, admission=admission, placement=placement,
                                      admission_params=admission_params, placement_params=placement_params)
+
+    def take_engine_profile(self, query_id: str, profile: EngineProfile) -> None:
+        """The query's prior, before its first batch completes (:meth:`pacer.Controller.take_engine_profile`)."""
+        self._controller.take_engine_profile(query_id, profile)
 
     def replace_dag(self, query_id: str, dag: OperatorDAG) -> None:
         """The query's real operator DAG, read from the plan Spark executed."""

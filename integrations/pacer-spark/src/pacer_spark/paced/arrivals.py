@@ -7,6 +7,7 @@ query's measured bytes per row (:data:`DEFAULT_ROW_BYTES` before any batch measu
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -19,6 +20,8 @@ from pacer_spark.paced.state import DEFAULT_MAX_AGE_S, PacedQuery, SourceRun, sn
 
 if TYPE_CHECKING:
     from pacer_spark.driver.loop import Driver
+
+log = logging.getLogger("pacer_spark.paced.arrivals")
 
 #: Bytes per row assumed for a file source's snapshot before any batch measured it.
 DEFAULT_ROW_BYTES = 64
@@ -74,8 +77,23 @@ class Arrivals:
         if arrival is None:  # an admission the source reported: dated as any other snapshot
             snapshot = self.dated(books, q, snapshot, time.time())
         dataset = self.dataset(q, src, snapshot, arrival=arrival, newest=newest)
+        if q.engine_profile is not None and snapshot.rows and snapshot.bytes is not None:
+            self.take_profile(books, q, snapshot.bytes / snapshot.rows)
         books.arrive(q.query_id, dataset)
         src.arrived[snapshot.seq] = dataset.id
+
+    @staticmethod
+    def take_profile(books: Books, q: PacedQuery, bytes_per_row: float) -> None:
+        """The query's ``pacer.engineProfile`` becomes its prior in the bytes its source measures a row in (Kafka's
+        estimate of a record from its schema is not pacer-gen's of a row: :meth:`EngineProfile.in_bytes_of`); a
+        model that already measured batches (restored with the checkpoint) keeps its own."""
+        assert q.engine_profile is not None
+        profile, q.engine_profile = q.engine_profile.in_bytes_of(bytes_per_row), None
+        try:
+            books.take_engine_profile(q.query_id, profile)
+        except ValueError as exc:
+            log.info("query %r: pacer.engineProfile not taken (%s): its model goes on from what it measured",
+                     q.query_id, exc)
 
     def dataset(self, q: PacedQuery, src: SourceRun, snapshot: OffsetSnapshot, *, arrival: float | None = None,
                  newest: float | None = None) -> Dataset:

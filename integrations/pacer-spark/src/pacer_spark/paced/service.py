@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,6 @@ from pacer_spark.jvm import stream_query
 from pacer_spark.jvm.decider import (
     Decision,
     DecisionRequest,
-    OffsetSnapshot,
     PacerBridge,
     StopEvent,
 )
@@ -194,9 +193,10 @@ class PacedQueries:
         q = self.queries.get(request.query)
         options = check_options(request.options)
         if q is None:
-            self._register(books, request.query, options, snapshots=request.snapshots)
+            profile = query_engine_profile(options)  # a file that is none refuses the query before it registers
+            self._register(books, request.query, options)
             q = self.queries[request.query] = PacedQuery(request.query, source=request.source, options=options,
-                                                         seen_at=time.time())
+                                                         seen_at=time.time(), engine_profile=profile)
             log.info("query %r: paced by pacer (source %s, admission %s, deadline %s)", request.query,
                      request.source, books.query(request.query).admission,
                      books.query(request.query).spec.deadline)
@@ -252,10 +252,8 @@ class PacedQueries:
         self.truth.close_run(books, q, "restarted")
         self.truth.give_back(books, q)
 
-    def _register(self, books: Books, query_id: str, options: dict[str, str], *, again: bool = False,
-                  snapshots: Sequence[OffsetSnapshot] = ()) -> None:
-        """Register the query with the Controller under its options (``again``: give a known one new options); its
-        first ``snapshots`` say how its source measures a row (:func:`query_engine_profile`)."""
+    def _register(self, books: Books, query_id: str, options: dict[str, str], *, again: bool = False) -> None:
+        """Register the query with the Controller under its options (``again``: give a known one new options)."""
         s = self.driver
         params = {kind: {k[len(f"pacer.param.{kind}."):]: v for k, v in options.items()
                          if k.startswith(f"pacer.param.{kind}.")} for kind in ("admission", "placement")}
@@ -274,8 +272,7 @@ class PacedQueries:
                                       "(overload=shed applies to pacer-gen/pacer-files queries)", query_id)
         self.register_query(query_id, deadline=deadline, admission=options.get("pacer.admission"),
                          placement=options.get("pacer.placement"), admission_params=params["admission"],
-                         placement_params=params["placement"], overload="keep", probe_rows=PROBE_ROWS,
-                         engine_profile=query_engine_profile(options, snapshots))
+                         placement_params=params["placement"], overload="keep", probe_rows=PROBE_ROWS)
         books.dated_by(query_id, "first-seen")  # until a snapshot brings its own time
 
     # ------------------------------------------------------------------ a source's stop

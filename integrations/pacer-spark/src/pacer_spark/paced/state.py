@@ -7,7 +7,7 @@ it bounded however long the query runs (:class:`RecentIds`, :class:`~pacer.summa
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,6 @@ from typing import Any
 from pacer.engine_profile import EngineProfile, EngineProfileError
 from pacer.engine_profile import load as load_engine_profile
 from pacer.summary import StreamingSummary
-from pacer_spark.jvm.decider import OffsetSnapshot
 from pacer_spark.options import parse_seconds
 
 #: The ``pacer.*`` source options the service reads (besides ``pacer.param.*``); ``pacer.source`` and
@@ -64,21 +63,17 @@ def check_options(given: Mapping[str, str]) -> dict[str, str]:
     return options
 
 
-def query_engine_profile(options: Mapping[str, str], snapshots: Iterable[OffsetSnapshot] = ()) -> EngineProfile | None:
+def query_engine_profile(options: Mapping[str, str]) -> EngineProfile | None:
     """The engine profile a query's ``pacer.engineProfile`` names (the path of a ``pacer calibrate --runtime spark``
-    file; None: unset), its service-time model's prior, in the bytes its source measures a row in (from its first
-    ``snapshots``: Kafka's estimate of a record from its schema is not pacer-gen's of a row). A file that cannot be read as one is refused,
-    naming the option, the file and what to do (``ValueError``)."""
+    file; None: unset). A file that cannot be read as one is refused, naming the option, the file and what to do
+    (``ValueError``)."""
     path = options.get("pacer.engineProfile")
     if not path:
         return None
     try:
-        profile = load_engine_profile(path)
+        return load_engine_profile(path)
     except EngineProfileError as exc:
         raise ValueError(f"pacer.engineProfile: {exc}") from None
-    measured = [s for s in snapshots if s.rows and s.bytes is not None]  # as its datasets will measure them
-    rows = sum(s.rows or 0 for s in measured)
-    return profile.in_bytes_of(sum(s.bytes or 0 for s in measured) / rows) if rows else profile
 
 
 def changed_options(old: Mapping[str, str], new: Mapping[str, str]) -> str:
@@ -201,6 +196,9 @@ class PacedQuery:
     source_timed: bool = False
     #: when the driver first saw the query (the bound of ``pacer.arrival.maxAge`` counts from it)
     seen_at: float = 0.0
+    #: the profile its ``pacer.engineProfile`` names, until its first measured snapshot says how its source measures
+    #: a row (:meth:`pacer_spark.paced.arrivals.Arrivals.arrive_one`); None once taken, or without one
+    engine_profile: EngineProfile | None = None
     #: the query's service-time model file in its checkpoint (None: not on this machine), when it was last saved,
     #: and whether this run started from a saved one
     model_file: Path | None = None

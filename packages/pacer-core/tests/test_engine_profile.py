@@ -76,7 +76,22 @@ def test_a_prior_predicts_from_the_first_batch_and_fades_as_the_query_measures_i
         model.observe(MB, 2 * profile.engine_s(MB))
         model.observe(2 * MB, 2 * profile.engine_s(2 * MB))
     assert model.predict_raw(2 * MB) == pytest.approx(2 * profile.engine_s(2 * MB), rel=0.02)
-    with pytest.raises(ValueError, match="before the model observes any batch"):
+    with pytest.raises(ValueError, match="before the model fits any batch"):
+        model.take_prior(profile)
+
+
+def test_a_prior_is_taken_after_warm_up_batches_not_after_a_fitted_one() -> None:
+    """A paced source may learn how it measures a row only after its first (warm-up) batch ran: the prior is still
+    taken then, and the warm-up's size counts as measured."""
+    profile = fit_profile(_points(), runtime="spark", workload="lr2", partitions=2, slots=2)
+    model = ServiceTimeModel(warmup=1)
+    model.slots = 2.0
+    model.observe(10 * MB, 9.0)  # the warm-up batch: 5 MB a slot, larger than the calibration's 2
+    model.take_prior(profile)
+    assert model.ready and model.observations == 0
+    assert model.probe_limit_bytes == pytest.approx(PROBE_GROWTH * 10 * MB)
+    model.observe(MB, 1.0)
+    with pytest.raises(ValueError, match="before the model fits any batch"):
         model.take_prior(profile)
 
 

@@ -63,6 +63,23 @@ def test_cold_start_admits_to_measure_throughput() -> None:
     assert state.admit("q", buf, 0.0, _system("fifo"), QueryHistory()).admits
 
 
+def test_with_an_engine_profile_the_warm_up_batch_still_runs_at_once_and_then_zstream_waits() -> None:
+    """A prior predicts a batch from the start, but not Spark's start: the first (warm-up) batch is admitted at once
+    (on Kafka, a deadline-sized first batch paid it on top and missed); the next waits for the deadline."""
+    from pacer.engine_profile import EngineProfile
+
+    model = ServiceTimeModel(warmup=1)
+    model.take_prior(EngineProfile(runtime="spark", workload="lr2", partitions=2, slots=2, fixed_s=0.4,
+                                   fixed_core_s=0.2, engine_s_per_byte=1e-8, core_s_per_byte=2e-8,
+                                   core_s_per_row=1e-5, largest_bytes=5_000_000))
+    state = ZStreamAdmission(deadline=10.0)
+    buf = DatasetBuffer([Dataset("a", 0.0, 10_000, 100)])
+    assert model.ready and state.admit("q", buf, 1.0, _system("fifo"), QueryHistory(), model).admits
+    model.observe(10_000, 3.0)  # the warm-up: slow, and not fitted
+    assert not state.admit("q", buf, 1.0, _system("fifo"), QueryHistory(), model).admits
+    assert state.admit("q", buf, 9.5, _system("fifo"), QueryHistory(), model).admits
+
+
 def test_a_deadline_too_tight_is_admitted_at_once_and_counted() -> None:
     state = ZStreamAdmission(deadline=1.0)
     buf = DatasetBuffer([Dataset("a", 0.0, 4_000_000, 1)])

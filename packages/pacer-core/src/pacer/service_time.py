@@ -158,6 +158,11 @@ class ServiceTimeModel:
         return self._n > 0 or self.prior_batches > 0
 
     @property
+    def warmed_up(self) -> bool:
+        """True once the warm-up batches ran (their time is the engine's start, whatever a prior says a batch costs)."""
+        return self._seen >= self.warmup
+
+    @property
     def observations(self) -> int:
         """Batches observed so far."""
         return self._n
@@ -228,7 +233,8 @@ class ServiceTimeModel:
         # faster than the bytes: a ceiling below it, relaxed at the same pace (not a warm-up batch: its time is the
         # engine's start, Spark's code generation and JIT, whatever its size)
         self._ceiling /= self._decay
-        if (self._n > 0 or self.prior_batches) and self._seen >= self.warmup and x > self._largest and service_s > self.predict_raw(nbytes, slots) * self.margin ** 2 \
+        if (self._n > 0 or self.prior_batches) and self.warmed_up and x > self._largest \
+                and service_s > self.predict_raw(nbytes, slots) * self.margin ** 2 \
                 and service_s * self._swx > self._swy * x:  # more per byte (none seen: infinitely much)
             self._ceiling = min(self._ceiling, x / PROBE_GROWTH)
         else:
@@ -254,9 +260,10 @@ class ServiceTimeModel:
     def take_prior(self, profile: EngineProfile, weight: float = PRIOR_WEIGHT) -> None:
         """Start from ``profile`` (what the engine measured for this query) instead of from nothing: its tiny and
         its largest batch enter the fit as ``weight`` batches each, forgotten at the halflife as batches come; a
-        batch may grow to :data:`PROBE_GROWTH` × its largest from the first. Before any batch only."""
-        if self._seen:
-            raise ValueError("a prior is taken before the model observes any batch")
+        batch may grow to :data:`PROBE_GROWTH` × its largest from the first. Before any batch is fitted only (the
+        warm-up's are not: a paced source may learn how it measures a row only after its first batch ran)."""
+        if self._n or self.prior_batches:
+            raise ValueError("a prior is taken before the model fits any batch")
         if not weight > 0:
             raise ValueError(f"a prior's weight must be > 0 batches, got {weight}")
         slots = float(profile.slots)
@@ -269,7 +276,7 @@ class ServiceTimeModel:
             self._swy += weight * y
             self._swxx += weight * x * x
             self._swxy += weight * x * y
-        self._largest = largest
+        self._largest = max(largest, self._largest)
         self.prior_batches = 2.0 * weight
         self._fit()
 

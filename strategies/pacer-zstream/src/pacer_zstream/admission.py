@@ -126,7 +126,8 @@ class ZStreamAdmission:
     :func:`core_share`.
 
     Cold start (the paper is silent): before the first batch completes there is no service time,
-    so the first micro-batch is admitted at once to measure it. When even one dataset is predicted
+    so the first micro-batch is admitted at once to measure it; with an engine profile as the model's prior, the
+    warm-up batch still is (its time is the engine's start, which the profile leaves out). When even one dataset is predicted
     to miss (T_buff + T_sched + T_anal(oldest) > deadline), it is admitted at once (never stall)
     and counted in ``predicted_misses``, logged once per query at INFO level.
     """
@@ -170,8 +171,9 @@ class ZStreamAdmission:
         """Algorithm 1 with the partial fetch."""
         model = service if self.use_model else None
         throughput = history.avg_throughput_bytes_per_s
-        if (model is not None and not model.ready) or (model is None and throughput is None):
-            # Cold start: the first batches (the warm-up the model leaves out, then one to fit) run at once.
+        if (model is not None and not (model.ready and model.warmed_up)) or (model is None and throughput is None):
+            # Cold start: the first batches (the warm-up the model leaves out, then one to fit) run at once; with a
+            # prior, the warm-up still does (a deadline-sized first batch would pay Spark's start on top of it).
             self.admitted += 1
             return AdmissionDecision.admit_all(buffer, "cold start: admit to measure the service time")
         buffering, (scheduling, share) = t_buff(buffer, now), self.scheduling(buffer, now, system, query_id)

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pacer_workloads import make_traffic, schedule_arrivals
-from pacer_workloads.trace import TraceError, read_trace
+from pacer_workloads import make_traffic, schedule_arrivals, trace
+from pacer_workloads.trace import MAX_TRACE_SECONDS, TraceError, read_trace
 
 
 def _file(tmp_path: Path, text: str, name: str = "trace.csv") -> str:
@@ -157,3 +157,51 @@ def test_a_file_name_read_as_a_number_is_still_a_name(tmp_path: Path, monkeypatc
     monkeypatch.chdir(tmp_path)
     Path("2024").write_text("3\n4\n")
     assert _rows(2024.0, 2) == [3, 4]  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------- span
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1700000000\n1700000000123\n", r"line 2: timestamp '1700000000123' looks like epoch milliseconds \(about "
+         r"1,000 times line 1's '1700000000'\); timestamps must all be epoch seconds: divide it by 1,000"),
+        ("1700000000123\n1700000000456\n1700000001\n", r"line 3: timestamp '1700000001' is epoch seconds but most "
+         r"look like epoch milliseconds \(e.g. line 1's '1700000000123'\); .* divide the others by 1,000"),
+        ("1700000000\n1700000001\n1700000000123456\n", r"line 3: timestamp '1700000000123456' looks like epoch "
+         r"microseconds .* divide it by 1,000,000"),
+        ("1700000000\n1731536000\n", r"line 2: timestamp '1731536000' is 365.0 days after the earliest, line 1's "
+         r"'1700000000', more than the 7.0 days a trace may span; split the file into traces of at most that"),
+        ("1700000000\n1700000001\n100000000\n", r"line 1: timestamp '1700000000' is 18,518.5 days after the "
+         r"earliest, line 3's '100000000', more than the 7.0 days .* or remove a stray timestamp"),
+        ("2024-05-07T10:00:00Z\n2025-05-07T10:00:00\n", r"line 2: timestamp '2025-05-07T10:00:00' is 365.0 days"),
+        ("second,rate\n1700000000,5\n1700000000123,6\n", r"line 3: second '1700000000123' looks like epoch "
+         r"milliseconds \(about 1,000 times line 2's '1700000000'\); SECOND must be epoch seconds on every line"),
+        ("0,5\n1000000000000,6\n", r"line 2: second '1000000000000' is 11,574,074.1 days after line 1's '0', more "
+         r"than the 7.0 days a trace may span; split the file into traces of at most that, or fix that line"),
+    ],
+)
+def test_a_trace_spanning_more_than_a_week_names_the_line_instead_of_running_out_of_memory(
+        tmp_path: Path, text: str, message: str) -> None:
+    """A stray time or one in milliseconds once made a per-second array over the whole span: a MemoryError."""
+    file = _file(tmp_path, text, name="far.csv")
+    with pytest.raises(TraceError, match=message) as info:
+        make_traffic("trace", rate=1000, file=file)
+    assert f"file {file!r}" in str(info.value)
+
+
+def test_the_span_limit_is_a_week_and_a_trace_of_exactly_the_limit_is_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert MAX_TRACE_SECONDS == 7 * 86_400
+    monkeypatch.setattr(trace, "MAX_TRACE_SECONDS", 10)  # the same bound, cheap to reach
+    assert read_trace(_file(tmp_path, "0,5\n9,6\n")).seconds == 10
+    assert read_trace(_file(tmp_path, "1\n" * 10)).seconds == 10
+    assert read_trace(_file(tmp_path, "1715076000\n1715076009.99\n")).seconds == 10
+    with pytest.raises(TraceError, match=r"line 2: second '10' is 10 s after line 1's '0', more than the 10 s"):
+        read_trace(_file(tmp_path, "0,5\n10,6\n"))
+    with pytest.raises(TraceError, match=r"line 11: more than 10 rates, so the trace spans more than 10 s, the most "
+                                         r"a trace may span; split the file into traces of at most 10 lines"):
+        read_trace(_file(tmp_path, "1\n" * 11))
+    with pytest.raises(TraceError, match=r"line 2: timestamp '1715076010' is 10 s after the earliest, line 1's"):
+        read_trace(_file(tmp_path, "1715076000.5\n1715076010\n"))

@@ -2,7 +2,8 @@
 
 Every :func:`~pacer_spark.attach` keyword is a field of :class:`PacerConfig`; :meth:`PacerConfig.from_spark`
 builds one from those keywords, reading each one left out from the session's ``spark.pacer.*`` confs
-(see the field's ``conf`` below), then the field's default.
+(see the field's ``conf`` below), then the field's default. Every duration, conf or keyword, is read by pacer's one
+duration parser (:func:`~pacer_spark.options.parse_seconds`: ``"60s"``, ``"500ms"``, ``"2min"``, ``"60"``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from pacer.durations import EXAMPLES as DURATION_EXAMPLES
 from pacer.engine_profile import EngineProfile, EngineProfileError
 from pacer.engine_profile import load as load_engine_profile
 from pacer.plugins import PluginManager
@@ -58,12 +60,15 @@ class _Conf:
     :ivar given: whether a keyword's value counts as given (else the conf is read).
     :ivar parse: applied to a given keyword's value.
     :ivar key: the conf's name after ``spark.pacer.`` (for the documentation).
+    :ivar duration: the field holds a duration in seconds, > 0: :class:`PacerConfig` reads it with ``parse`` however
+        it was built (a config built by hand is checked as one built from keywords).
     """
 
     read: Callable[[SparkSession], Any]
     given: Callable[[Any], bool] = _is_set
     parse: Callable[[Any], Any] = _as_given
     key: str = ""
+    duration: bool = False
 
 
 def _conf(key: str, parse: Callable[[str], Any] = str, given: Callable[[Any], bool] = _is_set,
@@ -78,14 +83,34 @@ def _conf(key: str, parse: Callable[[str], Any] = str, given: Callable[[Any], bo
 
 
 def _seconds(option: str) -> Callable[[Any], float | None]:
-    """:func:`~pacer_spark.options.parse_seconds` for ``option``: a bad value's message names it."""
-    return lambda value: parse_seconds(value, option)
+    """A duration given for ``option`` (a conf or a keyword) -> seconds, None staying None, read by
+    :func:`~pacer_spark.options.parse_seconds` as every pacer duration is.
+
+    A value that is no finite duration, or is not > 0 (no deadline, timeout or period of pacer's means anything at
+    0 or below), raises a ``ValueError`` naming ``option``, the value and what to write instead.
+    """
+
+    def parse(value: Any) -> float | None:
+        seconds = parse_seconds(value, option)
+        if seconds is not None and not seconds > 0:
+            raise ValueError(f"{option} must be > 0 seconds, got {value!r}; write a duration such as "
+                             f"{DURATION_EXAMPLES}, or leave it out for its default")
+        return seconds
+
+    return parse
+
+
+def _no_conf(spark: SparkSession) -> None:
+    """The session's value of a keyword that has no ``spark.pacer.*`` conf: none (the field's default applies)."""
+    return None
 
 
 def _duration_conf(key: str, keyword: str) -> dict[str, _Conf]:
-    """Field metadata of a duration: the conf ``spark.pacer.<key>`` or the :func:`~pacer_spark.attach` ``keyword``
-    (``"10s"``, ``"500ms"``, a number of seconds), None counting as left out."""
-    return _conf(key, _seconds(CONF_PREFIX + key), _not_none, _seconds(keyword))
+    """Field metadata of a duration > 0 in seconds: the conf ``spark.pacer.<key>`` (none for ``key=""``) or the
+    :func:`~pacer_spark.attach` ``keyword``, each ``"10s"``, ``"500ms"``, ``"2min"`` or a number of seconds, read
+    by :func:`_seconds` naming where it was given; None counts as left out."""
+    read = _conf(key, _seconds(CONF_PREFIX + key))["conf"].read if key else _no_conf
+    return {"conf": _Conf(read, _not_none, _seconds(keyword), key, duration=True)}
 
 
 #: The admission a stated deadline gets when none is named: zStream forms a batch when its predicted completion
@@ -160,7 +185,7 @@ class PacerConfig:
     :ivar cores: the cores the Controller plans for; None: Spark's default parallelism (conf ``cores``).
     :ivar gpus: the GPUs it plans for; None: 1 with RAPIDS loaded, else 0 (conf ``gpus``).
     :ivar concurrency: batches of an ordered schedule (FIFO/EDF) running at once (conf ``gate.concurrency``).
-    :ivar gate_timeout: seconds a batch waits for its turn at most (conf ``gate.timeout``).
+    :ivar gate_timeout: seconds a batch waits for its turn at most (conf ``gate.timeout``; ``"60s"`` is parsed).
     :ivar decide_timeout: seconds a ``format("pacer")`` source waits for the driver's answer at most
         (conf ``decide.timeout``; None: the gate's timeout + 30 s, since an answer waits for its turn).
         Past it the source admits what is pending without an answer, as plain Spark would, and reports
@@ -176,11 +201,12 @@ class PacerConfig:
     :ivar executors: ``(min, max)`` executors a scaler may hold (``"1:3"`` as a conf, ``scale.executors``); the
         session starts with ``min`` (or ``scale.initial``).
     :ivar initial_executors: executors at the start (conf ``scale.initial``; None: ``min``).
-    :ivar scale_every: seconds between scaling decisions (conf ``scale.every``).
+    :ivar scale_every: seconds between scaling decisions (conf ``scale.every``; ``"5s"`` is parsed).
     :ivar engine_profile: what this engine measured the session's queries to cost (``pacer calibrate --runtime
         spark``; conf ``engineProfile``, the file's path): each query of its workload starts its service-time model
         from it, and the scaler reads it until the query measured its own costs.
-    :raises ValueError: for a deadline <= 0 or a concurrency < 1.
+    :raises ValueError: for a duration (deadline, timeout, ``scale_every``) that is not a finite number of seconds
+        > 0, or a concurrency < 1.
     """
 
     admission: str = field(default="asap", metadata=_conf("admission"))
@@ -195,28 +221,31 @@ class PacerConfig:
     cores: int | None = field(default=None, metadata=_conf("cores", int))
     gpus: int | None = field(default=None, metadata=_conf("gpus", int, _not_none))
     concurrency: int = field(default=1, metadata=_conf("gate.concurrency", int))
-    gate_timeout: float = field(default=60.0, metadata=_conf("gate.timeout", float))
+    gate_timeout: float = field(default=60.0, metadata=_duration_conf("gate.timeout", "gate_timeout"))
     decide_timeout: float | None = field(default=None, metadata=_duration_conf("decide.timeout", "decide_timeout"))
     operator_metrics: bool = True
     plugin_manager: PluginManager | None = None
     checkpoint_root: str | None = None
     overload: str = field(default="keep", metadata=_conf("overload"))
     paced: bool = True
-    progress_timeout: float = DEFAULT_PROGRESS_TIMEOUT_S
+    progress_timeout: float = field(default=DEFAULT_PROGRESS_TIMEOUT_S,
+                                    metadata=_duration_conf("", "progress_timeout"))
     scale: str = field(default="fixed", metadata=_conf("scale"))
     scale_params: Mapping[str, Any] = field(default_factory=_empty, metadata=_params("scale"))
     executors: tuple[int, int] | None = field(default=None, metadata=_conf("scale.executors", parse_executors,
                                                                          _not_none, _executor_bounds))
     initial_executors: int | None = field(default=None, metadata=_conf("scale.initial", int, _not_none))
-    scale_every: float = field(default=5.0, metadata=_conf("scale.every", float))
+    scale_every: float = field(default=5.0, metadata=_duration_conf("scale.every", "scale_every"))
     engine_profile: EngineProfile | None = field(default=None, metadata=_conf(
         "engineProfile", _engine_profile(CONF_PREFIX + "engineProfile"), _not_none, _engine_profile("engine_profile")))
 
     def __post_init__(self) -> None:
         for name in ("admission_params", "scheduler_params", "placement_params", "scale_params"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
-        if self.deadline is not None and not self.deadline > 0:
-            raise ValueError(f"deadline must be > 0 seconds, got {self.deadline}; omit it to use each window's slide")
+        for f in fields(self):  # every duration, however given: seconds > 0 (a bad one raises naming the keyword)
+            source: _Conf | None = f.metadata.get("conf")
+            if source is not None and source.duration:
+                object.__setattr__(self, f.name, source.parse(getattr(self, f.name)))
         if self.concurrency < 1:
             raise ValueError(f"gate concurrency must be >= 1, got {self.concurrency}")
         if self.scale != "fixed" and self.executors is None:
@@ -225,8 +254,6 @@ class PacerConfig:
         if self.executors is not None and self.initial_executors is not None and \
                 not self.executors[0] <= self.initial_executors <= self.executors[1]:
             raise ValueError(f"initial executors {self.initial_executors} outside executors {self.executors}")
-        if self.decide_timeout is not None and not self.decide_timeout > 0:
-            raise ValueError(f"decide timeout must be > 0 seconds, got {self.decide_timeout}")
 
     @property
     def decide_timeout_s(self) -> float:
@@ -239,7 +266,7 @@ class PacerConfig:
         read from ``spark``'s ``spark.pacer.*`` confs, then defaulted.
 
         :raises TypeError: for a keyword that is not a field.
-        :raises ValueError: for a malformed conf or keyword, a deadline <= 0 or a concurrency < 1.
+        :raises ValueError: for a malformed conf or keyword (naming it), a duration <= 0 or a concurrency < 1.
         """
         known = {f.name: f for f in fields(cls)}
         unknown = sorted(set(options) - set(known))

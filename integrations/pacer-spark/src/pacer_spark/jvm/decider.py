@@ -42,8 +42,13 @@ RequestHandler = Callable[["DecisionRequest"], "Decision"]
 #: ``on_stop(event)``: a source run stopped (the query stopped, failed or restarts).
 StopHandler = Callable[["StopEvent"], None]
 
-#: The version of the request JSON this module reads (``version`` in the request).
-WIRE_VERSION = 5
+#: The version of the request JSON the JVM source of this pacer_spark writes (``version`` in the request).
+WIRE_VERSION = 6
+
+#: The versions this module reads: 5 (a jar built before runs carried ``run_started``) is read too, its runs
+#: ordered without the stamp (by ``first_batch_id``, else as the driver first heard of them).
+READ_VERSIONS = (5, WIRE_VERSION)
+_older_warned = False  # a request of an older version was warned about (once per process)
 
 #: Seconds the JVM waits for one answer before it admits without one (``PacerBridge(timeout_s=...)``).
 DEFAULT_DECIDE_TIMEOUT_S = 120.0
@@ -160,6 +165,7 @@ class StopEvent:
     :ivar options: the source's ``pacer.*`` options; ``source``: the wrapped source's name (a query whose every
         ask failed is registered from them, so its admissions are accounted).
     :ivar first_batch_id: as in :class:`DecisionRequest` (-1: the run never asked).
+    :ivar run_started: as in :class:`DecisionRequest`: the driver may handle the event after a later run's asks.
     """
 
     query: str
@@ -171,12 +177,16 @@ class StopEvent:
     options: dict[str, str] = field(default_factory=dict)
     source: str = ""
     first_batch_id: int = -1
+    run_started: int = -1
 
     def as_request(self) -> DecisionRequest:
-        """The stop as a request that reports only (no snapshots), for a query the driver has not seen yet."""
+        """The stop as a request that reports only (no snapshots): its run's identity and order, for a query or run
+        the driver has not heard of yet."""
         return DecisionRequest(query=self.query, query_id=self.query_id, run=self.run, batch_id=-1,
                                options=self.options, source=self.source, start=None, limit="", available_now=False,
-                               admissible=0, now=time.time(), snapshots=(), spark_run_id=self.spark_run_id)
+                               admissible=0, now=time.time(), snapshots=(), spark_run_id=self.spark_run_id,
+                               progress=self.progress, first_batch_id=self.first_batch_id,
+                               run_started=self.run_started)
 
     @classmethod
     def from_json(cls, query: str, text: str) -> StopEvent:
@@ -187,7 +197,7 @@ class StopEvent:
                        tuple(FailedOpen.from_json(r) for r in raw.get("failed_open") or ()),
                        tuple(p for p in raw.get("progress") or () if isinstance(p, dict)),
                        {str(k): str(v) for k, v in (raw.get("options") or {}).items()}, str(raw.get("source") or ""),
-                       int(raw.get("first_batch_id", -1)))
+                       int(raw.get("first_batch_id", -1)), int(raw.get("run_started", -1)))
         except (KeyError, TypeError, json.JSONDecodeError) as exc:
             raise ValueError(f"malformed format('pacer') stop event ({exc!r}): {text[:200]}") from exc
 
@@ -241,6 +251,10 @@ class DecisionRequest:
         unknown): the driver keeps the query's service-time model beside it.
     :ivar trigger: when the trigger asking started (Spark's clock, ms; -1: unreadable): the same for every source
         of the query asked in one trigger.
+    :ivar run_started: when the source run started (wire version 6; -1: not sent): the JVM's wall clock in
+        microseconds since the epoch, raised to stay above every stamp it handed out before, so a run created after
+        another (a restart) has the higher one. With ``first_batch_id`` it orders the runs of a query
+        (:mod:`pacer_spark.paced.runs`), whatever order their messages reach the driver in.
     """
 
     query: str
@@ -264,17 +278,20 @@ class DecisionRequest:
     trigger: int = -1
     ask: int = 0
     source_checkpoint: str | None = None
+    run_started: int = -1
 
     @classmethod
     def from_json(cls, text: str) -> DecisionRequest:
         """Parses the JVM's request; raises ``ValueError`` naming what is wrong."""
         try:
             raw = json.loads(text)
-            if raw.get("version") != WIRE_VERSION:
+            if raw.get("version") not in READ_VERSIONS:
                 raise ValueError(
                     f"request version {raw.get('version')!r}, this pacer_spark reads "
                     f"{WIRE_VERSION}: rebuild the jar (pacer_spark.jvm.jar.build_jar(force=True))"
                 )
+            if raw["version"] != WIRE_VERSION:
+                _warn_older(raw["version"])
             snapshots = tuple(OffsetSnapshot.from_json(s) for s in raw["snapshots"])
             return cls(
                 query=str(raw["query"]),
@@ -298,9 +315,21 @@ class DecisionRequest:
                 trigger=int(raw.get("trigger", -1)),
                 ask=int(raw.get("ask", 0)),
                 source_checkpoint=raw.get("source_checkpoint"),
+                run_started=int(raw.get("run_started", -1)),
             )
         except (KeyError, TypeError, json.JSONDecodeError) as exc:
             raise ValueError(f"malformed format('pacer') decision request ({exc!r}): {text[:200]}") from exc
+
+
+def _warn_older(version: object) -> None:
+    """Warn once that the JVM source speaks an older wire version than this module."""
+    global _older_warned
+    if not _older_warned:
+        _older_warned = True
+        logger.warning("format('pacer'): the JVM source sends request version %r (this pacer_spark writes %d): its "
+                       "runs carry no start stamp, so a query's runs are ordered by first_batch_id and by arrival, "
+                       "which cannot order a run that never asked. Rebuild the jar "
+                       "(pacer_spark.jvm.jar.build_jar(force=True))", version, WIRE_VERSION)
 
 
 def admit_all(query_name: str, snapshots: Sequence[OffsetSnapshot]) -> int | None:

@@ -67,6 +67,21 @@ def logged_offsets(handle: Any, spark_batch_id: int) -> tuple[dict[str, Any] | N
         return None
 
 
+def stream_active(spark: Any, stream_id: str | None) -> bool | None:
+    """Whether streaming query ``stream_id`` runs now in any session of ``spark``'s SparkContext: Spark's shared
+    registry of active runs (``SharedState.activeStreamingQueries``, the one that refuses a second run of one
+    checkpoint), which drops a run once its stream thread ended, after its sources stopped. None when it cannot be
+    asked (no session, no id, an internal API that moved)."""
+    if spark is None or not stream_id:
+        return None
+    try:
+        active = spark._jsparkSession.sharedState().activeStreamingQueries()
+        return bool(active.containsKey(spark._jvm.java.util.UUID.fromString(stream_id)))
+    except Exception:  # a session without a JVM, an id that is no UUID, an internal API that moved
+        log.debug("cannot tell whether streaming query %s runs", stream_id, exc_info=True)
+        return None
+
+
 def executed_plan(handle: Any, *, batch_id: int | None = None, metrics: bool = True) -> PlanNode | None:
     """The plan the query executed for its last batch, as :class:`~pacer_spark.jvm.plans.PlanNode` values (with its SQL
     metrics unless ``metrics=False``); None before its first batch, or when ``batch_id`` is given and the last

@@ -26,6 +26,16 @@ made without an answer become exactly the batch Spark ran (a decided batch Spark
 batch Spark replayed from its offset log is accounted once, a request overtaken by a later one is dropped, a new
 Spark run gives back what the previous one held, and several paced sources of one query (a union, a join) are
 one query with one deadline.
+
+Runs are ordered by what their messages carry, never by arrival (:mod:`pacer_spark.paced.runs`): the JVM gives up
+waiting on a call (a stop event after 5 s, an ask after the decision timeout) and Python handles it later, so an old
+run's stop event or timed-out ask can come after the new run's first ask. One ``spark_run_id`` is one run; else the
+higher ``run_started`` (the JVM's start stamp of the source run) is the later run; without stamps (a version 5 jar)
+the higher ``first_batch_id`` of one stream; else a run heard of before is the earlier. A later run is a restart
+(:meth:`PacedQueries.verdict`). An ask of an earlier run never becomes current: it is stale, dropped and counted, the
+first per query warned naming both runs; the earlier run's stop event settles what it admitted without an answer,
+once (:meth:`~pacer_spark.paced.truth.SourceTruth.old_stop`). A run of another stream (``query_id``) under the same
+pacer name while the current run runs is refused with an error answer naming both (:meth:`PacedQueries.refuse`).
 """
 
 from __future__ import annotations
@@ -52,6 +62,7 @@ from pacer_spark.options import parse_seconds
 from pacer_spark.paced import model_store
 from pacer_spark.paced.arrivals import Arrivals
 from pacer_spark.paced.progress_metrics import decision_metrics
+from pacer_spark.paced.runs import RunMark, Verdict, later
 from pacer_spark.paced.state import (
     InFlight,
     PacedQuery,
@@ -170,26 +181,82 @@ class PacedQueries:
         raise RuntimeError(f"query {q.query_id!r}: snapshot {last} of the batch in flight is not pending at source "
                            f"{request.run}")
 
-    def stale(self, books: Books, request: DecisionRequest) -> bool:
-        """Whether ``request`` reached the driver after a later one of its source, or of a later run of its query
-        (its source gave up waiting and went on): nothing in it is the source's state any more."""
-        q = self.queries.get(request.query)
+    # ------------------------------------------------------------------ runs: ordered by their marks, not by arrival
+
+    def verdict(self, q: PacedQuery | None, request: DecisionRequest) -> Verdict:
+        """What the run of ``request`` (an ask, or a stop event as one) is to its query, by the order of
+        :mod:`pacer_spark.paced.runs`: the current run (or the first heard of), a later run (a restart), an earlier
+        run (or a source run whose stop event came already: its last word), or another stream's run while the
+        current one runs (two queries under one pacer name). A run of another stream never replaces a current run
+        that still runs: it is refused while it runs itself, and otherwise only its stop event is heard (an earlier
+        run's)."""
+        if q is None or q.mark is None:
+            return Verdict.LATER
+        if request.run in q.stopped_sources:
+            return Verdict.EARLIER
+        if request.run in q.sources or (request.spark_run_id is not None and request.spark_run_id == q.spark_run_id):
+            return Verdict.CURRENT
+        incoming = RunMark.of(request)
+        if incoming.stream_id and q.stream_id and incoming.stream_id != q.stream_id and self._runs(q):
+            runs = stream_query.stream_active(self.spark, incoming.stream_id) is not False
+            return Verdict.CONFLICT if runs else Verdict.EARLIER
+        order = later(q.mark, incoming)
+        if order is None:  # no stamps (a version 5 jar) and no batch order: a run heard of before is the earlier
+            order = request.spark_run_id is None or request.spark_run_id not in self._by_spark_run
+        return Verdict.LATER if order else Verdict.EARLIER
+
+    def _runs(self, q: PacedQuery) -> bool:
+        """Whether the current run of ``q`` still runs: no source of it stopped, its run did not terminate, and
+        Spark (where it can tell) still lists its stream as active."""
+        return not q.dead and stream_query.stream_active(self.spark, q.stream_id) is not False
+
+    def stale(self, books: Books, q: PacedQuery | None, request: DecisionRequest, verdict: Verdict) -> bool:
+        """Whether ask ``request`` is stale: of an earlier run than the query's current one, or of a source run
+        whose stop event came already, or numbered below one already taken from its source (its source gave up
+        waiting and went on). Nothing in it is a current source's state: it is dropped and counted (the report's
+        ``paced.stale``); an earlier run's first such ask per query is warned, naming both runs."""
         if q is None:
             return False
-        old_run = request.spark_run_id is not None and request.spark_run_id != q.spark_run_id and \
-            request.spark_run_id in self._by_spark_run
+        if verdict is Verdict.EARLIER:
+            q.stale += 1
+            why = "its own stop event" if request.run in q.stopped_sources else "a later run's ask"
+            if not q.stale_warned:
+                q.stale_warned = True
+                current = q.mark.describe() if q.mark is not None else f"Spark run {q.spark_run_id}"
+                log.warning("query %r: an ask of %s (source %s, ask %d) reached the driver after %s (the source had "
+                            "given up waiting on it); the query's current run is %s. Dropped, as every ask of a run "
+                            "the query has left behind is: an earlier run never becomes current again, and its stop "
+                            "event settles what it admitted without an answer. Later ones are counted in the report's "
+                            "paced.stale", q.query_id, RunMark.of(request).describe(), request.run, request.ask, why,
+                            current)
+            else:
+                log.debug("query %r: an ask of source %s (ask %d) came %s; dropped", q.query_id, request.run,
+                          request.ask, why)
+            return True
         src = q.sources.get(request.run)
-        if old_run or (src is not None and 0 < request.ask <= src.last_ask):
+        if src is not None and 0 < request.ask <= src.last_ask:
             q.stale += 1
             log.info("query %r: a request of source %s came after a later one (ask %d); dropped", q.query_id,
                      request.run, request.ask)
             return True
         return False
 
-    def query_for(self, books: Books, request: DecisionRequest) -> PacedQuery:
-        """The query of ``request``, registered with the Controller on first sight; a new Spark run of it (a
-        restart) gives back what its previous run held; a second paced source of the same run (a union, a join)
-        joins it, its options merged with the others'."""
+    def refuse(self, q: PacedQuery, request: DecisionRequest) -> str:
+        """The error answer to an ask of another stream while the query's current run runs: two streaming queries
+        under one pacer name (the same ``pacer.query``, or one ``queryName`` in two sessions), naming both."""
+        q.refused += 1
+        error = (f"query {q.query_id!r}: two running streaming queries are paced under this one name: stream "
+                 f"{q.stream_id} (Spark run {q.spark_run_id}, paced already) and stream {request.query_id} (Spark "
+                 f"run {request.spark_run_id}, refused). pacer paces one query per name: give each its own "
+                 f".option('pacer.query', ...) on its format('pacer') source, or its own writeStream.queryName(...) "
+                 f"(unique across sessions too)")
+        log.warning("%s", error)
+        return error
+
+    def query_for(self, books: Books, request: DecisionRequest, verdict: Verdict) -> PacedQuery:
+        """The query of ``request``, registered with the Controller on first sight; a later run of it (a restart,
+        ``verdict`` LATER) replaces the current one and gives back what it held; a second paced source of the
+        current run (a union, a join) joins it, its options merged with the others'."""
         q = self.queries.get(request.query)
         options = check_options(request.options)
         if q is None:
@@ -202,11 +269,12 @@ class PacedQueries:
                      books.query(request.query).spec.deadline)
         if request.query_id and request.query_id != q.stream_id:
             q.stream_id = request.query_id
+        new_run = False
         if request.run not in q.sources:
-            new_run = (request.spark_run_id is None or request.spark_run_id != q.spark_run_id) if q.sources else True
+            new_run = verdict is not Verdict.CURRENT
             if new_run:  # the first source of a new run of the query: a start, or a restart
                 if q.runs_seen:
-                    self._restart(books, q)
+                    self.truth.restart(books, q, request)
                 if q.runs_seen and options != q.options:  # restarted with other options: they hold from now on
                     log.info("query %r: restarted with other pacer options (%s)", q.query_id,
                              changed_options(q.options, options))
@@ -224,6 +292,8 @@ class PacedQueries:
             if new_run:
                 self._restore_model(books, q, request.source_checkpoint)
         q.sources[request.run].last_ask = max(q.sources[request.run].last_ask, request.ask)
+        mark = RunMark.of(request)
+        q.mark = mark if new_run or q.mark is None else q.mark.known(mark)
         if request.spark_run_id and request.spark_run_id != q.spark_run_id:
             q.spark_run_id = request.spark_run_id
             self._by_spark_run[request.spark_run_id] = q.query_id
@@ -244,13 +314,6 @@ class PacedQueries:
         q.model_restored = True
         log.info("query %r: service-time model restored from %s", q.query_id, q.model_file)
 
-
-    def _restart(self, books: Books, q: PacedQuery) -> None:
-        """A new run of ``q`` started: its previous run's batch completes (or is taken back when it never ran), and
-        what that run observed but never admitted is given back (the new run observes it again from Spark's last
-        committed offset)."""
-        self.truth.close_run(books, q, "restarted")
-        self.truth.give_back(books, q)
 
     def _register(self, books: Books, query_id: str, options: dict[str, str], *, again: bool = False) -> None:
         """Register the query with the Controller under its options (``again``: give a known one new options)."""
@@ -279,15 +342,27 @@ class PacedQueries:
 
     def stopped(self, event: StopEvent) -> None:
         """A source run stopped (the JVM's ``stop``): a query whose asks never reached the driver is registered from
-        the event, so what Spark ran is accounted; then the source's truth decides (:meth:`SourceTruth.stop_run`)."""
+        the event, so what Spark ran is accounted; then the source's truth decides (:meth:`SourceTruth.stop_run`).
+        The stop of a run the query has left behind (heard after a later run's ask: the JVM waits 5 s for it, then
+        goes on) settles what that run had Spark run without an answer, once (:meth:`SourceTruth.old_stop`)."""
         with self.driver.books() as books:
-            if self.stale(books, event.as_request()):  # a run the query has since left behind
-                return
+            request = event.as_request()
             q = self.queries.get(event.query)
+            verdict = self.verdict(q, request)
+            if q is not None:  # the stop is the source run's last word: a call of it heard later is stale
+                heard = event.run in q.stopped_sources
+                q.stopped_sources.add(event.run)
+                if heard:
+                    return
+            if q is not None and verdict in (Verdict.EARLIER, Verdict.CONFLICT):
+                log.info("query %r: the stop event of %s (source %s) came after a later run asked; what it had Spark "
+                         "run without an answer is settled now", q.query_id, RunMark.of(request).describe(), event.run)
+                self.truth.old_stop(books, q, event)
+                return
             if (q is None or event.run not in q.sources) and (event.failed_open or event.progress):
                 # its asks never reached the driver, yet Spark ran batches: account them
                 try:
-                    q = self.query_for(books, event.as_request())
+                    q = self.query_for(books, request, verdict)
                 except (ValueError, KeyError, LookupError):
                     log.warning("query %r: its source stopped after admissions pacer could not account (its pacer "
                                 "options are refused)", event.query, exc_info=True)
@@ -295,6 +370,7 @@ class PacedQueries:
             src = q.sources.get(event.run) if q is not None else None
             if q is None or src is None:
                 return
+            q.stopped_sources.add(event.run)  # registered from the event just now
             self.truth.stop_run(books, q, src, event)
 
     # ------------------------------------------------------------------ listener
@@ -343,6 +419,7 @@ class PacedQueries:
         q = self.queries[query_id]
         if books.waiting_spark_batch(q.query_id) == progress.batch_id and not progress.unanswered:
             self.truth.complete(books, q, progress, event=True)
+            self.truth.settle_orphans(books, q)
             return
         # counts the trigger's engine time; a batch a source admitted without an answer is not the one decided: it
         # completes from that source's next ask, which reports what it admitted
@@ -377,10 +454,17 @@ class PacedQueries:
             return []
 
     def on_terminated(self, books: Books, query_id: str, error: str | None) -> None:
-        """The current run of the query stopped or failed (the listener, matched by run id)."""
+        """The current run of the query stopped or failed (the listener, matched by run id). Its batch in flight
+        completes, unless no progress of it came and a source's stop event, which says whether its trigger ended,
+        has not come yet (the listener's event and the stop event reach the driver in either order)."""
         q = self.queries[query_id]
         q.dead, q.error = True, q.error or error
+        inflight = q.inflight
+        if inflight is not None and q.inflight_progress is None and \
+                not all(run in q.stopped_sources for run in inflight.parts):
+            return  # its sources' stop events, still on their way, say whether its trigger ended (listener first)
         self.truth.close_run(books, q, "terminated")
+        self.truth.settle_orphans(books, q)
 
     # ------------------------------------------------------------------ reading
 
@@ -439,11 +523,18 @@ class SourceAsk:
         self.metrics: dict[str, str] | None = None
 
     def report(self, books: Books) -> bool:
-        """Register the query on first sight, then take its reports; False without new snapshots."""
-        if self.queries.stale(books, self.request):
+        """Register the query on first sight, then take its reports; False without new snapshots. An ask of an
+        earlier run is dropped (:meth:`PacedQueries.stale`); one of another stream while the current run runs is
+        refused (:meth:`PacedQueries.refuse`)."""
+        q = self.queries.queries.get(self.request.query)
+        verdict = self.queries.verdict(q, self.request)
+        if q is not None and verdict is Verdict.CONFLICT:
+            self.error = self.queries.refuse(q, self.request)
+            return False
+        if self.queries.stale(books, q, self.request, verdict):
             return False
         try:
-            self.q = self.queries.query_for(books, self.request)
+            self.q = self.queries.query_for(books, self.request, verdict)
         except (ValueError, KeyError, LookupError) as exc:
             self.error = f"query {self.request.query!r}: {exc}"
             return False

@@ -7,15 +7,18 @@ it bounded however long the query runs (:class:`RecentIds`, :class:`~pacer.summa
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from pacer import Dataset
 from pacer.engine_profile import EngineProfile, EngineProfileError
 from pacer.engine_profile import load as load_engine_profile
 from pacer.summary import StreamingSummary
+from pacer_spark.jvm.progress import TriggerProgress
 from pacer_spark.options import parse_seconds
+from pacer_spark.paced.runs import RunMark
 
 #: The ``pacer.*`` source options the service reads (besides ``pacer.param.*``); ``pacer.source`` and
 #: ``pacer.query`` are the JVM's.
@@ -82,14 +85,17 @@ def changed_options(old: Mapping[str, str], new: Mapping[str, str]) -> str:
     return ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in names if old.get(k) != new.get(k))
 
 
-class RecentIds:
+K = TypeVar("K", bound=Hashable)
+
+
+class RecentIds(Generic[K]):
     """The most recent ``size`` ids added (a set with a bounded memory): Spark batch ids already accounted."""
 
     def __init__(self, size: int = 1024) -> None:
-        self._order: deque[tuple[str | None, int]] = deque(maxlen=size)
-        self._ids: set[tuple[str | None, int]] = set()
+        self._order: deque[K] = deque(maxlen=size)
+        self._ids: set[K] = set()
 
-    def add(self, key: tuple[str | None, int]) -> None:
+    def add(self, key: K) -> None:
         """Remember ``key`` (forgetting the oldest once full)."""
         if key in self._ids:
             return
@@ -123,6 +129,37 @@ def source_of(dataset_id: str) -> tuple[str, int]:
     """The source run and snapshot seq of a snapshot's dataset id (:func:`snapshot_id`'s inverse)."""
     run, _, seq = dataset_id.rpartition(":")
     return run, int(seq)
+
+
+@dataclass(frozen=True)
+class Orphan:
+    """What an earlier run of a query had Spark run that the driver still has to account, from its stop event heard
+    after a later run's ask (:meth:`pacer_spark.paced.truth.SourceTruth.old_stop`): the ``datasets`` of source run
+    ``run`` that Spark batch ``spark_batch_id`` read (an admission made without an answer, the part of a batch the
+    driver decided, or, ``replay``, a batch replayed from the offset log, sized by its ``progress``). Accounted once
+    the query has no batch in flight, each dataset once.
+    """
+
+    run: str
+    spark_batch_id: int
+    datasets: tuple[Dataset, ...]
+    progress: TriggerProgress
+    replay: bool = False
+
+
+@dataclass(frozen=True)
+class Parked:
+    """A source's part of a batch the driver decided in a run that a later run replaced before the run's stop event
+    came (:meth:`pacer_spark.paced.truth.SourceTruth.restart`): taken back for now; the source's stop event, when it
+    comes, says whether Spark ran it (its trigger ended: then it is accounted) or not."""
+
+    spark_run_id: str | None
+    spark_batch_id: int
+    datasets: tuple[Dataset, ...]
+
+
+#: Parked parts kept at most (their stop events never came: the oldest are dropped first).
+MAX_PARKED = 64
 
 
 @dataclass(frozen=True)
@@ -214,10 +251,23 @@ class PacedQuery:
     decide_s: StreamingSummary = field(default_factory=StreamingSummary)
     read_rows: int = 0
     read_bytes: int = 0
-    accounted: RecentIds = field(default_factory=RecentIds)
-    given_up: RecentIds = field(default_factory=RecentIds)
-    reconciled: RecentIds = field(default_factory=RecentIds)
+    accounted: RecentIds[tuple[str | None, int]] = field(default_factory=RecentIds)
+    given_up: RecentIds[tuple[str | None, int]] = field(default_factory=RecentIds)
+    reconciled: RecentIds[tuple[str, int]] = field(default_factory=RecentIds)
     runs_seen: bool = False
+    #: the current run's identity and order (:mod:`pacer_spark.paced.runs`), from its messages
+    mark: RunMark | None = None
+    #: source runs whose stop event was handled: their stop is their last word, a call of theirs after it is stale
+    stopped_sources: RecentIds[str] = field(default_factory=RecentIds)
+    #: whether a message of an earlier run was dropped already (the first is warned, the others counted)
+    stale_warned: bool = False
+    #: asks refused because another stream ran under the query's pacer name (two queries, one name)
+    refused: int = 0
+    #: stop events of earlier runs heard after a later run's ask, and what they had Spark run still to account
+    late_stops: int = 0
+    orphans: list[Orphan] = field(default_factory=list)
+    #: source run -> its part of a batch in flight when a later run replaced its run, until its stop event comes
+    parked: dict[str, Parked] = field(default_factory=dict)
     #: the latest trigger (its start, else its Spark batch), and the sources that asked in it (the first may admit)
     asked_trigger: int | None = None
     asked_runs: set[str] = field(default_factory=set)
@@ -244,7 +294,8 @@ class PacedQuery:
         return {"source": self.source, "decisions": self.decisions, "forced": self.forced,
                 "withdrawn": self.withdrawn, "replays": self.replays, "failed_open": self.failed_open,
                 "failed_open_lost": self.failed_open_lost, "retracted": self.retracted, "drained": self.drained,
-                "stale": self.stale, "model_restored": self.model_restored,
+                "stale": self.stale, "refused": self.refused, "late_stops": self.late_stops,
+                "model_restored": self.model_restored,
                 "sources": len(self.sources), "gate_wait_ms_avg": ms(self.gate_wait_s),
                 "gate_wait_ms_max": 1e3 * self.gate_wait_s.max if self.gate_wait_s.count else None,
                 "decide_ms_avg": ms(self.decide_s), "decide_ms_p99": ms(self.decide_s, 99),

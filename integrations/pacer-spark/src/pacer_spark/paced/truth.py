@@ -6,6 +6,10 @@ batch the driver decided for that Spark batch is taken back), the batch in fligh
 progress (unless a source admitted into it unanswered: then that source's report completes it), a batch Spark ran
 from its offset log before the run's first ask is accounted once, and snapshots the source no longer holds that it
 could not report are accounted as run. At a source's stop the same truth decides what ran and what is given back.
+
+A restart heard before the previous run's stop (the JVM gave up waiting on it) decides from what the new run says
+(:meth:`SourceTruth.restart`), and that stop event, when it comes, settles what the earlier run had Spark run without
+an answer, once (:meth:`SourceTruth.old_stop`; the order of runs: :mod:`pacer_spark.paced.runs`).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from pacer_spark.jvm.decider import DecisionRequest, FailedOpen, StopEvent
 from pacer_spark.jvm.progress import TriggerProgress
 from pacer_spark.paced import model_store
 from pacer_spark.paced.arrivals import DEFAULT_ROW_BYTES, Arrivals
-from pacer_spark.paced.state import InFlight, PacedQuery, SourceRun, snapshot_id
+from pacer_spark.paced.state import MAX_PARKED, InFlight, Orphan, PacedQuery, Parked, SourceRun, snapshot_id
 
 if TYPE_CHECKING:
     from pacer_spark.driver.loop import Driver
@@ -55,6 +59,7 @@ class SourceTruth:
             q.first_batch = request.first_batch_id
         self._replays(books, q, by_batch)
         self._unreported(books, q, src, {snap.seq for snap in request.snapshots})
+        self.settle_orphans(books, q)
         return q.inflight is not None and q.inflight.spark_batch_id == request.batch_id
 
     def _replays(self, books: Books, q: PacedQuery, by_batch: dict[int, TriggerProgress]) -> None:
@@ -222,6 +227,113 @@ class SourceTruth:
             src.arrived = {seq: dataset for seq, dataset in src.arrived.items() if seq in keep}
         return withdrawn
 
+    def restart(self, books: Books, q: PacedQuery, request: DecisionRequest) -> None:
+        """A later run of ``q`` (``request`` is its first message the driver hears) replaces the current one, whose
+        stop event may not have come yet (the JVM gives up waiting on it after 5 s). The current run's batch in
+        flight:
+
+        - Spark never logged it (the new run's first ``latestOffset`` is at that batch or before it: the new run
+          observes its data again), or the new run replayed it from the offset log (its progress counts the replay):
+          taken back;
+        - its trigger's progress came: it ran, and completes;
+        - else only its sources' stop events can tell (a run between the two may have run that Spark batch with
+          other data): taken back and parked, each source's part accounted when its stop event says the trigger
+          ended (:meth:`old_stop`).
+
+        What the run held is given back."""
+        inflight = q.inflight
+        if inflight is not None:
+            replayed = any(p.get("batchId") == inflight.spark_batch_id and
+                           p.get("runId") in (None, request.spark_run_id) for p in request.progress)
+            if replayed or 0 <= request.first_batch_id <= inflight.spark_batch_id:
+                log.info("query %r: Spark batch %d of the previous run %s (the new run starts at batch %d); taken back",
+                         q.query_id, inflight.spark_batch_id, "was replayed by the new run" if replayed else
+                         "was never logged", request.first_batch_id)
+                self._retract(books, q)
+            elif q.inflight_progress is None:
+                self._park(books, q)
+        self.close_run(books, q, "restarted")
+        self.give_back(books, q)
+
+    def _park(self, books: Books, q: PacedQuery) -> None:
+        """Take back the batch in flight, keeping each source's part until that source's stop event says whether
+        Spark ran it (:meth:`restart`)."""
+        inflight = q.inflight
+        assert inflight is not None
+        by_id = {d.id: d for d in books.batch(inflight.batch_id).batch.datasets}
+        for run, seqs in inflight.parts.items():
+            q.parked[run] = Parked(q.spark_run_id, inflight.spark_batch_id,
+                                   tuple(by_id[snapshot_id(run, seq)] for seq in sorted(seqs)))
+        while len(q.parked) > MAX_PARKED:
+            dropped = next(iter(q.parked))
+            log.warning("query %r: source %s never told whether Spark ran batch %d; forgotten", q.query_id, dropped,
+                        q.parked.pop(dropped).spark_batch_id)
+        log.info("query %r: Spark batch %d of the previous run may or may not have run; its sources' stop events tell",
+                 q.query_id, inflight.spark_batch_id)
+        self._retract(books, q)
+
+    def old_stop(self, books: Books, q: PacedQuery, event: StopEvent) -> None:
+        """A source of an earlier run of ``q`` stopped, heard after a later run's ask (the JVM gave up waiting on the
+        event and went on). What Spark ran of that run that the query has not accounted: the admissions it made
+        without an answer in a batch whose trigger ended, its part of a batch the driver decided and parked at the
+        restart (:meth:`restart`) when that batch's trigger ended, and the batches it replayed from the offset log
+        before its first ask. Each is accounted once (``q.reconciled``, ``q.accounted``; a snapshot that completed
+        before is not counted again), as a batch of its own, as soon as the query has no batch in flight
+        (:meth:`settle_orphans`). Nothing else of the run is the query's any more."""
+        q.late_stops += 1
+        progress = [TriggerProgress.from_json(p) for p in event.progress if "batchId" in p]
+        by_batch = {p.batch_id: p for p in progress if p.run_id in (None, event.spark_run_id)}
+        unanswered = {record.batch_id for record in event.failed_open}
+        for p in sorted(by_batch.values(), key=lambda p: p.batch_id):
+            if p.rows > 0 and p.batch_id not in unanswered and (
+                    event.first_batch_id < 0 or p.batch_id < event.first_batch_id):
+                dataset = Dataset(f"replay:{event.query_id}:{p.batch_id}", p.started_at or p.delivered_at,
+                                  p.rows * DEFAULT_ROW_BYTES, p.rows)
+                q.orphans.append(Orphan(event.run, p.batch_id, (dataset,), p, replay=True))
+        recorded = set()
+        src = SourceRun(event.run)
+        for record in event.failed_open:
+            key = (event.run, record.batch_id)
+            if record.batch_id in by_batch and key not in q.reconciled:  # its trigger ended: Spark ran it
+                q.reconciled.add(key)
+                recorded.add(record.batch_id)
+                datasets = tuple(self.arrivals.dataset(q, src, self.arrivals.dated(books, q, snap, time.time()))
+                                 for snap in record.snapshots)
+                q.orphans.append(Orphan(event.run, record.batch_id, datasets, by_batch[record.batch_id]))
+        parked = q.parked.pop(event.run, None)
+        if parked is not None and parked.spark_batch_id in by_batch and parked.spark_batch_id not in recorded:
+            q.orphans.append(Orphan(event.run, parked.spark_batch_id, parked.datasets, by_batch[parked.spark_batch_id]))
+        self.settle_orphans(books, q)
+
+    def settle_orphans(self, books: Books, q: PacedQuery) -> None:
+        """Account what earlier runs had Spark run (:meth:`old_stop`), each as one batch completed at once, while the
+        query has no batch in flight (else at the next chance: an ask, a completion, a stop)."""
+        while q.orphans and q.inflight is None:
+            orphan = q.orphans.pop(0)
+            p = orphan.progress
+            if orphan.replay and ((p.run_id, p.batch_id) in q.accounted or (None, p.batch_id) in q.given_up):
+                continue  # accounted already, or completed when the run that first ran it stopped
+            held = {d.id for d in books.buffered(q.query_id)}
+            datasets = [d for d in orphan.datasets if not books.finished(q.query_id, d.id)]
+            if not datasets:  # completed already (the batch decided for them): accounted once
+                continue
+            for dataset in datasets:
+                if dataset.id not in held:
+                    books.arrive(q.query_id, dataset)
+            if orphan.replay:
+                q.accounted.add((p.run_id, p.batch_id))
+                q.replays += 1
+            else:
+                q.failed_open += 1
+            batch = books.admit_exactly(q.query_id, [d.id for d in datasets])
+            q.forced += 1
+            books.start(batch.id)
+            books.complete(batch.id, engine_s=p.engine_s, completed_at=p.ended_at)
+            log.warning("query %r: Spark batch %d of an earlier run (source %s), reported by its stop event after a "
+                        "later run asked, is accounted now (%d datasets)", q.query_id, orphan.spark_batch_id,
+                        orphan.run, len(datasets))
+        books.notify_all()
+
     def close_run(self, books: Books, q: PacedQuery, why: str) -> None:
         """The run of ``q`` ended without telling which batch its trigger finished: its batch in flight completes
         now, without its progress (a replay of it by the next run is then not counted again)."""
@@ -297,7 +409,9 @@ class SourceTruth:
             self._retract(books, q)
         elif progress is not None and not progress.unanswered:
             self.complete(books, q, progress, event=False)
-        # else: another source of the query admitted into it unanswered; its stop event reports what
+        elif progress is not None:  # another source of the query admitted into it unanswered; its stop event reports
+            q.inflight_progress = progress
         self.give_back(books, q)
         q.dead = True
+        self.settle_orphans(books, q)
         books.notify_all()

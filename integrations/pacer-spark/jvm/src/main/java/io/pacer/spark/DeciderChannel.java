@@ -195,9 +195,14 @@ final class DeciderChannel {
     return failedOpenTotal;
   }
 
-  /** Tells the decider of {@code name} that this run stopped (bounded, failures logged). */
+  /**
+   * Tells the decider of {@code name} that this run stopped (bounded, failures logged). The driver may
+   * handle it after this wait gave up, past a later run's first ask: the event carries the run's
+   * identity and order ({@code spark_run_id}, {@code query_id}, {@code first_batch_id}, {@code
+   * run_started}) so that it settles this run's unanswered admissions whenever it comes.
+   */
   void stopped(String name, String queryId, java.util.Map<String, String> options, String source,
-      long firstBatchId) {
+      long firstBatchId, long runStarted) {
     PacerRegistry.Entry entry = PacerRegistry.lookupEntry(name, session);
     if (entry == null) {
       return;
@@ -213,6 +218,7 @@ final class DeciderChannel {
     options.forEach(opts::put);
     event.put("source", source);
     event.put("first_batch_id", firstBatchId);
+    event.put("run_started", runStarted); // the driver may hear it after a later run's asks: it orders by it
     ArrayNode progress = event.putArray("progress"); // did the last batch's trigger end? the driver asks
     for (StreamingQueryProgress p : newProgress(queryId)) {
       progress.add(parse(p.json()));

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.connector.read.streaming.CompositeReadLimit;
 import org.apache.spark.sql.connector.read.streaming.Offset;
@@ -41,7 +42,7 @@ abstract class PacedStream {
   private static final Logger LOG = LoggerFactory.getLogger(PacedStream.class);
   static final String QUERY_ID_PROPERTY = "sql.streaming.queryId";
   /** The version of the request JSON ({@code pacer_spark.jvm.decider.WIRE_VERSION} reads it). */
-  static final int WIRE_VERSION = 5;
+  static final int WIRE_VERSION = 6;
   /** How many limit-sized snapshots one trigger may observe from a delegate with a read limit. */
   static final int MAX_OBSERVATIONS_PER_TRIGGER = 100;
   /**
@@ -59,6 +60,8 @@ abstract class PacedStream {
    * admits.
    */
   static final int MAX_PENDING_UNLIMITED = 1000;
+  /** The last run start stamp handed out in this JVM ({@link #runStamp}). */
+  private static final AtomicLong LAST_RUN_STAMP = new AtomicLong();
 
   final SparkSession session;
   final SparkDataStream delegate;
@@ -67,6 +70,11 @@ abstract class PacedStream {
   private final Map<String, String> pacerOptions;
   /** This source instance's id: a new one after every (re)start of the query. */
   private final String runId = UUID.randomUUID().toString();
+  /**
+   * When this source run started ({@link #runStamp}): sent with every request and the stop event, so
+   * the driver orders the runs of a query by it, not by when their messages reach it.
+   */
+  private final long runStarted = runStamp();
   /** The line to the Python decider: bounded calls, progress and failed-open records. */
   private final DeciderChannel channel;
 
@@ -118,6 +126,22 @@ abstract class PacedStream {
     this.queryOption = queryOption;
     this.pacerOptions = Map.copyOf(pacerOptions);
     this.channel = new DeciderChannel(session, runId);
+  }
+
+  /**
+   * A run start stamp: the wall clock in microseconds since the epoch, raised where needed to stay
+   * above every stamp handed out before in this JVM, so a source run created after another (a
+   * restart is created after its previous run stopped) always has the higher one, even when the
+   * clock steps back or two runs start in one microsecond.
+   */
+  static long runStamp() {
+    long now = System.currentTimeMillis() * 1000L;
+    return LAST_RUN_STAMP.accumulateAndGet(now, (last, clock) -> Math.max(last + 1, clock));
+  }
+
+  /** This run's start stamp ({@link #runStamp}). */
+  long runStarted() {
+    return runStarted;
   }
 
   /** The delegate's latest offset where it has no admission control (null: none yet). */
@@ -178,7 +202,7 @@ abstract class PacedStream {
   public void stop() {
     try {
       channel.stopped(queryName(), session.sparkContext().getLocalProperty(QUERY_ID_PROPERTY),
-          pacerOptions, sourceName, firstBatchId);
+          pacerOptions, sourceName, firstBatchId, runStarted);
     } catch (RuntimeException failed) {
       LOG.warn("{}: telling the pacer decider that the query stopped failed: {}", this,
           failed.toString());
@@ -412,6 +436,7 @@ abstract class PacedStream {
     req.put("batch_id", batchId);
     req.put("ask", ++asks); // a call the driver sees after a later one of this run is stale
     req.put("first_batch_id", firstBatchId);
+    req.put("run_started", runStarted); // orders this run among the query's runs (the driver's rule)
     req.put("trigger", triggerStamp(queryId));
     req.put("source", sourceName);
     req.put("source_checkpoint", sourceCheckpoint);

@@ -29,11 +29,12 @@ public interface PacerDecider {
    * while Spark stops the source, bounded by the registration's timeout; failures are logged.
    *
    * @param queryName as in {@link #decide}
-   * @param eventJson {@code {"version": 5, "run": ID, "spark_run_id": UUID|null, "query_id":
+   * @param eventJson {@code {"version": 6, "run": ID, "spark_run_id": UUID|null, "query_id":
    *     UUID|null, "failed_open": [...], "progress": [...], "options": {...}, "source": NAME,
-   *     "first_batch_id": N}}: the admissions made without an answer that no later request
-   *     reported, and the progress entries no request carried (whether the last batch's trigger
-   *     ended)
+   *     "first_batch_id": N, "run_started": MICROS}}: the admissions made without an answer that no
+   *     later request reported, and the progress entries no request carried (whether the last
+   *     batch's trigger ended); the run's identity and order, because the driver may handle the event
+   *     after a later run's first ask
    */
   void stopped(String queryName, String eventJson);
 }

@@ -264,5 +264,24 @@ class PacedStreamTest {
     assertEquals(1, decider.stops.size());
     assertFalse(decider.stops.get(0).get("run").asText().isEmpty());
     assertEquals(0, decider.stops.get(0).get("failed_open").size());
+    assertEquals(stream.runStarted(), decider.stops.get(0).get("run_started").asLong(),
+        "the stop event carries the run's start stamp: the driver may hear it after a later run");
+  }
+
+  @Test
+  void everyRequestCarriesItsRunsStartStampAndALaterRunHasAHigherOne() {
+    Fakes.Counter counter = new Fakes.Counter();
+    Fakes.Stream earlier = new Fakes.Stream(session, counter, query);
+    Fakes.Stream later = new Fakes.Stream(session, counter, query);
+    counter.available = 2;
+    earlier.next(0);
+    later.next(0);
+    long first = decider.requests.get(0).get("run_started").asLong();
+    long second = decider.requests.get(1).get("run_started").asLong();
+    assertEquals(earlier.runStarted(), first);
+    assertTrue(first < second, "runs created one after the other are ordered: " + first + " < " + second);
+    assertTrue(Math.abs(first / 1000L - System.currentTimeMillis()) < 60_000L, "microseconds of the wall clock");
+    long stamp = PacedStream.runStamp();
+    assertTrue(PacedStream.runStamp() > stamp, "never the same stamp twice, even within one microsecond");
   }
 }

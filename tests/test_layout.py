@@ -296,6 +296,44 @@ def test_only_the_driver_calls_the_controller_or_holds_its_lock() -> None:
     assert controller_reaches() == {}, f"outside {DRIVER_ROOM} (module: lines): {controller_reaches()}"
 
 
+def room_map_gaps(src: Path) -> dict[str, list[str]]:
+    """Per subpackage (room) of ``src``: its modules that its ``__init__``'s docstring does not name or whose
+    ``__all__`` (where it has one) does not list, and names ``__all__`` lists that are no module of it."""
+    gaps: dict[str, list[str]] = {}
+    for init in sorted(src.glob("*/__init__.py")):
+        tree = ast.parse(init.read_text())
+        doc = ast.get_docstring(tree) or ""
+        modules = {p.stem for p in init.parent.glob("*.py") if p.stem != "__init__"}
+        listed: set[str] | None = None
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+                listed = {e.value for e in getattr(node.value, "elts", []) if isinstance(e, ast.Constant)}
+        missing = [f"{m} (not in the docstring)" for m in sorted(modules) if f"``{m}``" not in doc and m not in doc]
+        if listed is not None:
+            missing += [f"{m} (not in __all__)" for m in sorted(modules - listed)]
+            missing += [f"{m} (in __all__, no such module)" for m in sorted(listed - modules)]
+        if missing:
+            gaps[init.parent.name] = missing
+    return gaps
+
+
+def test_each_pacer_spark_room_s_map_names_every_module_it_holds() -> None:
+    """A room's ``__init__`` says what each of its modules is for and lists them in ``__all__``: the map a reader
+    starts from (it fell behind within days: ``run/__all__`` named a ``demo`` that was gone, so ``import *``
+    raised)."""
+    assert room_map_gaps(ROOT / "integrations/pacer-spark/src/pacer_spark") == {}
+
+
+def test_the_room_map_check_sees_a_missing_and_a_stale_module(tmp_path: Path) -> None:
+    room = tmp_path / "room"
+    room.mkdir()
+    (room / "__init__.py").write_text('"""``kept`` is named."""\n__all__ = ["kept", "gone"]\n')
+    (room / "kept.py").write_text("")
+    (room / "new.py").write_text("")
+    assert room_map_gaps(tmp_path) == {"room": ["new (not in the docstring)", "new (not in __all__)",
+                                                "gone (in __all__, no such module)"]}
+
+
 # -- the check itself, on planted code -----------------------------------------------------------------
 
 

@@ -11,8 +11,8 @@ is wrapped in the scheduling gate. The parts, one module each:
 - :mod:`pacer_spark.sources.admission`: the ``pacer-gen``/``pacer-files`` sources' admission (RPC, replays);
 - :mod:`pacer_spark.plan.enact`: placements enacted through RAPIDS confs;
 - :mod:`pacer_spark.driver.gate` and :mod:`pacer_spark.sources.sink_gate`: the scheduling gate, and its ``foreachBatch`` wrapper;
-- :mod:`pacer_spark.driver.telemetry` and :mod:`pacer_spark.session_telemetry`: batch completion, the listener,
-  overhead and the report's ``spark`` part;
+- :mod:`pacer_spark.driver.completion`, :mod:`pacer_spark.driver.listener` and :mod:`pacer_spark.session_telemetry`:
+  batch completion, the listener, overhead and the report's ``spark`` part;
 - :mod:`pacer_spark.paced.service`: ``format("pacer")`` queries.
 """
 

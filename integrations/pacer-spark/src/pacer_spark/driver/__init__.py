@@ -5,10 +5,13 @@ may read and change of the Controller, open only while the lock is held), ``lock
 written in the types), ``gate`` and ``pools`` (where an admitted batch waits for its turn, and which FAIR pool
 runs it), ``replay`` (admitting exactly what Spark replays), ``completion`` (a batch completes when its trigger ends, with
 Spark's engine time), ``clock`` (the Controller's clock, pinned to a trigger's end meanwhile), ``listener`` (Spark's
-listener: progress and ends handed to the driver). Imports ``plan``, ``jvm`` and the shared top-level modules.
+listener: progress and ends handed to the driver), ``batch_costs`` (what each batch's tasks cost, by Spark's batch
+id), ``scaling`` (the scaler asked between admissions, enacted through the cluster manager). Imports ``plan``,
+``jvm`` and the shared top-level modules.
 """
 
 __all__ = [
+    "batch_costs",
     "books",
     "clock",
     "completion",
@@ -18,4 +21,5 @@ __all__ = [
     "loop",
     "pools",
     "replay",
+    "scaling",
 ]

@@ -155,5 +155,6 @@ def test_the_gate_forgets_the_wait_of_a_batch_taken_back() -> None:
     second = driver.decide(Again(driver, 0))
     assert second is not None and second.batch.id != first.batch.id
     with driver.guard.held() as held:
+        assert set(driver.gate._waited) == {second.batch.id}  # the first's wait went with it; the second's is kept
         assert driver.gate.take_wait(held, first.batch.id) == 0.0
-        assert driver.gate.take_wait(held, second.batch.id) >= 0.0
+        assert driver.gate.take_wait(held, second.batch.id) > 0.0 and not driver.gate._waited

@@ -147,8 +147,9 @@ def test_a_pacer_gen_reader_that_gives_up_waiting_is_accounted_from_spark_s_offs
     handle.controller.ledger.check_complete()
     q = report["queries"]["gen"]
     assert q["datasets_in"] == q["datasets_processed"] and q["rows_in"] == q["rows_processed"] > 0, q
-    assert report["spark"]["reader_unanswered"]["gen"] >= 1, report["spark"]
-    assert report["spark"]["reader_retracted"]["gen"] >= 1, report["spark"]
+    # one late answer injected: one admission the reader made alone, one batch of the driver's taken back
+    assert report["spark"]["reader_unanswered"]["gen"] == 1, report["spark"]
+    assert report["spark"]["reader_retracted"]["gen"] == 1, report["spark"]
 
 
 def test_a_pacer_gen_query_stopped_while_its_batch_waits_for_its_turn_restarts_in_the_same_session(
@@ -187,7 +188,7 @@ def test_a_pacer_gen_query_stopped_while_its_batch_waits_for_its_turn_restarts_i
         report = handle.report({"test": "restart-in-gate"})
     finally:
         handle.stop()
-    assert report["spark"]["reader_retracted"]["b"] >= 1, report["spark"]
+    assert report["spark"]["reader_retracted"]["b"] == 1, report["spark"]  # the one batch b's stop left waiting
     handle.controller.ledger.check_complete()
     q = report["queries"]["b"]
     assert q["datasets_processed"] == q["datasets_in"] > 0 and q["rows_processed"] == q["rows_in"], q

@@ -72,3 +72,21 @@ def test_a_config_built_by_hand_checks_its_durations_and_keeps_their_defaults() 
         given: dict[str, Any] = {name: -1.0}
         with pytest.raises(ValueError, match=rf"^{name} must be > 0 seconds, got -1.0; write a duration such as"):
             PacerConfig(**given)
+
+
+def test_the_durations_the_readme_shows_read_and_fail_as_it_says() -> None:
+    """pacer-spark's README: the forms it lists are read, and the error it quotes is the one ``attach`` raises."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    paragraph = readme[readme.index("Every duration above"):]
+    paragraph = " ".join(paragraph[:paragraph.index("\n\n")].split())
+    forms = re.search(r"one parser: (.*?) or a number of seconds", paragraph)
+    assert forms is not None
+    assert {f: from_conf("gate.timeout", f).gate_timeout for f in re.findall(r"`([^`]+)`", forms.group(1))} == {
+        "60s": 60.0, "500ms": 0.5, "2min": 120.0, "1.5h": 5400.0}
+    quoted = re.search(r"naming the setting \(`(.*?)`\)", paragraph)
+    assert quoted is not None
+    with pytest.raises(ValueError) as refused:
+        from_conf("gate.timeout", "inf")
+    assert str(refused.value) == quoted.group(1)

@@ -306,7 +306,8 @@ def room_map_gaps(src: Path) -> dict[str, list[str]]:
         modules = {p.stem for p in init.parent.glob("*.py") if p.stem != "__init__"}
         listed: set[str] | None = None
         for node in tree.body:
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            names = [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+            if isinstance(node, ast.Assign) and "__all__" in names:
                 listed = {e.value for e in getattr(node.value, "elts", []) if isinstance(e, ast.Constant)}
         missing = [f"{m} (not in the docstring)" for m in sorted(modules) if f"``{m}``" not in doc and m not in doc]
         if listed is not None:

@@ -205,7 +205,7 @@ class Controller:
         """``profile`` becomes the query's prior, as :meth:`add_query`'s ``engine_profile``, before its first batch
         completes (a paced source knows how it measures a row only once its data arrives).
 
-        :raises ValueError: for a profile of another workload, or once the query's model observed a batch.
+        :raises ValueError: for a profile of another workload, or once the query's model fitted a batch.
         """
         q = self._state.query(query_id)
         _check_profile(q.spec, profile)

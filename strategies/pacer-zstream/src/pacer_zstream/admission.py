@@ -127,8 +127,8 @@ class ZStreamAdmission:
 
     Cold start (the paper is silent): before the first batch completes there is no service time,
     so the first micro-batch is admitted at once to measure it; with an engine profile as the model's prior, the
-    warm-up batch still is (its time is the engine's start, which the profile leaves out). When even one dataset is predicted
-    to miss (T_buff + T_sched + T_anal(oldest) > deadline), it is admitted at once (never stall)
+    warm-up batch still is (its time is the engine's start, which the profile leaves out). When even one dataset is
+    predicted to miss (T_buff + T_sched + T_anal(oldest) > deadline), it is admitted at once (never stall)
     and counted in ``predicted_misses``, logged once per query at INFO level.
     """
 

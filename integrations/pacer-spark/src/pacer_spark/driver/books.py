@@ -66,7 +66,7 @@ class Books:
                                      admission_params=admission_params, placement_params=placement_params)
 
     def take_engine_profile(self, query_id: str, profile: EngineProfile) -> None:
-        """The query's prior, before its first batch completes (:meth:`pacer.Controller.take_engine_profile`)."""
+        """The query's prior, before its model fits a batch (:meth:`pacer.Controller.take_engine_profile`)."""
         self._controller.take_engine_profile(query_id, profile)
 
     def replace_dag(self, query_id: str, dag: OperatorDAG) -> None:

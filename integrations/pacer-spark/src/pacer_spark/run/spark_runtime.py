@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 
 from pacer import RunConfig, RunResult
 from pacer.engine_profile import EngineProfile
-from pacer.engine_profile import load as load_engine_profile
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.report import PROGRESS_LEGEND, progress_line
 from pacer.run import parse_duration
@@ -345,7 +344,7 @@ def _run_kafka(session: Any, config: RunConfig, report_config: dict[str, Any], *
     run = KafkaRun(session, settings, drain_timeout=drain_timeout)
     report_config.update(source="kafka", topic=settings["topic"], bootstrap_servers=settings["bootstrap_servers"])
 
-    profile = load_engine_profile(str(options["engine_profile"])) if options.get("engine_profile") else None
+    profile = session.config.engine_profile  # the session read the file of options["engine_profile"] already
 
     def start_queries() -> None:
         from pacer_workloads import WORKLOADS

@@ -43,8 +43,8 @@ def seconds_flag(flag: str, value: str | None) -> float | None:
 
 
 def default_trigger_or_seconds_flag(flag: str, value: str | None) -> float | None:
-    """A trigger interval flag: seconds >= 0, where 0 is Spark's default trigger (:func:`pacer.durations.parse_seconds`);
-    None stays None.
+    """A trigger interval flag: seconds >= 0, where 0 is Spark's default trigger
+    (:func:`pacer.durations.parse_seconds`); None stays None.
 
     :raises UsageError: naming ``flag``, for an unreadable or negative value.
     """

@@ -92,6 +92,26 @@ def test_a_late_backlog_is_drained_in_batches_that_each_fit_the_deadline() -> No
     assert q["arrival"] == "source-time"
 
 
+def test_a_catch_up_batch_taken_back_before_it_ran_opens_no_episode() -> None:
+    """A runtime that never ran the batch (its source admitted other data) takes it back: no rows, no episode, no
+    seconds (before: the episode stayed counted); admitted again, the episode counts once."""
+    c, clock = _controller("patient")
+    _teach(c, clock)
+    _backlog(c, clock, 3, age=40.0)
+    batch = c.poll("q")
+    assert batch is not None and c.query("q").catch_up.episodes == 1
+    c.reconcile.retract(batch.id)
+    status = c.query("q").catch_up
+    assert (status.episodes, status.rows, status.active, status.seconds) == (0, 0, False, 0.0)
+    again = c.poll("q")
+    assert again is not None
+    c.start(again.id)
+    clock.now += FIXED_S + PER_BYTE_S * again.bytes
+    c.complete(again.id)
+    status = c.query("q").catch_up
+    assert (status.episodes, status.rows, status.active) == (1, 300, False)
+
+
 def test_a_strategys_batch_grows_at_most_twice_the_largest_measured_and_a_fixed_triggers_as_spark_would() -> None:
     """After batches of 4 and 3 datasets, the patient strategy's 100 datasets (on time) go in batches of at most 7:
     twice the largest measured, forgotten at the fit's halflife (4 x 0.966 x 2 = 7.7 datasets of bytes); ``static``,

@@ -70,6 +70,8 @@ class CatchUp:
     rows: int = 0
     datasets: int = 0
     _closed: float | None = None
+    #: the episode as it stood before the catch-up batch in flight was admitted: restored if that batch is taken back
+    _before_in_flight: tuple[float | None, float, int] | None = None
 
     def late(self, buffer: DatasetBuffer, now: float) -> bool:
         """Whether the oldest buffered dataset is already older than the deadline."""
@@ -114,6 +116,7 @@ class CatchUp:
 
     def admitted(self, batch: MicroBatch, now: float) -> None:
         """A catch-up batch was admitted at ``now``."""
+        self._before_in_flight = (self.active_since, self.seconds, self.episodes)
         if self.active_since is None and self._closed is not None and self.last_end is not None \
                 and now - self.last_end <= self.deadline:  # the same episode, seen a piece at a time
             self.seconds -= self.last_end - self._closed
@@ -127,9 +130,13 @@ class CatchUp:
         self.datasets += len(batch.datasets)
 
     def retracted(self, batch: MicroBatch) -> None:
-        """A catch-up batch was taken back before it ran (:meth:`pacer.reconcile.Reconciliation.retract`): it counts no more."""
+        """A catch-up batch was taken back before it ran (:meth:`pacer.reconcile.Reconciliation.retract`): it counts no
+        more, nor does the episode it opened or continued."""
         if batch.id != self.in_flight:
             return
+        if self._before_in_flight is not None:
+            self.active_since, self.seconds, self.episodes = self._before_in_flight
+            self._before_in_flight = None
         self.in_flight = None
         self.rows -= batch.rows
         self.datasets -= len(batch.datasets)

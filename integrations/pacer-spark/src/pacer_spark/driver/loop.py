@@ -116,6 +116,8 @@ class Admitted:
 
     batch: MicroBatch
     turn: Turn | None
+    #: the strategy would have waited: the batch takes everything held because the ask drains (:meth:`Driver.drain`)
+    drained: bool = False
 
 
 class Driver:
@@ -179,7 +181,10 @@ class Driver:
                 held.notify_all()
                 return None
             ask.arrive(books)
-            batch = self.admit(held, ask.query_id, drain=ask.drain)
+            batch = self.admit(held, ask.query_id)
+            drained = batch is None and ask.drain
+            if drained:
+                batch = self.drain(held, ask.query_id)
             if batch is None:
                 return None
             gated = ask.admitted(books, batch)
@@ -188,11 +193,11 @@ class Driver:
                                                             ask))
             held.notify_all()
         if not gated:
-            return Admitted(batch, None)
+            return Admitted(batch, None, drained)
         turn = self.gate.pass_batch(batch.id, excluded=self.excluded)
         with self.guard.held() as held:
             ask.passed(self._books(held), turn)
-        return Admitted(batch, turn)
+        return Admitted(batch, turn, drained)
 
     @contextmanager
     def books(self) -> Iterator[Books]:
@@ -275,9 +280,16 @@ class Driver:
         held.check()
         c = self.controller
         batch = c.poll(query_id) if not c.busy(query_id) else None
-        if batch is None and drain and not c.busy(query_id) and c.has_buffered(query_id):
-            batch = self.force(held, query_id, len(c.buffered(query_id)))
-        return batch
+        return batch if batch is not None or not drain else self.drain(held, query_id)
+
+    def drain(self, held: Held, query_id: str) -> MicroBatch | None:
+        """Everything ``query_id`` holds as one batch, whatever its strategy says: Spark ends ``availableNow``,
+        ``processAllAvailable()`` and ``Trigger.Once`` at a trigger without data (None: a batch of it runs, or
+        nothing is held)."""
+        c = self.controller
+        if c.busy(query_id) or not c.has_buffered(query_id):
+            return None
+        return self.force(held, query_id, len(c.buffered(query_id)))
 
     def force(self, held: Held, query_id: str, count: int) -> MicroBatch | None:
         """Admit the ``count`` oldest buffered datasets of ``query_id`` as one batch, whatever its strategy says

@@ -255,6 +255,8 @@ class DecisionRequest:
         microseconds since the epoch, raised to stay above every stamp it handed out before, so a run created after
         another (a restart) has the higher one. With ``first_batch_id`` it orders the runs of a query
         (:mod:`pacer_spark.paced.runs`), whatever order their messages reach the driver in.
+    :ivar single_batch: the query runs one batch and stops (``trigger(once=True)``, or ``availableNow`` falling back
+        to one batch): plain Spark reads everything available in it, so what pacer holds is drained now.
     """
 
     query: str
@@ -279,6 +281,7 @@ class DecisionRequest:
     ask: int = 0
     source_checkpoint: str | None = None
     run_started: int = -1
+    single_batch: bool = False
 
     @classmethod
     def from_json(cls, text: str) -> DecisionRequest:
@@ -311,6 +314,7 @@ class DecisionRequest:
                 failed_open=tuple(FailedOpen.from_json(r) for r in raw.get("failed_open") or ()),
                 failed_open_dropped=int(raw.get("failed_open_dropped") or 0),
                 caller_waiting=bool(raw.get("caller_waiting")),
+                single_batch=bool(raw.get("single_batch")),
                 first_batch_id=int(raw.get("first_batch_id", -1)),
                 trigger=int(raw.get("trigger", -1)),
                 ask=int(raw.get("ask", 0)),

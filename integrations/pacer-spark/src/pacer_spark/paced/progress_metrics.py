@@ -28,14 +28,18 @@ METRICS: dict[str, str] = {
     "pacerDatasetsHeld": "snapshots left waiting after the batch",
     "pacerRowsHeld": "rows left waiting after the batch",
     "pacerOldestHeldAgeMs": "age of the oldest row left waiting, by the data's own time (0: none waits)",
+    "pacerSourcePart": "how the source's data is in the batch: formed (its ask formed it), joined (asked after another "
+                       "source of the query formed it, it joined with everything it held: the trigger drains), part "
+                       "(the source that formed it took this one's data in)",
     "pacerPreviousBatchRowsLate": "rows of the query's previous completed batch that finished past the deadline",
     "pacerPreviousBatchBusyCoreSeconds": "core-seconds the previous completed batch's tasks executed",
     "pacerPreviousBatchTriggerMs": "the previous completed batch's engine time, waits at pacer's gate excluded",
 }
 
 
-def decision_metrics(books: Books, batch: MicroBatch) -> dict[str, str]:
-    """The figures of ``batch``, just admitted, and of its query (module docstring)."""
+def decision_metrics(books: Books, batch: MicroBatch, part: str = "formed") -> dict[str, str]:
+    """The figures of ``batch``, just admitted, and of its query (module docstring), for the source whose data is in it
+    as ``part`` says (``pacerSourcePart``: the batch is counted once, by the source that formed it)."""
     view = books.query(batch.query_id)
     deadline = view.spec.effective_deadline
     held = books.buffered(batch.query_id)
@@ -55,6 +59,7 @@ def decision_metrics(books: Books, batch: MicroBatch) -> dict[str, str]:
         "pacerDatasetsHeld": str(len(held)),
         "pacerRowsHeld": str(sum(d.rows for d in held)),
         "pacerOldestHeldAgeMs": f"{1000.0 * max(0.0, time.time() - held[0].arrival):.0f}" if held else "0",
+        "pacerSourcePart": part,
     }
     if previous is not None:
         out["pacerPreviousBatchRowsLate"] = str(batch_late(previous, deadline)[1])

@@ -17,8 +17,11 @@ The JVM source (``jvm/``) calls :meth:`PacedQueries.decide` on the query's strea
 5. the batch passes the :class:`~pacer_spark.driver.gate.Gate` right there: FIFO/EDF wait for their turn,
    FAIR/RDAS get their pool, which the JVM sets on the stream thread.
 
-Under ``trigger(availableNow=True)``, or while a caller waits in ``processAllAvailable()``, a "wait" admits every
-admissible snapshot instead (Spark ends both at the first trigger without new data).
+Under ``trigger(availableNow=True)``, ``trigger(once=True)``, or while a caller waits in ``processAllAvailable()``, a
+"wait" admits every admissible snapshot instead (Spark ends ``availableNow`` and that wait at the first trigger
+without new data, ``once`` after one batch), and a source of the query asked after the batch was formed joins it with everything it
+holds, so that every source drains (a union, a join). An ask that carries no snapshots (a source only reporting)
+never takes a trigger's first ask: the first source with data forms the batch.
 
 The source is the truth: before each decision the query's state is rebuilt from what the asking source reports
 (the protocol, its messages and the state machine of one query are in the README of pacer-spark): admissions it
@@ -130,10 +133,11 @@ class PacedQueries:
         waited = admitted.turn.waited_s if admitted is not None and admitted.turn is not None else 0.0
         if ask.q is not None:
             ask.q.decide_s.add(time.perf_counter() - t0 - waited)
+            ask.q.drained += admitted is not None and admitted.drained
         if ask.error is not None:
             return Decision(None, error=ask.error)
         if admitted is None:  # nothing now, or its part of the batch another source of the query admitted
-            return Decision(ask.index)
+            return Decision(ask.index, metrics=ask.metrics)
         return Decision(ask.index, pool=admitted.turn.pool if admitted.turn is not None else None,
                         metrics=ask.metrics)
 
@@ -513,8 +517,9 @@ class SourceAsk:
         self.queries = queries
         self.request = request
         self.query_id = request.query
-        # availableNow ends at the first empty trigger, processAllAvailable() returns at one: take what is held
-        self.drain = request.available_now or request.caller_waiting
+        # availableNow ends at the first empty trigger, processAllAvailable() returns at one, Trigger.Once runs one
+        # batch: take what is held
+        self.drain = request.available_now or request.caller_waiting or request.single_batch
         self.stream_id = request.query_id  # the source asks from its query's stream thread: the query runs
         self.q: PacedQuery | None = None
         self.error: str | None = None
@@ -541,12 +546,19 @@ class SourceAsk:
         self.q.decisions += 1
         if self.queries.truth.take_reports(books, self.q, self.request):  # another source of the query asked first
             self.queries.arrivals.arrive(books, self.q, self.request)
+            joined = self.drain and not self.q.holding and self.queries.truth.join(books, self.q, self.request)
+            self.q.drained += joined  # this trigger must read its data too: it joins the batch
             self.index = self.queries.answer(self.q, self.request)
+            if self.index is not None and self.q.inflight is not None:
+                self.metrics = decision_metrics(books, books.batch(self.q.inflight.batch_id).batch,
+                                                "joined" if joined else "part")
             return False
+        if not self.request.snapshots:  # only reporting: it never takes the trigger's first ask (a union's idle
+            return False  # source asked first must not make the busy one wait, or a drain would end before its data)
         if not self.queries.first_ask(self.q, self.request):  # a source asked before it in this Spark batch and
             self.queries.arrivals.arrive(books, self.q, self.request)  # was answered: a batch now could not include its part
             return False
-        return bool(self.request.snapshots) and not self.q.holding
+        return not self.q.holding
 
     def arrive(self, books: Books) -> None:
         """The request's new snapshots arrive."""
@@ -558,8 +570,6 @@ class SourceAsk:
         assert self.q is not None
         self.index = self.queries.admitted(books, self.q, self.request, batch)
         self.metrics = decision_metrics(books, batch)
-        if self.request.caller_waiting and not self.request.available_now:
-            self.q.drained += 1
         return True
 
     def passed(self, books: Books, turn: Turn) -> None:

@@ -227,7 +227,8 @@ class PacedQuery:
     retracted: int = 0
     #: requests that reached the driver after a later one of their source (answers past the timeout): dropped
     stale: int = 0
-    #: batches that took everything held because a caller waited for the data (``processAllAvailable()``)
+    #: admissions that took everything held where the strategy would have waited, or a source's data joining the
+    #: trigger's batch, because the trigger drains (``processAllAvailable()``, ``availableNow``, ``Trigger.Once``)
     drained: int = 0
     #: Whether a snapshot of this query came with the data's own time (its arrivals are then source-time).
     source_timed: bool = False

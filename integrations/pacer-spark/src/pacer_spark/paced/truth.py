@@ -142,25 +142,43 @@ class SourceTruth:
                 self._finish(books, q, None)
             self._rebuild(books, q, {**later.parts, src.run: later.seqs(src.run) - seqs}, later.spark_batch_id)
 
-    def _rebuild(self, books: Books, q: PacedQuery, parts: dict[str, frozenset[int]], spark_batch_id: int) -> None:
+    def join(self, books: Books, q: PacedQuery, request: DecisionRequest) -> bool:
+        """A drain (``availableNow``, ``processAllAvailable()``, ``Trigger.Once``): the asking source's held snapshots
+        join the batch another source of the query formed in this Spark batch, so that this trigger reads every
+        source's data as plain Spark would (asked after the batch was formed, the source would otherwise hold its
+        part to a later trigger, which a drain may never run). Whether anything joined."""
+        inflight = q.inflight
+        assert inflight is not None and inflight.spark_batch_id == request.batch_id
+        src = q.sources[request.run]
+        joining = frozenset(src.arrived) - inflight.seqs(src.run)
+        if not joining:
+            return False
+        self._rebuild(books, q, {**inflight.parts, src.run: inflight.seqs(src.run) | joining}, inflight.spark_batch_id,
+                      taken_back=False)
+        return True
+
+    def _rebuild(self, books: Books, q: PacedQuery, parts: dict[str, frozenset[int]], spark_batch_id: int, *,
+                 taken_back: bool = True) -> None:
         """Make the batch in flight for ``spark_batch_id`` exactly ``parts`` (what the sources really admitted):
-        the driver's own batch, if any, is taken back first; no batch when ``parts`` is empty."""
+        the driver's own batch, if any, is taken back first (``taken_back``: counted so, as Spark never ran it; a
+        batch only grown by a joining source is not); no batch when ``parts`` is empty."""
         if q.inflight is not None and q.inflight.spark_batch_id == spark_batch_id:
-            self._retract(books, q)
+            self._retract(books, q, counted=taken_back)
         parts = {run: seqs for run, seqs in parts.items() if seqs}
         if not parts:
             return
         ids = [q.sources[run].arrived[seq] for run, seqs in parts.items() for seq in sorted(seqs)]
         batch = books.admit_exactly(q.query_id, ids)
-        q.forced += 1
+        q.forced += taken_back
         books.start(batch.id)
         self.driver.engine.sink_done(q.query_id, SinkDone(batch.id, spark_batch_id, time.time(),
                                                                     running=True))
         self.batch_query[batch.id] = q.query_id
         q.inflight = InFlight(batch.id, spark_batch_id, parts)
 
-    def _retract(self, books: Books, q: PacedQuery) -> None:
-        """Take back the batch in flight: Spark never ran it as admitted. Its snapshots wait again."""
+    def _retract(self, books: Books, q: PacedQuery, *, counted: bool = True) -> None:
+        """Take back the batch in flight: Spark never ran it as admitted (``counted`` in the query's ``retracted``;
+        not when it is re-formed at once with more data). Its snapshots wait again."""
         inflight = q.inflight
         assert inflight is not None
         books.forget(q.query_id)
@@ -171,7 +189,7 @@ class SourceTruth:
             for seq in seqs if src is not None else ():
                 src.arrived[seq] = snapshot_id(run, seq)  # type: ignore[union-attr]
         q.inflight, q.inflight_progress = None, None
-        q.retracted += 1
+        q.retracted += counted
         books.notify_all()
 
     def _finish(self, books: Books, q: PacedQuery, progress: TriggerProgress | None) -> None:

@@ -60,6 +60,8 @@ abstract class PacedStream {
    * admits.
    */
   static final int MAX_PENDING_UNLIMITED = 1000;
+  /** {@code pacerSourcePart} of the source whose ask formed the batch (others' data joined it, or was taken in). */
+  static final String FORMED = "formed";
   /** The last run start stamp handed out in this JVM ({@link #runStamp}). */
   private static final AtomicLong LAST_RUN_STAMP = new AtomicLong();
 
@@ -86,6 +88,8 @@ abstract class PacedStream {
   private long nextSeq;
   boolean availableNow;
   private boolean availableNowObserved;
+  /** Whether the query runs one batch ({@link #singleBatch}; null: not read yet). */
+  private Boolean singleBatch;
   private boolean warned;
   /** When the delegate was last asked for its latest offset (-1: never). */
   private long lastLookMs = -1;
@@ -242,6 +246,7 @@ abstract class PacedStream {
 
   public synchronized Offset latestOffset(Offset start, ReadLimit limit) {
     admittedUnanswered = false;
+    batchMetrics = Collections.emptyMap(); // a trigger that admits none of this source's data shows no figures
     observe(start, limit);
     String queryId = session.sparkContext().getLocalProperty(QUERY_ID_PROPERTY);
     if (firstBatchId < 0) { // Spark asks every source at every trigger: this run's first ask of any source
@@ -278,9 +283,11 @@ abstract class PacedStream {
     if (admittedUnanswered) {
       batchMetrics = Collections.emptyMap();
       PacerMetricsSource.admitted(queryName(), batchMetrics, true);
-    } else if (!answered.isEmpty()) { // the source whose ask formed the batch (a union's other source: none)
+    } else if (!answered.isEmpty()) { // each source with data in the batch shows its figures
       batchMetrics = answered;
-      PacerMetricsSource.admitted(queryName(), batchMetrics, false);
+      if (FORMED.equals(answered.getOrDefault("pacerSourcePart", FORMED))) { // counted once, where it formed
+        PacerMetricsSource.admitted(queryName(), batchMetrics, false);
+      }
     }
     return taken.get(taken.size() - 1).offset;
   }
@@ -450,6 +457,7 @@ abstract class PacedStream {
     req.put("limit", String.valueOf(limit));
     req.put("available_now", availableNow);
     req.put("caller_waiting", callerWaiting(queryId));
+    req.put("single_batch", singleBatch(queryId));
     req.put("admissible", capToLimit(pending.size() - 1, limit) + 1);
     req.put("now", nowMs() / 1000.0);
     ArrayNode snaps = req.putArray("snapshots");
@@ -566,6 +574,32 @@ abstract class PacedStream {
       LOG.debug("cannot tell whether a caller waits for query {}", queryId, unknown);
       return false;
     }
+  }
+
+  /**
+   * Whether the query runs one batch and stops ({@code trigger(once=True)}, or {@code availableNow}
+   * falling back to one batch where a source does not support it): Spark's {@code SingleBatchExecutor}.
+   * Plain Spark reads everything available in that batch, so the driver drains what it holds. Read once
+   * per run (the trigger never changes); false when it cannot be read.
+   */
+  boolean singleBatch(String queryId) {
+    if (singleBatch == null) {
+      try {
+        Object execution = execution(queryId);
+        if (execution == null) {
+          return false;
+        }
+        Object executor = method(execution, "triggerExecutor").invoke(execution);
+        if (executor == null) {
+          return false;
+        }
+        singleBatch = executor.getClass().getSimpleName().startsWith("SingleBatchExecutor");
+      } catch (ReflectiveOperationException | RuntimeException unknown) {
+        LOG.debug("cannot tell the trigger of query {}", queryId, unknown);
+        singleBatch = false;
+      }
+    }
+    return singleBatch;
   }
 
   /**

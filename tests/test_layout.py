@@ -13,6 +13,10 @@
 - **The driver owns the Controller**: outside pacer-spark's ``driver`` room (:data:`DRIVER_ROOM`) no module calls a
   method of a ``controller``, reaches the driver's Controller, or names the driver's lock proof (``Held``, ``Guard``):
   the front ends read and change it only through the books the driver hands them.
+- **The driver's parts stay its own**: outside the ``driver`` room no module reaches an attribute of a driver that
+  :class:`~pacer_spark.driver.loop.Driver` sets in its ``__init__`` (its Controller, gate, batch completion, lock,
+  replay guard...) or a private one: the front ends and the session use the driver's methods
+  (:func:`driver_internal_reaches`).
 """
 
 from __future__ import annotations
@@ -258,6 +262,36 @@ def controller_reaches(modules: dict[str, Path] | None = None) -> dict[str, list
     return found
 
 
+def driver_parts(loop: Path | None = None) -> frozenset[str]:
+    """The attributes :class:`~pacer_spark.driver.loop.Driver` sets on itself in ``__init__``: its parts."""
+    tree = ast.parse((loop or ROOT / "integrations/pacer-spark/src/pacer_spark/driver/loop.py").read_text())
+    driver = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Driver")
+    init = next(n for n in driver.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    return frozenset(t.attr for n in ast.walk(init) if isinstance(n, (ast.Assign, ast.AnnAssign))
+                     for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                     if isinstance(t, ast.Attribute) and ast.unparse(t.value) == "self")
+
+
+def driver_internal_reaches(modules: dict[str, Path] | None = None,
+                            parts: frozenset[str] | None = None) -> dict[str, list[int]]:
+    """pacer-spark module outside :data:`DRIVER_ROOM` -> the lines where it reaches a part of a driver
+    (:func:`driver_parts`: ``self.driver.gate``, ``handle.driver.engine``) or a private attribute of one."""
+    if modules is None:
+        modules = distributions()["pacer-spark"].modules
+    parts = driver_parts() if parts is None else parts
+    found: dict[str, list[int]] = {}
+    for module, path in modules.items():
+        if module.startswith(DRIVER_ROOM + "."):
+            continue
+        lines = sorted({node.lineno for node in ast.walk(ast.parse(path.read_text()))
+                        if isinstance(node, ast.Attribute) and ast.unparse(node.value).split(".")[-1] == "driver"
+                        and not ast.unparse(node.value).startswith("pacer_spark.")  # a module path
+                        and (node.attr in parts or node.attr.startswith("_"))})
+        if lines:
+            found[module] = lines
+    return found
+
+
 # -- the checks --------------------------------------------------------------------------------------
 
 
@@ -294,6 +328,24 @@ def test_py4j_is_read_only_behind_the_jvm_boundary() -> None:
 
 def test_only_the_driver_calls_the_controller_or_holds_its_lock() -> None:
     assert controller_reaches() == {}, f"outside {DRIVER_ROOM} (module: lines): {controller_reaches()}"
+
+
+def test_outside_the_driver_no_module_reaches_the_driver_s_parts() -> None:
+    assert {"controller", "gate", "engine", "guard", "replay"} <= driver_parts()
+    found = driver_internal_reaches()
+    assert found == {}, f"outside {DRIVER_ROOM}, use the Driver's methods (module: lines): {found}"
+
+
+def test_a_planted_reach_into_the_driver_s_parts_is_seen(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text("def f(self, handle):\n"
+                       "    self.driver.gate.warn_once('k', 'm')\n"
+                       "    handle.driver._books(None)\n"
+                       "    self.driver.warn_once('k', 'm')\n"
+                       "    return pacer_spark.driver.gate\n")
+    found = driver_internal_reaches({"pacer_spark.paced.planted": planted, "pacer_spark.driver.inside": planted},
+                                    frozenset({"gate"}))
+    assert found == {"pacer_spark.paced.planted": [2, 3]}  # the driver's methods, and a module path, pass
 
 
 def room_map_gaps(src: Path) -> dict[str, list[str]]:

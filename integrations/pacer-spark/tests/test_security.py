@@ -93,7 +93,7 @@ def test_a_wrong_authkey_is_refused_and_the_server_keeps_serving() -> None:
 def test_source_options_carry_a_private_key_file_not_the_key() -> None:
     server = ControllerServer(lambda req: {"echo": req["x"]})
     try:
-        fake = SimpleNamespace(server=server, schedule_gate=SimpleNamespace(timeout_s=5.0))
+        fake = SimpleNamespace(server=server, driver=SimpleNamespace(gate_timeout_s=5.0))
         options = PacerSession.source_options(fake, "q1")  # type: ignore[arg-type]
 
         text = repr(options)

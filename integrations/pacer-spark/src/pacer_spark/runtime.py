@@ -100,8 +100,7 @@ class PacerSession:
                              gate_timeout=config.gate_timeout, fair=self.fair, progress_timeout=config.progress_timeout,
                              enactment=self.enactment, cores=None if config.cores else self._task_slots,
                              task_time=self.task_time, scaling=self.scaling)
-        self.lock = self.driver.guard.lock
-        self.schedule_gate = self.driver.gate
+        self.lock = self.driver.lock
         #: the session's ``format("pacer")`` queries (None: not paced); connected to the JVM below, once listening.
         #: Built first: the driver hands a trigger's progress to the front end that registered first and claims it,
         #: and a paced query's run is matched by its run id, before any ``pacer-gen`` query of the same name
@@ -109,7 +108,7 @@ class PacerSession:
         self.admission = AdmissionService(self.driver, rapids=self.rapids)
         self.sinks = SinkGate(self.driver, self.admission, collect_metrics=config.operator_metrics)
         self.observer = SessionTelemetry(spark, self.driver, self.admission, fair=self.fair, rapids=self.rapids,
-                                         paced=self.paced)
+                                         paced=self.paced, enactment=self.enactment)
         self.started_at = time.time()
         #: a checkpoint root pacer made (none given) is pacer's to remove at stop()
         self._own_root = config.checkpoint_root is None
@@ -211,7 +210,7 @@ class PacerSession:
         host, port = self.server.address
         # the authkey stays out of the options (Spark shows them): only its private file's path goes in
         return {OPT_QUERY: query_id, OPT_ADDRESS: f"{host}:{port}", OPT_AUTHKEY_FILE: str(self.server.authkey_file),
-                OPT_TIMEOUT: f"{self.schedule_gate.timeout_s + 30:g}"}
+                OPT_TIMEOUT: f"{self.driver.gate_timeout_s + 30:g}"}
 
     def read_stream(self, query_id: str, fmt: str = GEN_FORMAT, *, schema: str | None = None,
                     **options: Any) -> DataFrame:
@@ -399,7 +398,7 @@ class PacerSession:
         self.admission.stop(timeout)
         # the last triggers' progress events and task ends are on their way: to pacer's listeners before they go
         task_time.wait_for_listeners(self.spark, min(timeout, REPORT_LISTENERS_WAIT_S))
-        self.driver.engine.settle(min(timeout, 2.0))
+        self.driver.settle(min(timeout, 2.0))
         try:
             self.spark.streams.removeListener(self.listener)
         except Exception:  # pragma: no cover - session already stopped

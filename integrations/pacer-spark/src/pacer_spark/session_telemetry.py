@@ -21,6 +21,7 @@ from pacer_spark.sources.files_source import FILES_FORMAT
 
 if TYPE_CHECKING:
     from pacer_spark.paced.service import PacedQueries
+    from pacer_spark.plan.enact import Enactment
 
 log = logging.getLogger("pacer_spark")
 
@@ -39,6 +40,7 @@ class SessionTelemetry:
     :param fair: whether the session runs ``spark.scheduler.mode=FAIR``.
     :param rapids: whether the RAPIDS Accelerator is loaded.
     :param paced: the session's ``format("pacer")`` queries (None: not paced).
+    :param enactment: applies placements to RAPIDS and checks them (None: none).
     """
 
     spark: SparkSession
@@ -47,6 +49,7 @@ class SessionTelemetry:
     fair: bool
     rapids: bool
     paced: PacedQueries | None = None
+    enactment: Enactment | None = None
 
     # ------------------------------------------------------------------ reading
 
@@ -87,7 +90,7 @@ class SessionTelemetry:
         reports = [r for r in books.reports() if r.placement is not None]
         placements = [r.placement for r in reports if r.placement is not None]
         sources = self.admission.sources
-        enactment = self.driver.enactment
+        enactment = self.enactment
         return {
             "spark_version": pyspark.__version__,
             "master": self.spark.sparkContext.master,
@@ -108,9 +111,9 @@ class SessionTelemetry:
             # whether each query started with Spark's no-data batches on (the session's conf when it started)
             "no_data_batches_enabled": {q: s.no_data_batches for q, s in sources.items()},
             "spark_duration_ms_avg": {q: s.durations.averages() for q, s in sources.items()},
-            "engine": self.driver.engine.summary(),
-            # each batch's task cost read by its Spark batch id (pacer_spark.driver.batch_costs)
-            "task_costs": self.driver.costs.summary(),
+            # how batches completed, and each batch's task cost read by its Spark batch id
+            # (pacer_spark.driver.completion, pacer_spark.driver.batch_costs)
+            **self.driver.summary(),
             "errors": self.errors(),
             "quarantined_rows": {q: s.quarantined() for q, s in sources.items() if s.fmt == FILES_FORMAT},
             # files listed but gone before their batch read them (skipped under malformed=quarantine)

@@ -162,6 +162,46 @@ class Driver:
                                       read_metrics=self.executed_metrics, before_complete=self.before_complete,
                                       waited=self.gate.take_wait, cost=self.costs.batch)
 
+    # ------------------------------------------------------------------ what the front ends and the session use
+
+    @property
+    def lock(self) -> Any:
+        """The driver's lock itself (a re-entrant lock): a test or report that reads the Controller takes it."""
+        return self.guard.lock
+
+    @property
+    def gate_timeout_s(self) -> float:
+        """Seconds a batch waits for its turn at the gate at most (a reader's RPC timeout must outlast it)."""
+        return self.gate.timeout_s
+
+    @property
+    def progress_timeout_s(self) -> float:
+        """Seconds after a batch's sink when it completes without its progress event."""
+        return self.engine.timeout_s
+
+    def sink_done(self, query_id: str, done: SinkDone) -> None:
+        """A batch's sink returned, or a ``format("pacer")`` batch was admitted (``done.running``): it completes
+        from its trigger's progress (:meth:`pacer_spark.driver.completion.BatchCompletion.sink_done`)."""
+        self.engine.sink_done(query_id, done)
+
+    def pass_turn(self, batch_id: str) -> Turn:
+        """Wait for ``batch_id``'s turn at the gate (or learn its pool); a batch that passed at admission passes at
+        once (:meth:`pacer_spark.driver.gate.Gate.pass_batch`)."""
+        return self.gate.pass_batch(batch_id, excluded=self.excluded)
+
+    def warn_once(self, key: str, message: str, *args: object) -> None:
+        """Log ``message`` at WARNING the first time ``key`` is seen in this session."""
+        self.gate.warn_once(key, message, *args)
+
+    def settle(self, timeout: float) -> None:
+        """Wait up to ``timeout`` s for the progress events on their way, then complete the rest without them."""
+        self.engine.settle(timeout)
+
+    def summary(self) -> dict[str, Any]:
+        """For the report's ``spark`` section: how batches completed (``engine``) and what their tasks cost
+        (``task_costs``)."""
+        return {"engine": self.engine.summary(), "task_costs": self.costs.summary()}
+
     def register(self, owner: Owner) -> None:
         """Route the driver's questions about ``owner``'s queries and batches to it."""
         self.owners.append(owner)

@@ -57,7 +57,7 @@ class Arrivals:
         if snapshot.source_time is None:
             if q.source_timed:
                 q.source_time_missing += 1
-                self.driver.gate.warn_once(f"undated-{q.query_id}", "query %r: a snapshot came without its data's "
+                self.driver.warn_once(f"undated-{q.query_id}", "query %r: a snapshot came without its data's "
                                            "own time (reading it failed); such snapshots are dated when first seen, "
                                            "counted in the report's source_time_missing", q.query_id)
             return snapshot
@@ -66,7 +66,7 @@ class Arrivals:
         if believable:
             return snapshot
         q.source_time_clamped += 1
-        self.driver.gate.warn_once(f"clamped-{q.query_id}", "query %r: a snapshot's source time %.3f is not an "
+        self.driver.warn_once(f"clamped-{q.query_id}", "query %r: a snapshot's source time %.3f is not an "
                                    "arrival (zero, in the future, or older than the query's start by more than "
                                    "pacer.arrival.maxAge, %.0f s): dated when pacer saw it. Set pacer.arrival=observed "
                                    "for a source whose times are event times", q.query_id, snapshot.source_time, max_age)

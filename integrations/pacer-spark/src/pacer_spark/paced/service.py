@@ -149,7 +149,7 @@ class PacedQueries:
             run, seq = source_of(dataset.id)
             parts.setdefault(run, set()).add(seq)
         q.inflight = InFlight(batch.id, request.batch_id, {run: frozenset(seqs) for run, seqs in parts.items()})
-        self.driver.engine.sink_done(q.query_id, SinkDone(batch.id, request.batch_id, time.time(),
+        self.driver.sink_done(q.query_id, SinkDone(batch.id, request.batch_id, time.time(),
                                                                     running=True))
         self.truth.batch_query[batch.id] = q.query_id
         return self.answer(q, request)

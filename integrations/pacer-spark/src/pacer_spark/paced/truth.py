@@ -171,7 +171,7 @@ class SourceTruth:
         batch = books.admit_exactly(q.query_id, ids)
         q.forced += taken_back
         books.start(batch.id)
-        self.driver.engine.sink_done(q.query_id, SinkDone(batch.id, spark_batch_id, time.time(),
+        self.driver.sink_done(q.query_id, SinkDone(batch.id, spark_batch_id, time.time(),
                                                                     running=True))
         self.batch_query[batch.id] = q.query_id
         q.inflight = InFlight(batch.id, spark_batch_id, parts)

@@ -73,7 +73,7 @@ class AdmissionService:
 
     def warn_once(self, key: str, message: str, *args: object) -> None:
         """Log ``message`` at WARNING the first time ``key`` is seen (the gate's record of warnings)."""
-        self.driver.gate.warn_once(key, message, *args)
+        self.driver.warn_once(key, message, *args)
 
     def owns(self, query_id: str) -> bool:
         """Whether ``query_id`` reads a ``pacer-gen``/``pacer-files`` source of this session."""
@@ -236,7 +236,7 @@ class AdmissionService:
         stale = books.expire(ask.query_id, time.time())  # never reported: completed as at its sink
         if stale is not None:
             self.warn_once(f"no-progress-{ask.query_id}", "query %r: no progress event %.0f s after batch %s's "
-                           "sink; completed without its engine time", ask.query_id, self.driver.engine.timeout_s,
+                           "sink; completed without its engine time", ask.query_id, self.driver.progress_timeout_s,
                            stale.batch_id)
         if source.admitted_end is not None and ask.start < source.admitted_end:
             # another reader of the same query (a self-join), or a repeated ask: same answer

@@ -70,7 +70,7 @@ class SinkGate:
             with self.driver.books() as books:
                 books.start(batch_id)
             return
-        turn = self.driver.gate.pass_batch(batch_id, excluded=self.driver.excluded)  # passed at admission: its pool
+        turn = self.driver.pass_turn(batch_id)  # passed at admission: its pool
         with self.driver.books() as books:
             if batch_id not in self.admission.gated:  # a replayed batch, admitted here: its wait counts here
                 source.gate_wait_s.add(turn.waited_s)
@@ -95,7 +95,7 @@ class SinkGate:
             except Exception:
                 log.debug("no operator metrics for %s", batch_id, exc_info=True)
             source.metrics_s.add(time.perf_counter() - t0)
-        self.driver.engine.sink_done(query_id, SinkDone(batch_id, spark_batch_id, time.time(), metrics))
+        self.driver.sink_done(query_id, SinkDone(batch_id, spark_batch_id, time.time(), metrics))
 
 
 __all__ = ["Sink", "SinkGate"]

@@ -144,7 +144,7 @@ def test_the_gate_forgets_the_wait_of_a_batch_taken_back() -> None:
     first = driver.decide(ListAsk(driver, 2))
     assert first is not None
     with driver.books() as books:
-        books.retract(first.batch.id)
+        books.take_back("q", first.batch.id)
     class Again(ListAsk):  # nothing new arrives: the two datasets taken back wait again
         def report(self, books: Books) -> bool:
             return True

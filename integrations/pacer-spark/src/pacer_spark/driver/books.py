@@ -127,9 +127,14 @@ class Books:
         """Admit exactly these buffered datasets as one batch: what Spark ran without an answer, or replayed."""
         return self._controller.reconcile.admit_exactly(query_id, dataset_ids)
 
-    def retract(self, batch_id: str) -> MicroBatch:
-        """Take back an admitted batch Spark never ran: its datasets wait again."""
-        return self._controller.reconcile.retract(batch_id)
+    def take_back(self, query_id: str, batch_id: str) -> MicroBatch:
+        """Take back admitted batch ``batch_id`` of ``query_id``, which Spark never ran: the wait for its trigger's
+        progress ends, its datasets wait again at the front of the query's buffer, and whoever waits on the driver
+        (the gate) is woken. The one sequence every front end takes a batch back with."""
+        self._engine.forget(self._held, query_id)
+        batch = self._controller.reconcile.retract(batch_id)
+        self.notify_all()
+        return batch
 
     def force(self, query_id: str, count: int) -> MicroBatch | None:
         """Admit the ``count`` oldest buffered datasets of the query as one batch, whatever its strategy says (a
@@ -173,10 +178,6 @@ class Books:
     def give_up(self, query_id: str) -> SinkDone | None:
         """Complete the query's sink-done batch without a progress event (its query ended)."""
         return self._engine.give_up(self._held, query_id)
-
-    def forget(self, query_id: str) -> SinkDone | None:
-        """Drop the query's waiting batch without completing it (it was taken back)."""
-        return self._engine.forget(self._held, query_id)
 
 
 __all__ = ["Books"]

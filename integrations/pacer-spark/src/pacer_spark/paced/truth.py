@@ -181,8 +181,7 @@ class SourceTruth:
         not when it is re-formed at once with more data). Its snapshots wait again."""
         inflight = q.inflight
         assert inflight is not None
-        books.forget(q.query_id)
-        books.retract(inflight.batch_id)
+        books.take_back(q.query_id, inflight.batch_id)
         self.batch_query.pop(inflight.batch_id, None)
         for run, seqs in inflight.parts.items():  # buffered again: their sources' books hold them
             src = q.sources.get(run)
@@ -190,7 +189,6 @@ class SourceTruth:
                 src.arrived[seq] = snapshot_id(run, seq)  # type: ignore[union-attr]
         q.inflight, q.inflight_progress = None, None
         q.retracted += counted
-        books.notify_all()
 
     def _finish(self, books: Books, q: PacedQuery, progress: TriggerProgress | None) -> None:
         """The batch in flight ran: complete it from its progress, or without it when none came."""

@@ -368,14 +368,12 @@ class AdmissionService:
     def _retract(self, books: Books, query_id: str, batch_id: str, why: str) -> None:
         """Take back an admitted batch Spark never ran: its datasets wait again (:meth:`pacer.reconcile.Reconciliation.retract`)."""
         source = self.sources[query_id]
-        books.retract(batch_id)
-        books.forget(query_id)
+        books.take_back(query_id, batch_id)
         self.gated.discard(batch_id)
         source.ranges.pop(batch_id, None)
         source.admitted_end = None
         source.retracted += 1
         log.warning("query %r: batch %s taken back: %s", query_id, batch_id, why)
-        books.notify_all()
 
     def completed(self, books: Books, query_id: str, batch_id: str) -> None:
         """The batch completed: forget its offsets."""

@@ -117,7 +117,8 @@ def test_lmstream_seeded_from_the_cells_profile_holds_where_its_fixed_threshold_
     monkeypatch.setattr(g, "PROFILED", ())  # no profile named, and none known: the paper's letter
     monkeypatch.setattr("pacer_lmstream.profile.known_profile", lambda: None)
     (fixed,) = [j for j in g.judge(cell, g.run_cell(cell, 120.0)) if j.strategy == "lmstream"]
-    assert fixed.x_best > 1.3
+    assert fixed.x_best > 1.15 and not fixed.holds  # engine time counts Spark's no-data batches, the same CPU work
+    # under every placement (1.18 with them; 1.3 and more before the simulator ran them)
 
 
 def test_the_grid_says_why_its_gpu_counts_give_the_same_figures(tmp_path: Path) -> None:

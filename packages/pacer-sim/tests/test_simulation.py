@@ -78,20 +78,23 @@ def test_losing_cores_slows_processing() -> None:
 
 def test_busy_core_seconds_are_the_cores_running_tasks_and_allocated_the_cores_the_engine_had() -> None:
     """The three costs in the simulator, as on Spark: a batch's busy core-seconds are the cores running its tasks
-    (its GPU and CPU phases; its fixed part, planning and commit, runs none), the run's allocated core-seconds its
+    (its GPU and CPU phases, each task's own fixed part included; the driver's part of the fixed cost, planning and
+    commit, runs none), Spark's no-data batches' count in the query's too, the run's allocated core-seconds are its
     cores over time less a loss."""
     model = CostModel(noise=0)
+    driver_s = model.batch_overhead * (1 - model.fixed_task_share)
     sim = Simulation(cores=4, seed=1, cost_model=model)
     sim.add_query("cm1", rate=3000, admission="static", admission_params={"interval": 5}, partitions=4, duration=120)
     report = sim.run(120)
     batches = sim.controller.reports("cm1")
-    for r in batches:  # alone on 4 cores with 4 partitions: 4 cores held from start to end, none running tasks
-        assert r.cores_used == 4.0  # during the fixed part
-        assert r.busy_core_s == pytest.approx(4.0 * (r.processing_s - model.batch_overhead))
+    for r in batches:  # alone on 4 cores with 4 partitions: 4 slots held from start to end, running tasks after
+        assert r.cores_used == 4.0  # the driver's part too
+        assert r.busy_core_s == pytest.approx(4.0 * (r.processing_s - driver_s))
         assert r.gate_wait_s == 0.0 and r.trigger_s == r.cost_s
     cost = report["queries"]["cm1"]["cost"]
+    assert cost["no_data"]["batches"] > 0  # cm1 aggregates with a 60 s watermark
     assert cost["busy_batches"] == len(batches) and cost["busy_core_s"] == pytest.approx(
-        sum(r.busy_core_s or 0.0 for r in batches), rel=1e-6)
+        sum(r.busy_core_s or 0.0 for r in batches) + cost["no_data"]["busy_core_s"], rel=1e-6)
     assert report["cost"]["busy_core_s"] == pytest.approx(cost["busy_core_s"], rel=1e-6)
     assert cost["busy_core_s"] < report["cost"]["allocated_core_s"] == pytest.approx(4 * report["duration_s"])
     lossy = Simulation(cores=4, seed=1, resource_changes=[ResourceChange(30, 90, 0.5)], cost_model=model)
@@ -188,12 +191,15 @@ def test_without_a_gpu_a_gpu_placement_falls_back_to_the_cpu_or_fails() -> None:
 
 
 def test_polls_only_while_idle_with_data() -> None:
-    """ASAP: one arrival, one poll and about one completion per dataset; idle gaps cost no events."""
+    """ASAP: one arrival, one poll and about one completion per dataset, and per no-data batch (Spark's, once the 60 s
+    watermark moves) the trigger that found no data and its end; idle gaps cost no events."""
     sim = Simulation(cores=2, seed=1)
     sim.add_query("lr2", rate=1000, admission="asap", duration=200)
     report = sim.run(200)
     assert report["queries"]["lr2"]["batches"] == 200
-    assert sim.events <= 4 * 200
+    no_data = report["queries"]["lr2"]["cost"]["no_data"]["batches"]
+    assert no_data == 140  # the datasets of seconds 61-200 each moved the watermark
+    assert sim.events <= 4 * 200 + 2 * no_data
     static = Simulation(cores=2, seed=1)
     static.add_query("lr2", rate=1000, admission="static", admission_params={"interval": 5.0}, duration=200)
     static.run(200)

@@ -15,10 +15,13 @@ papers report, not measurements of a real GPU:
   wherever adjacent operators sit on different devices; data arrives in, and
   leaves from, host memory (dStream Eq. 3);
 - every micro-batch pays ``batch_overhead`` (Spark's planning, WAL and offset
-  commits; the README says where its default comes from);
-- CPU work runs in parallel over the batch's partitions (up to the cores it is
-  given); GPU work runs on the GPU, one device shared by every batch on it, and
-  does not speed up with cores;
+  commits, task launch; the README says where its default comes from); the share
+  ``fixed_task_share`` of it is each task's own fixed part (launch, deserialisation,
+  the state store's open and commit), run on an executor core and counted as task time
+  (busy core-seconds), the rest is the driver's and holds no core;
+- CPU work runs as one task per partition, in waves of as many tasks as the batch has
+  task slots (:mod:`pacer_sim.waves`); GPU work runs on the GPU, one device shared by
+  every batch on it, and does not speed up with cores;
 - one multiplicative log-normal noise factor per batch, drawn from a
   ``numpy.random.Generator`` seeded by (seed, query, batch number), so a batch's
   cost does not depend on the order events happen in.
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from pacer import Dataset, Device, MicroBatch, OperatorDAG, Placement, QuerySpec
+from pacer_sim.waves import slot_capacity, waves
 
 MB = 1_000_000.0
 #: ``CostModel.source`` of the built-in curves.
@@ -96,7 +101,7 @@ def default_operators() -> dict[str, OperatorCost]:
 
 
 _SCALARS = ("join_superlinear", "join_exponent", "gpu_join_factor", "batch_overhead", "pcie_init", "pcie_bandwidth",
-            "noise")
+            "noise", "fixed_task_share", "executor_warmup_s", "state_reload_s")
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,15 @@ class CostModel:
     :param pcie_init: seconds to start one host-device transfer (0.01).
     :param pcie_bandwidth: bytes per second of a host-device transfer (2e9).
     :param noise: standard deviation of the per-batch multiplicative log-normal noise (0.03; 0 = none).
+    :param fixed_task_share: the share of ``batch_overhead`` each of a batch's tasks spends on its own fixed part
+        (launch, deserialisation, state-store open and commit), on an executor core: task time, so busy
+        core-seconds, where the rest of ``batch_overhead`` (the driver's planning and commits) holds no core
+        (0.125: a no-op batch's tasks take 37.5 ms each, Spark in ``local[2]`` shows 20-50 ms; ``pacer calibrate
+        --runtime spark`` measures ``fixed_core_s / (partitions x fixed_s)``, README "Cost model defaults").
+    :param executor_warmup_s: seconds the first task on each core of a newly added executor runs longer (class
+        loading, JIT, first connections; 1.5, not measured here: a figure to calibrate).
+    :param state_reload_s: seconds a task of a stateful query runs longer when the executor that held its state
+        partition was removed and the state is loaded again from the checkpoint (0.5, not measured here).
     :param cpu_only_operators: engine operator names (``StreamingSymmetricHashJoin``) that have no GPU
         implementation: they run on the CPU whatever the placement says, and the simulator marks them
         ``cpu_only`` in its queries' DAGs so placements see it (RAPIDS' ``supportedExecs.csv``, :mod:`pacer_sim.rapids`).
@@ -131,6 +145,9 @@ class CostModel:
     pcie_init: float = 0.01
     pcie_bandwidth: float = 2.0e9
     noise: float = 0.03
+    fixed_task_share: float = 0.125
+    executor_warmup_s: float = 1.5
+    state_reload_s: float = 0.5
     cpu_only_operators: frozenset[str] = frozenset()
     measured: Mapping[str, Mapping[str, tuple[tuple[float, float], ...]]] = field(default_factory=dict)
     source: str = BUILTIN_SOURCE
@@ -142,6 +159,9 @@ class CostModel:
                 raise ValueError(f"cost model parameter {name!r} must be >= 0, got {getattr(self, name)}")
         if self.pcie_bandwidth <= 0:
             raise ValueError("cost model parameter 'pcie_bandwidth' must be > 0")
+        if self.fixed_task_share > 1:
+            raise ValueError(f"cost model parameter 'fixed_task_share' is a share of batch_overhead: at most 1, "
+                             f"got {self.fixed_task_share}")
         for kind, devices in self.measured.items():
             for device, points in devices.items():
                 if device not in ("cpu", "gpu") or len(points) < 2:
@@ -235,14 +255,19 @@ class OperatorWork:
 
 @dataclass(frozen=True)
 class BatchWork:
-    """What a batch costs, in three phases run one after another.
+    """What a batch costs, in three phases run one after another: the driver's fixed part, the GPU, the tasks.
 
-    :param fixed_s: seconds independent of cores and GPU contention (batch overhead + PCIe transfers).
+    :param fixed_s: seconds that hold no task slot and do not shrink with cores: the driver's part of
+        ``batch_overhead`` (planning, offset log, commit) and the PCIe transfers.
     :param gpu_s: GPU device-seconds (shared with every other batch in its GPU phase).
-    :param cpu_core_s: CPU core-seconds, run at ``min(cores given, parallelism)`` cores.
-    :param parallelism: the batch's partitions: the most cores it can use.
+    :param cpu_core_s: core-seconds of its tasks on the CPU: every task's fixed part (``task_fixed_s``) and the
+        CPU operators' work; one task per partition, ``cpu_core_s / parallelism`` each, run in waves
+        (:func:`pacer_sim.waves.waves`).
+    :param parallelism: the batch's partitions: its tasks, the most task slots it can use at once.
     :param operators: the per-operator costs, in topological order.
     :param enacted: False when operators placed on the GPU ran on the CPU (no GPU modelled, or no GPU exec).
+    :param task_fixed_s: seconds of each task's own fixed part (``fixed_task_share x batch_overhead``), counted in
+        ``cpu_core_s``: task time on an executor core, though no operator's.
     """
 
     fixed_s: float
@@ -251,15 +276,26 @@ class BatchWork:
     parallelism: int
     operators: tuple[OperatorWork, ...]
     enacted: bool
+    task_fixed_s: float = 0.0
 
     @property
     def serial_s(self) -> float:
         """Seconds that do not shrink with cores: ``fixed_s + gpu_s`` (uncontended)."""
         return self.fixed_s + self.gpu_s
 
+    @property
+    def task_s(self) -> float:
+        """Seconds one of its tasks runs on a core of full speed (its fixed part and its share of the work)."""
+        return self.cpu_core_s / max(1, self.parallelism)
+
     def alone_s(self, cores: float) -> float:
-        """Processing time of the batch alone on ``cores`` cores and an idle GPU."""
-        return self.fixed_s + self.gpu_s + self.cpu_core_s / max(1e-12, min(cores, self.parallelism))
+        """Processing time of the batch alone on ``cores`` cores and an idle GPU: its driver part, its GPU part and
+        its tasks in ``ceil(parallelism / slots)`` waves (fractional cores: ``ceil(cores)`` slots, each that much
+        slower, :func:`pacer_sim.waves.slot_capacity`)."""
+        slots, speed = slot_capacity(cores)
+        if slots == 0:
+            return math.inf
+        return self.fixed_s + self.gpu_s + waves(self.parallelism, slots) * self.task_s / speed
 
 
 def noise_factor(model: CostModel, seed: int, query_id: str, seq: int) -> float:
@@ -307,17 +343,32 @@ def batch_work(model: CostModel, spec: QuerySpec, batch: MicroBatch, *, gpus: in
     Every source operator reads the whole batch (LR1 reads its stream twice); other
     operators read their parents' output (input bytes times the parent's selectivity).
     """
+    return _work(model, spec, batch, gpus, noise_factor(model, seed, spec.id, batch.seq))
+
+
+def no_data_work(model: CostModel, spec: QuerySpec, seq: int, *, seed: int) -> BatchWork:
+    """Cost of Spark's no-data batch of ``spec`` (:mod:`pacer_sim.stateful`): a batch of no bytes, all on the CPU,
+    that pays the fixed part, its tasks' fixed part and each operator's per-partition fixed time (evicting state,
+    emitting what the watermark closed). ``seq`` numbers the query's no-data batches; their noise is drawn apart
+    from its data batches' (key ``{query}/no-data``), so adding them changes no data batch's cost."""
+    batch = MicroBatch(f"{spec.id}/no-data/{seq}", spec.id, seq, (), 0.0)
+    return _work(model, spec, batch, 0, noise_factor(model, seed, f"{spec.id}/no-data", seq))
+
+
+def _work(model: CostModel, spec: QuerySpec, batch: MicroBatch, gpus: int, factor: float) -> BatchWork:
+    """:func:`batch_work` with the batch's noise ``factor`` given."""
     dag: OperatorDAG = spec.dag
     placement = batch.placement.devices if batch.placement else {}
     cpu_only = model.cpu_only_operators
     partitions = max(1, spec.partitions)
-    factor = noise_factor(model, seed, spec.id, batch.seq)
     rows_per_byte = batch.rows / batch.bytes if batch.bytes else 0.0
     bytes_out: dict[str, float] = {}
     device_of: dict[str, Device] = {}
-    fixed = model.batch_overhead
+    task_fixed = model.batch_overhead * model.fixed_task_share
+    fixed = model.batch_overhead - task_fixed
     enacted = True
-    gpu_total = cpu_total = 0.0
+    gpu_total = 0.0
+    cpu_total = task_fixed * partitions
     ops: list[OperatorWork] = []
     for step in _plan(dag):
         op_id, parents = step.op_id, step.parents
@@ -345,7 +396,7 @@ def batch_work(model: CostModel, spec: QuerySpec, batch: MicroBatch, *, gpus: in
         cpu_total += cpu_s
         fixed += transfer
         ops.append(OperatorWork(op_id, device, cpu_s, gpu_s, transfer, int(nbytes), int(nbytes * rows_per_byte)))
-    return BatchWork(fixed, gpu_total, cpu_total, partitions, tuple(ops), enacted)
+    return BatchWork(fixed, gpu_total, cpu_total, partitions, tuple(ops), enacted, task_fixed)
 
 
 def alone_seconds(model: CostModel, spec: QuerySpec, devices: Mapping[str, Device], nbytes: float, *, cores: float,

@@ -1,4 +1,4 @@
-"""The discrete-event runtime: virtual clock, traffic, polling, core sharing, resource changes.
+"""The discrete-event runtime: virtual clock, traffic, polling, task slots, Spark's own batches, resource changes.
 
 It drives the same :class:`pacer.Controller` a Spark run uses; only the clock
 and the processing are simulated. Same seed, same configuration: byte-identical
@@ -20,14 +20,18 @@ from pacer.event_loop import EMPTY, FINISHED, POLL_INTERVAL, EventLoop
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.report import build_report
 from pacer.scaler import Scaler
-from pacer_sim.costs import BatchWork, CostModel, batch_work
+from pacer_sim.costs import BatchWork, CostModel, batch_work, no_data_work
 from pacer_sim.running import RunningBatch
+from pacer_sim.stateful import WATERMARK_S, Watermark, keeps_state, reload_tasks, runs_no_data_batches
+from pacer_sim.waves import SlotPool, allocate_slots
 from pacer_workloads import WORKLOADS, bytes_per_row, make_query, make_traffic, schedule_arrivals
 
 # Event kinds; at equal times they run in this order (then in the order they were pushed).
 _DONE, _RESOURCES, _ARRIVE, _POLL, _SCALE = 0, 1, 2, 3, 4
 #: Payloads of ``_RESOURCES`` events that are executors' (a resource change's have none).
 _READY, _REMOVE_TIMEOUT = "executor-ready", "removal-timeout"
+#: Tag of a ``_POLL`` event that is a query's first trigger after a data batch moved its watermark.
+_TRIGGER = "trigger-after-watermark"
 #: Seconds an executor takes from request to running, unless the run says (a container or pod starting).
 EXECUTOR_STARTUP_S = 30.0
 #: Seconds a removal waits for the running batches to finish before it takes their cores anyway.
@@ -62,6 +66,11 @@ class Simulation:
     Add queries with :meth:`add_query`, then call :meth:`run` once; it returns the
     ``pacer.report/1`` document (``runtime: "sim"``). Every figure in it is simulated.
 
+    Batches run as Spark runs them (:mod:`pacer_sim.waves`, :mod:`pacer_sim.stateful`): their tasks in waves on whole
+    task slots, never preempted; a query with a streaming aggregation and a watermark runs Spark's no-data batches
+    (reported apart as ``cost.no_data``); a core of an executor added at run time runs its first task
+    ``executor_warmup_s`` longer, and a stateful query's next batch reloads the state an executor that left held.
+
     :param cores: CPU task slots shared by every running batch.
     :param gpus: modelled GPUs (0: GPU placements run on the CPU).
     :param scheduler: scheduling strategy name (``fifo``, ``fair``, ``edf``, ...), global.
@@ -82,6 +91,8 @@ class Simulation:
         one, the run starts with its initial executors; an executor asked for runs ``executor_startup_s`` later and
         is held (billed) from the request; one asked to leave goes once no batch runs, new batches waiting for it
         (at most :data:`REMOVAL_TIMEOUT_S`, then it takes its cores from the running ones).
+    :param watermark_s: the queries' watermark delay (pacer-spark's workloads': 60 s); None: no watermark, so no
+        no-data batches.
     :ivar batches: the admitted batches not yet completed, by id (``works``: their simulated work); completed
         ones are in ``controller.reports()``, so the simulator's memory stays bounded over a long run.
     :ivar events: events simulated so far (arrivals, polls, phase ends and completions, resource changes).
@@ -103,6 +114,7 @@ class Simulation:
     overload: str = "keep"
     scaler: Scaler | None = None
     executor_startup_s: float = EXECUTOR_STARTUP_S
+    watermark_s: float | None = WATERMARK_S
     events: int = 0
     extra_config: dict[str, Any] = field(default_factory=dict)
 
@@ -111,6 +123,8 @@ class Simulation:
             raise ValueError(f"need cores >= 1 and gpus >= 0, got cores={self.cores}, gpus={self.gpus}")
         if self.poll_interval <= 0 or self.monitor_interval <= 0:
             raise ValueError("poll_interval and monitor_interval must be > 0")
+        if self.watermark_s is not None and self.watermark_s < 0:
+            raise ValueError(f"watermark must be >= 0 s (or None), got {self.watermark_s}")
         self.clock = ManualClock()
         if self.scaler is not None:
             if self.executor_startup_s < 0:
@@ -121,6 +135,8 @@ class Simulation:
         self._removing = 0
         self._remove_since: float | None = None
         self._slots = self.cores
+        self._pool = SlotPool()
+        self._decision = ScheduleDecision(order=())
         self._peak_tasks = 0
         self.controller = Controller(
             clock=self.clock,
@@ -136,7 +152,11 @@ class Simulation:
         self._queries: dict[str, _Query] = {}
         self._loop = EventLoop(self.controller, poll_interval=self.poll_interval, poll_rank=_POLL)
         self._arrivals_left = 0
-        self._running: dict[str, RunningBatch] = {}
+        self._running: dict[str, RunningBatch] = {}  # pacer's batches and Spark's no-data batches
+        self._watermarks: dict[str, Watermark] = {}  # queries that run no-data batches
+        self._triggers: set[str] = set()  # queries whose trigger after a watermark move is due
+        self._no_data: dict[str, int] = {}  # no-data batches run so far, per query
+        self._reload: dict[str, int] = {}  # tasks of a query's next batch that reload state
         self._ran = False
         self._duration = 0.0
         self.drained = True
@@ -203,6 +223,8 @@ class Simulation:
             push(a.time, _ARRIVE, (qid, arrival_dataset(qid, a, per_row)))
         self._arrivals_left += len(arrivals)
         self._queries[qid] = _Query(qid, workload, len(arrivals), spec)
+        if self.watermark_s is not None and runs_no_data_batches(spec):
+            self._watermarks[qid] = Watermark(self.watermark_s)
         self._config_queries.append(
             {
                 "query_id": qid, "workload": workload, "traffic": traffic, "traffic_params": pattern.params(),
@@ -288,7 +310,7 @@ class Simulation:
             if run.finished:
                 self._complete(run, t)
             else:
-                self._rerate(t)
+                self._redistribute(t)
         else:
             self.clock.now = t
             self.events += 1
@@ -296,9 +318,13 @@ class Simulation:
                 qid, dataset = payload
                 self._arrivals_left -= 1
                 self.controller.arrive(qid, dataset)
-                self._loop.poll_soon(qid, t)
+                if not self._stream_held(qid):
+                    self._loop.poll_soon(qid, t)
             elif kind == _POLL:
-                self._poll(payload, t)
+                if isinstance(payload, tuple):
+                    self._trigger(payload[1], t)
+                else:
+                    self._poll(payload, t)
             elif kind == _SCALE:
                 self._scale(t)
             elif payload == _READY:
@@ -308,7 +334,12 @@ class Simulation:
                     self._try_remove(t, forced=True)
             else:
                 self._reschedule(t)
-        return t >= self._duration and not self._running and not self._arrivals_left and not self._buffered()
+        return self._over(t)
+
+    def _over(self, t: float) -> bool:
+        """True once the traffic is over and everything drained (the last no-data batch included)."""
+        return (t >= self._duration and not self._running and not self._arrivals_left and not self._triggers
+                and not self._buffered())
 
     def _buffered(self) -> bool:
         return any(self.controller.has_buffered(q) for q in self._queries)
@@ -316,12 +347,42 @@ class Simulation:
     def _poll(self, qid: str, t: float) -> None:
         batch = self._loop.poll(qid, t)
         if batch is not None:
-            spec = self._queries[qid].spec
-            work = batch_work(self.cost_model, spec, batch, gpus=self.gpus, seed=self.seed)
-            self._running[batch.id] = RunningBatch(batch, work, work.fixed_s, work.gpu_s, work.cpu_core_s, last=t)
-            self.batches[batch.id] = batch
-            self.works[batch.id] = work
-            self._reschedule(t)
+            self._start(batch, t)
+
+    def _start(self, batch: MicroBatch, t: float) -> None:
+        """An admitted batch enters the engine."""
+        work = batch_work(self.cost_model, self._queries[batch.query_id].spec, batch, gpus=self.gpus, seed=self.seed)
+        self._running[batch.id] = self._run(batch, work, t)
+        self.batches[batch.id] = batch
+        self.works[batch.id] = work
+        self._reschedule(t)
+
+    def _run(self, batch: MicroBatch, work: BatchWork, t: float, *, no_data: bool = False) -> RunningBatch:
+        """A batch entering the engine, with the state reloads its query owes and the warm-up of cold slots."""
+        model = self.cost_model
+        return RunningBatch(batch, work, last=t, no_data=no_data, reload_tasks=self._reload.pop(batch.query_id, 0),
+                            reload_s=model.state_reload_s, warmup_s=model.executor_warmup_s)
+
+    def _stream_held(self, qid: str) -> bool:
+        """True while the query's stream is Spark's, not pacer's: its trigger after a watermark move is due, or its
+        no-data batch runs (no admission poll then)."""
+        return qid in self._triggers or any(r.no_data and r.batch.query_id == qid for r in self._running.values())
+
+    def _trigger(self, qid: str, t: float) -> None:
+        """The stream's first trigger after a data batch moved the watermark: the source is asked first (a batch
+        admitted now runs, and evicts by the new watermark itself); without one, Spark runs a no-data batch."""
+        self._triggers.discard(qid)
+        batch = self.controller.poll(qid)
+        if batch is not None:
+            self._start(batch, t)
+            return
+        seq = self._no_data[qid] = self._no_data.get(qid, 0) + 1
+        spec = self._queries[qid].spec
+        work = no_data_work(self.cost_model, spec, seq, seed=self.seed)
+        run = self._run(MicroBatch(f"{qid}/no-data/{seq}", qid, seq, (), t), work, t, no_data=True)
+        run.started_at = t  # Spark's own batch: no gate, its driver part runs at once
+        self._running[run.batch.id] = run
+        self._reschedule(t)
 
     # ------------------------------------------------------------------ executors
 
@@ -360,7 +421,7 @@ class Simulation:
                     self._loop.push(t + REMOVAL_TIMEOUT_S, _RESOURCES, _REMOVE_TIMEOUT)
                 self._try_remove(t)
         self._observe(t)
-        if not (t >= self._duration and not self._running and not self._arrivals_left and not self._buffered()):
+        if not self._over(t):
             self._loop.push(t + self.scaler.every_s, _SCALE, None)
 
     def _executor_ready(self, t: float) -> None:
@@ -368,12 +429,20 @@ class Simulation:
             return
         self._starting.remove(t)
         self._executors += 1
+        assert self.scaler is not None
+        self._pool.added(self.scaler.cores_per_executor)
         self._resize(t)
 
     def _try_remove(self, t: float, *, forced: bool = False) -> None:
         """Let the executors asked to leave go: now if no batch runs, else when forced (the timeout)."""
         if not self._removing or (not forced and any(r.started_at is not None for r in self._running.values())):
             return
+        assert self.scaler is not None
+        for qid, q in self._queries.items():  # the leaving executors' state partitions load again
+            if keeps_state(q.spec):
+                owed = self._reload.get(qid, 0) + reload_tasks(q.spec.partitions, self._removing, self._executors)
+                self._reload[qid] = min(q.spec.partitions, owed)
+        self._pool.removed(self._removing * self.scaler.cores_per_executor)
         self._executors -= self._removing
         self._removing = 0
         self._remove_since = None
@@ -390,67 +459,66 @@ class Simulation:
         """Tasks running or waiting now: each admitted batch's partitions (the most cores it can use)."""
         return sum(math.ceil(r.work.parallelism) for r in self._running.values())
 
-    def _allocate(self, decision: ScheduleDecision, available: float) -> dict[str, float]:
-        """Cores per batch: FIFO in order when there are no shares, else by weight (water-filling)."""
-        runs = [self._running[b] for b in decision.order]
-        if not decision.shares:  # FIFO: in order, each takes what it can use
-            out, left = {}, available
-            for run in runs:
-                take = min(left, run.work.parallelism)
-                out[run.batch.id] = take
-                left -= take
-            return out
-        # Shares by weight, scaled to the cores available, capped at each batch's parallelism
-        # and the excess handed on to the others, as Spark's FAIR pools do.
-        weights = {b: max(0.0, decision.shares.get(b, 0.0)) for b in decision.order}
-        out = dict.fromkeys(decision.order, 0.0)
-        left, open_ = available, [b for b in decision.order if weights[b] > 0]
-        while left > 1e-12 and open_:
-            total = sum(weights[b] for b in open_)
-            grant = {b: left * weights[b] / total for b in open_}
-            left = 0.0
-            still = []
-            for b in open_:
-                cap = self._running[b].work.parallelism
-                give = min(grant[b], cap - out[b])
-                out[b] += give
-                left += grant[b] - give
-                if out[b] < cap - 1e-12:
-                    still.append(b)
-            open_ = still
-        return out
-
     def _advance_all(self, t: float) -> None:
         for run in self._running.values():
             run.advance(t)
 
     def _reschedule(self, t: float) -> None:
-        """Ask the scheduler again (admission, completion, resource change) and hand out the cores."""
+        """Ask the scheduler again (admission, completion, resource change) and hand out the task slots."""
         self._advance_all(t)
         if not self._running:
             return
         if self.scaler is not None:  # what spark-dynamic reads: kept only where a scaler runs
             self._peak_tasks = max(self._peak_tasks, self._tasks())
-        decision = self.controller.schedule()
-        if self._removing:  # an executor leaves between batches: only the batches already running get cores
-            decision = replace(decision, order=tuple(b for b in decision.order
-                                                     if self._running[b].started_at is not None))
-        cores = self._allocate(decision, self.cores_available(t))
-        for batch_id in decision.order:
-            run = self._running[batch_id]
-            run.cores = cores.get(batch_id, 0.0)
-            if run.cores > 0 and run.started_at is None:
+        self._decision = self.controller.schedule()
+        self._redistribute(t)
+
+    def _redistribute(self, t: float) -> None:
+        """Hand out the task slots by the last scheduling decision (:func:`pacer_sim.waves.allocate_slots`).
+
+        Spark's no-data batches pass pacer's gate, so their jobs queue as Spark's scheduler queues jobs: under FIFO
+        after the batches already running and before pacer's batches still waiting for their turn; under shares they
+        take the slots the running batches do not hold, and pacer's shares divide the rest. A batch gives back slots
+        only as its tasks end; a freed slot goes to the batches that want more, in that order."""
+        self._advance_all(t)
+        pool, running = self._pool, self._running
+        pool.resize(self.cores_available(t))
+        decision = self._decision
+        no_data = [b for b, r in running.items() if r.no_data]
+        order = [b for b in decision.order if b in running]
+        if self._removing:  # an executor leaves between batches: only the batches already running get slots
+            no_data = [b for b in no_data if running[b].started_at is not None]
+            order = [b for b in order if running[b].started_at is not None]
+        demand = {b: running[b].demand for b in (*no_data, *order)}
+        started = [b for b in order if running[b].started_at is not None]
+        if not decision.shares:  # Spark's FIFO: after the jobs already running, before pacer's batches at its gate
+            priority = [*started, *no_data, *(b for b in order if b not in started)]
+            targets = allocate_slots(priority, demand, {}, pool.total)
+        else:  # the slots the running batches do not hold, then pacer's shares of the rest
+            priority = [*no_data, *order]
+            spare = max(0, pool.total - sum(running[b].slots for b in started))
+            targets = allocate_slots(no_data, demand, {}, spare)
+            shares = {b: v for b, v in decision.shares.items() if b in demand}
+            targets.update(allocate_slots(order, demand, shares, pool.total - sum(targets.values())))
+        held = pool.hand_out(running, targets, priority)
+        for batch_id in priority:
+            run = running[batch_id]
+            if run.slots > 0 and run.started_at is None:
                 run.started_at = t
                 self.controller.start(batch_id)
-        self._rerate(t)
+        self._rerate(t, held)
 
-    def _rerate(self, t: float) -> None:
-        """Share the GPUs among batches in their GPU phase; (re)post every batch's next event."""
-        on_gpu = [r for r in self._running.values() if r.cores > 0 and r.in_gpu_phase]
+    def _rerate(self, t: float, held: int) -> None:
+        """Share the GPUs among batches in their GPU phase, set the tasks' speed (slower where more slots are held
+        than there are, after cores were taken away), start tasks on idle slots; (re)post every batch's next event."""
+        on_gpu = [r for r in self._running.values() if r.slots > 0 and r.in_gpu_phase]
         rate = min(1.0, self.gpus / len(on_gpu)) if on_gpu else 1.0
         for run in on_gpu:
             run.gpu_rate = rate
+        speed = self._pool.speed * min(1.0, self._pool.total / held) if held else self._pool.speed
         for run in self._running.values():
+            run.rate = speed
+            run.fill()
             due = run.next_event(t)
             if due == run.due or (math.isfinite(due) and abs(due - run.due) <= 1e-12):
                 continue
@@ -460,16 +528,28 @@ class Simulation:
                 self._loop.push(due, _DONE, (run.batch.id, run.version))
 
     def _complete(self, run: RunningBatch, t: float) -> None:
+        """A batch ended: pacer's is reported to the Controller, Spark's no-data batch recorded apart; then the
+        query's next trigger (after a watermark move, one that may run a no-data batch) and the slots handed on."""
+        qid = run.batch.query_id
         del self._running[run.batch.id]
-        self.batches.pop(run.batch.id, None)
-        self.works.pop(run.batch.id, None)
+        self._pool.give_back(run.cold)
         started = run.started_at if run.started_at is not None else t
-        cores_used = run.core_s / (t - started) if t > started else run.cores
-        report = self.controller.complete(run.batch.id, operator_metrics=run.metrics(), cores_used=cores_used,
-                                          engine_s=t - started, busy_core_s=run.task_core_s)
+        if run.no_data:
+            self.controller.record_no_data_batch(qid, t - started, busy_core_s=run.task_core_s)
+        else:
+            self.batches.pop(run.batch.id, None)
+            self.works.pop(run.batch.id, None)
+            cores_used = run.core_s / (t - started) if t > started else float(run.slots) * run.rate
+            self.controller.complete(run.batch.id, operator_metrics=run.metrics(), cores_used=cores_used,
+                                     engine_s=t - started, busy_core_s=run.task_core_s)
         self._try_remove(t)
         self._reschedule(t)
-        self._loop.poll_soon(report.query_id, t)
+        watermark = self._watermarks.get(qid)
+        if not run.no_data and watermark is not None and watermark.advance(run.batch.datasets):
+            self._triggers.add(qid)
+            self._loop.push(t, _POLL, (_TRIGGER, qid))
+        else:
+            self._loop.poll_soon(qid, t)
 
     def config(self, duration: float) -> dict[str, Any]:
         """The run's configuration, as recorded in the report."""
@@ -479,6 +559,7 @@ class Simulation:
             "poll_interval": self.poll_interval, "monitor_interval": self.monitor_interval,
             "measure_overhead": self.measure_overhead, "fallback": self.fallback, "overload": self.overload,
             "resource_changes": [[c.start, c.end, c.fraction] for c in self.resource_changes],
+            "watermark_s": self.watermark_s,
             **({"scale": self.scaler.name, "executors": [self.scaler.min_executors, self.scaler.max_executors],
                 "cores_per_executor": self.scaler.cores_per_executor, "executor_startup_s": self.executor_startup_s}
                if self.scaler is not None else {}),

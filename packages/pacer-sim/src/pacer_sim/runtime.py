@@ -3,8 +3,9 @@
 :class:`SimRuntime` turns a :class:`pacer.RunConfig` into a :class:`~pacer_sim.engine.Simulation`
 (:meth:`SimRuntime.build`, the one adapter) and runs it. Its own settings live under
 ``config.options["sim"]``: ``gpu_profile``, ``cost_profile``, ``cost_param`` (``KEY=VALUE`` items),
-``noise``, ``resource_loss`` (``START:END:FRACTION`` items or triples), ``measure_overhead`` and
-``executor_startup`` (seconds from asking for an executor to its running, with ``executors``).
+``noise``, ``resource_loss`` (``START:END:FRACTION`` items or triples), ``measure_overhead``,
+``executor_startup`` (seconds from asking for an executor to its running, with ``executors``) and ``watermark``
+(the queries' watermark delay in seconds, or ``none``: no watermark, so no Spark no-data batches).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pacer.scaler import Scaler
 from pacer_sim.costs import CostModel
 from pacer_sim.engine import EXECUTOR_STARTUP_S, ResourceChange, Simulation
 from pacer_sim.rapids import BUILTIN_PROFILE, DEFAULT_GPU_PROFILE
+from pacer_sim.stateful import WATERMARK_S
 
 #: Resources a run gets when its configuration leaves them to the runtime.
 DEFAULT_CORES, DEFAULT_GPUS = 2, 0
@@ -41,6 +43,22 @@ def parse_resource_loss(value: str | Sequence[float]) -> tuple[float, float, flo
     if not (0 <= start < end and 0 < fraction < 1):
         raise ValueError("--resource-loss needs 0 <= START < END and 0 < FRACTION < 1")
     return start, end, fraction
+
+
+def parse_watermark(value: str | float | None) -> float | None:
+    """``--watermark``'s value: seconds >= 0, or ``none`` (None: the queries have no watermark).
+
+    :raises ValueError: for anything else.
+    """
+    if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"--watermark expects seconds >= 0 or 'none', got {value!r}") from None
+    if not seconds >= 0:
+        raise ValueError(f"--watermark expects seconds >= 0 or 'none', got {value!r}")
+    return seconds
 
 
 def check_workloads(config: RunConfig) -> None:
@@ -165,6 +183,10 @@ class SimRuntime:
         group.add_argument("--executor-startup", type=float, metavar="SECONDS",
                            help=f"with --executors: seconds from asking for an executor to its running "
                                 f"(default {EXECUTOR_STARTUP_S:g}, a container starting)")
+        group.add_argument("--watermark", metavar="SECONDS|none",
+                           help=f"the queries' watermark delay: an aggregation then runs Spark's no-data batch after "
+                                f"each batch that moved it (default {WATERMARK_S:g}, as pacer-spark's workloads; "
+                                "'none': no watermark, no no-data batches)")
         group.add_argument("--measure-overhead", action="store_true",
                            help="time pacer's decisions (report no longer byte-identical)")
 
@@ -191,6 +213,7 @@ class SimRuntime:
         if float(options.get("executor_startup", 0.0)) < 0:
             raise ValueError(f"--executor-startup must be >= 0 s, got {options['executor_startup']}")
         parse_assignments(options.get("cost_param") or (), "--cost-param")
+        parse_watermark(options.get("watermark", WATERMARK_S))
 
     def build(self, config: RunConfig, *, plugin_manager: PluginManager | None = None) -> Simulation:
         """The :class:`Simulation` of ``config``: its queries added, not yet run (the warning, if any, is in its config).
@@ -216,6 +239,7 @@ class SimRuntime:
             plugin_manager=pm, monitor_interval=config.monitor_interval,
             overload=config.overload, scaler=scaler,
             executor_startup_s=float(options.get("executor_startup", EXECUTOR_STARTUP_S)),
+            watermark_s=parse_watermark(options.get("watermark", WATERMARK_S)),
             extra_config={"run": config.as_dict(), "gpu_profile": {
                 "requested": profile, "read": gpus > 0 and profile != BUILTIN_PROFILE,
                 "warning": warning and warning.split(" [remembered")[0]}},

@@ -7,6 +7,10 @@ offset to return (``start`` means "no batch now"); when the driver cannot be
 reached, the reader admits everything available and warns once, so a stream never
 stalls and never drops data. ``read(partition)`` rebuilds rows from the seed and
 offsets (``pacer-gen``) or from the files named in the partition (``pacer-files``).
+A reader that gives up waiting for an answer admits what is available when it gives up (``pacer-gen``: read
+again then, so what arrived during the wait is in that batch, not in a second one), and for the client's
+``retry_after`` (:class:`~pacer_spark.sources.rpc.ControllerClient`) asks no more: each batch with new data it
+plans meanwhile is one more admission of its own, which the driver accounts from Spark's offset log.
 Datasets the Controller shed inside an admitted offset range are named in its reply and recorded in
 the batch's end offset (``{"index": n, "shed": [[lo, hi], ...]}``, half-open ranges), which Spark writes
 to its offset log before the batch runs: ``partitions(start, end)`` skips exactly those, so a batch
@@ -17,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,29 +98,37 @@ class AdmissionAgent:
         return reply
 
     def next_offset(self, start: Mapping[str, Any], available_end: int, new: Sequence[Mapping[str, Any]] = (),
-                    until: int | None = None) -> dict[str, Any]:
+                    until: int | None = None, *, fallback: Callable[[], int] | None = None) -> dict[str, Any]:
         """The end offset of the batch starting at offset ``start`` (``start`` itself: no batch now), with the
-        datasets the Controller shed inside it recorded (:func:`offset_with_shed`), so a replay skips them too."""
+        datasets the Controller shed inside it recorded (:func:`offset_with_shed`), so a replay skips them too.
+
+        :param fallback: one past the newest dataset available, read when the driver did not answer (default:
+            ``available_end``, as it was when the reader asked); see :meth:`end_offset`.
+        """
         begin = int(start["index"])
-        end, shed = self._end_and_shed(begin, available_end, new, until)
+        end, shed = self._end_and_shed(begin, available_end, new, until, fallback)
         if end == begin:
             return dict(start)  # the very same offset: Spark sees no new data (a changed key would make a batch)
         return offset_with_shed(end, (i for i in shed if begin <= i < end))
 
     def end_offset(self, start: int, available_end: int, new: Sequence[Mapping[str, Any]] = (),
-                   until: int | None = None) -> int:
+                   until: int | None = None, *, fallback: Callable[[], int] | None = None) -> int:
         """The end offset for a batch starting at ``start`` (what it shed: :meth:`next_offset`).
 
-        :param available_end: one past the newest dataset available (the fallback answer).
+        :param available_end: one past the newest dataset available when the reader asks (the driver admits
+            nothing past it).
+        :param fallback: one past the newest dataset available, read when the driver did not answer: the answer
+            then (default ``available_end``). A reader gives up only after its timeout; what arrived meanwhile
+            goes into this admission of its own, instead of into a second one during its back-off.
         :param new: datasets the driver has not been told about yet (``pacer-files``).
         :param until: under ``trigger(availableNow=True)``, one past the last dataset of the run: the driver
             admits nothing beyond it and, where its strategy would wait, drains what it holds (no more data comes).
         :raises RuntimeError: when the driver answers with an error (a strategy failed without fallback).
         """
-        return self._end_and_shed(start, available_end, new, until)[0]
+        return self._end_and_shed(start, available_end, new, until, fallback)[0]
 
     def _end_and_shed(self, start: int, available_end: int, new: Sequence[Mapping[str, Any]],
-                      until: int | None) -> tuple[int, list[int]]:
+                      until: int | None, fallback: Callable[[], int] | None = None) -> tuple[int, list[int]]:
         if self._client is None:
             return available_end, []
         request = {"op": "latest", "query": self.query_id, "start": start, "new": list(new), "rtt": self._last_rtt_s,
@@ -131,7 +143,7 @@ class AdmissionAgent:
                     "%s source of query %r: %s; admitting every available dataset until it answers again",
                     self.source, self.query_id, exc,
                 )
-            return available_end, []
+            return (available_end if fallback is None else max(start, fallback())), []
         self._last_rtt_s = time.perf_counter() - t0
         if "error" in reply:
             raise RuntimeError(f"pacer admission for query {self.query_id!r} failed: {reply['error']}")
@@ -227,14 +239,19 @@ class GenStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.target == 0:
             raise ValueError(
                 f"pacer-gen: trigger(availableNow=True) reads the datasets that have arrived by the first trigger, "
-                f"and none has (the traffic starts at option start={self.plan.start:.0f}, {self.plan.start - now:+.0f} s "
-                f"from now); set start in the past (e.g. time.time() - 60) to read that stretch of traffic")
+                f"and none has (the traffic starts at option start={self.plan.start:.0f}, "
+                f"{self.plan.start - now:+.0f} s from now); set start in the past (e.g. time.time() - 60) to read that "
+                f"stretch of traffic")
 
     def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
-        """Ask the driver how far the next micro-batch reaches."""
+        """Ask the driver how far the next micro-batch reaches (when it does not answer in time: every dataset
+        arrived by the moment the reader gives up)."""
         begin = int(start["index"])
-        available = max(begin, available_until(self.plan.available_end(time.time()), self.target))
-        return self.agent.next_offset(start, available, until=self.target)
+
+        def available() -> int:
+            return max(begin, available_until(self.plan.available_end(time.time()), self.target))
+
+        return self.agent.next_offset(start, available(), until=self.target, fallback=available)
 
     def reportLatestOffset(self) -> dict[str, int]:
         """What has arrived so far (``query.lastProgress``'s ``latestOffset``: the backlog is the gap)."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import re
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,7 +48,8 @@ SPARK_FLOORS: tuple[frozenset[str], ...] = (
     frozenset({"paced", "sources"}), frozenset({"surface"}), frozenset({"run"}),
 )
 #: The top-level modules every room may use (the rest of the top level is the user's surface).
-SPARK_SHARED = frozenset({"checkpoint", "compat", "config", "connectors", "errors", "options", "session_kind"})
+SPARK_SHARED = frozenset({"checkpoint", "compat", "config", "connectors", "errors", "gen_plan", "manifest", "options",
+                          "reader_offsets", "session_kind"})
 
 
 @dataclass
@@ -276,20 +277,11 @@ def driver_internal_reaches(modules: dict[str, Path] | None = None,
                             parts: frozenset[str] | None = None) -> dict[str, list[int]]:
     """pacer-spark module outside :data:`DRIVER_ROOM` -> the lines where it reaches a part of a driver
     (:func:`driver_parts`: ``self.driver.gate``, ``handle.driver.engine``) or a private attribute of one."""
-    if modules is None:
-        modules = distributions()["pacer-spark"].modules
-    parts = driver_parts() if parts is None else parts
-    found: dict[str, list[int]] = {}
-    for module, path in modules.items():
-        if module.startswith(DRIVER_ROOM + "."):
-            continue
-        lines = sorted({node.lineno for node in ast.walk(ast.parse(path.read_text()))
-                        if isinstance(node, ast.Attribute) and ast.unparse(node.value).split(".")[-1] == "driver"
-                        and not ast.unparse(node.value).startswith("pacer_spark.")  # a module path
-                        and (node.attr in parts or node.attr.startswith("_"))})
-        if lines:
-            found[module] = lines
-    return found
+    named = driver_parts() if parts is None else parts
+    return lines_outside_driver(lambda node: isinstance(node, ast.Attribute)
+                                and ast.unparse(node.value).split(".")[-1] == "driver"
+                                and not ast.unparse(node.value).startswith("pacer_spark.")  # a module path
+                                and (node.attr in named or node.attr.startswith("_")), modules)
 
 
 # -- the checks --------------------------------------------------------------------------------------
@@ -314,11 +306,11 @@ def test_pacer_spark_rooms_import_only_lower_floors() -> None:
 
 
 def test_the_room_check_sees_a_room_importing_a_higher_one() -> None:
-    graph = {"pacer_spark.jvm.stream_query": {"pacer_spark.driver.loop"}, "pacer_spark.paced.service":
+    graph = {"pacer_spark.jvm.stream_query": {"pacer_spark.driver.loop"}, "pacer_spark.driver.protocol.paced":
              {"pacer_spark.sources.gen", "pacer_spark.driver.loop", "pacer_spark.errors"},
              "pacer_spark.run.cli": {"pacer_spark"}}
     assert upward_room_imports(graph) == {("pacer_spark.jvm.stream_query", "pacer_spark.driver.loop"),
-                                          ("pacer_spark.paced.service", "pacer_spark.sources.gen")}
+                                          ("pacer_spark.driver.protocol.paced", "pacer_spark.sources.gen")}
 
 
 def test_py4j_is_read_only_behind_the_jvm_boundary() -> None:
@@ -328,6 +320,32 @@ def test_py4j_is_read_only_behind_the_jvm_boundary() -> None:
 
 def test_only_the_driver_calls_the_controller_or_holds_its_lock() -> None:
     assert controller_reaches() == {}, f"outside {DRIVER_ROOM} (module: lines): {controller_reaches()}"
+
+
+def lines_outside_driver(hit: Callable[[ast.AST], bool], modules: dict[str, Path] | None = None) \
+        -> dict[str, list[int]]:
+    """pacer-spark module outside :data:`DRIVER_ROOM` -> the lines of its syntax nodes that ``hit``."""
+    if modules is None:
+        modules = distributions()["pacer-spark"].modules
+    found: dict[str, list[int]] = {}
+    for module, path in modules.items():
+        if not module.startswith(DRIVER_ROOM + "."):
+            lines = sorted({node.lineno for node in ast.walk(ast.parse(path.read_text())) if hit(node)})
+            if lines:
+                found[module] = lines
+    return found
+
+
+def books_importers(modules: dict[str, Path] | None = None) -> dict[str, list[int]]:
+    """pacer-spark module outside :data:`DRIVER_ROOM` -> the lines where it imports the driver's books (what the
+    protocol room reads and changes of the Controller under the lock: private to the driver)."""
+    return lines_outside_driver(lambda node: isinstance(node, ast.ImportFrom) and (
+        node.module == "pacer_spark.driver.books" or (
+            node.module == "pacer_spark.driver" and any(a.name == "books" for a in node.names))), modules)
+
+
+def test_outside_the_driver_no_module_imports_its_books() -> None:
+    assert books_importers() == {}, f"outside {DRIVER_ROOM}, step the driver instead: {books_importers()}"
 
 
 def test_outside_the_driver_no_module_reaches_the_driver_s_parts() -> None:
@@ -346,13 +364,17 @@ def test_a_planted_reach_into_the_driver_s_parts_is_seen(tmp_path: Path) -> None
     found = driver_internal_reaches({"pacer_spark.paced.planted": planted, "pacer_spark.driver.inside": planted},
                                     frozenset({"gate"}))
     assert found == {"pacer_spark.paced.planted": [2, 3]}  # the driver's methods, and a module path, pass
+    importer = tmp_path / "importer.py"
+    importer.write_text("from pacer_spark.driver.books import Books\nfrom pacer_spark.driver.loop import Driver\n")
+    assert books_importers({"pacer_spark.sources.importer": importer, "pacer_spark.driver.x": importer}) == \
+        {"pacer_spark.sources.importer": [1]}
 
 
 def room_map_gaps(src: Path) -> dict[str, list[str]]:
     """Per subpackage (room) of ``src``: its modules that its ``__init__``'s docstring does not name or whose
     ``__all__`` (where it has one) does not list, and names ``__all__`` lists that are no module of it."""
     gaps: dict[str, list[str]] = {}
-    for init in sorted(src.glob("*/__init__.py")):
+    for init in sorted([*src.glob("*/__init__.py"), *src.glob("*/*/__init__.py")]):  # rooms and their subpackages
         tree = ast.parse(init.read_text())
         doc = ast.get_docstring(tree) or ""
         modules = {p.stem for p in init.parent.glob("*.py") if p.stem != "__init__"}
@@ -366,7 +388,7 @@ def room_map_gaps(src: Path) -> dict[str, list[str]]:
             missing += [f"{m} (not in __all__)" for m in sorted(modules - listed)]
             missing += [f"{m} (in __all__, no such module)" for m in sorted(listed - modules)]
         if missing:
-            gaps[init.parent.name] = missing
+            gaps[str(init.parent.relative_to(src))] = missing
     return gaps
 
 

@@ -108,18 +108,18 @@ def test_numinputrows_and_latest_offset_of_a_paced_kafka_query(
     topic = new_topic(servers, "paced-once")
     produce(servers, topic, 0, 700)
     requests = []
-    decide = paced.paced.decide
+    decide = paced.paced_service.decide
 
     def recording(request: Any) -> Any:
         requests.append(request)
         return decide(request)
 
-    paced.paced.bridge.register_handler("*", recording)
+    paced.paced_service.bridge.register_handler("*", recording, paced.paced_service.stopped)
     try:
         whole = drain(spark, servers, topic, "kafka_whole")
         capped = drain(spark, servers, topic, "kafka_capped", maxOffsetsPerTrigger=300)
     finally:
-        paced.paced.bridge.register_handler("*", decide)
+        paced.paced_service.bridge.register_handler("*", decide, paced.paced_service.stopped)
     end = {topic: {str(p): 700 // PARTITIONS for p in range(PARTITIONS)}}
 
     # no read limit: one snapshot, one batch of every record
@@ -146,7 +146,7 @@ def test_numinputrows_and_latest_offset_of_a_paced_kafka_query(
     summary = paced.report()["spark"]["paced"]
     assert summary["kafka_whole"]["decisions"] >= 1 and summary["kafka_capped"]["decisions"] >= 3
     assert summary["kafka_capped"]["error"] is None
-    assert paced.paced.bridge.fallback_warnings("kafka_capped") == 0
+    assert paced.paced_service.bridge.fallback_warnings("kafka_capped") == 0
 
 
 def test_a_start_with_100000_records_waiting_begins_with_a_bounded_probe(
@@ -155,7 +155,7 @@ def test_a_start_with_100000_records_waiting_begins_with_a_bounded_probe(
     """No read cap, no fitted service model, 100 000 records waiting: the first batch is a probe within
     ``PROBE_ROWS`` (before: every record in one batch, the out-of-memory users report about Spark's default
     trigger after an outage), the next ones grow from what it measured, and every record is read once."""
-    from pacer_spark.paced.service import PROBE_ROWS
+    from pacer_spark.driver.protocol.paced import PROBE_ROWS
 
     servers = kafka_broker.bootstrap_servers
     topic = new_topic(servers, "paced-probe")

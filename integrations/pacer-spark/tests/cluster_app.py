@@ -272,9 +272,9 @@ def schedule_phase(spark: Any, scheduler: str, work: Path) -> dict[str, Any]:
                                plugin_manager=get_plugin_manager(allowed=["zstream"]),
                                checkpoint_root=str(base / "pacer"))
     pools: dict[str, str | None] = {}  # "<query>/<spark batch>" -> the pool the gate gave it
-    assert pacer.paced is not None, "attach() paces format('pacer') queries by default"
-    paced = pacer.paced
-    decide = paced.decide
+    assert pacer.paced_service is not None, "attach() paces format('pacer') queries by default"
+    service = pacer.paced_service
+    decide = service.decide
 
     def recording(request: Any) -> Any:
         decision = decide(request)
@@ -282,7 +282,8 @@ def schedule_phase(spark: Any, scheduler: str, work: Path) -> dict[str, Any]:
             pools[f"{request.query}/{request.batch_id}"] = decision.pool
         return decision
 
-    paced.bridge.register_handler("*", recording)
+    assert service.bridge is not None
+    service.bridge.register_handler("*", recording, service.stopped)
     queries = {}
     try:
         for name, deadline in deadlines.items():

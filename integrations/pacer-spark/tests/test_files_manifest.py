@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql.types import IntegerType, StructField, StructType
 
+from pacer_spark.manifest import Manifest, ManifestDamaged
 from pacer_spark.sources.file_rows import RowParser
-from pacer_spark.sources.files_source import Manifest, ManifestDamaged
 
 
 def _folder(tmp_path: Path, count: int) -> Path:
@@ -90,7 +90,7 @@ def test_a_file_gone_before_its_batch_is_skipped_and_recorded_or_fails_naming_it
 
 
 def test_a_file_gone_between_listing_and_measuring_is_no_dataset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import pacer_spark.sources.files_source as files_source
+    import pacer_spark.manifest as files_source
 
     inbox = _folder(tmp_path, 2)
     real = files_source.count_rows

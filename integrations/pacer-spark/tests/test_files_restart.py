@@ -369,7 +369,7 @@ def test_pacer_gen_partitions_leave_out_what_the_end_offset_records_as_shed() ->
     (partition,) = reader.partitions({"index": 0}, end)
     assert [item[0] for item in partition.items] == [0, 3, 5]
 
-    from pacer_spark.sources.gen import offset_with_shed, shed_in
+    from pacer_spark.reader_offsets import offset_with_shed, shed_in
 
     assert offset_with_shed(6, [4, 1, 2]) == end and shed_in(end) == {1, 2, 4}
     assert offset_with_shed(6, []) == {"index": 6}
@@ -380,7 +380,8 @@ def test_the_manifest_lives_in_a_local_checkpoint_and_never_in_the_watched_folde
     copied in once; none for a remote checkpoint; never inside the folder the source watches."""
     from pyspark.sql.types import IntegerType, StructField, StructType
 
-    from pacer_spark.sources.files_source import FilesStreamReader, check_outside, manifest_in_checkpoint
+    from pacer_spark.manifest import check_outside, manifest_in_checkpoint
+    from pacer_spark.sources.files_source import FilesStreamReader
 
     inside = tmp_path / "ck" / "pacer-files" / "manifest.jsonl"
     assert manifest_in_checkpoint(str(tmp_path / "ck")) == inside

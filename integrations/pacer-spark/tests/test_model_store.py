@@ -1,4 +1,5 @@
-"""The service-time model kept with a ``format("pacer")`` query's checkpoint (:mod:`pacer_spark.paced.model_store`),
+"""The service-time model kept with a ``format("pacer")`` query's checkpoint
+(:mod:`pacer_spark.driver.protocol.model_store`),
 without Spark: what a restart takes over must be in range, the file must live inside the checkpoint Spark names,
 and a checkpoint that cannot keep one must say so."""
 
@@ -14,9 +15,9 @@ from urllib.parse import quote
 import pytest
 
 from pacer.service_time import ServiceTimeModel
-from pacer_spark.paced import model_store
+from pacer_spark.driver.protocol import model_store
 
-LOGGER = "pacer_spark.paced.model_store"
+LOGGER = "pacer_spark.driver.protocol.model_store"
 
 
 def _fitted_state() -> dict[str, Any]:

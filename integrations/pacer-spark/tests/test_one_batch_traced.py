@@ -17,6 +17,7 @@ from types import FrameType, ModuleType
 from typing import Any
 
 from pacer_spark.jvm.decider import WIRE_VERSION, DecisionRequest, _JvmDecider
+from pacer_spark.paced.service import PacedService
 
 
 def _protocol_model() -> ModuleType:
@@ -71,7 +72,8 @@ def test_one_batch_passes_the_rooms_in_the_order_the_readme_walks() -> None:
     model = _protocol_model()
     ModelSource, _progress = model.ModelSource, model._progress
     paced, controller = model._paced([1, 1, 1])
-    decider = _JvmDecider(paced.decide, paced.stopped)
+    service = PacedService(paced.driver, None, timeout_s=5.0)  # the Py4J transport, without the JVM
+    decider = _JvmDecider(service.decide, service.stopped)
     source = ModelSource("run-a", "q", "spark-1", {"pacer.deadline": "30s"})
     source.observe(frozenset({0}))
     first = json.loads(decider.decide("q", wire(source.request(0))))
@@ -85,12 +87,14 @@ def test_one_batch_passes_the_rooms_in_the_order_the_readme_walks() -> None:
 
     assert answer["seq"] == 1  # the next batch decided
     assert controller.ledger.counts["q"]["processed"] == 1  # the previous one completed on the way
-    # the README: the JVM's request parsed (jvm/decider), PacedQueries.decide (paced/service) hands Driver.decide
-    # (driver/loop) the ask; under the lock the previous batch completes (driver/completion) and the Controller
-    # (pacer-core) admits and places the next; the batch passes the gate (driver/gate) outside the lock
+    # the README: the JVM's request parsed (jvm/decider), the transport (paced/service) hands it to Driver.step
+    # (driver/loop), the protocol room's PacedQueries (driver/protocol/paced) steps the ask through Driver.decide;
+    # under the lock the previous batch completes (driver/completion) and the Controller (pacer-core) admits and
+    # places the next; the batch passes the gate (driver/gate) outside the lock
     assert rooms[:4] == ["jvm", "paced", "driver", "pacer-core"], rooms
     walk = [m for m in modules if m in ("pacer_spark.jvm.decider", "pacer_spark.paced.service",
-                                        "pacer_spark.driver.loop", "pacer_spark.driver.completion",
-                                        "pacer_spark.driver.gate")]
+                                        "pacer_spark.driver.protocol.paced", "pacer_spark.driver.loop",
+                                        "pacer_spark.driver.completion", "pacer_spark.driver.gate")]
     assert walk == ["pacer_spark.jvm.decider", "pacer_spark.paced.service", "pacer_spark.driver.loop",
-                    "pacer_spark.driver.completion", "pacer_spark.driver.gate"], modules
+                    "pacer_spark.driver.protocol.paced", "pacer_spark.driver.completion",
+                    "pacer_spark.driver.gate"], modules

@@ -205,7 +205,7 @@ def test_a_decider_that_raises_or_answers_late_fails_open_and_the_driver_account
     inbox = tmp_path / "in"
     inbox.mkdir()
     faults: list[str] = []
-    decide = handle.paced.decide
+    decide = handle.paced_service.decide
 
     def flaky(request: Any) -> Any:
         if not faults and len(request.snapshots) >= 3:
@@ -216,7 +216,7 @@ def test_a_decider_that_raises_or_answers_late_fails_open_and_the_driver_account
             time.sleep(2.5)  # 0.5 s past the 2 s the source waits: it admits without this answer
         return decide(request)
 
-    handle.paced.bridge.register_handler("*", flaky, handle.paced.stopped)
+    handle.paced_service.bridge.register_handler("*", flaky, handle.paced_service.stopped)
     files = 0
     try:
         query = to_parquet(paced_csv(spark, inbox, "10s"), tmp_path / "out", "flaky")
@@ -251,7 +251,7 @@ def test_a_decider_failure_with_a_held_backlog_keeps_the_query_paced(spark: Any,
     inbox = tmp_path / "in"
     inbox.mkdir()
     faults: list[int] = []
-    decide = handle.paced.decide
+    decide = handle.paced_service.decide
 
     def flaky(request: Any) -> Any:
         if not faults and len(request.snapshots) >= 16:
@@ -259,7 +259,7 @@ def test_a_decider_failure_with_a_held_backlog_keeps_the_query_paced(spark: Any,
             raise RuntimeError("injected decider failure")
         return decide(request)
 
-    handle.paced.bridge.register_handler("*", flaky, handle.paced.stopped)
+    handle.paced_service.bridge.register_handler("*", flaky, handle.paced_service.stopped)
     try:
         query = to_parquet(paced_csv(spark, inbox, "4s", maxFilesPerTrigger="1"), tmp_path / "out", "backlog")
         feed(inbox, 6, 0.5).join()  # zStream fits its model on these

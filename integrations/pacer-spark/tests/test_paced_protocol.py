@@ -1,6 +1,7 @@
 """The protocol between ``format("pacer")`` sources and the driver, as a state machine, without Spark.
 
-The driver's side is the real one (:class:`~pacer_spark.paced.service.PacedQueries` on a real Driver and Controller); the
+The driver's side is the real one (:class:`~pacer_spark.driver.protocol.paced.PacedQueries` on a real Driver and
+Controller); the
 JVM side is a model of ``PacedStream`` and of Spark's trigger loop, written from the protocol in the README of
 pacer-spark: each source observes snapshots, asks, and admits exactly what the answer names, or every pending
 snapshot when no answer came (the decider raised, answered past the timeout, or the stream thread was interrupted
@@ -30,18 +31,18 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import event as tally
 from hypothesis import strategies as st
 
-from pacer import AdmissionDecision, Controller, QuerySpec, StrategyInfo, hookimpl
-from pacer.dag import Operator, OperatorDAG
-from pacer.engine_profile import CostPoint, EngineProfile, fit_profile
+from pacer import AdmissionDecision, Controller, StrategyInfo, hookimpl
+from pacer.engine_profile import CostPoint, fit_profile
 from pacer.plugins import get_plugin_manager
 from pacer_spark.config import PacerConfig
 from pacer_spark.driver.clock import PinnedClock
 from pacer_spark.driver.loop import Driver
+from pacer_spark.driver.protocol.paced import PacedQueries
+from pacer_spark.driver.protocol.registry import QueryRegistry
+from pacer_spark.driver.protocol.runs import RunMark, later
 from pacer_spark.driver.replay import ReplayGuard
 from pacer_spark.jvm.decider import Decision, DecisionRequest, FailedOpen, OffsetSnapshot, StopEvent
 from pacer_spark.jvm.progress import TriggerProgress
-from pacer_spark.paced.runs import RunMark, later
-from pacer_spark.paced.service import PacedQueries
 
 ROWS = 10  # rows per snapshot
 _STARTS = itertools.count(1_764_000_000_000_000)  # the JVM's run start stamps: a run created later has a higher one
@@ -148,22 +149,18 @@ class ModelSource:
         return taken
 
 
-def _paced(counts: Sequence[int]) -> tuple[PacedQueries, Controller]:
+def _paced(counts: Sequence[int], strategy: Scripted | None = None) -> tuple[PacedQueries, Controller]:
+    """The real driver side (a Driver and Controller under PacedQueries) deciding by ``strategy``, by default a
+    :class:`Scripted` one admitting ``counts``."""
     clock = PinnedClock()
     replay = ReplayGuard()
     pm = get_plugin_manager(allowed=[])
     pm.register(replay)
-    pm.register(Scripted(counts))
+    pm.register(strategy if strategy is not None else Scripted(counts))
     controller = Controller(clock=clock, cores=2, plugin_manager=pm)
     driver = Driver(controller, clock, replay, concurrency=1, gate_timeout=5.0, fair=False, progress_timeout=600.0)
-    dag = OperatorDAG.chain(Operator("scan#0", "scan", "Scan"), Operator("sink#1", "sink", "Sink"))
-
-    def register(query_id: str, *, deadline: float | None = None, engine_profile: EngineProfile | None = None,
-                 **_: Any) -> None:
-        controller.add_query(QuerySpec(id=query_id, dag=dag, deadline=deadline or 30.0), admission="scripted",
-                             engine_profile=engine_profile)
-
-    return PacedQueries(driver, None, PacerConfig(admission="scripted", operator_metrics=False), register), controller
+    config = PacerConfig(admission="scripted", deadline=30.0, operator_metrics=False)
+    return PacedQueries(driver, None, config, QueryRegistry(driver, config, lambda: 2)), controller
 
 
 def _progress(spark_run: str, batch_id: int, rows_per_source: Sequence[int],
@@ -532,7 +529,7 @@ def test_an_old_run_the_driver_never_heard_from_never_becomes_current(caplog: py
     b.observe(frozenset({1}))
     assert b.ask(paced, 1, "answer") == [(0, frozenset({1}))]
     b.unsent.append(_progress("run-b", 1, [ROWS]))
-    with caplog.at_level(logging.WARNING, logger="pacer_spark.paced.service"):
+    with caplog.at_level(logging.WARNING, logger="pacer_spark.driver.protocol.paced"):
         for late in a.delayed:
             paced.decide(late)
         paced.stopped(a.stop_event())
@@ -577,7 +574,8 @@ def test_two_running_queries_under_one_pacer_name_are_refused_naming_both_and_th
 
 
 def test_runs_are_ordered_by_their_start_stamp_then_by_their_first_batch_never_by_arrival() -> None:
-    """The order rule (:mod:`pacer_spark.paced.runs`): one Spark run is one run; else the JVM's start stamps (wire 6)
+    """The order rule (:mod:`pacer_spark.driver.protocol.runs`): one Spark run is one run; else the JVM's start stamps
+    (wire 6)
     order two runs, also where both start at one batch (the earlier committed nothing), where one never asked, and
     where a checkpoint was rolled back; without them (a version 5 jar) a higher first batch of one stream is later,
     and else the marks do not tell. Both messages carry the mark, and version 5 is still read."""
@@ -673,7 +671,7 @@ def test_an_engine_profile_named_by_the_source_is_the_query_s_prior_in_its_sourc
 def test_the_fitted_service_model_is_kept_with_the_checkpoint_and_restored_by_the_next_run(tmp_path: Path) -> None:
     """A run saves its fitted model beside Spark's logs; a new session's run on the same checkpoint starts from it
     (no probe batches); a model file that cannot be read is ignored with a warning (probes then)."""
-    from pacer_spark.paced import model_store
+    from pacer_spark.driver.protocol import model_store
     checkpoint = tmp_path / "ck"
     source_folder = str(checkpoint / "sources" / "0")
     paced, controller = _paced([1])

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from pacer_spark.driver.protocol.progress_metrics import METRICS
 from pacer_spark.jvm.decider import OffsetSnapshot, PacerBridge
-from pacer_spark.paced.progress_metrics import METRICS
 
 pytestmark = pytest.mark.spark
 

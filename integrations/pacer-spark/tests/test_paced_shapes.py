@@ -134,7 +134,7 @@ def test_a_pacer_gen_reader_that_gives_up_waiting_is_accounted_from_spark_s_offs
     handle = _helpers.attach_holding(spark, tmp_path, _helpers.Holding("test-hold-five", 5, take=2), scheduler="fifo")
     wiring = handle.source_options
     monkeypatch.setattr(handle, "source_options", lambda query_id: {**wiring(query_id), "pacer.timeout": "3"})
-    answer = handle.admission.handle
+    answer = handle.server.handler  # the readers' RPC, through Driver.step
     late: list[tuple[int, int]] = []
 
     def slow(request: Any) -> Any:

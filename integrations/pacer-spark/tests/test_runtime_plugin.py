@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pacer import QueryRun, RunConfig, get_plugin_manager
-from pacer_spark.options import GenPlan
+from pacer_spark.gen_plan import GenPlan
 from pacer_workloads import WORKLOADS
 
 CONFIG = RunConfig((QueryRun("lr2", traffic="random", rate=900), QueryRun("cm2", traffic="wave", rate=700,

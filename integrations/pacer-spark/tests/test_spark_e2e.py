@@ -163,7 +163,7 @@ def test_raising_strategy_without_fallback_fails_the_query_by_name(spark: Any, t
 
 def test_unreachable_controller_admits_everything(spark: Any, tmp_path: Path) -> None:
     """A source whose driver is gone warns once and admits all available data: nothing stalls or is lost."""
-    from pacer_spark.options import GenPlan
+    from pacer_spark.gen_plan import GenPlan
     from pacer_spark.sources.gen import PacerGenDataSource
     from pacer_spark.sources.rpc import ControllerServer
 

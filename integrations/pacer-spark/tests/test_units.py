@@ -14,10 +14,11 @@ from pyspark.sql.types import DoubleType, IntegerType, StringType, StructField, 
 from pacer import Placement
 from pacer_spark.compat import SparkVersionError, check_spark_version, parse_version
 from pacer_spark.driver.pools import allocation_xml, pool_for_share
-from pacer_spark.options import GenPlan
+from pacer_spark.gen_plan import GenPlan
+from pacer_spark.manifest import Manifest
 from pacer_spark.plan.dag import PlanNode, dag_from_plan, kind_of, operator_metrics, rapids_confs
 from pacer_spark.runtime import parse_seconds
-from pacer_spark.sources.files_source import MalformedRowError, Manifest, RowParser
+from pacer_spark.sources.files_source import MalformedRowError, RowParser
 from pacer_spark.sources.gen import AdmissionAgent, split
 from pacer_spark.sources.rpc import ControllerClient, ControllerServer, ControllerUnavailable
 from pacer_workloads import WORKLOADS

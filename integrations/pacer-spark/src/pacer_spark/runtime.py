@@ -8,12 +8,13 @@ is wrapped in the scheduling gate. The parts, one module each:
   ``spark.pacer.*`` confs;
 - :mod:`pacer_spark.driver.loop`: the :class:`~pacer_spark.driver.loop.Driver` built first (Controller, its lock, batch
   completion, gate, replay guard) and handed to the front ends below, never the session;
-- :mod:`pacer_spark.sources.admission`: the ``pacer-gen``/``pacer-files`` sources' admission (RPC, replays);
+- :mod:`pacer_spark.driver.protocol.readers`: the ``pacer-gen``/``pacer-files`` sources' admission (RPC, replays);
 - :mod:`pacer_spark.plan.enact`: placements enacted through RAPIDS confs;
-- :mod:`pacer_spark.driver.gate` and :mod:`pacer_spark.sources.sink_gate`: the scheduling gate, and its ``foreachBatch`` wrapper;
+- :mod:`pacer_spark.driver.gate` and :mod:`pacer_spark.sources.sink_gate`: the scheduling gate, and its
+``foreachBatch`` wrapper;
 - :mod:`pacer_spark.driver.completion`, :mod:`pacer_spark.driver.listener` and :mod:`pacer_spark.session_telemetry`:
   batch completion, the listener, overhead and the report's ``spark`` part;
-- :mod:`pacer_spark.paced.service`: ``format("pacer")`` queries.
+- :mod:`pacer_spark.driver.protocol.paced`: ``format("pacer")`` queries.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from pacer import Controller, Devices, OperatorDAG, QuerySpec
+from pacer import BatchReport, Controller, Devices, OperatorDAG, QuerySpec
 from pacer.engine_profile import EngineProfile
 from pacer.plugins import get_plugin_manager
 from pacer.scaler import Scaler
@@ -40,17 +41,22 @@ from pacer_spark.driver.clock import PinnedClock
 from pacer_spark.driver.listener import ProgressListener
 from pacer_spark.driver.loop import Driver
 from pacer_spark.driver.pools import DEFAULT_LADDER
+from pacer_spark.driver.protocol.paced import PacedQueries
+from pacer_spark.driver.protocol.readers import AdmissionService, ReplayGuard, SourceState
+from pacer_spark.driver.protocol.registry import QueryRegistry
 from pacer_spark.driver.scaling import ExecutorScaling
+from pacer_spark.gen_plan import GEN_FORMAT
 from pacer_spark.jvm import executor_requests, jar, status_store, stream_query, task_time
+from pacer_spark.manifest import FILES_FORMAT
 from pacer_spark.options import OPT_ADDRESS, OPT_QUERY, OPT_TIMEOUT, parse_seconds
-from pacer_spark.paced.service import PacedQueries
-from pacer_spark.plan.dag import dag_from_plan, rapids_loaded, spark_dag
+from pacer_spark.paced.service import PacedService
+from pacer_spark.plan.dag import dag_from_plan, rapids_loaded
 from pacer_spark.plan.enact import Enactment
 from pacer_spark.session_kind import require_classic
 from pacer_spark.session_telemetry import SessionTelemetry
-from pacer_spark.sources.admission import AdmissionService, ReplayGuard, SourceState
-from pacer_spark.sources.files_source import FILES_FORMAT, PacerFilesDataSource
-from pacer_spark.sources.gen import GEN_FORMAT, PacerGenDataSource
+from pacer_spark.sources.files_source import PacerFilesDataSource
+from pacer_spark.sources.gen import PacerGenDataSource
+from pacer_spark.sources.reader_calls import reader_handler
 from pacer_spark.sources.rpc import ControllerServer
 from pacer_spark.sources.sink_gate import Sink, SinkGate
 
@@ -104,9 +110,13 @@ class PacerSession:
         #: the session's ``format("pacer")`` queries (None: not paced); connected to the JVM below, once listening.
         #: Built first: the driver hands a trigger's progress to the front end that registered first and claims it,
         #: and a paced query's run is matched by its run id, before any ``pacer-gen`` query of the same name
-        self.paced = PacedQueries(self.driver, spark, config, self.register_query) if config.paced else None
-        self.admission = AdmissionService(self.driver, rapids=self.rapids)
-        self.sinks = SinkGate(self.driver, self.admission, collect_metrics=config.operator_metrics)
+        #: registers queries over the session's defaults: the one place they merge
+        self.registry = QueryRegistry(self.driver, config, self._shuffle_partitions)
+        self.paced = PacedQueries(self.driver, spark, config, self.registry) if config.paced else None
+        #: the JVM sources' line to the driver (Py4J)
+        self.paced_service = PacedService(self.driver, spark, config.decide_timeout_s) if config.paced else None
+        self.admission = AdmissionService(self.driver, rapids=self.rapids, collect_metrics=config.operator_metrics)
+        self.sinks = SinkGate(self.driver)
         self.observer = SessionTelemetry(spark, self.driver, self.admission, fair=self.fair, rapids=self.rapids,
                                          paced=self.paced, enactment=self.enactment)
         self.started_at = time.time()
@@ -115,12 +125,16 @@ class PacerSession:
         self.checkpoint_root = Path(config.checkpoint_root or tempfile.mkdtemp(prefix="pacer-spark-"))
         spark.dataSource.register(PacerGenDataSource)
         spark.dataSource.register(PacerFilesDataSource)
-        self.server = ControllerServer(self.admission.handle)
+        self.server = ControllerServer(reader_handler(self.driver))
         self.listener = ProgressListener(self.driver)
         spark.streams.addListener(self.listener)
         self.closed = False
-        if self.paced is not None:
-            self.paced.connect()
+        if self.paced_service is not None:
+            self.paced_service.connect()
+
+    def _shuffle_partitions(self) -> int:
+        """The session's ``spark.sql.shuffle.partitions``: a query's default parallelism."""
+        return int(self.spark.conf.get("spark.sql.shuffle.partitions", "2") or 2)
 
     def _task_slots(self) -> int | None:
         """How many tasks Spark runs at once now (the executors' cores on a cluster, the threads in local mode)."""
@@ -170,37 +184,12 @@ class PacerSession:
         plan for a custom query's real DAG), with what Spark + RAPIDS run only on the CPU marked CPU-only
         (:func:`pacer_spark.plan.dag.spark_dag`).
         """
-        parts = partitions or int(self.spark.conf.get("spark.sql.shuffle.partitions", "2") or 2)
-        if workload is not None:
-            from pacer_workloads import make_query
-
-            spec = make_query(workload, query_id=query_id, deadline=deadline or self.config.deadline,
-                              partitions=parts)
-            if dag is not None:
-                spec = replace(spec, dag=dag)
-        else:
-            from pacer import Operator
-
-            dag = dag or OperatorDAG.chain(Operator("scan#0", "scan", "MicroBatchScan"),
-                                           Operator("project#1", "project", "Project"),
-                                           Operator("sink#2", "sink", "ForeachBatchSink"))
-            spec = QuerySpec(id=query_id, dag=dag, window_range=window_range, window_slide=window_slide,
-                             deadline=deadline or self.config.deadline, partitions=parts)
-        spec = replace(spec, dag=spark_dag(spec.dag))  # what Spark + RAPIDS run only on the CPU is CPU-only
-        session_profile = self.config.engine_profile  # the session's, for the workload it was measured on
-        if engine_profile is None and session_profile is not None and session_profile.applies_to(spec.workload):
-            engine_profile = session_profile
-        self.driver.add_query(
-            spec,
-            admission=admission or self.config.admission,
-            placement=placement or self.config.placement,
-            admission_params={**self.config.admission_params, **(admission_params or {})},
-            placement_params={**self.config.placement_params, **(placement_params or {})},
-            max_rows=max_rows, max_bytes=max_bytes,
-            overload=overload, probe_rows=probe_rows,
-            engine_profile=engine_profile,
-        )
-        return spec
+        return self.registry.register(query_id, workload=workload, dag=dag, deadline=deadline, admission=admission,
+                                      placement=placement, admission_params=admission_params,
+                                      placement_params=placement_params, window_range=window_range,
+                                      window_slide=window_slide, partitions=partitions, max_rows=max_rows,
+                                      max_bytes=max_bytes, overload=overload, probe_rows=probe_rows,
+                                      engine_profile=engine_profile)
 
     def source_options(self, query_id: str) -> dict[str, str]:
         """The ``pacer.*`` options that wire a source of ``query_id`` to this session's Controller (the reply
@@ -380,15 +369,16 @@ class PacerSession:
         if self.task_time is not None and not self.closed:  # the triggers that ended have taken their tasks' cost
             task_time.wait_for_listeners(self.spark, REPORT_LISTENERS_WAIT_S)
         self.driver.settle_busy(final=self.closed)
-        extra: dict[str, Any] = {}
-        with self.driver.books() as books:
+
+        def extra(completed: list[BatchReport]) -> dict[str, Any]:  # under the driver's lock
+            out: dict[str, Any] = {"spark": {**self.observer.spark_section(completed), "executors": executors}}
             if self.scaling is not None:
-                extra["scaling"] = {**self.scaling.report(),
-                                    "enacted_by": "pacer" if self.scaling.enact else "Spark's dynamic allocation"}
-            return books.report(runtime="spark", config=dict(config or {}), start=self.started_at, end=end,
-                                interval=interval, allocated_core_s=allocated,
-                                extra={"spark": {**self.observer.spark_section(books), "executors": executors},
-                                       **extra})
+                out["scaling"] = {**self.scaling.report(),
+                                  "enacted_by": "pacer" if self.scaling.enact else "Spark's dynamic allocation"}
+            return out
+
+        return self.driver.report(extra, runtime="spark", config=dict(config or {}), start=self.started_at, end=end,
+                                  interval=interval, allocated_core_s=allocated)
 
     def stop(self, *, timeout: float = 10.0) -> None:
         """Stop every query this session started (each between batches when it can), the listener and the server."""
@@ -404,8 +394,8 @@ class PacerSession:
         except Exception:  # pragma: no cover - session already stopped
             pass
         self.server.close()
-        if self.paced is not None:
-            self.paced.close()
+        if self.paced_service is not None:
+            self.paced_service.close()
         self.enactment.close()
         if self.task_time is not None:
             task_time.remove_task_time(self.spark, self.task_time)
@@ -442,7 +432,7 @@ def attach(spark: SparkSession, **options: Any) -> PacerSession:
     ``executors`` (``(min, max)``), ``initial_executors``, ``scale_params``, ``scale_every``.
 
     With ``paced`` (the default) every ``spark.readStream.format("pacer")`` query of the session is paced
-    by it (see :mod:`pacer_spark.paced.service`): the JVM source is built (javac, cached per Spark version) and
+    by it (see :mod:`pacer_spark.driver.protocol.paced`): the JVM source is built (javac, cached per Spark version) and
     loaded. Without a JDK that fails: ``paced=False`` attaches for ``pacer-gen``/``pacer-files`` only.
 
     Every argument left None is read from the session's ``spark.pacer.*`` confs, then defaults:

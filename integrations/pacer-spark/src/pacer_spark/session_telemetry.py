@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
 
+from pacer import BatchReport
 from pacer.summary import StreamingSummary
-from pacer_spark.driver.books import Books
 from pacer_spark.driver.loop import Driver
+from pacer_spark.driver.protocol.readers import AdmissionService
 from pacer_spark.errors import root_cause
-from pacer_spark.sources.admission import AdmissionService
-from pacer_spark.sources.files_source import FILES_FORMAT
+from pacer_spark.manifest import FILES_FORMAT
 
 if TYPE_CHECKING:
-    from pacer_spark.paced.service import PacedQueries
+    from pacer_spark.driver.protocol.paced import PacedQueries
     from pacer_spark.plan.enact import Enactment
 
 log = logging.getLogger("pacer_spark")
@@ -83,11 +83,12 @@ class SessionTelemetry:
             "gate_wait_ms_max": 1e3 * waits.max if waits.count else None,
         }
 
-    def spark_section(self, books: Books) -> dict[str, Any]:
-        """The report's ``spark`` part: Spark's side of the run, pacer's overhead, enactment, errors (lock held)."""
+    def spark_section(self, completed: list[BatchReport]) -> dict[str, Any]:
+        """The report's ``spark`` part: Spark's side of the run, pacer's overhead, enactment, errors (the driver's lock
+        held: ``completed`` are the reports of the batches completed so far)."""
         import pyspark
 
-        reports = [r for r in books.reports() if r.placement is not None]
+        reports = [r for r in completed if r.placement is not None]
         placements = [r.placement for r in reports if r.placement is not None]
         sources = self.admission.sources
         enactment = self.enactment

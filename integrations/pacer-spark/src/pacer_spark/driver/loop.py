@@ -2,12 +2,17 @@
 
 One :class:`Driver` per attached session, built first: it owns the Controller, the one lock that guards it (a
 :class:`~pacer_spark.driver.locking.Guard`), the Controller's clock, batch completion, the scheduling gate and the
-replay guard. Only the driver calls the Controller: the front ends get :class:`~pacer_spark.driver.books.Books`,
-open while the lock is held, inside the driver's steps or from :meth:`Driver.books`. They are handed the driver,
-never the session:
+replay guard. Only the driver calls the Controller. The sources' protocol is one room,
+:mod:`pacer_spark.driver.protocol`, entered only through :meth:`Driver.step` (a source's report, a plain value,
+in; its answer out), where two front ends register for the reports they decide; they get
+:class:`~pacer_spark.driver.books.Books`, open while the lock is held, inside the driver's steps or from
+:meth:`Driver.books`, and are handed the driver, never the session:
 
-- :class:`pacer_spark.paced.service.PacedQueries` (``format("pacer")``: the JVM source asks over Py4J);
-- :class:`pacer_spark.sources.admission.AdmissionService` (``pacer-gen``/``pacer-files``: the reader asks over RPC).
+- :class:`pacer_spark.driver.protocol.paced.PacedQueries` (``format("pacer")``: the JVM source's asks and stop
+  events, over Py4J through :mod:`pacer_spark.paced.service`);
+- :class:`pacer_spark.driver.protocol.readers.AdmissionService` (``pacer-gen``/``pacer-files``: the readers' calls
+  over RPC through :mod:`pacer_spark.sources.reader_calls`, their ``foreachBatch`` through
+  :mod:`pacer_spark.sources.sink_gate`).
 
 Both answer a source's ``latestOffset`` through :meth:`Driver.decide`, the one admission loop: the front end
 describes the ask as an :class:`Ask` (what its trigger reported, what arrived, what the answer is), the driver
@@ -25,7 +30,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pacer import Controller, MicroBatch, OperatorMetric, QuerySpec
+from pacer import BatchReport, Controller, MicroBatch, OperatorMetric, QuerySpec
+from pacer.report import build_report
 from pacer.scaler import ScalingError
 from pacer_spark.driver.batch_costs import BatchCosts
 from pacer_spark.driver.books import Books
@@ -77,6 +83,9 @@ class Owner(Protocol):
     def terminated(self, books: Books, run_id: str, error: str | None) -> None:
         """A run of a streaming query ended (``run_id``: its run id), with Spark's error text if it failed: a run
         of this front end's queries no longer holds the gate, and its batch still waiting completes."""
+
+    def step(self, report: Any) -> Any:
+        """Decide one report of the kinds it registered for (:meth:`Driver.step`): the answer to send back."""
 
 
 class Ask(Protocol):
@@ -151,6 +160,8 @@ class Driver:
         self.replay = replay
         self.guard = Guard()
         self.owners: list[Owner] = []
+        #: report type -> the front end that decides it (:meth:`step`)
+        self._steps: dict[type, Owner] = {}
         self._open: Books | None = None
         #: applies each admitted batch's placement (RAPIDS confs) and, in explainOnly mode, checks RAPIDS' plan
         self.enactment = enactment
@@ -202,9 +213,37 @@ class Driver:
         (``task_costs``)."""
         return {"engine": self.engine.summary(), "task_costs": self.costs.summary()}
 
-    def register(self, owner: Owner) -> None:
-        """Route the driver's questions about ``owner``'s queries and batches to it."""
+    def reports(self, query_id: str | None = None) -> list[BatchReport]:
+        """The recent completed batches' reports: of ``query_id``, or of every query in completion order."""
+        with self.guard.held():
+            return self.controller.reports(query_id)
+
+    def report(self, extra_of: Callable[[list[BatchReport]], dict[str, Any]], **fields: Any) -> dict[str, Any]:
+        """The run as a ``pacer.report/1`` document (:func:`pacer.report.build_report`'s keywords), its ``extra``
+        part read by ``extra_of`` from the completed batches' reports under the same lock (one consistent view)."""
+        with self.guard.held():
+            extra = extra_of(self.controller.reports())
+            return build_report(controller=self.controller, extra=extra, **fields)
+
+    def register(self, owner: Owner, *reports: type) -> None:
+        """Route the driver's questions about ``owner``'s queries and batches to it, and the ``reports`` (the plain
+        values its transport delivers: a JVM source's ask, a reader's call) through :meth:`step`."""
         self.owners.append(owner)
+        for kind in reports:
+            self._steps[kind] = owner
+
+    def step(self, report: Any) -> Any:
+        """The only way into the protocol: a source's report (:class:`~pacer_spark.jvm.decider.DecisionRequest`,
+        :class:`~pacer_spark.jvm.decider.StopEvent`, a reader's :class:`~pacer_spark.driver.protocol.readers.ReaderAsk`
+        ...) in, its answer out, as the front end registered for that kind of report decides it
+        (:mod:`pacer_spark.driver.protocol`).
+
+        :raises TypeError: for a report no front end of this session takes.
+        """
+        owner = self._steps.get(type(report))
+        if owner is None:
+            raise TypeError(f"pacer: no front end of this session takes a {type(report).__name__} report")
+        return owner.step(report)
 
     def decide(self, ask: Ask) -> Admitted | None:
         """The one admission loop of every front end (takes the lock; the gate's wait is outside it).

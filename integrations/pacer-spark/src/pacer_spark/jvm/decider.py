@@ -210,7 +210,7 @@ class Decision:
     :ivar pool: the fair-scheduler pool the batch's jobs run in (set on the stream thread); None: unchanged.
     :ivar error: a problem with the query's pacer options: the JVM fails the query with it (root cause first).
     :ivar metrics: the admitted batch's figures, returned by the source in the batch's progress
-        (:mod:`pacer_spark.paced.progress_metrics`); None: none.
+        (:mod:`pacer_spark.driver.protocol.progress_metrics`); None: none.
     """
 
     index: int | None
@@ -254,7 +254,7 @@ class DecisionRequest:
     :ivar run_started: when the source run started (wire version 6; -1: not sent): the JVM's wall clock in
         microseconds since the epoch, raised to stay above every stamp it handed out before, so a run created after
         another (a restart) has the higher one. With ``first_batch_id`` it orders the runs of a query
-        (:mod:`pacer_spark.paced.runs`), whatever order their messages reach the driver in.
+        (:mod:`pacer_spark.driver.protocol.runs`), whatever order their messages reach the driver in.
     :ivar single_batch: the query runs one batch and stops (``trigger(once=True)``, or ``availableNow`` falling back
         to one batch): plain Spark reads everything available in it, so what pacer holds is drained now.
     """

@@ -71,8 +71,7 @@ def measure_profile(spark: Any, workload: str, *, rate: float, intervals: Sequen
                                          f"{session.errors() or 'its backlog outlasted the drain timeout'}")
             session.admission.stop(STOP_TIMEOUT_S, [query_id])  # between batches, before the next step shares it
             task_time.wait_for_listeners(spark, LISTENERS_WAIT_S)  # its last tasks' times, to their batches
-            with session.driver.books() as books:
-                measured = [r for r in books.reports(query_id)[WARM_UP_BATCHES:] if r.rows > 0]
+            measured = [r for r in session.driver.reports(query_id)[WARM_UP_BATCHES:] if r.rows > 0]
             if not measured:
                 raise EngineProfileError(f"calibration step {query_id!r} ran no batch after its warm-up")
             points += [CostPoint(kind, r.rows, r.bytes, r.trigger_s, r.busy_core_s) for r in measured]

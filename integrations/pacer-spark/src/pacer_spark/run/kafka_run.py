@@ -1,7 +1,7 @@
 """``pacer run --source kafka``: a workload's query on Spark's own Kafka source, paced or as a baseline.
 
 Paced, the query reads ``format("pacer").option("pacer.source", "kafka")`` with the run's admission,
-deadline and placement as ``pacer.*`` options (:mod:`pacer_spark.paced.service`); with ``--trigger`` it reads
+deadline and placement as ``pacer.*`` options (:mod:`pacer_spark.driver.protocol.paced`); with ``--trigger`` it reads
 plain ``format("kafka")`` on Spark's own processing-time trigger, the baseline a Spark user runs.
 
 Latency is measured the same way for both, from Kafka: every batch observes
@@ -436,7 +436,8 @@ class KafkaRun:
     def stop(self, *, timeout: float = 10.0) -> None:
         """Stop the queries (after their running trigger, at most ``timeout`` s each), then the session.
 
-        A paced query first admits nothing more (:meth:`pacer_spark.paced.service.PacedQueries.hold`), so the stop comes
+        A paced query first admits nothing more (:meth:`pacer_spark.driver.protocol.paced.PacedQueries.hold`), so the
+        stop comes
         between batches: a query that triggers back to back (asap) would otherwise run on for the whole ``timeout``
         and have its last batch interrupted, which the report counted and the records did not. The batches that
         end meanwhile are collected too, once the query has stopped (its progress outlives it)."""

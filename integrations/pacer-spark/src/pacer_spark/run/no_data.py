@@ -68,7 +68,7 @@ def run_paced(spark: Any, *, workload: str, mode: str, settings: Sequence[bool],
     off for it), all on the same traffic at once. Each query's report costs and latency, and the rows its sink
     received."""
     import pacer_spark
-    from pacer_spark.sources.gen import GEN_FORMAT
+    from pacer_spark.gen_plan import GEN_FORMAT
     from pacer_spark.workloads import build_workload
     from pacer_workloads import WORKLOADS
 

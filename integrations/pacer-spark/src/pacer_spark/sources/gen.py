@@ -29,12 +29,13 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.types import StructType
 
 from pacer_spark.compat import SupportsTriggerAvailableNow
-from pacer_spark.options import OPT_QUERY, WIRING_OPTIONS, GenPlan
+from pacer_spark.gen_plan import GEN_FORMAT, GenPlan
+from pacer_spark.options import OPT_QUERY, WIRING_OPTIONS
+from pacer_spark.reader_offsets import offset_with_shed, shed_in
 from pacer_spark.sources.rpc import ControllerClient, ControllerUnavailable
 
 log = logging.getLogger("pacer_spark.sources.gen")
 
-GEN_FORMAT = "pacer-gen"
 
 #: Options of every pacer source (the wiring :meth:`pacer_spark.PacerSession.read_stream` fills in).
 _WIRING = WIRING_OPTIONS
@@ -155,22 +156,6 @@ class AdmissionAgent:
         """Drop the connection."""
         if self._client is not None:
             self._client.close()
-
-
-def offset_with_shed(end: int, shed: Iterable[int]) -> dict[str, Any]:
-    """The offset ``{"index": end}``, with ``"shed": [[lo, hi], ...]`` (half-open ranges) when datasets were shed."""
-    ranges: list[list[int]] = []
-    for i in sorted(set(shed)):
-        if ranges and ranges[-1][1] == i:
-            ranges[-1][1] = i + 1
-        else:
-            ranges.append([i, i + 1])
-    return {"index": end, "shed": ranges} if ranges else {"index": end}
-
-
-def shed_in(offset: Mapping[str, Any]) -> frozenset[int]:
-    """The datasets a batch ending at ``offset`` shed (recorded by :func:`offset_with_shed`): never read."""
-    return frozenset(i for lo, hi in offset.get("shed", ()) for i in range(int(lo), int(hi)))
 
 
 # --------------------------------------------------------------------------- pacer-gen

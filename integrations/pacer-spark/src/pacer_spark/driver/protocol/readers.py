@@ -28,13 +28,13 @@ from pacer.summary import StreamingSummary
 from pacer_spark.driver.books import Books
 from pacer_spark.driver.completion import SinkDone
 from pacer_spark.driver.gate import Turn
+from pacer_spark.driver.protocol.reader_state import SourceState
 from pacer_spark.driver.replay import ReplayGuard
+from pacer_spark.gen_plan import GEN_FORMAT, GenPlan
 from pacer_spark.jvm import stream_query
 from pacer_spark.jvm.progress import TriggerProgress
-from pacer_spark.options import GenPlan
-from pacer_spark.sources.files_source import FILES_FORMAT, manifest_in_checkpoint
-from pacer_spark.sources.gen import GEN_FORMAT
-from pacer_spark.sources.source_state import SourceState
+from pacer_spark.manifest import FILES_FORMAT, manifest_in_checkpoint
+from pacer_spark.plan.dag import operator_metrics
 
 if TYPE_CHECKING:
     from pacer_spark.driver.loop import Driver
@@ -60,6 +60,8 @@ class AdmissionService:
 
     driver: Driver
     rapids: bool
+    #: read per-operator metrics from each batch's executed plan when its sink returns
+    collect_metrics: bool = True
     gated: set[str] = field(default_factory=set, init=False)
     sources: dict[str, SourceState] = field(default_factory=dict, init=False)
     rpc_s: StreamingSummary = field(default_factory=StreamingSummary, init=False)
@@ -69,7 +71,7 @@ class AdmissionService:
     _by_run_id: dict[str, str] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
-        self.driver.register(self)
+        self.driver.register(self, ReaderAsk, ManifestAsk, SinkStarts, SinkReturned)
 
     def warn_once(self, key: str, message: str, *args: object) -> None:
         """Log ``message`` at WARNING the first time ``key`` is seen (the gate's record of warnings)."""
@@ -194,22 +196,23 @@ class AdmissionService:
 
     # ------------------------------------------------------------------ the RPC
 
-    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Answer a reader's request (``op: latest``): ``{"end": offset, "shed": [offsets]}``, once an admitted
-        batch's turn has come (the driver's admission loop, :meth:`pacer_spark.driver.loop.Driver.decide`)."""
+    def step(self, report: ReaderAsk | ManifestAsk | SinkStarts | SinkReturned) -> \
+            ReaderAnswer | ManifestAnswer | SinkTurn | None:
+        """A reader's call or its query's ``foreachBatch`` (:meth:`pacer_spark.driver.loop.Driver.step`): where its
+        manifest is, or its next batch's end once an admitted batch's turn has come (the driver's admission loop,
+        :meth:`pacer_spark.driver.loop.Driver.decide`); which batch a sink runs, and in which pool; a sink returned."""
+        if isinstance(report, SinkStarts):
+            return self.sink_starts(report)
+        if isinstance(report, SinkReturned):
+            self.sink_returned(report)
+            return None
         t0 = time.perf_counter()
         waited = 0.0
         try:
-            if request.get("op") == "manifest":
+            if isinstance(report, ManifestAsk):
                 with self.driver.books() as books:
-                    return {"manifest": str(self._source(books, str(request["query"])).manifest_path())}
-            if request.get("op") != "latest":
-                raise ValueError(f"unknown request {request.get('op')!r}")
-            until = request.get("until")
-            ask = _ReaderAsk(self, str(request["query"]), int(request["start"]), request.get("new") or (),
-                             request.get("rtt"), None if until is None else int(until))
-            if request.get("available") is not None:  # what the reader can read now: nothing past it is admitted
-                ask.available = int(request["available"])
+                    return ManifestAnswer(str(self._source(books, report.query).manifest_path()))
+            ask = _LatestStep(self, report)
             admitted = self.driver.decide(ask)
             if admitted is not None and admitted.turn is not None:
                 waited = admitted.turn.waited_s
@@ -217,7 +220,7 @@ class AdmissionService:
         finally:
             self.rpc_s.add(time.perf_counter() - t0 - waited)
 
-    def _listed(self, books: Books, ask: _ReaderAsk) -> bool:
+    def _listed(self, books: Books, ask: _LatestStep) -> bool:
         """The reader's report before admission: what it listed, the previous batch's progress (its trigger
         ended: Spark holds it) or its expiry. False for a repeated ask (answered as before)."""
         source = self._source(books, ask.query_id)
@@ -240,7 +243,7 @@ class AdmissionService:
                            stale.batch_id)
         if source.admitted_end is not None and ask.start < source.admitted_end:
             # another reader of the same query (a self-join), or a repeated ask: same answer
-            ask.reply = {"end": source.admitted_end, "shed": source.shed}
+            ask.reply = ReaderAnswer(source.admitted_end, tuple(source.shed))
             return False
         if source.handle is None:
             self._committed_unwatched(books, source)
@@ -295,6 +298,44 @@ class AdmissionService:
         books.notify_all()
 
     # ------------------------------------------------------------------ foreachBatch: the batch Spark runs
+
+    def sink_starts(self, report: SinkStarts) -> SinkTurn:
+        """The batch ``foreachBatch`` runs (:meth:`claim`), once its turn has come: an admitted batch passed the
+        gate at admission and learns its pool; a replay, admitted here, waits for its turn here."""
+        batch_id = self.claim(report.query, report.spark_batch_id)
+        if batch_id is None:  # a no-data batch (watermark) or one pacer did not form
+            return SinkTurn(None, None)
+        source = self.sources[report.query]
+        if source.observe_only:  # Spark's own trigger: pacer only observes
+            with self.driver.books() as books:
+                books.start(batch_id)
+            return SinkTurn(batch_id, None)
+        turn = self.driver.pass_turn(batch_id)  # passed at admission: its pool
+        with self.driver.books():
+            if batch_id not in self.gated:  # a replayed batch, admitted here: its wait counts here
+                source.gate_wait_s.add(turn.waited_s)
+        return SinkTurn(batch_id, turn.pool)
+
+    def sink_returned(self, report: SinkReturned) -> None:
+        """The sink returned: read the operator metrics (the next trigger replaces the executed plan), free the gate
+        and leave completion to the trigger's progress event, after commitOffsets
+        (:mod:`pacer_spark.driver.completion`)."""
+        source = self.sources[report.query]
+        metrics = []
+        if self.collect_metrics and source.handle is not None:
+            t0 = time.perf_counter()
+            try:
+                with self.driver.books() as books:
+                    batch = books.batch(report.batch_id).batch
+                    dag = books.query(report.query).spec.dag
+                root = stream_query.executed_plan(source.handle)
+                if root is None:
+                    raise LookupError("the query has no executed plan yet")
+                metrics = operator_metrics(root, dag, batch.placement, batch_bytes=batch.bytes, batch_rows=batch.rows)
+            except Exception:
+                log.debug("no operator metrics for %s", report.batch_id, exc_info=True)
+            source.metrics_s.add(time.perf_counter() - t0)
+        self.driver.sink_done(report.query, SinkDone(report.batch_id, report.spark_batch_id, time.time(), metrics))
 
     def claim(self, query_id: str, spark_batch_id: int) -> str | None:
         """The pacer batch Spark's batch ``spark_batch_id`` runs: the admitted one, or a replay admitted now.
@@ -422,25 +463,89 @@ class AdmissionService:
                 log.debug("stopping %s", source.query_id, exc_info=True)
 
 
-class _ReaderAsk:
-    """One ``latestOffset`` of a ``pacer-gen``/``pacer-files`` reader, stepped by the driver's admission loop
-    (:class:`pacer_spark.driver.loop.Ask`).
+@dataclass(frozen=True)
+class ReaderAsk:
+    """A reader's ``latestOffset`` (RPC ``op: latest``): what it listed and how far it can read.
 
-    :ivar reply: the answer: ``{"end": offset}`` (wait), or the admitted batch's end and the offsets it shed.
+    :ivar query: the query; ``start``: the offset its next batch starts at; ``new``: files it listed since its last
+        ask (``pacer-files``: index, name, arrival, bytes, rows); ``rtt``: its last call's round trip (s);
+        ``until``: under ``availableNow``, the offset the run ends at (None: not availableNow); ``available``: one past
+        the newest dataset it can read now (None: not said); nothing past either is admitted.
     """
 
-    def __init__(self, service: AdmissionService, query_id: str, start: int, new: Sequence[Mapping[str, Any]],
-                 rtt: float | None, until: int | None) -> None:
+    query: str
+    start: int
+    new: tuple[Mapping[str, Any], ...] = ()
+    rtt: float | None = None
+    until: int | None = None
+    available: int | None = None
+
+
+@dataclass(frozen=True)
+class ReaderAnswer:
+    """The answer to a :class:`ReaderAsk`: the next batch's end (``start``: none now) and the offsets it shed."""
+
+    end: int
+    shed: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class SinkStarts:
+    """A ``pacer-gen``/``pacer-files`` query's ``foreachBatch`` begins Spark batch ``spark_batch_id``."""
+
+    query: str
+    spark_batch_id: int
+
+
+@dataclass(frozen=True)
+class SinkTurn:
+    """The answer to :class:`SinkStarts`: the pacer batch the sink runs (None: a no-data batch, or one pacer did not
+    form: the sink runs as it is) and the fair-scheduler pool its jobs take (None: the default)."""
+
+    batch_id: str | None
+    pool: str | None
+
+
+@dataclass(frozen=True)
+class SinkReturned:
+    """The sink of pacer batch ``batch_id`` (Spark batch ``spark_batch_id``) returned: its trigger commits."""
+
+    query: str
+    batch_id: str
+    spark_batch_id: int
+
+
+@dataclass(frozen=True)
+class ManifestAsk:
+    """Where a ``pacer-files`` query's manifest is (RPC ``op: manifest``), asked before the reader first reads it."""
+
+    query: str
+
+
+@dataclass(frozen=True)
+class ManifestAnswer:
+    """The manifest's path (in the query's checkpoint once known)."""
+
+    path: str
+
+
+class _LatestStep:
+    """One :class:`ReaderAsk`, stepped by the driver's admission loop (:class:`pacer_spark.driver.loop.Ask`).
+
+    :ivar reply: the answer: the start (wait), or the admitted batch's end and the offsets it shed.
+    """
+
+    def __init__(self, service: AdmissionService, report: ReaderAsk) -> None:
         self.service = service
-        self.query_id = query_id
-        self.start = start
-        self.new = new
-        self.rtt = rtt
-        self.until = until
+        self.query_id = report.query
+        self.start = report.start
+        self.new = report.new
+        self.rtt = report.rtt
+        self.until = report.until
         #: one past the newest dataset the reader can read (it bounds the answer to it): the source's truth
-        self.available: int | None = None
-        self.drain = until is not None  # availableNow: nothing more will come, an empty answer ends the run
-        self.reply: dict[str, Any] = {"end": start}
+        self.available = report.available
+        self.drain = report.until is not None  # availableNow: nothing more will come, an empty answer ends the run
+        self.reply = ReaderAnswer(report.start)
         self.batch_id: str | None = None
 
     def report(self, books: Books) -> bool:
@@ -461,7 +566,8 @@ class _ReaderAsk:
         self.batch_id = batch.id
         taken = {int(d.handle) for d in batch.datasets}  # the rest of [start, end) was shed: not to be read
         source.shed = [i for i in range(self.start, source.admitted_end or self.start) if i not in taken]
-        self.reply = {"end": source.admitted_end, "shed": source.shed}
+        self.reply = ReaderAnswer(source.admitted_end if source.admitted_end is not None else self.start,
+                                  tuple(source.shed))
         return not source.observe_only
 
     @property
@@ -477,4 +583,5 @@ class _ReaderAsk:
         self.service.sources[self.query_id].gate_wait_s.add(turn.waited_s)
 
 
-__all__ = ["AdmissionService", "ReplayGuard", "SourceState"]
+__all__ = ["AdmissionService", "ManifestAnswer", "ManifestAsk", "ReaderAnswer", "ReaderAsk", "ReplayGuard",
+           "SinkReturned", "SinkStarts", "SinkTurn", "SourceState"]

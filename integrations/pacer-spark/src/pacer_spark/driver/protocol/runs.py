@@ -21,9 +21,11 @@ a :class:`RunMark`, and :func:`later` orders two runs of one query:
 4. else the order is unknown: a run the driver heard of before is the earlier, one it never heard of the later
    (arrival order, as before the stamp).
 
-What the driver does with the order is :meth:`pacer_spark.paced.service.PacedQueries.verdict`'s: a later run is a
+What the driver does with the order is :meth:`pacer_spark.driver.protocol.paced.PacedQueries.verdict`'s: a later run is
+a
 restart; an ask of an earlier run never becomes current (stale: dropped, counted, warned once per query); an earlier
-run's stop event settles its unanswered admissions once (:meth:`pacer_spark.paced.truth.SourceTruth.old_stop`); a run
+run's stop event settles its unanswered admissions once
+(:meth:`pacer_spark.driver.protocol.truth.SourceTruth.old_stop`); a run
 of another stream while the current one still runs is refused with an error naming both.
 """
 
@@ -36,7 +38,7 @@ from pacer_spark.jvm.decider import DecisionRequest
 
 
 class Verdict(Enum):
-    """What a message is to its query (:meth:`pacer_spark.paced.service.PacedQueries.verdict`)."""
+    """What a message is to its query (:meth:`pacer_spark.driver.protocol.paced.PacedQueries.verdict`)."""
 
     #: the query's current run (or the first run the driver hears of)
     CURRENT = "current"

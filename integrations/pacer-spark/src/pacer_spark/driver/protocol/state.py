@@ -1,6 +1,6 @@
 """The driver's state of one ``format("pacer")`` query, and the checks of its ``pacer.*`` options.
 
-:mod:`pacer_spark.paced.service` decides; this module holds what it remembers between decisions, every part of
+:mod:`pacer_spark.driver.protocol.paced` decides; this module holds what it remembers between decisions, every part of
 it bounded however long the query runs (:class:`RecentIds`, :class:`~pacer.summary.StreamingSummary`).
 """
 
@@ -16,9 +16,9 @@ from pacer import Dataset
 from pacer.engine_profile import EngineProfile, EngineProfileError
 from pacer.engine_profile import load as load_engine_profile
 from pacer.summary import StreamingSummary
+from pacer_spark.driver.protocol.runs import RunMark
 from pacer_spark.jvm.progress import TriggerProgress
 from pacer_spark.options import parse_seconds
-from pacer_spark.paced.runs import RunMark
 
 #: The ``pacer.*`` source options the service reads (besides ``pacer.param.*``); ``pacer.source`` and
 #: ``pacer.query`` are the JVM's.
@@ -134,7 +134,8 @@ def source_of(dataset_id: str) -> tuple[str, int]:
 @dataclass(frozen=True)
 class Orphan:
     """What an earlier run of a query had Spark run that the driver still has to account, from its stop event heard
-    after a later run's ask (:meth:`pacer_spark.paced.truth.SourceTruth.old_stop`): the ``datasets`` of source run
+    after a later run's ask (:meth:`pacer_spark.driver.protocol.truth.SourceTruth.old_stop`): the ``datasets`` of
+    source run
     ``run`` that Spark batch ``spark_batch_id`` read (an admission made without an answer, the part of a batch the
     driver decided, or, ``replay``, a batch replayed from the offset log, sized by its ``progress``). Accounted once
     the query has no batch in flight, each dataset once.
@@ -150,7 +151,8 @@ class Orphan:
 @dataclass(frozen=True)
 class Parked:
     """A source's part of a batch the driver decided in a run that a later run replaced before the run's stop event
-    came (:meth:`pacer_spark.paced.truth.SourceTruth.restart`): taken back for now; the source's stop event, when it
+    came (:meth:`pacer_spark.driver.protocol.truth.SourceTruth.restart`): taken back for now; the source's stop event,
+    when it
     comes, says whether Spark ran it (its trigger ended: then it is accounted) or not."""
 
     spark_run_id: str | None
@@ -235,7 +237,7 @@ class PacedQuery:
     #: when the driver first saw the query (the bound of ``pacer.arrival.maxAge`` counts from it)
     seen_at: float = 0.0
     #: the profile its ``pacer.engineProfile`` names, until its first measured snapshot says how its source measures
-    #: a row (:meth:`pacer_spark.paced.arrivals.Arrivals.arrive_one`); None once taken, or without one
+    #: a row (:meth:`pacer_spark.driver.protocol.arrivals.Arrivals.arrive_one`); None once taken, or without one
     engine_profile: EngineProfile | None = None
     #: the query's service-time model file in its checkpoint (None: not on this machine), when it was last saved,
     #: and whether this run started from a saved one
@@ -256,7 +258,7 @@ class PacedQuery:
     given_up: RecentIds[tuple[str | None, int]] = field(default_factory=RecentIds)
     reconciled: RecentIds[tuple[str, int]] = field(default_factory=RecentIds)
     runs_seen: bool = False
-    #: the current run's identity and order (:mod:`pacer_spark.paced.runs`), from its messages
+    #: the current run's identity and order (:mod:`pacer_spark.driver.protocol.runs`), from its messages
     mark: RunMark | None = None
     #: source runs whose stop event was handled: their stop is their last word, a call of theirs after it is stale
     stopped_sources: RecentIds[str] = field(default_factory=RecentIds)
@@ -275,7 +277,8 @@ class PacedQuery:
     #: the Spark batch id of the current run's first ask: a batch before it that Spark ran is a replay
     first_batch: int | None = None
     dead: bool = False
-    #: Admit nothing more in this run (:meth:`pacer_spark.paced.service.PacedQueries.hold`): it is about to stop.
+    #: Admit nothing more in this run (:meth:`pacer_spark.driver.protocol.paced.PacedQueries.hold`): it is about to
+    #stop.
     holding: bool = False
     error: str | None = None
     plan_dag: bool = False  # its DAG was read from Spark's executed plan

@@ -1,5 +1,5 @@
 """Driver-side state of one ``pacer-gen``/``pacer-files`` source: what its reader listed, what was admitted,
-what Spark ran (:class:`SourceState`, kept by :class:`pacer_spark.sources.admission.AdmissionService`)."""
+what Spark ran (:class:`SourceState`, kept by :class:`pacer_spark.driver.protocol.readers.AdmissionService`)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pacer import Dataset
 from pacer.summary import StreamingSummary
 from pacer_spark.driver.listener import DurationAverages
+from pacer_spark.gen_plan import GenPlan
 from pacer_spark.jvm import stream_query
-from pacer_spark.options import GenPlan
-from pacer_spark.sources.files_source import FILES_FORMAT, Manifest, ignored_name
-from pacer_spark.sources.gen import shed_in
+from pacer_spark.manifest import FILES_FORMAT, Manifest, ignored_name
+from pacer_spark.reader_offsets import shed_in
 
 
 @dataclass

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING
 
 from pacer import Dataset
 from pacer_spark.driver.books import Books
+from pacer_spark.driver.protocol.state import DEFAULT_MAX_AGE_S, PacedQuery, SourceRun, snapshot_id
 from pacer_spark.jvm.decider import DecisionRequest, OffsetSnapshot, snapshot_spans
 from pacer_spark.options import parse_seconds
-from pacer_spark.paced.state import DEFAULT_MAX_AGE_S, PacedQuery, SourceRun, snapshot_id
 
 if TYPE_CHECKING:
     from pacer_spark.driver.loop import Driver
 
-log = logging.getLogger("pacer_spark.paced.arrivals")
+log = logging.getLogger("pacer_spark.driver.protocol.arrivals")
 
 #: Bytes per row assumed for a file source's snapshot before any batch measured it.
 DEFAULT_ROW_BYTES = 64

@@ -9,7 +9,7 @@ could not report are accounted as run. At a source's stop the same truth decides
 
 A restart heard before the previous run's stop (the JVM gave up waiting on it) decides from what the new run says
 (:meth:`SourceTruth.restart`), and that stop event, when it comes, settles what the earlier run had Spark run without
-an answer, once (:meth:`SourceTruth.old_stop`; the order of runs: :mod:`pacer_spark.paced.runs`).
+an answer, once (:meth:`SourceTruth.old_stop`; the order of runs: :mod:`pacer_spark.driver.protocol.runs`).
 """
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ from typing import TYPE_CHECKING, Any
 from pacer import Dataset, MicroBatch
 from pacer_spark.driver.books import Books
 from pacer_spark.driver.completion import SinkDone
+from pacer_spark.driver.protocol import model_store
+from pacer_spark.driver.protocol.arrivals import DEFAULT_ROW_BYTES, Arrivals
+from pacer_spark.driver.protocol.state import MAX_PARKED, InFlight, Orphan, PacedQuery, Parked, SourceRun, snapshot_id
 from pacer_spark.jvm.decider import DecisionRequest, FailedOpen, StopEvent
 from pacer_spark.jvm.progress import TriggerProgress
-from pacer_spark.paced import model_store
-from pacer_spark.paced.arrivals import DEFAULT_ROW_BYTES, Arrivals
-from pacer_spark.paced.state import MAX_PARKED, InFlight, Orphan, PacedQuery, Parked, SourceRun, snapshot_id
 
 if TYPE_CHECKING:
     from pacer_spark.driver.loop import Driver
 
-log = logging.getLogger("pacer_spark.paced.service")
+log = logging.getLogger("pacer_spark.driver.protocol.paced")
 
 
 class SourceTruth:

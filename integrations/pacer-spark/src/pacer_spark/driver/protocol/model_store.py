@@ -27,7 +27,7 @@ from urllib.parse import unquote, urlsplit
 from pacer.service_time import ServiceTimeModel
 from pacer_spark.checkpoint import local_checkpoint
 
-log = logging.getLogger("pacer_spark.paced.model_store")
+log = logging.getLogger("pacer_spark.driver.protocol.model_store")
 
 #: Where the model lives inside the query's checkpoint.
 MODEL_IN_CHECKPOINT = ("pacer", "service-model.json")

@@ -13,6 +13,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -24,10 +25,19 @@ from pacer_spark.config import PacerConfig
 from pacer_spark.driver.clock import PinnedClock
 from pacer_spark.driver.loop import Driver
 from pacer_spark.driver.protocol.paced import PacedQueries
-from pacer_spark.driver.protocol.readers import AdmissionService, ManifestAsk, ReaderAnswer, ReaderAsk
+from pacer_spark.driver.protocol.readers import (
+    AdmissionService,
+    ManifestAsk,
+    ReaderAnswer,
+    ReaderAsk,
+    SinkReturned,
+    SinkStarts,
+)
 from pacer_spark.driver.protocol.registry import QueryRegistry
 from pacer_spark.driver.replay import ReplayGuard
+from pacer_spark.jvm import stream_query
 from pacer_spark.jvm.decider import DecisionRequest, OffsetSnapshot
+from pacer_spark.jvm.progress import TriggerProgress
 from pacer_spark.paced.service import PacedService
 from pacer_spark.sources.reader_calls import reader_handler, reply_of, report_of
 
@@ -134,3 +144,68 @@ def test_a_reader_s_rpc_messages_translate_to_reports_and_back() -> None:
     AdmissionService(driver, rapids=False)
     with pytest.raises(KeyError, match="not registered"):  # an unknown query: the RPC server returns the error
         reader_handler(driver)({"op": "latest", "query": "nobody", "start": 0})
+
+
+class _Progress:
+    """One entry of a query's progress buffer, as Py4J hands it (``batchId()``, ``json()``)."""
+
+    def __init__(self, entry: dict[str, Any]) -> None:
+        self.entry = entry
+
+    def batchId(self) -> int:
+        return int(self.entry["batchId"])
+
+    def json(self) -> str:
+        import json
+
+        return json.dumps(self.entry)
+
+
+class _Query:
+    """A started query's handle: its ids and its own progress buffer (``recentProgress``)."""
+
+    def __init__(self) -> None:
+        self.id, self.runId = "stream-g", "run-g"
+        self.buffer: list[_Progress] = []
+        self._jsq = self
+
+    def recentProgress(self) -> list[_Progress]:
+        return self.buffer
+
+
+def test_a_batch_the_reader_admits_alone_before_the_last_one_s_listener_event_is_accounted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Spark batch 0 ran pacer's batch and its sink returned; its listener event has not come when Spark begins batch
+    1, which the reader admitted on its own (it backs off after a timeout, asking no one). Batch 0 completes from the
+    query's progress buffer and batch 1 is accounted from the offset log, once (before: batch 1 looked like one
+    pacer did not form and ran untracked)."""
+    clock, replay = PinnedClock(), ReplayGuard()
+    pm = get_plugin_manager(allowed=["asap"])
+    pm.register(replay)
+    driver = Driver(Controller(clock=clock, cores=2, plugin_manager=pm), clock, replay, concurrency=1,
+                    gate_timeout=5.0, fair=False, progress_timeout=600.0)
+    config = PacerConfig(admission="asap", deadline=30.0, operator_metrics=False)
+    readers = AdmissionService(driver, rapids=False, collect_metrics=False)
+    QueryRegistry(driver, config, lambda: 2).register("g", workload="lr2")
+    readers.add("g", "pacer-gen", {"stream": "linear_road", "rate": "10", "duration": "100", "start": "0"},
+                partitions=2, manifest=Path("unused"))
+    handle = _Query()
+    readers.started("g", handle)  # type: ignore[arg-type]
+    logged = {0: ({"index": 0}, {"index": 3}), 1: ({"index": 3}, {"index": 5})}
+    monkeypatch.setattr(stream_query, "logged_offsets", lambda h, b: logged[b])
+
+    answer = driver.step(ReaderAsk("g", 0, available=3))
+    assert answer == ReaderAnswer(3)  # asap admits the three available
+    turn = driver.step(SinkStarts("g", 0))
+    assert turn.batch_id is not None
+    driver.step(SinkReturned("g", turn.batch_id, 0))
+    entry = {"id": "stream-g", "runId": "run-g", "name": "g", "batchId": 0, "timestamp": "2026-11-29T10:00:00.000Z",
+             "numInputRows": 30, "durationMs": {"triggerExecution": 500}, "sources": [{"numInputRows": 30}]}
+    handle.buffer.append(_Progress(entry))  # Spark keeps it before batch 1 starts; the listener's event is late
+
+    alone = driver.step(SinkStarts("g", 1))  # datasets 3..4, admitted by the reader without asking
+    assert alone.batch_id is not None, "the reader's own batch ran untracked"
+    driver.on_progress(TriggerProgress.from_json(entry))  # the late event: nothing to complete twice
+    assert [len(r.dataset_latencies) for r in driver.reports("g")] == [3]
+    assert readers.sources["g"].unanswered == 1

@@ -49,6 +49,8 @@ def test_a_join_under_random_traffic_grows_its_batches_by_probes_and_does_not_ru
             assert batch.bytes <= PROBE_GROWTH * largest * (1 + 1e-9), (batch.seq, batch.bytes, largest)
         largest = max(largest, batch.bytes)
     seen = [(b.seq, b.rows, round(b.trigger_s, 2), round(b.completed_at - b.earliest_arrival, 2)) for b in batches]
-    cold = q["catch_up_episodes"] and batches[0].completed_at - batches[0].earliest_arrival > DEADLINE_S
+    # the cold start: the first batch late (the catch-up batch after it may be one the reader admitted on its own on
+    # a loaded machine, which takes the Controller's catch-up batch back: no episode is counted then)
+    cold = batches[0].completed_at - batches[0].earliest_arrival > DEADLINE_S
     after = batches[2:] if cold else batches
     assert after and all(b.completed_at - b.earliest_arrival <= DEADLINE_S for b in after), seen

@@ -231,11 +231,7 @@ class AdmissionService:
             source.files[int(entry["index"])] = dict(entry)
         if source.next_index is None or source.next_index < ask.start:
             source.next_index = ask.start  # datasets before ``start`` were processed by an earlier run
-        waiting = books.waiting_spark_batch(ask.query_id)  # its trigger ended: Spark holds its progress
-        if waiting is not None and source.handle is not None:
-            progress = stream_query.query_progress(source.handle, waiting)
-            if progress is not None:
-                books.on_progress(progress, event=False)
+        self._completed_from_buffer(books, source)
         stale = books.expire(ask.query_id, time.time())  # never reported: completed as at its sink
         if stale is not None:
             self.warn_once(f"no-progress-{ask.query_id}", "query %r: no progress event %.0f s after batch %s's "
@@ -248,6 +244,16 @@ class AdmissionService:
         if source.handle is None:
             self._committed_unwatched(books, source)
         return True
+
+    def _completed_from_buffer(self, books: Books, source: SourceState) -> None:
+        """Complete the query's batch whose sink returned from its progress in the query's own buffer: Spark is asked
+        for (or runs) a later batch, so that trigger ended and its progress is there, whether or not the listener's
+        event came yet."""
+        waiting = books.waiting_spark_batch(source.query_id)
+        if waiting is not None and source.handle is not None:
+            progress = stream_query.query_progress(source.handle, waiting)
+            if progress is not None:
+                books.on_progress(progress, event=False)
 
     def _source(self, books: Books, query_id: str) -> SourceState:
         """The source of ``query_id``; KeyError for a query this session does not know."""
@@ -350,6 +356,9 @@ class AdmissionService:
         span = source.logged_range(spark_batch_id)  # a file read through Py4J: outside the lock
         with self.driver.books() as books:
             source.spark_batches += 1
+            # the previous batch ended before this one began: completed now if its listener event is late, else this
+            # batch (one the reader admitted on its own, as during its back-off) would look like one pacer did not form
+            self._completed_from_buffer(books, source)
             q = books.query(query_id)
             if q.in_flight is not None:
                 # admitted for this trigger: not started yet, or started by the gate at admission and its sink

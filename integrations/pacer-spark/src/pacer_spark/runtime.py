@@ -32,7 +32,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from pacer import BatchReport, Controller, Devices, OperatorDAG, QuerySpec
-from pacer.engine_profile import EngineProfile
 from pacer.plugins import get_plugin_manager
 from pacer.scaler import Scaler
 from pacer_spark.checkpoint import clear_interrupted_first_batch
@@ -147,49 +146,13 @@ class PacerSession:
 
     # ------------------------------------------------------------------ registration
 
-    def register_query(
-        self,
-        query_id: str,
-        *,
-        workload: str | None = None,
-        dag: OperatorDAG | None = None,
-        deadline: float | None = None,
-        admission: str | None = None,
-        placement: str | None = None,
-        admission_params: Mapping[str, Any] | None = None,
-        placement_params: Mapping[str, Any] | None = None,
-        window_range: float = 0.0,
-        window_slide: float = 0.0,
-        partitions: int | None = None,
-        max_rows: int = 0,
-        max_bytes: int = 0,
-        overload: str | None = None,
-        probe_rows: int = 0,
-        engine_profile: EngineProfile | None = None,
-    ) -> QuerySpec:
-        """Add a query to the Controller with its admission and placement strategies.
-
-        ``overload``: this query's overload policy (None: the session's); ``format("pacer")`` queries are
-        ``keep`` (Spark reads every offset their source logged).
-
-        ``max_rows``/``max_bytes`` cap every admission (Spark's ``maxOffsetsPerTrigger`` /
-        ``maxBytesPerTrigger``; 0: no cap): the Controller trims a batch to the largest prefix within them.
-        ``probe_rows``: until the query's service-time model is fitted, each batch is a probe of at most this many
-        rows, doubling per batch (0: none; :meth:`pacer.Controller.add_query`). ``engine_profile`` is the query's
-        prior (a ``format("pacer")`` query's ``pacer.engineProfile``); without one, the session's is, where it was
-        measured on the query's workload.
-
-        The operator DAG is the workload's template (``workload``), or ``dag``, or a minimal
-        scan -> project -> sink chain (use :func:`pacer_spark.plan.dag.dag_from_plan` on an executed
-        plan for a custom query's real DAG), with what Spark + RAPIDS run only on the CPU marked CPU-only
-        (:func:`pacer_spark.plan.dag.spark_dag`).
-        """
-        return self.registry.register(query_id, workload=workload, dag=dag, deadline=deadline, admission=admission,
-                                      placement=placement, admission_params=admission_params,
-                                      placement_params=placement_params, window_range=window_range,
-                                      window_slide=window_slide, partitions=partitions, max_rows=max_rows,
-                                      max_bytes=max_bytes, overload=overload, probe_rows=probe_rows,
-                                      engine_profile=engine_profile)
+    def register_query(self, query_id: str, **settings: Any) -> QuerySpec:
+        """Add a query to the Controller with its admission and placement strategies; ``settings`` are
+        :meth:`pacer_spark.driver.protocol.registry.QueryRegistry.register`'s keywords (``workload``, ``dag``,
+        ``deadline``, ``admission``, ``placement`` and their ``*_params``, ``window_range``, ``window_slide``,
+        ``partitions``, ``max_rows``, ``max_bytes``, ``overload``, ``probe_rows``, ``engine_profile``), each left out
+        the session's. A keyword it does not take raises ``TypeError`` naming it."""
+        return self.registry.register(query_id, **settings)
 
     def source_options(self, query_id: str) -> dict[str, str]:
         """The ``pacer.*`` options that wire a source of ``query_id`` to this session's Controller (the reply

@@ -54,8 +54,24 @@ class QueryRegistry:
         probe_rows: int = 0,
         engine_profile: EngineProfile | None = None,
     ) -> QuerySpec:
-        """Add a query to the Controller (:meth:`pacer_spark.runtime.PacerSession.register_query` says what each
-        setting does); what it leaves None is the session's."""
+        """Add a query to the Controller with its admission and placement strategies; what it leaves None is the
+        session's.
+
+        ``overload``: this query's overload policy (None: the session's); ``format("pacer")`` queries are
+        ``keep`` (Spark reads every offset their source logged).
+
+        ``max_rows``/``max_bytes`` cap every admission (Spark's ``maxOffsetsPerTrigger`` /
+        ``maxBytesPerTrigger``; 0: no cap): the Controller trims a batch to the largest prefix within them.
+        ``probe_rows``: until the query's service-time model is fitted, each batch is a probe of at most this many
+        rows, doubling per batch (0: none; :meth:`pacer.Controller.add_query`). ``engine_profile`` is the query's
+        prior (a ``format("pacer")`` query's ``pacer.engineProfile``); without one, the session's is, where it was
+        measured on the query's workload.
+
+        The operator DAG is the workload's template (``workload``), or ``dag``, or a minimal
+        scan -> project -> sink chain (use :func:`pacer_spark.plan.dag.dag_from_plan` on an executed
+        plan for a custom query's real DAG), with what Spark + RAPIDS run only on the CPU marked CPU-only
+        (:func:`pacer_spark.plan.dag.spark_dag`).
+        """
         c = self.config
         parts = partitions or self.partitions()
         if workload is not None:

@@ -303,8 +303,16 @@ def test_stop_returns_at_once_while_a_batch_waits_for_its_turn(spark: Any, tmp_p
         put_csv(slow_in, 0)
         assert started.wait(60)
         put_csv(waiting_in, 0)
-        wait_for(lambda: handle.paced.summary().get("waiting", {}).get("decisions", 0) > 0, timeout=30)
-        time.sleep(0.5)  # its batch is at the gate, behind the slow one
+
+        def at_the_gate() -> bool:
+            """Its batch is admitted and waits for its turn, behind the slow one (not started)."""
+            with handle.lock:
+                if "waiting" not in handle.controller.query_ids():
+                    return False
+                q = handle.controller.query("waiting")
+                return q.in_flight is not None and not q.in_flight_started
+
+        wait_for(at_the_gate, timeout=30)
         t0 = time.time()
         waiting.stop()
         stopped_in = time.time() - t0

@@ -14,7 +14,7 @@ from pacer_spark.compat import SparkVersionError, check_spark_version
 SPARK_VERSION = check_spark_version()
 
 from pacer_spark.config import PacerConfig  # noqa: E402
-from pacer_spark.jvm.executor_requests import ScalingRefused  # noqa: E402
+from pacer_spark.errors import ScalingRefused  # noqa: E402
 from pacer_spark.runtime import PacerSession, attach, parse_seconds  # noqa: E402
 from pacer_spark.session import add_kafka_connector, session_builder  # noqa: E402
 from pacer_spark.session_kind import UnsupportedSessionError  # noqa: E402

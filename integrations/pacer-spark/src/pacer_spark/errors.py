@@ -1,4 +1,5 @@
-"""Errors a person can read: the root cause of a failed query first, and stops that Spark recognises.
+"""Errors a person can read: the root cause of a failed query first, stops that Spark recognises, and
+:class:`ScalingRefused` (a session whose executors pacer cannot change).
 
 A query that fails in a Python ``foreachBatch`` function or a Python data source reaches the listener
 as one string: a JVM stack trace wrapping the Python traceback, often hundreds of lines, with the
@@ -17,6 +18,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+
+
+class ScalingRefused(ValueError):
+    """pacer cannot change this session's executors (``attach(scale=...)``): the message says why and what to do."""
 
 #: Java exceptions Spark treats as "the query was stopped" (StreamExecution.IO_EXCEPTION_NAMES).
 INTERRUPTIONS = (

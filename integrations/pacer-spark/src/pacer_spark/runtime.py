@@ -44,6 +44,7 @@ from pacer_spark.driver.protocol.paced import PacedQueries
 from pacer_spark.driver.protocol.readers import AdmissionService, ReplayGuard, SourceState
 from pacer_spark.driver.protocol.registry import QueryRegistry
 from pacer_spark.driver.scaling import ExecutorScaling
+from pacer_spark.errors import ScalingRefused
 from pacer_spark.gen_plan import GEN_FORMAT
 from pacer_spark.jvm import executor_requests, jar, status_store, stream_query, task_time
 from pacer_spark.manifest import FILES_FORMAT
@@ -451,7 +452,7 @@ def _scaling(spark: SparkSession, config: PacerConfig, pm: Any) -> ExecutorScali
         return None
     refusal = executor_requests.scaling_refusal(spark, config.scale)
     if refusal is not None:
-        raise executor_requests.ScalingRefused(refusal)
+        raise ScalingRefused(refusal)
     cores = int(spark.conf.get("spark.executor.cores", "1") or 1)
     watch = config.scale == "spark-dynamic"
     bounds = config.executors or (_allocation_bounds(spark) if watch else None)

@@ -18,10 +18,6 @@ from typing import Any
 NO_MAX_EXECUTORS = 2**31 - 1
 
 
-class ScalingRefused(ValueError):
-    """pacer cannot change this session's executors: the message says why and what to do."""
-
-
 def scaling_refusal(spark: Any, strategy: str) -> str | None:
     """Why ``strategy`` cannot scale this session's executors (None: it can).
 
@@ -86,5 +82,5 @@ def decommission(spark: Any, ids: list[str]) -> bool:
     return taken
 
 
-__all__ = ["NO_MAX_EXECUTORS", "ScalingRefused", "decommission", "decommissions", "kill", "request_total",
+__all__ = ["NO_MAX_EXECUTORS", "decommission", "decommissions", "kill", "request_total",
            "scaling_refusal"]

@@ -12,12 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from pacer import RunConfig
+from pacer import QueryRun, RunConfig
 
-if TYPE_CHECKING:
-    from pacer_bench.scenarios import Config
+
+class Configured(Protocol):
+    """What adapting a configuration reads of it (:class:`pacer_bench.scenarios.Config` is one): its queries. A
+    protocol, so that this module needs nothing of the scenarios, which need it."""
+
+    @property
+    def queries(self) -> tuple[QueryRun, ...]:
+        """The configuration's queries."""
 
 #: Capabilities a scenario or a configuration may need of a runtime (``gpu`` as in ``pacer.Runtime.capabilities``).
 GPU = "gpu"
@@ -36,7 +42,7 @@ def _no_options(master: str, rapids_jars: Sequence[str]) -> dict[str, Any]:
     return {}
 
 
-def _as_is(config: Config, run: RunConfig) -> RunConfig:
+def _as_is(config: Configured, run: RunConfig) -> RunConfig:
     return run
 
 
@@ -68,7 +74,7 @@ class RuntimeTraits:
     simulated: bool = False
     install_hint: str = ""
     run_options: Callable[[str, Sequence[str]], dict[str, Any]] = _no_options
-    adapt: Callable[[Config, RunConfig], RunConfig] = _as_is
+    adapt: Callable[[Configured, RunConfig], RunConfig] = _as_is
     machine: Callable[[str], str] = _nothing
     lacks: Mapping[str, str] = field(default_factory=dict)
     jars_give: frozenset[str] = frozenset()
@@ -89,7 +95,7 @@ def spark_options(master: str, rapids_jars: Sequence[str]) -> dict[str, Any]:
             "progress_every": 0.0, "keep_session": True}
 
 
-def on_spark(config: Config, run: RunConfig) -> RunConfig:
+def on_spark(config: Configured, run: RunConfig) -> RunConfig:
     """What a configuration means on Spark: static admission is Spark's own processing-time trigger (pacer only
     observes), and a raising strategy falls back to its baseline rather than failing the stream."""
     run = replace(run, fallback=True)

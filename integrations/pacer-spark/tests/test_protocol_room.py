@@ -79,7 +79,7 @@ def _ask(run: str, spark_run: str, ask: int, batch_id: int, seqs: range, progres
 
 def _progress(spark_run: str, batch_id: int) -> dict[str, Any]:
     return {"id": "stream-1", "runId": spark_run, "name": "q", "batchId": batch_id,
-            "timestamp": "2026-11-27T10:00:00.000Z", "numInputRows": 20, "durationMs": {"triggerExecution": 100},
+            "timestamp": "2026-11-27T10:00:00.000Z", "numInputRows": 20, "durationMs": {"triggerExecution": 100, "addBatch": 60},
             "sources": [{"numInputRows": 20, "metrics": {"pacer.unanswered": "false"}}]}
 
 
@@ -201,7 +201,7 @@ def test_a_batch_the_reader_admits_alone_before_the_last_one_s_listener_event_is
     assert turn.batch_id is not None
     driver.step(SinkReturned("g", turn.batch_id, 0))
     entry = {"id": "stream-g", "runId": "run-g", "name": "g", "batchId": 0, "timestamp": "2026-11-29T10:00:00.000Z",
-             "numInputRows": 30, "durationMs": {"triggerExecution": 500}, "sources": [{"numInputRows": 30}]}
+             "numInputRows": 30, "durationMs": {"triggerExecution": 500, "addBatch": 300}, "sources": [{"numInputRows": 30}]}
     handle.buffer.append(_Progress(entry))  # Spark keeps it before batch 1 starts; the listener's event is late
 
     alone = driver.step(SinkStarts("g", 1))  # datasets 3..4, admitted by the reader without asking

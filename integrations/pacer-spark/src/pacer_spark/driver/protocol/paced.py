@@ -415,6 +415,8 @@ class PacedQueries:
         (:meth:`take_reports`).
         """
         q = self.queries[query_id]
+        if not progress.executed:  # an idle trigger's entry, under the id of the batch still to come: no batch ended
+            return
         if books.waiting_spark_batch(q.query_id) == progress.batch_id and not progress.unanswered:
             self.truth.complete(books, q, progress, event=True)
             self.truth.settle_orphans(books, q)
@@ -453,14 +455,17 @@ class PacedQueries:
 
     def on_terminated(self, books: Books, query_id: str, error: str | None) -> None:
         """The current run of the query stopped or failed (the listener, matched by run id). Its batch in flight
-        completes, unless no progress of it came and a source's stop event, which says whether its trigger ended,
-        has not come yet (the listener's event and the stop event reach the driver in either order)."""
+        completes, unless a source's stop event that decides it has not come yet (the listener's event and the stop
+        events reach the driver in either order): with no progress of it, its sources' events say whether its
+        trigger ended; with progress saying a source admitted into it without an answer, that source's record (in
+        its stop event) says what Spark ran, so every source's event is awaited."""
         q = self.queries[query_id]
         q.dead, q.error = True, q.error or error
-        inflight = q.inflight
-        if inflight is not None and q.inflight_progress is None and \
-                not all(run in q.stopped_sources for run in inflight.parts):
-            return  # its sources' stop events, still on their way, say whether its trigger ended (listener first)
+        inflight, progress = q.inflight, q.inflight_progress
+        if inflight is not None:
+            deciding = inflight.parts if progress is None else q.sources if progress.unanswered else ()
+            if not all(run in q.stopped_sources for run in deciding):
+                return  # the stop events still on their way decide it (listener first)
         self.truth.close_run(books, q, "terminated")
         self.truth.settle_orphans(books, q)
 

@@ -75,7 +75,9 @@ class SourceTruth:
         """The progress entries of the query's current Spark run, by Spark batch id, with the batch in flight's
         progress heard before (kept while a source's report of what it admitted into that batch is awaited)."""
         progress = [TriggerProgress.from_json(p) for p in entries if "batchId" in p]
-        by_batch = {p.batch_id: p for p in progress if p.run_id in (None, q.spark_run_id)}
+        # an idle trigger's entry (Spark keeps one after 10 s without data, under the id of the batch still to come)
+        # says nothing of a batch: taken for one, it would end the batch pacer admits next under that id
+        by_batch = {p.batch_id: p for p in progress if p.run_id in (None, q.spark_run_id) and p.executed}
         if q.inflight_progress is not None:
             by_batch.setdefault(q.inflight_progress.batch_id, q.inflight_progress)
         return by_batch

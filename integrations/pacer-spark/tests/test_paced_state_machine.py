@@ -773,9 +773,9 @@ def test_found_idle_progress_entry_in_a_stop_event_counts_a_replayed_batch_twice
         state.accounted_once_and_balanced()
 
 
-@open_defect("with an idle trigger's entry before it, a restart while a union's batch runs (one source's ask raised: it "
-             "admitted unanswered) counts rows twice (accounted 50 rows, Spark read 40), with or without idle entries "
-             "taken for no batch's end; found once the draws let idle entries in")
+@open_defect("with an idle trigger's entry before it, a restart while a union's batch runs (one source's ask "
+             "raised: it admitted unanswered) counts rows twice (accounted 50 rows, Spark read 40), with or without "
+             "idle entries taken for no batch's end; found once the draws let idle entries in")
 def test_found_an_idle_entry_before_a_restart_mid_batch_counts_rows_twice() -> None:
     """A union (source 0 idle), processAllAvailable() with an idle entry, a unit observed, a restart while the batch
     runs (source 1's ask raised; its stop event late), processAllAvailable() again: 50 rows accounted, 40 read."""

@@ -31,7 +31,7 @@ class ListAsk:
 
     def __init__(self, driver: Driver, count: int, *, gated: bool = True) -> None:
         self.driver, self.count, self.gated = driver, count, gated
-        self.query_id, self.drain = "q", False
+        self.query_id, self.drain, self.whole = "q", False, False
         self.steps: list[str] = []
         self.waited: float | None = None
 

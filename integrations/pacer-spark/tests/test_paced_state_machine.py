@@ -394,10 +394,7 @@ class PacedProtocol(RuleBasedStateMachine):
             assert not any(s.pending for s in self.srcs), "availableNow ended with data pending"  # the JVM's forcing
         if not self.run_failures:
             left = [sorted(u for _, us in s.pending for u in us) for s in self.srcs]
-            # the source that formed the one batch got what its strategy admitted, a drain cut by the probe limit
-            # (test_found_trigger_once_reads_only_a_probe_of_what_is_held)
-            cut = not self.known_defects and not any(u for i, u in enumerate(left) if i != self.former)
-            assert not any(left) or cut, f"Trigger.Once left data no batch read: {left}"
+            assert not any(left), f"Trigger.Once left data no batch read: {left}"
             waited = [s.told_wait for s in self.srcs]
             assert not any(waited), f"under {self.mode} an answered ask was told to wait with data: {waited}"
         self.stats[f"{self.mode} run ended"] += 1
@@ -841,12 +838,9 @@ def test_found_a_timed_out_ask_decided_after_its_trigger_accounts_another_source
         state.accounted_once_and_balanced()
 
 
-ONCE = ("under Trigger.Once (single_batch) the batch of the source that forms it is what Driver.admit gives, not "
-        "everything held: ")
-
-
-@open_defect(ONCE + "the strategy's own count when it admits (Driver.admit drains only a 'wait'); the one batch "
-             "leaves the rest to the next run")
+# fixed (Driver.take_all): under Trigger.Once (single_batch) the batch of the source that formed it was what
+# Driver.admit gave, not everything held: the strategy's own count when it admitted (Driver.admit drained only a
+# 'wait'), the one batch leaving the rest to the next run
 def test_found_trigger_once_reads_only_what_the_strategy_admits() -> None:
     """Two snapshots wait when the query restarts under Trigger.Once; the strategy admits one: the one batch reads
     it, the other waits for the next run (plain Spark reads both)."""
@@ -863,8 +857,8 @@ def test_found_trigger_once_reads_only_what_the_strategy_admits() -> None:
         state.accounted_once_and_balanced()
 
 
-@open_defect(ONCE + "a drain cut by the Controller's probe limit (pacer.batch_size: probe_limit_bytes, probe_rows; "
-             "ReplayGuard.admit keeps the caps); the one batch leaves held snapshots to the next run")
+# fixed, the same: a drain cut by the Controller's probe limit (pacer.batch_size: probe_limit_bytes, probe_rows;
+# ReplayGuard.admit keeps the caps), the one batch leaving held snapshots to the next run
 def test_found_trigger_once_reads_only_a_probe_of_what_is_held() -> None:
     """Batch 0 measured one snapshot; three more wait when the query restarts under Trigger.Once: the one batch takes
     two of them (the probe limit past what was measured), where plain Spark reads all three."""

@@ -98,6 +98,9 @@ class Ask(Protocol):
 
     query_id: str
     drain: bool
+    #: the run is one batch (``trigger(once=True)``): it takes everything held, whatever the strategy and the
+    #: Controller's caps (plain Spark reads all that is available in it)
+    whole: bool
 
     @property
     def stream_id(self) -> str | None:
@@ -260,10 +263,14 @@ class Driver:
                 held.notify_all()
                 return None
             ask.arrive(books)
-            batch = self.admit(held, ask.query_id)
-            drained = batch is None and ask.drain
-            if drained:
-                batch = self.drain(held, ask.query_id)
+            if ask.whole:
+                batch = self.take_all(held, ask.query_id)
+                drained = batch is not None
+            else:
+                batch = self.admit(held, ask.query_id)
+                drained = batch is None and ask.drain
+                if drained:
+                    batch = self.drain(held, ask.query_id)
             if batch is None:
                 return None
             gated = ask.admitted(books, batch)
@@ -369,6 +376,16 @@ class Driver:
         if c.busy(query_id) or not c.has_buffered(query_id):
             return None
         return self.force(held, query_id, len(c.buffered(query_id)))
+
+    def take_all(self, held: Held, query_id: str) -> MicroBatch | None:
+        """Everything ``query_id`` holds as one batch, exactly: no strategy, no read cap, no probe limit (a
+        ``trigger(once=True)`` run reads all that is available in its one batch). None: a batch of it runs, or nothing
+        is held."""
+        held.check()
+        c = self.controller
+        if c.busy(query_id) or not c.has_buffered(query_id):
+            return None
+        return c.reconcile.admit_exactly(query_id, [d.id for d in c.buffered(query_id)])
 
     def force(self, held: Held, query_id: str, count: int) -> MicroBatch | None:
         """Admit the ``count`` oldest buffered datasets of ``query_id`` as one batch, whatever its strategy says

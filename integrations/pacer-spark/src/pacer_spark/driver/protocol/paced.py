@@ -515,6 +515,7 @@ class SourceAsk:
         # availableNow ends at the first empty trigger, processAllAvailable() returns at one, Trigger.Once runs one
         # batch: take what is held
         self.drain = request.available_now or request.caller_waiting or request.single_batch
+        self.whole = request.single_batch  # one batch in the run: everything held, whatever the strategy's caps
         self.stream_id = request.query_id  # the source asks from its query's stream thread: the query runs
         self.q: PacedQuery | None = None
         self.error: str | None = None

@@ -554,6 +554,7 @@ class _LatestStep:
         #: one past the newest dataset the reader can read (it bounds the answer to it): the source's truth
         self.available = report.available
         self.drain = report.until is not None  # availableNow: nothing more will come, an empty answer ends the run
+        self.whole = False  # a reader's run is never one batch of everything (availableNow drains in batches)
         self.reply = ReaderAnswer(report.start)
         self.batch_id: str | None = None
 

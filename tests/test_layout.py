@@ -237,30 +237,18 @@ def py4j_reads() -> dict[str, list[int]]:
 def controller_reaches(modules: dict[str, Path] | None = None) -> dict[str, list[int]]:
     """pacer-spark module outside :data:`DRIVER_ROOM` -> the lines where it calls a method of a ``controller``
     (``x.controller.arrive(...)``), reads a driver's ``controller`` or names :data:`LOCK_NAMES`."""
-    if modules is None:
-        modules = distributions()["pacer-spark"].modules
-    found: dict[str, list[int]] = {}
-    for module, path in modules.items():
-        if module.startswith(DRIVER_ROOM + "."):
-            continue
-        lines = []
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                owner = node.func.value
-                while isinstance(owner, ast.Attribute) and owner.attr != "controller":
-                    owner = owner.value  # x.controller.reconcile.retract(...) calls the Controller too
-                if isinstance(owner, ast.Attribute) or (isinstance(owner, ast.Name) and owner.id == "controller"):
-                    lines.append(node.lineno)
-            elif isinstance(node, ast.Attribute) and node.attr == "controller" and \
-                    (ast.unparse(node.value).endswith("driver")):
-                lines.append(node.lineno)
-            elif isinstance(node, ast.Name) and node.id in LOCK_NAMES:
-                lines.append(node.lineno)
-            elif isinstance(node, ast.alias) and node.name in LOCK_NAMES:
-                lines.append(node.lineno)
-        if lines:
-            found[module] = sorted(set(lines))
-    return found
+    def reaches(node: ast.AST) -> bool:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            while isinstance(owner, ast.Attribute) and owner.attr != "controller":
+                owner = owner.value  # x.controller.reconcile.retract(...) calls the Controller too
+            return isinstance(owner, ast.Attribute) or (isinstance(owner, ast.Name) and owner.id == "controller")
+        if isinstance(node, ast.Attribute) and node.attr == "controller":
+            return ast.unparse(node.value).endswith("driver")
+        return (isinstance(node, ast.Name) and node.id in LOCK_NAMES) or \
+            (isinstance(node, ast.alias) and node.name in LOCK_NAMES)
+
+    return lines_outside_driver(reaches, modules)
 
 
 def driver_parts(loop: Path | None = None) -> frozenset[str]:

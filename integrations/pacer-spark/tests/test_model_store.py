@@ -1,7 +1,6 @@
 """The service-time model kept with a ``format("pacer")`` query's checkpoint
-(:mod:`pacer_spark.driver.protocol.model_store`),
-without Spark: what a restart takes over must be in range, the file must live inside the checkpoint Spark names,
-and a checkpoint that cannot keep one must say so."""
+(:mod:`pacer_spark.driver.protocol.model_store`), without Spark: what a restart takes over must be in range, the file
+must live inside the checkpoint Spark names, and a checkpoint that cannot keep one must say so."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The user's own query on ``format("pacer")``, paced by the session's Controller
-(``pacer_spark.driver.protocol.paced``).
+"""The user's own query on ``format("pacer")``, paced by the session's Controller (its protocol room).
 
 Real local Spark, Spark's own file sources and sinks; the job in ``wordcount_app.py`` runs in a
 process of its own so that it can be killed with SIGKILL like a crashed driver.

@@ -1,16 +1,15 @@
 """The protocol between ``format("pacer")`` sources and the driver, as a state machine, without Spark.
 
 The driver's side is the real one (:class:`~pacer_spark.driver.protocol.paced.PacedQueries` on a real Driver and
-Controller); the
-JVM side is a model of ``PacedStream`` and of Spark's trigger loop, written from the protocol in the README of
-pacer-spark: each source observes snapshots, asks, and admits exactly what the answer names, or every pending
-snapshot when no answer came (the decider raised, answered past the timeout, or the stream thread was interrupted
-by ``stop()``), recording each such admission until an answer reaches it. Spark runs a batch of what the sources
-admitted, reports its progress through the listener or only in the next ask, and restarts from the last committed
-offsets; a stopped run's stop events and calls still on their way may reach the driver late, after the new run
-asked (the JVM gives up waiting on them and goes on). Hypothesis draws every interleaving of those events; the
-property is the issue's: every snapshot is read by Spark exactly once and accounted by the Controller exactly once,
-and the query is never left busy without a batch Spark is running.
+Controller); the JVM side is a model of ``PacedStream`` and of Spark's trigger loop, written from the protocol in the
+README of pacer-spark: each source observes snapshots, asks, and admits exactly what the answer names, or every pending
+snapshot when no answer came (the decider raised, answered past the timeout, or the stream thread was interrupted by
+``stop()``), recording each such admission until an answer reaches it. Spark runs a batch of what the sources admitted,
+reports its progress through the listener or only in the next ask, and restarts from the last committed offsets; a
+stopped run's stop events and calls still on their way may reach the driver late, after the new run asked (the JVM gives
+up waiting on them and goes on). Hypothesis draws every interleaving of those events; the property is the issue's: every
+snapshot is read by Spark exactly once and accounted by the Controller exactly once, and the query is never left busy
+without a batch Spark is running.
 """
 
 from __future__ import annotations

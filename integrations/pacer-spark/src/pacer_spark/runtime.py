@@ -11,7 +11,7 @@ is wrapped in the scheduling gate. The parts, one module each:
 - :mod:`pacer_spark.driver.protocol.readers`: the ``pacer-gen``/``pacer-files`` sources' admission (RPC, replays);
 - :mod:`pacer_spark.plan.enact`: placements enacted through RAPIDS confs;
 - :mod:`pacer_spark.driver.gate` and :mod:`pacer_spark.sources.sink_gate`: the scheduling gate, and its
-``foreachBatch`` wrapper;
+  ``foreachBatch`` wrapper;
 - :mod:`pacer_spark.driver.completion`, :mod:`pacer_spark.driver.listener` and :mod:`pacer_spark.session_telemetry`:
   batch completion, the listener, overhead and the report's ``spark`` part;
 - :mod:`pacer_spark.driver.protocol.paced`: ``format("pacer")`` queries.

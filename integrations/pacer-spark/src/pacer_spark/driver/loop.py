@@ -128,7 +128,8 @@ class Admitted:
 
     batch: MicroBatch
     turn: Turn | None
-    #: the strategy would have waited: the batch takes everything held because the ask drains (:meth:`Driver.drain`)
+    #: the batch takes everything held because the ask drains: its strategy would have waited (:meth:`Driver.drain`),
+    #: or the run is one batch (:meth:`Driver.take_all`)
     drained: bool = False
 
 
@@ -360,18 +361,16 @@ class Driver:
         except Exception as exc:  # the cluster manager refused or the JVM is stopping: the executors stay
             log.warning("pacer: scaling the executors failed (%s: %s); they stay as they are", type(exc).__name__, exc)
 
-    def admit(self, held: Held, query_id: str, *, drain: bool = False) -> MicroBatch | None:
-        """Ask the query's admission strategy (nothing while its previous batch runs); with ``drain``
-        (``availableNow``: an empty answer ends the run), take everything held when the strategy would wait."""
+    def admit(self, held: Held, query_id: str) -> MicroBatch | None:
+        """Ask the query's admission strategy (nothing while its previous batch runs)."""
         held.check()
         c = self.controller
-        batch = c.poll(query_id) if not c.busy(query_id) else None
-        return batch if batch is not None or not drain else self.drain(held, query_id)
+        return c.poll(query_id) if not c.busy(query_id) else None
 
     def drain(self, held: Held, query_id: str) -> MicroBatch | None:
-        """Everything ``query_id`` holds as one batch, whatever its strategy says: Spark ends ``availableNow``,
-        ``processAllAvailable()`` and ``Trigger.Once`` at a trigger without data (None: a batch of it runs, or
-        nothing is held)."""
+        """Everything ``query_id`` holds as one batch where its strategy would wait, within the Controller's caps:
+        Spark ends ``availableNow`` and ``processAllAvailable()`` at a trigger without data (None: a batch of it runs,
+        or nothing is held)."""
         c = self.controller
         if c.busy(query_id) or not c.has_buffered(query_id):
             return None

@@ -437,10 +437,9 @@ class KafkaRun:
         """Stop the queries (after their running trigger, at most ``timeout`` s each), then the session.
 
         A paced query first admits nothing more (:meth:`pacer_spark.driver.protocol.paced.PacedQueries.hold`), so the
-        stop comes
-        between batches: a query that triggers back to back (asap) would otherwise run on for the whole ``timeout``
-        and have its last batch interrupted, which the report counted and the records did not. The batches that
-        end meanwhile are collected too, once the query has stopped (its progress outlives it)."""
+        stop comes between batches: a query that triggers back to back (asap) would otherwise run on for the whole
+        ``timeout`` and have its last batch interrupted, which the report counted and the records did not. The batches
+        that end meanwhile are collected too, once the query has stopped (its progress outlives it)."""
         paced = self.session.paced
         for q in self.queries:
             if paced is not None:

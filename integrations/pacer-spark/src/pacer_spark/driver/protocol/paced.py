@@ -30,16 +30,14 @@ batch Spark replayed from its offset log is accounted once, a request overtaken 
 Spark run gives back what the previous one held, and several paced sources of one query (a union, a join) are
 one query with one deadline.
 
-Runs are ordered by what their messages carry, never by arrival (:mod:`pacer_spark.driver.protocol.runs`): the JVM
-gives up
-waiting on a call (a stop event after 5 s, an ask after the decision timeout) and Python handles it later, so an old
+Runs are ordered by what their messages carry, never by arrival (:mod:`pacer_spark.driver.protocol.runs`): the JVM gives
+up waiting on a call (a stop event after 5 s, an ask after the decision timeout) and Python handles it later, so an old
 run's stop event or timed-out ask can come after the new run's first ask. One ``spark_run_id`` is one run; else the
-higher ``run_started`` (the JVM's start stamp of the source run) is the later run; without stamps (a version 5 jar)
-the higher ``first_batch_id`` of one stream; else a run heard of before is the earlier. A later run is a restart
+higher ``run_started`` (the JVM's start stamp of the source run) is the later run; without stamps (a version 5 jar) the
+higher ``first_batch_id`` of one stream; else a run heard of before is the earlier. A later run is a restart
 (:meth:`PacedQueries.verdict`). An ask of an earlier run never becomes current: it is stale, dropped and counted, the
-first per query warned naming both runs; the earlier run's stop event settles what it admitted without an answer,
-once (:meth:`~pacer_spark.driver.protocol.truth.SourceTruth.old_stop`). A run of another stream (``query_id``) under
-the same
+first per query warned naming both runs; the earlier run's stop event settles what it admitted without an answer, once
+(:meth:`~pacer_spark.driver.protocol.truth.SourceTruth.old_stop`). A run of another stream (``query_id``) under the same
 pacer name while the current run runs is refused with an error answer naming both (:meth:`PacedQueries.refuse`).
 """
 
@@ -144,8 +142,7 @@ class PacedQueries:
             run, seq = source_of(dataset.id)
             parts.setdefault(run, set()).add(seq)
         q.inflight = InFlight(batch.id, request.batch_id, {run: frozenset(seqs) for run, seqs in parts.items()})
-        self.driver.sink_done(q.query_id, SinkDone(batch.id, request.batch_id, time.time(),
-                                                                    running=True))
+        self.driver.sink_done(q.query_id, SinkDone(batch.id, request.batch_id, time.time(), running=True))
         self.truth.batch_query[batch.id] = q.query_id
         return self.answer(q, request)
 
@@ -185,8 +182,7 @@ class PacedQueries:
     def verdict(self, q: PacedQuery | None, request: DecisionRequest) -> Verdict:
         """What the run of ``request`` (an ask, or a stop event as one) is to its query, by the order of
         :mod:`pacer_spark.driver.protocol.runs`: the current run (or the first heard of), a later run (a restart), an
-        earlier
-        run (or a source run whose stop event came already: its last word), or another stream's run while the
+        earlier run (or a source run whose stop event came already: its last word), or another stream's run while the
         current one runs (two queries under one pacer name). A run of another stream never replaces a current run
         that still runs: it is refused while it runs itself, and otherwise only its stop event is heard (an earlier
         run's)."""
@@ -315,10 +311,8 @@ class PacedQueries:
         q.model_restored = True
         log.info("query %r: service-time model restored from %s", q.query_id, q.model_file)
 
-
     def _register(self, books: Books, query_id: str, options: dict[str, str], *, again: bool = False) -> None:
         """Register the query with the Controller under its options (``again``: give a known one new options)."""
-        s = self.driver
         params = {kind: {k[len(f"pacer.param.{kind}."):]: v for k, v in options.items()
                          if k.startswith(f"pacer.param.{kind}.")} for kind in ("admission", "placement")}
         deadline = parse_seconds(options["pacer.deadline"]) if "pacer.deadline" in options else None
@@ -328,9 +322,9 @@ class PacedQueries:
                                       placement_params=params["placement"])
             return
         if self.config.overload == "shed":
-            s.warn_once(f"no-shed-{query_id}", "query %r: format('pacer') reads every offset Spark "
-                                      "logged, so it is never shed: its overload is reported, not dropped "
-                                      "(overload=shed applies to pacer-gen/pacer-files queries)", query_id)
+            self.driver.warn_once(f"no-shed-{query_id}", "query %r: format('pacer') reads every offset Spark logged, "
+                                  "so it is never shed: its overload is reported, not dropped (overload=shed "
+                                  "applies to pacer-gen/pacer-files queries)", query_id)
         self.registry.register(query_id, deadline=deadline, admission=options.get("pacer.admission"),
                                placement=options.get("pacer.placement"), admission_params=params["admission"],
                                placement_params=params["placement"], overload="keep", probe_rows=PROBE_ROWS)

@@ -44,8 +44,9 @@ log = logging.getLogger("pacer_spark")
 
 @dataclass(eq=False)
 class AdmissionService:
-    """Admits the batches of a session's ``pacer-gen``/``pacer-files`` queries (module docstring): the RPC front end
-    of the session's :class:`~pacer_spark.driver.loop.Driver`, registered with it as an :class:`~pacer_spark.driver.loop.Owner`.
+    """Admits the batches of a session's ``pacer-gen``/``pacer-files`` queries (module docstring): the readers' side of
+    the protocol, registered with the session's :class:`~pacer_spark.driver.loop.Driver` as an
+    :class:`~pacer_spark.driver.loop.Owner` for their reports (their RPC calls and their ``foreachBatch``).
 
     :param driver: the session's driver: its Controller (every call under its lock), batch completion (a batch
         waiting for its progress is completed here first), replay guard and gate (an admitted batch waits for its

@@ -22,11 +22,10 @@ a :class:`RunMark`, and :func:`later` orders two runs of one query:
    (arrival order, as before the stamp).
 
 What the driver does with the order is :meth:`pacer_spark.driver.protocol.paced.PacedQueries.verdict`'s: a later run is
-a
-restart; an ask of an earlier run never becomes current (stale: dropped, counted, warned once per query); an earlier
+a restart; an ask of an earlier run never becomes current (stale: dropped, counted, warned once per query); an earlier
 run's stop event settles its unanswered admissions once
-(:meth:`pacer_spark.driver.protocol.truth.SourceTruth.old_stop`); a run
-of another stream while the current one still runs is refused with an error naming both.
+(:meth:`pacer_spark.driver.protocol.truth.SourceTruth.old_stop`); a run of another stream while the current one still
+runs is refused with an error naming both.
 """
 
 from __future__ import annotations

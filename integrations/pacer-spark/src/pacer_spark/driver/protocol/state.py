@@ -134,11 +134,10 @@ def source_of(dataset_id: str) -> tuple[str, int]:
 @dataclass(frozen=True)
 class Orphan:
     """What an earlier run of a query had Spark run that the driver still has to account, from its stop event heard
-    after a later run's ask (:meth:`pacer_spark.driver.protocol.truth.SourceTruth.old_stop`): the ``datasets`` of
-    source run
-    ``run`` that Spark batch ``spark_batch_id`` read (an admission made without an answer, the part of a batch the
-    driver decided, or, ``replay``, a batch replayed from the offset log, sized by its ``progress``). Accounted once
-    the query has no batch in flight, each dataset once.
+    after a later run's ask (:meth:`pacer_spark.driver.protocol.truth.SourceTruth.old_stop`): the ``datasets`` of source
+    run ``run`` that Spark batch ``spark_batch_id`` read (an admission made without an answer, the part of a batch the
+    driver decided, or, ``replay``, a batch replayed from the offset log, sized by its ``progress``). Accounted once the
+    query has no batch in flight, each dataset once.
     """
 
     run: str
@@ -152,8 +151,7 @@ class Orphan:
 class Parked:
     """A source's part of a batch the driver decided in a run that a later run replaced before the run's stop event
     came (:meth:`pacer_spark.driver.protocol.truth.SourceTruth.restart`): taken back for now; the source's stop event,
-    when it
-    comes, says whether Spark ran it (its trigger ended: then it is accounted) or not."""
+    when it comes, says whether Spark ran it (its trigger ended: then it is accounted) or not."""
 
     spark_run_id: str | None
     spark_batch_id: int

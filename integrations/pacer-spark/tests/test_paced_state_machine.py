@@ -510,8 +510,8 @@ class PacedProtocol(RuleBasedStateMachine):
             for k in kinds[kinds.index(kind):] + kinds[:kinds.index(kind)]:
                 if k == "mail" and self.mail:
                     self._deliver_mail(index)
-                elif k == "delayed" and any(self._deliverable(s) for s in self.srcs):
-                    src = next(s for s in self.srcs if self._deliverable(s))
+                elif k == "delayed" and any(s.delayed for s in self.srcs):
+                    src = next(s for s in self.srcs if s.delayed)
                     request = src.delayed.pop(index % len(src.delayed))
                     if request.ask < src.asks:
                         self.stats["a timed-out ask came after a later ask of its source"] += 1
@@ -523,17 +523,6 @@ class PacedProtocol(RuleBasedStateMachine):
                     continue
                 return
 
-    def _deliverable(self, src: JvmSource) -> bool:
-        """Whether a timed-out ask of ``src`` may reach the driver now: any time, or, while the defect of
-        test_found_a_timed_out_ask_decided_after_its_trigger_* is open, once the driver heard a later ask of the source
-        (then it is dropped as stale: the draws keep out of the defect)."""
-        if not src.delayed:
-            return False
-        if self.known_defects:
-            return True
-        q = self.paced.queries.get("q")
-        heard = q.sources.get(src.run) if q is not None else None
-        return heard is not None and all(r.ask < heard.last_ask for r in src.delayed)
 
     def _deliver_mail(self, index: int) -> None:
         run, call = self.mail.pop(index % len(self.mail))
@@ -644,18 +633,16 @@ class PacedProtocol(RuleBasedStateMachine):
             self._trigger(["answer"], True)
         for src in self.srcs:
             src.caller_waiting = True
-        for round_ in range(2):  # the current run's timed-out asks reach the driver before or after its next asks
-            if round_ == int(not self.known_defects):
-                for src in self.srcs:
-                    for request in src.delayed:
-                        self.wire.decide(request)
-                    src.delayed = []
-            for _ in range(2 * len(self.observed) + 10):
-                ran = self._trigger(["answer"], True)
-                if not ran and not any(s.pending or s.failed_open for s in self.srcs):
-                    break
-            else:
-                raise AssertionError("stall: a batch at every trigger, or data pending no trigger admits")
+        for src in self.srcs:  # the current run's timed-out asks reach the driver before its next asks (Spark went on)
+            for request in src.delayed:
+                self.wire.decide(request)
+            src.delayed = []
+        for _ in range(2 * len(self.observed) + 10):
+            ran = self._trigger(["answer"], True)
+            if not ran and not any(s.pending or s.failed_open for s in self.srcs):
+                break
+        else:
+            raise AssertionError("stall: a batch at every trigger, or data pending no trigger admits")
         for src in self.srcs:  # the last batch's progress reaches the driver with the next ask
             if src.unsent:
                 src.latest_offset(self.wire, self.batch_id, "answer", next(self.stamps))
@@ -810,11 +797,11 @@ def test_found_terminated_completes_an_unanswered_batch_and_its_rows_count_twice
         state.accounted_once_and_balanced()
 
 
-@open_defect("a timed-out ask that reaches the driver after Spark went on to a later batch (another source of the "
-             "query asked in it), and after no later ask of its own source, is decided for its old batch: the batch "
-             "takes another source's data that arrived since; the asking source's unanswered record for that batch "
-             "then rebuilds it as what Spark ran (SourceTruth._failed_open keeps the other parts), so that data is "
-             "accounted as read where Spark never read it (then a LedgerViolation or a second count when it is)")
+# fixed (PacedQueries.behind): a timed-out ask that reached the driver after Spark went on to a later batch (another
+# source of the query asked in it), and after no later ask of its own source, was decided for its old batch: the batch
+# took another source's data that arrived since; the asking source's unanswered record then rebuilt it as what Spark
+# ran, keeping the other parts, so that data was accounted as read where Spark never read it. Such an ask is no
+# trigger's first ask now: its snapshots arrive, nothing is decided for it
 def test_found_a_timed_out_ask_decided_after_its_trigger_accounts_another_source_s_data() -> None:
     """Source 1 holds unit 0 (told to wait: its ask came after source 0's formed batch 0, whose answer came past the
     timeout). Source 0's next two asks time out (it admits units 3, then 4-5 unanswered, into batches 1 and 2). Its

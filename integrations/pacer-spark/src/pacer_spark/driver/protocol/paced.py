@@ -164,6 +164,15 @@ class PacedQueries:
         q.asked_runs.add(request.run)
         return len(q.asked_runs) == 1
 
+    @staticmethod
+    def behind(q: PacedQuery, request: DecisionRequest) -> bool:
+        """Whether Spark went on past ``request``'s batch before the ask reached the driver: a source of the run asked
+        in a later batch, or the batch's trigger ended (accounted from its progress). Its source gave up waiting on
+        it (the JVM's timeout); no answer reaches it. Keeps the newest batch asked in."""
+        behind = 0 <= request.batch_id < q.newest_batch or (q.spark_run_id, request.batch_id) in q.accounted
+        q.newest_batch = max(q.newest_batch, request.batch_id)
+        return behind
+
     def answer(self, q: PacedQuery, request: DecisionRequest) -> int | None:
         """The asking source's part of the batch in flight: the index of its last snapshot (None: no part)."""
         assert q.inflight is not None
@@ -278,6 +287,7 @@ class PacedQueries:
                 q.options = options
                 q.sources = {}
                 q.dead, q.error, q.holding, q.first_batch, q.asked_trigger = False, None, False, None, None
+                q.newest_batch = -1
             else:  # another paced source of the same run: one query, one deadline
                 merged = merged_options(q.query_id, q.options, options)
                 if merged != q.options:
@@ -534,7 +544,8 @@ class SourceAsk:
             self.error = f"query {self.request.query!r}: {exc}"
             return False
         self.q.decisions += 1
-        if self.queries.truth.take_reports(books, self.q, self.request):  # another source of the query asked first
+        behind = self.queries.behind(self.q, self.request)
+        if self.queries.truth.take_reports(books, self.q, self.request) and not behind:  # another source asked first
             self.queries.arrivals.arrive(books, self.q, self.request)
             joined = self.drain and not self.q.holding and self.queries.truth.join(books, self.q, self.request)
             self.q.drained += joined  # this trigger must read its data too: it joins the batch
@@ -543,6 +554,9 @@ class SourceAsk:
                 self.metrics = decision_metrics(books, books.batch(self.q.inflight.batch_id).batch,
                                                 "joined" if joined else "part")
             return False
+        if behind:  # Spark went on without this ask's answer (its source gave up and admitted what it held, which its
+            self.queries.arrivals.arrive(books, self.q, self.request)  # next ask reports): deciding for that batch
+            return False  # now would take other sources' data into a batch Spark ran without it
         if not self.request.snapshots:  # only reporting: it never takes the trigger's first ask (a union's idle
             return False  # source asked first must not make the busy one wait, or a drain would end before its data)
         if not self.queries.first_ask(self.q, self.request):  # a source asked before it in this Spark batch and was

@@ -274,6 +274,9 @@ class PacedQuery:
     asked_runs: set[str] = field(default_factory=set)
     #: the Spark batch id of the current run's first ask: a batch before it that Spark ran is a replay
     first_batch: int | None = None
+    #: the newest Spark batch a source of the current run asked in: an ask for an earlier one reached the driver after
+    #: Spark went on (its source gave up waiting and admitted without an answer; its next ask reports what)
+    newest_batch: int = -1
     dead: bool = False
     #: Admit nothing more in this run (:meth:`pacer_spark.driver.protocol.paced.PacedQueries.hold`): it is about to
     #stop.

@@ -94,7 +94,14 @@ class SourceTruth:
         if progress is not None and not progress.unanswered:
             self.complete(books, q, progress, event=False)
             return
-        if progress is not None:  # a source admitted otherwise: its own ask reports what, and completes it
+        if progress is not None and request.batch_id > inflight.spark_batch_id:
+            # a source admitted into it without an answer, and Spark went on: it ran, and holds this trigger no longer
+            # (a drain would end with the asking source's data held). It completes as decided; that source's record,
+            # when its ask reports it, adds what it read beyond its decided part (it admitted all it held, within the
+            # same read limit: the decided part is a prefix of it) as a batch of its own
+            self.complete(books, q, progress, event=False)
+            return
+        if progress is not None:  # its own late ask: the source that admitted otherwise reports what, and completes it
             q.inflight_progress = progress
             return
         pending = {snap.seq for snap in request.snapshots}

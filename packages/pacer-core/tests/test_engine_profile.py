@@ -134,3 +134,30 @@ def test_a_profile_is_read_in_another_source_s_bytes_per_row_with_the_same_costs
         assert kafka.engine_s(rows * 244.0) == pytest.approx(profile.engine_s(rows * 50.0))
     assert kafka.in_bytes_of(244.0) == kafka and profile.in_bytes_of(math.nan) is profile
     assert replace(profile, points=()).in_bytes_of(244.0).largest_bytes == profile.largest_bytes
+
+
+def test_the_profile_records_what_the_simulator_reads_and_why_a_figure_was_not_measured(tmp_path: Path) -> None:
+    """Each task's share of the fixed part is measured from the tiny batches (0.2 core-s over 2 tasks of a 0.5 s
+    batch: 20 %); executor warm-up and state reload are None with the reason, and the file keeps all of it."""
+    why = {"executor_warmup_s": "local[2]: no executor added", "state_reload_s": "local[2]: no executor removed"}
+    profile = fit_profile(_points(), runtime="spark", workload="lr2", partitions=2, slots=2, not_measured=why)
+    assert profile.fixed_task_share == pytest.approx(0.2)
+    assert profile.executor_warmup_s is None and profile.state_reload_s is None
+    again = load(profile.write(tmp_path / "p.json"))
+    assert again == profile and again.not_measured == why
+    assert "each task 20% of the fixed part" in profile.describe() and "state reload not measured" in profile.describe()
+    measured = fit_profile(_points(), runtime="spark", workload="lr2", partitions=2, slots=2, executor_warmup_s=1.2,
+                           state_reload_s=0.4)
+    assert (measured.executor_warmup_s, measured.state_reload_s) == (1.2, 0.4)
+    assert "executor warm-up 1.20 s" in measured.describe()
+
+
+def test_a_profile_written_before_the_task_share_was_recorded_derives_it(tmp_path: Path) -> None:
+    doc = fit_profile(_points(), runtime="spark", workload="lr2", partitions=2, slots=2).as_dict()
+    for key in ("fixed_task_share", "executor_warmup_s", "state_reload_s", "not_measured"):
+        del doc[key]
+    (tmp_path / "old.json").write_text(json.dumps(doc))
+    old = load(tmp_path / "old.json")
+    assert old.fixed_task_share == pytest.approx(0.2) and old.not_measured == {}
+    with pytest.raises(EngineProfileError, match="fixed_task_share"):
+        replace(old, fixed_task_share=1.5)

@@ -11,7 +11,12 @@ Measured from batches the calibration sized itself:
 * **task waves**: a batch's per-byte part runs in ``ceil(partitions / slots)`` waves of tasks, so on other slots
   it takes ``waves(slots) / waves(calibrated slots)`` times the calibrated time (:meth:`EngineProfile.engine_s`);
 * **executor start-up**: seconds from asking the cluster manager for an executor to its registering (None where
-  the engine has no executors to start, e.g. Spark's local mode).
+  the engine has no executors to start, e.g. Spark's local mode);
+* **what the simulator reads** (pacer-sim's ``--calibrated``): ``fixed_task_share``, the share of a tiny batch's
+  engine time each of its tasks runs (``fixed_core_s / (partitions x fixed_s)``: the rest is the driver's and holds
+  no core); ``executor_warmup_s`` (how much longer a new executor's first tasks run) and ``state_reload_s`` (how much
+  longer a task runs that loads its state again after an executor left), None where not measured, with the reason in
+  ``not_measured`` (the simulator then keeps its own default and says so).
 
 Its users: :meth:`pacer.service_time.ServiceTimeModel.take_prior` (a query's service model starts from it instead
 of from nothing), the deadline scaler (cost per byte and fixed part before a query measured its own, executor
@@ -61,6 +66,11 @@ class EngineProfile:
     :param largest_bytes: the largest batch measured (a model extrapolates beyond it).
     :param no_data_s: engine seconds of a no-data batch (None: none ran); ``no_data_core_s`` its core-seconds.
     :param executor_startup_s: seconds to start an executor (None: not measured here).
+    :param fixed_task_share: the share of ``fixed_s`` each task of a tiny batch runs (module docstring; None in a file
+        written before it was recorded: derived from ``fixed_core_s``, ``partitions`` and ``fixed_s``).
+    :param executor_warmup_s: seconds a new executor's first task on a core runs longer (None: not measured).
+    :param state_reload_s: seconds a stateful task runs longer when it loads its state again (None: not measured).
+    :param not_measured: why each figure that is None was not measured (``{"state_reload_s": "local mode ..."}``).
     :param rms_s: root mean square of the model's residuals on the large batches (its noise), seconds.
     """
 
@@ -77,6 +87,10 @@ class EngineProfile:
     no_data_s: float | None = None
     no_data_core_s: float | None = None
     executor_startup_s: float | None = None
+    fixed_task_share: float | None = None
+    executor_warmup_s: float | None = None
+    state_reload_s: float | None = None
+    not_measured: Mapping[str, str] = field(default_factory=dict, hash=False)
     rms_s: float = 0.0
     points: tuple[CostPoint, ...] = field(default=(), repr=False)
 
@@ -84,10 +98,16 @@ class EngineProfile:
         if self.partitions < 1 or self.slots < 1:
             raise EngineProfileError(f"partitions and slots must be >= 1, got {self.partitions} and {self.slots}")
         for name in ("fixed_s", "fixed_core_s", "engine_s_per_byte", "core_s_per_byte", "core_s_per_row", "rms_s",
-                     "no_data_s", "no_data_core_s", "executor_startup_s"):
+                     "no_data_s", "no_data_core_s", "executor_startup_s", "fixed_task_share", "executor_warmup_s",
+                     "state_reload_s"):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value >= 0):
                 raise EngineProfileError(f"{name} must be a finite number >= 0, got {value!r}")
+        if self.fixed_task_share is None:  # a file from before it was recorded: the same figure, from its parts
+            object.__setattr__(self, "fixed_task_share", task_share(self.fixed_core_s, self.fixed_s, self.partitions))
+        elif self.fixed_task_share > 1:
+            raise EngineProfileError(f"fixed_task_share is a share of fixed_s: at most 1, got {self.fixed_task_share}")
+        object.__setattr__(self, "not_measured", dict(self.not_measured))
         if self.largest_bytes < 0:
             raise EngineProfileError(f"largest_bytes must be >= 0, got {self.largest_bytes}")
 
@@ -167,17 +187,29 @@ class EngineProfile:
             parts.append(f"no-data batch {1e3 * self.no_data_s:.0f} ms")
         parts.append("executor start-up " + (f"{self.executor_startup_s:.1f} s" if self.executor_startup_s is not None
                                              else "not measured"))
+        parts.append(f"each task {self.fixed_task_share:.0%} of the fixed part")
+        for name, label in (("executor_warmup_s", "executor warm-up"), ("state_reload_s", "state reload")):
+            value = getattr(self, name)
+            parts.append(f"{label} " + (f"{value:.2f} s" if value is not None else "not measured"))
         parts.append(f"residuals {1e3 * self.rms_s:.0f} ms RMS ({self.relative_rms:.0%} of a large batch's time)")
         return "; ".join(parts)
 
 
+def task_share(fixed_core_s: float, fixed_s: float, partitions: int) -> float:
+    """The share of a tiny batch's engine seconds ``fixed_s`` each of its ``partitions`` tasks runs, when together
+    they ran ``fixed_core_s`` core-seconds (at most 1; 0 without engine time)."""
+    return min(1.0, fixed_core_s / (max(1, partitions) * fixed_s)) if fixed_s > 0 else 0.0
+
+
 def fit_profile(points: Sequence[CostPoint], *, runtime: str, workload: str | None, partitions: int, slots: int,
                 no_data_s: float | None = None, no_data_core_s: float | None = None,
-                executor_startup_s: float | None = None) -> EngineProfile:
+                executor_startup_s: float | None = None, executor_warmup_s: float | None = None,
+                state_reload_s: float | None = None, not_measured: Mapping[str, str] | None = None) -> EngineProfile:
     """The profile of measured batches: fixed costs from the ``tiny`` ones (medians), per-byte and per-row costs from
-    the ``large`` ones beyond that fixed part (least squares through it); ``no_data_s`` and ``no_data_core_s``, the
-    mean no-data batch (the caller's: a runtime counts them apart from the batches it sized), and
-    ``executor_startup_s`` as measured.
+    the ``large`` ones beyond that fixed part (least squares through it), the tasks' share of the fixed part
+    (:func:`task_share`); ``no_data_s`` and ``no_data_core_s``, the mean no-data batch (the caller's: a runtime counts
+    them apart from the batches it sized), ``executor_startup_s``, ``executor_warmup_s`` and ``state_reload_s`` as
+    measured, and why any of those is None (``not_measured``).
 
     :raises EngineProfileError: without tiny and large batches, or with large batches no larger than the tiny ones.
     """
@@ -200,7 +232,10 @@ def fit_profile(points: Sequence[CostPoint], *, runtime: str, workload: str | No
                          fixed_core_s=fixed_core_s, engine_s_per_byte=engine_per_byte, core_s_per_byte=core_per_byte,
                          core_s_per_row=core_per_row, largest_bytes=max(p.bytes for p in points),
                          no_data_s=no_data_s, no_data_core_s=no_data_core_s,
-                         executor_startup_s=executor_startup_s, rms_s=rms, points=tuple(points))
+                         executor_startup_s=executor_startup_s,
+                         fixed_task_share=task_share(fixed_core_s, fixed_s, partitions),
+                         executor_warmup_s=executor_warmup_s, state_reload_s=state_reload_s,
+                         not_measured=dict(not_measured or {}), rms_s=rms, points=tuple(points))
 
 
 def _median(values: Iterable[float | None]) -> float | None:
@@ -248,4 +283,5 @@ def from_dict(doc: Mapping[str, Any], where: str = "the engine profile") -> Engi
         raise EngineProfileError(f"{where}: {exc}") from None
 
 
-__all__ = ["SCHEMA", "CostPoint", "EngineProfile", "EngineProfileError", "fit_profile", "from_dict", "load"]
+__all__ = ["SCHEMA", "CostPoint", "EngineProfile", "EngineProfileError", "fit_profile", "from_dict", "load",
+           "task_share"]

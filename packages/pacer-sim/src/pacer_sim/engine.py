@@ -16,10 +16,12 @@ from typing import Any
 
 from pacer import Controller, Devices, MicroBatch, OperatorDAG, QuerySpec, ScheduleDecision, arrival_dataset
 from pacer.clock import ManualClock
+from pacer.engine_profile import EngineProfile
 from pacer.event_loop import EMPTY, FINISHED, POLL_INTERVAL, EventLoop
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.report import build_report
 from pacer.scaler import Scaler
+from pacer_sim.calibrated import calibrated_model, calibrated_no_data_work, calibrated_work, config_entry, profile_for
 from pacer_sim.costs import BatchWork, CostModel, batch_work, no_data_work
 from pacer_sim.running import RunningBatch
 from pacer_sim.stateful import WATERMARK_S, Watermark, keeps_state, reload_tasks, runs_no_data_batches
@@ -57,6 +59,8 @@ class _Query:
     workload: str
     arrivals: int
     spec: QuerySpec
+    profile: EngineProfile | None = None  # what Spark measured it to cost, in the simulator's bytes
+    model: CostModel | None = None  # the cost model with the profile's scalars (None: the run's)
 
 
 @dataclass
@@ -93,6 +97,9 @@ class Simulation:
         (at most :data:`REMOVAL_TIMEOUT_S`, then it takes its cores from the running ones).
     :param watermark_s: the queries' watermark delay (pacer-spark's workloads': 60 s); None: no watermark, so no
         no-data batches.
+    :param engine_profiles: what Spark measured queries to cost (``pacer calibrate --runtime spark``): a query whose
+        workload one was measured on takes its costs from it instead of from ``cost_model``'s curves
+        (:mod:`pacer_sim.calibrated`).
     :ivar batches: the admitted batches not yet completed, by id (``works``: their simulated work); completed
         ones are in ``controller.reports()``, so the simulator's memory stays bounded over a long run.
     :ivar events: events simulated so far (arrivals, polls, phase ends and completions, resource changes).
@@ -115,6 +122,7 @@ class Simulation:
     scaler: Scaler | None = None
     executor_startup_s: float = EXECUTOR_STARTUP_S
     watermark_s: float | None = WATERMARK_S
+    engine_profiles: Sequence[EngineProfile] = ()
     events: int = 0
     extra_config: dict[str, Any] = field(default_factory=dict)
 
@@ -222,7 +230,11 @@ class Simulation:
         for a in arrivals:
             push(a.time, _ARRIVE, (qid, arrival_dataset(qid, a, per_row)))
         self._arrivals_left += len(arrivals)
-        self._queries[qid] = _Query(qid, workload, len(arrivals), spec)
+        profile = profile_for(self.engine_profiles, workload)
+        if profile is not None:
+            profile = profile.in_bytes_of(per_row)
+        self._queries[qid] = _Query(qid, workload, len(arrivals), spec, profile,
+                                    None if profile is None else calibrated_model(self.cost_model, profile))
         if self.watermark_s is not None and runs_no_data_batches(spec):
             self._watermarks[qid] = Watermark(self.watermark_s)
         self._config_queries.append(
@@ -351,7 +363,11 @@ class Simulation:
 
     def _start(self, batch: MicroBatch, t: float) -> None:
         """An admitted batch enters the engine."""
-        work = batch_work(self.cost_model, self._queries[batch.query_id].spec, batch, gpus=self.gpus, seed=self.seed)
+        q = self._queries[batch.query_id]
+        if q.profile is not None:
+            work = calibrated_work(self.cost_model, q.profile, q.spec, batch, seed=self.seed)
+        else:
+            work = batch_work(self.cost_model, q.spec, batch, gpus=self.gpus, seed=self.seed)
         self._running[batch.id] = self._run(batch, work, t)
         self.batches[batch.id] = batch
         self.works[batch.id] = work
@@ -359,7 +375,7 @@ class Simulation:
 
     def _run(self, batch: MicroBatch, work: BatchWork, t: float, *, no_data: bool = False) -> RunningBatch:
         """A batch entering the engine, with the state reloads its query owes and the warm-up of cold slots."""
-        model = self.cost_model
+        model = self._queries[batch.query_id].model or self.cost_model
         return RunningBatch(batch, work, last=t, no_data=no_data, reload_tasks=self._reload.pop(batch.query_id, 0),
                             reload_s=model.state_reload_s, warmup_s=model.executor_warmup_s)
 
@@ -377,8 +393,11 @@ class Simulation:
             self._start(batch, t)
             return
         seq = self._no_data[qid] = self._no_data.get(qid, 0) + 1
-        spec = self._queries[qid].spec
-        work = no_data_work(self.cost_model, spec, seq, seed=self.seed)
+        q = self._queries[qid]
+        work = None if q.profile is None else calibrated_no_data_work(self.cost_model, q.profile, q.spec, seq,
+                                                                      seed=self.seed)
+        if work is None:
+            work = no_data_work(self.cost_model, q.spec, seq, seed=self.seed)
         run = self._run(MicroBatch(f"{qid}/no-data/{seq}", qid, seq, (), t), work, t, no_data=True)
         run.started_at = t  # Spark's own batch: no gate, its driver part runs at once
         self._running[run.batch.id] = run
@@ -553,6 +572,7 @@ class Simulation:
 
     def config(self, duration: float) -> dict[str, Any]:
         """The run's configuration, as recorded in the report."""
+        calibrated = {qid: q.profile for qid, q in self._queries.items() if q.profile is not None}
         return {
             "duration": duration, "seed": self.seed, "cores": self.cores, "gpus": self.gpus,
             "scheduler": self.scheduler, "scheduler_params": dict(self.scheduler_params or {}),
@@ -564,6 +584,7 @@ class Simulation:
                 "cores_per_executor": self.scaler.cores_per_executor, "executor_startup_s": self.executor_startup_s}
                if self.scaler is not None else {}),
             "cost_model": self.cost_model.as_config(),
+            **({"calibrated": config_entry(calibrated)} if calibrated else {}),
             "queries": self._config_queries,
             **self.extra_config,
         }

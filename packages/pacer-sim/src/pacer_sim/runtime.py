@@ -4,8 +4,10 @@
 (:meth:`SimRuntime.build`, the one adapter) and runs it. Its own settings live under
 ``config.options["sim"]``: ``gpu_profile``, ``cost_profile``, ``cost_param`` (``KEY=VALUE`` items),
 ``noise``, ``resource_loss`` (``START:END:FRACTION`` items or triples), ``measure_overhead``,
-``executor_startup`` (seconds from asking for an executor to its running, with ``executors``) and ``watermark``
-(the queries' watermark delay in seconds, or ``none``: no watermark, so no Spark no-data batches).
+``executor_startup`` (seconds from asking for an executor to its running, with ``executors``), ``watermark``
+(the queries' watermark delay in seconds, or ``none``: no watermark, so no Spark no-data batches) and ``calibrated``
+(engine profiles ``pacer calibrate --runtime spark`` wrote: a query whose workload one was measured on takes its
+costs from it, :mod:`pacer_sim.calibrated`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pacer.cli.run_command import parse_assignments
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.run import RunConfig, RunResult
 from pacer.scaler import Scaler
+from pacer_sim.calibrated import load_profiles
 from pacer_sim.costs import CostModel
 from pacer_sim.engine import EXECUTOR_STARTUP_S, ResourceChange, Simulation
 from pacer_sim.rapids import BUILTIN_PROFILE, DEFAULT_GPU_PROFILE
@@ -187,6 +190,9 @@ class SimRuntime:
                            help=f"the queries' watermark delay: an aggregation then runs Spark's no-data batch after "
                                 f"each batch that moved it (default {WATERMARK_S:g}, as pacer-spark's workloads; "
                                 "'none': no watermark, no no-data batches)")
+        group.add_argument("--calibrated", action="append", default=[], metavar="FILE",
+                           help="an engine profile `pacer calibrate --runtime spark` wrote (repeatable, one per "
+                                "workload): that workload's queries cost what Spark measured, not the built-in curves")
         group.add_argument("--measure-overhead", action="store_true",
                            help="time pacer's decisions (report no longer byte-identical)")
 
@@ -214,6 +220,7 @@ class SimRuntime:
             raise ValueError(f"--executor-startup must be >= 0 s, got {options['executor_startup']}")
         parse_assignments(options.get("cost_param") or (), "--cost-param")
         parse_watermark(options.get("watermark", WATERMARK_S))
+        load_profiles(options.get("calibrated"))
 
     def build(self, config: RunConfig, *, plugin_manager: PluginManager | None = None) -> Simulation:
         """The :class:`Simulation` of ``config``: its queries added, not yet run (the warning, if any, is in its config).
@@ -240,6 +247,7 @@ class SimRuntime:
             overload=config.overload, scaler=scaler,
             executor_startup_s=float(options.get("executor_startup", EXECUTOR_STARTUP_S)),
             watermark_s=parse_watermark(options.get("watermark", WATERMARK_S)),
+            engine_profiles=load_profiles(options.get("calibrated")),
             extra_config={"run": config.as_dict(), "gpu_profile": {
                 "requested": profile, "read": gpus > 0 and profile != BUILTIN_PROFILE,
                 "warning": warning and warning.split(" [remembered")[0]}},

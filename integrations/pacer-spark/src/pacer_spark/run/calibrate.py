@@ -10,6 +10,11 @@ One session, one query at a time (each alone on the engine), every batch sized b
 3. on a cluster, **executor start-up**: one executor more asked of the cluster manager, timed until it registers,
    then let go (local mode has none to start).
 
+The profile also carries what pacer-sim reads to count as Spark does (``pacer run --runtime sim --calibrated FILE``):
+each task's share of the fixed part (from the tiny batches), and executor warm-up and state reload where measured;
+local mode adds and removes no executor, so neither is measured there, and the profile says why
+(:func:`not_measured`).
+
 Each query's first ``WARM_UP_BATCHES`` batches are left out (a new query compiles its plan and warms its state).
 What each batch cost is what pacer records of it on Spark (engine time less gate waits; its own tasks' run time by
 batch id): :func:`pacer.engine_profile.fit_profile` turns the points into the profile.
@@ -82,10 +87,22 @@ def measure_profile(spark: Any, workload: str, *, rate: float, intervals: Sequen
     no_data = [q["cost"]["no_data"] for q in session.report()["queries"].values()]  # totals per query
     batches = sum(int(n["batches"] or 0) for n in no_data)
     busy = [n["busy_core_s"] for n in no_data if n["busy_core_s"] is not None]
+    master = str(spark.sparkContext.master)
     return fit_profile(points, runtime="spark", workload=workload, partitions=partitions, slots=slots,
                        no_data_s=sum(float(n["trigger_s"] or 0.0) for n in no_data) / batches if batches else None,
                        no_data_core_s=sum(busy) / batches if batches and busy else None,
-                       executor_startup_s=executor_startup_s(spark, note))
+                       executor_startup_s=executor_startup_s(spark, note), not_measured=not_measured(master))
+
+
+def not_measured(master: str) -> dict[str, str]:
+    """Why the calibration on ``master`` leaves executor warm-up and state reload unmeasured (the simulator then keeps
+    its defaults, and its report says they are defaults): local mode has no executor to add or remove; on a cluster
+    the calibration adds one for its start-up only, and runs no task on it nor removes one under a stateful query."""
+    if master.startswith("local"):
+        why = f"{master}: local mode adds and removes no executor"
+        return {"executor_warmup_s": why, "state_reload_s": why}
+    return {"executor_warmup_s": "the calibration times an added executor's registration, not its first tasks",
+            "state_reload_s": "the calibration removes no executor while a stateful query runs"}
 
 
 def executor_startup_s(spark: Any, note: Callable[[str], None] = lambda _: None) -> float | None:
@@ -121,4 +138,4 @@ def executor_startup_s(spark: Any, note: Callable[[str], None] = lambda _: None)
     return seconds
 
 
-__all__ = ["TINY_RATE", "executor_startup_s", "measure_profile"]
+__all__ = ["TINY_RATE", "executor_startup_s", "measure_profile", "not_measured"]

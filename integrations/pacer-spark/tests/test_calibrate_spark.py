@@ -42,6 +42,12 @@ def test_pacer_calibrate_measures_spark_and_a_session_starts_its_workload_from_t
     assert profile.fixed_s > 0 and 0 < profile.fixed_core_s
     assert profile.no_data_s is not None and profile.no_data_s > 0  # lr2 is watermarked: Spark ran no-data batches
     assert profile.executor_startup_s is None and profile.largest_bytes == max(p.bytes for p in profile.points)
+    assert [p.kind for p in profile.points][-kinds["tiny"]:] == ["tiny"] * kinds["tiny"]  # on a warmed JVM, last
+    # what the simulator reads (pacer run --runtime sim --calibrated): the tasks' share of the fixed part, measured;
+    # warm-up and state reload not measurable in local mode, and the profile says so
+    assert profile.fixed_task_share == pytest.approx(profile.fixed_core_s / (2 * profile.fixed_s))
+    assert profile.executor_warmup_s is None and profile.state_reload_s is None
+    assert "local mode adds and removes no executor" in profile.not_measured["state_reload_s"]
 
     # the conf a user sets: every lr2 query of the session starts from the profile; another workload does not
     spark.conf.set("spark.pacer.engineProfile", str(out))

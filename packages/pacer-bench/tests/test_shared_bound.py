@@ -345,3 +345,34 @@ def test_a_run_started_from_an_engine_profile_is_bounded_by_the_costs_it_measure
     assert not state_bound.stable and report_shared_bound(spark, {"lr2": 10.0}, {"lr2": state_bound}) is None
     assert "misses the large batches it measured by 50% of their time" in str(why_no_model(spark, "lr2",
                                                                                                state_bound))
+
+
+def test_the_known_model_reads_every_scalar_the_run_recorded_its_no_data_batch_and_a_calibrated_query() -> None:
+    """A run's own ``fixed_task_share`` (not the default), the no-data batch a watermarked aggregation runs after
+    its last batch, and a query whose costs came from Spark's engine profile (``--calibrated``): the profile's."""
+    from pacer import Dataset, MicroBatch, Placement
+    from pacer.engine_profile import EngineProfile
+    from pacer_sim import CostModel, Simulation, batch_work
+    from pacer_sim.costs import no_data_work
+    from pacer_workloads import make_query
+
+    pm = get_plugin_manager()
+    share = RunConfig((QueryRun("lr2", rate=1000.0, admission="static", admission_params={"interval": 5.0}),),
+                      duration=20.0, options={"sim": {"cost_param": ["fixed_task_share=0.5"]}})
+    model = known_model(pm.find_runtime("sim").run(share, plugin_manager=pm).report, "lr2")
+    quiet = CostModel(noise=0.0, fixed_task_share=0.5)
+    spec = make_query("lr2", partitions=2)
+    work = batch_work(quiet, spec, MicroBatch("b", "lr2", 0, (Dataset("d", 0.0, 0, 1),), 0.0,
+                                              placement=Placement({})), gpus=0, seed=0)
+    assert model is not None and model.wall_s == pytest.approx(work.fixed_s) == pytest.approx(0.15)
+    assert model.core_s == pytest.approx(work.cpu_core_s)
+    assert model.no_data_core_s > 0 and model.no_data_core_s == pytest.approx(no_data_work(quiet, spec, 1, seed=0).cpu_core_s)
+    assert model.spent(3, 1e6) == pytest.approx(3 * model.core_s + model.core_per_byte * 1e6 + model.no_data_core_s)
+
+    profile = EngineProfile(runtime="spark", workload="lr2", partitions=2, slots=2, fixed_s=0.4, fixed_core_s=0.2,
+                            engine_s_per_byte=1e-6, core_s_per_byte=2e-6, core_s_per_row=1e-4, largest_bytes=10**6,
+                            no_data_s=0.3, no_data_core_s=0.1)
+    sim = Simulation(cores=2, engine_profiles=[profile], plugin_manager=pm)
+    sim.add_query("lr2", rate=1000.0, admission="static", admission_params={"interval": 5.0}, duration=20.0)
+    from_profile = known_model(sim.run(20.0), "lr2")
+    assert from_profile == CoreModel(0.4 * 0.75, 0.2, pytest.approx(2e-6), 2, "known", 0.1)  # type: ignore[arg-type]

@@ -91,7 +91,12 @@ def peak_rate(traffic: str, rate: float) -> float:
 
 def calibrate(queries: Sequence[tuple[str, float, float]]) -> dict[str, tuple[float, float]]:
     """Each query's ``(core-seconds per byte, fixed part s)``, measured on the simulator at its mean rate on
-    :data:`CALIBRATION_EXECUTORS` cores for 120 s (after the first 20 s)."""
+    :data:`CALIBRATION_EXECUTORS` cores for 120 s (after the first 20 s).
+
+    Spark's no-data batches count as they cost: their tasks' core-seconds in the per-byte figure (they come with the
+    data batches they follow), and the part of their trigger time that holds no core in the fixed part (a no-data
+    batch holds the query's stream, as a batch's own fixed part does). The simulator reports them as totals
+    (``cost.no_data``), so the measured window gets its data batches' share of them."""
     from pacer.scaler import fixed_part
     from pacer_sim.runtime import SIM_RUNTIME
 
@@ -100,10 +105,17 @@ def calibrate(queries: Sequence[tuple[str, float, float]]) -> dict[str, tuple[fl
                                        scheduler="edf" if len(runs) > 1 else "fifo"))
     out = {}
     for (workload, _, _), qid in zip(queries, RunConfig(runs).query_ids(), strict=True):
-        reports = [r for r in result.controller.reports(qid) if r.started_at >= 20.0]
-        busy = sum(r.busy_core_s or 0.0 for r in reports)
+        every = result.controller.reports(qid)
+        reports = [r for r in every if r.started_at >= 20.0]
+        no_data = result.report["queries"][qid]["cost"]["no_data"]
+        share = len(reports) / len(every) if every else 0.0
+        no_data_busy = share * float(no_data["busy_core_s"] or 0.0)
+        no_data_wall = share * max(0.0, float(no_data["trigger_s"] or 0.0)
+                                   - float(no_data["busy_core_s"] or 0.0) / PARTITIONS)
+        busy = sum(r.busy_core_s or 0.0 for r in reports) + no_data_busy
         nbytes = sum(r.bytes for r in reports)
-        out[workload] = (busy / nbytes, fixed_part(reports, PARTITIONS, 0.0))
+        fixed = fixed_part(reports, PARTITIONS, 0.0) + (no_data_wall / len(reports) if reports else 0.0)
+        out[workload] = (busy / nbytes, fixed)
     return out
 
 

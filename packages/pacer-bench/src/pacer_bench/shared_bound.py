@@ -14,7 +14,9 @@ micro-batches of one query); a batch starts once its newest dataset has arrived 
 completed, spends its no-core part, then runs its tasks non-preemptively on ``w ≤ m`` cores for ``work / w`` seconds
 (it may wait for cores first); the tasks running at any time hold at most ``cores`` cores; every dataset completes
 by its arrival + its query's deadline. Such a schedule spends ``Σ_q core_s_q × batches_q + core_per_byte_q ×
-bytes_q`` busy core-seconds: every byte is processed, so only the batch counts vary.
+bytes_q`` busy core-seconds: every byte is processed, so only the batch counts vary; a watermarked aggregation adds
+the engine's no-data batches (Spark's, after a batch moved the watermark and the next trigger found no data), of
+which every schedule runs at least the one after its last batch (``no_data_core_s``, counted once).
 
 **The bound** is that sum with each query's batch count replaced by a lower bound of it (:func:`fewest_batches`):
 dynamic programming over the query's datasets as :func:`pacer_bench.bound.min_batches` does (per prefix, the Pareto
@@ -43,10 +45,13 @@ core-seconds of the schedules it finds (``SharedBound.attained_core_s``) is at l
 lies between the two.
 
 **The model.** On the simulator (:func:`known_model`): its own cost model from the report's ``config.cost_model``
-without noise, for the query's operators all on the CPU: ``wall_s`` = ``batch_overhead``, ``core_s`` = the tasks'
-work for an empty batch (each operator's fixed CPU time per partition × partitions), ``core_per_byte`` = its growth per
-byte over the first kilobyte (exact for the built-in linear curves; for the join's superlinear term, below the curve
-beyond a kilobyte); runs with measured curves or GPU operators get the fitted one. Elsewhere (:func:`fitted_model`): from the engine-time fit of
+(every scalar the run recorded, ``fixed_task_share`` included) without noise, for the query's operators all on the
+CPU: ``wall_s`` = the driver's part of ``batch_overhead``, ``core_s`` = the tasks' work for an empty batch (their
+fixed part and each operator's fixed CPU time per partition × partitions), ``core_per_byte`` = its growth per byte over
+the first kilobyte (exact for the built-in linear curves; for the join's superlinear term, below the curve beyond a
+kilobyte), ``no_data_core_s`` = its no-data batch's tasks where the run had a watermark and the query aggregates; a
+query whose costs came from an engine profile (``config.calibrated``, ``--calibrated``) gets the profile's figures;
+runs with measured curves or GPU operators get the fitted one. Elsewhere (:func:`fitted_model`): from the engine-time fit of
 :mod:`pacer_bench.bound` (``fixed_s + per_byte_s × bytes`` on the engine alone): ``wall_s`` = ``fixed_s``, ``core_s``
 = 0 (which part of the fixed time holds cores is not known: none is assumed, which keeps the bound low),
 ``core_per_byte`` = ``m × per_byte_s`` (the per-byte part on all ``m`` cores). The simulator's noise (a factor per
@@ -73,7 +78,12 @@ class CoreModel:
     """What a batch of a query costs: ``wall_s`` seconds holding no cores, then ``core_s + core_per_byte × bytes``
     core-seconds of tasks on at most ``parallelism`` cores.
 
-    :param source: ``known`` (the simulator's own cost model) or ``fitted`` (from the engine-time fit).
+    :param source: ``known`` (the simulator's own cost model, or the engine profile a simulated query's costs came
+        from), ``fitted`` (from the engine-time fit) or ``calibrated`` (from the engine profile a Spark run started
+        from).
+    :param no_data_core_s: the busy core-seconds of the engine's no-data batch (Spark's, after a batch moved a
+        watermarked aggregation's watermark; 0 for a query that runs none): every schedule runs at least the one
+        after its last batch, so the bound counts one (:meth:`spent`).
     """
 
     wall_s: float
@@ -81,10 +91,16 @@ class CoreModel:
     core_per_byte: float
     parallelism: int
     source: str = "known"
+    no_data_core_s: float = 0.0
 
     def work(self, nbytes: float) -> float:
         """The busy core-seconds of one batch of ``nbytes``."""
         return self.core_s + self.core_per_byte * nbytes
+
+    def spent(self, batches: int, total_bytes: float) -> float:
+        """The busy core-seconds of ``batches`` batches of ``total_bytes`` in all, and the no-data batch after the
+        last (which follows whatever the batching: no data comes after it)."""
+        return self.core_s * batches + self.core_per_byte * total_bytes + self.no_data_core_s
 
     def cores(self, engine_cores: int) -> int:
         """The most cores one batch can hold on an engine of ``engine_cores``."""
@@ -94,7 +110,7 @@ class CoreModel:
         """Plain values for a report: no-core ms, core ms per batch, core-s per MB, parallelism, source."""
         return {"wall_ms": round(1000.0 * self.wall_s, 3), "core_ms": round(1000.0 * self.core_s, 3),
                 "core_s_per_mb": round(self.core_per_byte * 1e6, 4), "parallelism": self.parallelism,
-                "source": self.source}
+                "source": self.source, "no_data_core_ms": round(1000.0 * self.no_data_core_s, 3)}
 
 
 @dataclass(frozen=True)
@@ -114,7 +130,8 @@ class QueryShare:
     :param alone: the fewest batches with the engine to itself; None where no batching meets the deadline.
     :param batches: the fewest batches beside the other queries' work (:func:`fewest_batches`); None where none.
     :param sizes: the datasets per batch of a batching with ``batches`` batches.
-    :param core_s: ``core_s × batches + core_per_byte × total_bytes``; None where no batching meets the deadline.
+    :param core_s: ``core_s × batches + core_per_byte × total_bytes`` and one no-data batch
+        (:meth:`CoreModel.spent`); None where no batching meets the deadline.
     """
 
     query_id: str
@@ -349,7 +366,7 @@ def attained(queries: Sequence[SharedQuery], cores: int) -> float | None:
             if schedules([*pick[:n], i, *pick[n + 1:]]):
                 pick[n] = i
                 break
-    return sum(q.model.core_s * options[n][i][0] + q.model.core_per_byte * sum(b for _, b in q.arrivals)
+    return sum(q.model.spent(options[n][i][0], sum(b for _, b in q.arrivals))
                for n, (q, i) in enumerate(zip(queries, pick, strict=True)))
 
 
@@ -385,10 +402,9 @@ def _shared_bound(queries: tuple[SharedQuery, ...], cores: int) -> SharedBound:
         k = shared[0] if shared is not None else None
         shares.append(QueryShare(q.query_id, q.deadline_s, q.model, len(q.arrivals), total,
                                  alone[0] if alone is not None else None, k, shared[1] if shared is not None else (),
-                                 None if k is None else q.model.core_s * k + q.model.core_per_byte * total))
+                                 None if k is None else q.model.spent(k, total)))
     alone_total = (None if any(s.alone is None for s in shares) else
-                   sum(s.model.core_s * s.alone + s.model.core_per_byte * s.total_bytes
-                       for s in shares if s.alone is not None))
+                   sum(s.model.spent(s.alone, s.total_bytes) for s in shares if s.alone is not None))
     reason = overload(queries, cores)
     missing = [s.query_id for s in shares if s.core_s is None]
     if reason is None and missing:
@@ -410,21 +426,30 @@ def known_model(report: Mapping[str, Any], query_id: str) -> CoreModel | None:
     not the simulator's, has measured curves, or the query's operators can run on a GPU."""
     config = report.get("config") or {}
     cost = config.get("cost_model")
-    if report.get("runtime") != "sim" or not isinstance(cost, Mapping) or cost.get("measured"):
+    if report.get("runtime") != "sim" or not isinstance(cost, Mapping):
         return None
     query = next((q for q in config.get("queries") or () if q.get("query_id") == query_id), None)
-    if query is None or (int(config.get("gpus") or 0) > 0 and query.get("placement") != "cpu-only"):
+    if query is None:
+        return None
+    partitions = int(query.get("partitions") or 1)
+    calibrated = (config.get("calibrated") or {}).get(query_id)
+    if calibrated is not None:  # its costs came from Spark's engine profile, not from the curves
+        share = float(calibrated["scalars"]["fixed_task_share"].get("value") or 0.0)
+        no_data = calibrated.get("no_data_core_s") if config.get("watermark_s") is not None else None
+        return CoreModel(float(calibrated["fixed_s"]) * (1.0 - share), float(calibrated["fixed_core_s"]),
+                         float(calibrated["core_s_per_mb"]) / 1e6, partitions, "known", float(no_data or 0.0))
+    if cost.get("measured") or (int(config.get("gpus") or 0) > 0 and query.get("placement") != "cpu-only"):
         return None
     from pacer import Dataset, MicroBatch, Placement
     from pacer_sim import CostModel, OperatorCost, batch_work
+    from pacer_sim.costs import no_data_work
+    from pacer_sim.stateful import runs_no_data_batches
     from pacer_workloads import make_query
 
-    scalars = ("join_superlinear", "join_exponent", "gpu_join_factor", "batch_overhead", "pcie_init",
-               "pcie_bandwidth")
     model = replace(CostModel(), operators={k: OperatorCost(**v) for k, v in cost["operators"].items()},
-                    cpu_only_operators=frozenset(cost.get("cpu_only_operators") or ()), noise=0.0)
-    model = model.with_overrides({k: cost[k] for k in scalars if k in cost})
-    partitions = int(query.get("partitions") or 1)
+                    cpu_only_operators=frozenset(cost.get("cpu_only_operators") or ()))
+    scalars = {k: v for k, v in cost.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    model = replace(model.with_overrides(scalars), noise=0.0)  # every scalar the run recorded
     spec = make_query(str(query["workload"]), query_id=query_id, partitions=partitions)
 
     def tasks(nbytes: int) -> tuple[float, float]:
@@ -434,19 +459,23 @@ def known_model(report: Mapping[str, Any], query_id: str) -> CoreModel | None:
 
     wall, empty = tasks(0)
     _, one = tasks(1000)
-    return CoreModel(wall, empty, max(0.0, one - empty) / 1000.0, partitions, "known")
+    watermarked = config.get("watermark_s") is not None and runs_no_data_batches(spec)
+    no_data = no_data_work(model, spec, 1, seed=0).cpu_core_s if watermarked else 0.0
+    return CoreModel(wall, empty, max(0.0, one - empty) / 1000.0, partitions, "known", no_data)
 
 
 def fitted_model(fit: ServiceFit | None, cores: int, parallelism: int) -> CoreModel | None:
     """A :class:`CoreModel` from an engine-time fit on ``cores`` cores (module docstring); None without a stable fit
     (:attr:`pacer_bench.bound.ServiceFit.stable`). A calibrated fit's engine profile measured which part of a batch
     holds cores: ``wall_s`` its no-core part, ``core_s`` a tiny batch's core-seconds, ``core_per_byte`` its
-    tasks' core-seconds per byte (source ``calibrated``)."""
+    tasks' core-seconds per byte, ``no_data_core_s`` its no-data batch's where it measured one (source
+    ``calibrated``)."""
     if fit is None or not fit.stable:
         return None
     if fit.profile is not None:
         p = fit.profile
-        return CoreModel(p.wall_s, p.fixed_core_s, p.core_s_per_byte, max(1, min(cores, parallelism)), "calibrated")
+        return CoreModel(p.wall_s, p.fixed_core_s, p.core_s_per_byte, max(1, min(cores, parallelism)), "calibrated",
+                         p.no_data_core_s or 0.0)
     m = max(1, min(cores, parallelism))
     return CoreModel(fit.fixed_s, 0.0, m * fit.per_byte_s, m, "fitted")
 

@@ -53,8 +53,8 @@ source was asked before a source with data in ``processAllAvailable()``, an avai
 
 (``PACER_PROTOCOL_EXAMPLES`` also deepens ``test_paced_protocol.py``'s property test; ``PACER_PROTOCOL_STEPS`` sets the
 steps per draw.) Pin what it finds as a plain test replaying the steps Hypothesis prints (``test_found_*`` below). A
-defect still open is an xfail(strict) test, and the draws keep out of it (:data:`KNOWN_DEFECTS`) so that they can find
-the next one.
+defect left open is an ``xfail(strict=True)`` test, and a guard in the machine keeps the draws out of it (so that they
+find the next one) until it is fixed.
 """
 
 from __future__ import annotations
@@ -71,7 +71,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context, event
@@ -101,10 +100,6 @@ MAX_PROGRESS = 8
 EXAMPLES = int(os.environ.get("PACER_PROTOCOL_EXAMPLES", "250"))
 DEEP = "PACER_PROTOCOL_EXAMPLES" in os.environ
 STEPS = int(os.environ.get("PACER_PROTOCOL_STEPS", "50"))
-#: Steps into defects the machine found that are still open (each pinned by an xfail regression test below): while
-#: they are, the drawn runs keep out of them, so that they find the next one; ``PACER_PROTOCOL_KNOWN_DEFECTS=1`` lets
-#: them in again (to check a fix).
-KNOWN_DEFECTS = os.environ.get("PACER_PROTOCOL_KNOWN_DEFECTS") == "1"
 OPTIONS = {"pacer.deadline": "30s"}
 FAILURES = ("raise", "late", "stale")
 Snapshot = tuple[int, frozenset[int]]
@@ -240,7 +235,6 @@ class PacedProtocol(RuleBasedStateMachine):
         super().__init__()
         self.ready = False
         self.broken = False
-        self.known_defects = KNOWN_DEFECTS  # a regression test replaying one sets it
 
     # ------------------------------------------------------------------ set-up
 
@@ -378,8 +372,7 @@ class PacedProtocol(RuleBasedStateMachine):
                                                  f"{admissible} admissible snapshots: it must join with all")
         if any(parts):
             self._ran(parts, [src.unanswered for src in self.srcs], listener_now)
-        elif idle_progress and self.known_defects:  # an idle trigger's entry: test_found_idle_progress_* (fixed), and
-            # test_found_an_idle_entry_before_a_restart_mid_batch_counts_rows_twice (open)
+        elif idle_progress:  # an idle trigger's entry: test_found_idle_progress_*, test_found_an_idle_entry_*
             self.stats["idle progress entry"] += 1
             self._progress(entry(self.spark_run, self.batch_id, [0] * self.n, [False] * self.n, ran=False),
                            listener_now)
@@ -698,21 +691,14 @@ class TestEveryStepReadsAndAccountsEachUnitOnce(PacedProtocol.TestCase):  # type
 # ---------------------------------------------------------------------- what the machine found, pinned
 #
 # Each test replays the steps Hypothesis shrank a failure to (a rule call is a step; the invariant runs after each, as
-# in a draw). A defect still open is xfail(strict): its fix makes the test pass, which fails it until the marker, and
-# the machine's guard that keeps drawn runs out of the defect (``known_defects``), are removed.
-
-
-def open_defect(reason: str) -> pytest.MarkDecorator:
-    """An open defect the machine found: the pinned test fails on an assertion until it is fixed."""
-    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"open: {reason}")
+# in a draw). Each failed on the code before its fix (the comment above it names the fix).
 
 
 @contextmanager
-def replayed(*, known_defects: bool = True) -> Iterator[PacedProtocol]:
+def replayed() -> Iterator[PacedProtocol]:
     """The machine, for a test to call its steps on; its teardown (quiescing and the final checks, unless a step
     failed, and the log levels back) when the block ends."""
     state = PacedProtocol()
-    state.known_defects = known_defects
     try:
         yield state
     finally:
@@ -757,9 +743,9 @@ def test_found_idle_progress_entry_in_a_stop_event_counts_a_replayed_batch_twice
         state.accounted_once_and_balanced()
 
 
-@open_defect("with an idle trigger's entry before it, a restart while a union's batch runs (one source's ask "
-             "raised: it admitted unanswered) counts rows twice (accounted 50 rows, Spark read 40), with or without "
-             "idle entries taken for no batch's end; found once the draws let idle entries in")
+# fixed (SourceTruth.old_stop): a late stop event carrying an idle trigger's entry (under the id of the batch still to
+# come) took it for the end of that batch's trigger, so the source's unanswered record for it was accounted as run in
+# the old run, and the new run's replay of the same batch again; an idle entry says no trigger of that batch ended
 def test_found_an_idle_entry_before_a_restart_mid_batch_counts_rows_twice() -> None:
     """A union (source 0 idle), processAllAvailable() with an idle entry, a unit observed, a restart while the batch
     runs (source 1's ask raised; its stop event late), processAllAvailable() again: 50 rows accounted, 40 read."""
@@ -889,7 +875,7 @@ def test_a_union_s_idle_source_asked_first_never_ends_process_all_available() ->
     """A union whose idle source is asked first: after a batch, the idle source asks only to report its progress.
     Before the protocol's rule 1 its ask took the trigger's first ask, the source with data was told to wait, and
     processAllAvailable() returned at that trigger with unit 1 never committed."""
-    with replayed(known_defects=False) as state:
+    with replayed() as state:
         state.setup(sources=2, idle=0, limits=[None, None, None], counts=[1])
         state.accounted_once_and_balanced()
         state.trigger(source=0, count=1, listener=True, idle_progress=False)
@@ -902,7 +888,7 @@ def test_under_trigger_once_a_source_asked_after_the_batch_formed_joins_it() -> 
     """Both sources of a union hold data when the query restarts under Trigger.Once: source 0's ask forms the batch,
     source 1's joins it with all it holds (protocol rule 2); before, source 1 was told to wait and its data stayed
     for a next run."""
-    with replayed(known_defects=False) as state:
+    with replayed() as state:
         state.setup(sources=2, idle=None, limits=[None, None, None], counts=[0])
         state.accounted_once_and_balanced()
         state.observe(source=0, count=1)

@@ -307,7 +307,8 @@ class SourceTruth:
         (:meth:`settle_orphans`). Nothing else of the run is the query's any more."""
         q.late_stops += 1
         progress = [TriggerProgress.from_json(p) for p in event.progress if "batchId" in p]
-        by_batch = {p.batch_id: p for p in progress if p.run_id in (None, event.spark_run_id)}
+        # an idle trigger's entry (under the id of the batch still to come) says no trigger of that batch ended
+        by_batch = {p.batch_id: p for p in progress if p.run_id in (None, event.spark_run_id) and p.executed}
         unanswered = {record.batch_id for record in event.failed_open}
         for p in sorted(by_batch.values(), key=lambda p: p.batch_id):
             if p.rows > 0 and p.batch_id not in unanswered and (

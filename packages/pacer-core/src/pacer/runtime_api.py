@@ -1,10 +1,12 @@
 """The run contract: what runs (:class:`RunConfig`, its :class:`QueryRun` queries), the :class:`Runtime` protocol
 every runtime implements, and the :class:`RunResult` it returns.
 
-A leaf module: it imports nothing of pacer at run time (the names in its annotations only under
-``TYPE_CHECKING``), so the hook specifications, the plugin manager and every runtime can import it
-without an import cycle. :mod:`pacer.run` and :mod:`pacer` re-export its names; :mod:`pacer.run` says what a
-configuration holds (seeds, query ids, saving and loading).
+A leaf module: it imports nothing of pacer at run time, and for its annotations only the leaf
+:mod:`pacer.engine_profile` (under ``TYPE_CHECKING``), so the hook specifications, the plugin manager, the
+Controller and every runtime can import it without an import cycle, type-only imports included (the
+Controller and the plugin manager it names without importing them: see ``_Controller``). :mod:`pacer.run` and
+:mod:`pacer` re-export its names; :mod:`pacer.run` says what a configuration holds (seeds, query ids, saving and
+loading).
 """
 
 from __future__ import annotations
@@ -15,18 +17,24 @@ import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 if TYPE_CHECKING:
     import argparse
 
-    from pacer.controller import Controller
     from pacer.engine_profile import EngineProfile
-    from pacer.plugins import PluginManager
 
 __all__ = ["OVERLOAD_CHOICES", "RUN_SCHEMA", "CalibratesEngine", "QueryRun", "RunConfig", "RunResult", "Runtime",
            "to_toml"]
 
+
+#: A :class:`pacer.controller.Controller` (what a run hands back in :attr:`RunResult.controller`) and a
+#: :class:`pacer.plugins.PluginManager` (what a runtime is given), named without importing them, as ``Any``: both
+#: modules import this one (the plugin manager finds :class:`Runtime` objects). A ``Protocol`` would not do: a
+#: runtime annotates these parameters with the class itself (an implementation's parameter may widen the
+#: protocol's, never narrow it), and whoever reads a result uses the whole Controller.
+_Controller: TypeAlias = Any
+_PluginManager: TypeAlias = Any
 
 RUN_SCHEMA = "pacer.run/1"
 OVERLOAD_CHOICES = ("keep", "shed")
@@ -303,13 +311,13 @@ class RunResult:
     """What a runtime's :meth:`Runtime.run` returns.
 
     :ivar report: the ``pacer.report/1`` document.
-    :ivar controller: the Controller that ran (read it through its views).
+    :ivar controller: the :class:`~pacer.controller.Controller` that ran (read it through its views).
     :ivar status: 0, or 1 when the run did not drain or a query failed.
     :ivar notes: lines for the person who ran it, printed after the summary table.
     """
 
     report: dict[str, Any]
-    controller: Controller
+    controller: _Controller
     status: int = 0
     notes: list[str] = field(default_factory=list)
 
@@ -331,13 +339,13 @@ class Runtime(Protocol):
     def configure(self, group: argparse._ArgumentGroup) -> None:
         """Add this runtime's own flags to ``pacer run`` (in its own argument group)."""
 
-    def from_args(self, args: argparse.Namespace, config: RunConfig, plugin_manager: PluginManager) -> RunConfig:
+    def from_args(self, args: argparse.Namespace, config: RunConfig, plugin_manager: _PluginManager) -> RunConfig:
         """Check this runtime's flags (before anything starts) and fold them into ``config.options[name]``.
 
         :raises ValueError: with what to do (the command reports it as a usage error).
         """
 
-    def run(self, config: RunConfig, *, plugin_manager: PluginManager | None = None) -> RunResult:
+    def run(self, config: RunConfig, *, plugin_manager: _PluginManager | None = None) -> RunResult:
         """Run ``config`` to completion (its traffic, then its backlog) and report it."""
 
 

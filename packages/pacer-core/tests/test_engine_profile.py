@@ -161,3 +161,17 @@ def test_a_profile_written_before_the_task_share_was_recorded_derives_it(tmp_pat
     assert old.fixed_task_share == pytest.approx(0.2) and old.not_measured == {}
     with pytest.raises(EngineProfileError, match="fixed_task_share"):
         replace(old, fixed_task_share=1.5)
+
+
+def test_a_querys_first_batch_is_measured_apart_as_its_excess_over_the_model() -> None:
+    """Each calibration step's first batch (a new query: its plan compiled, its state stores opened) is left out of
+    the fit and kept as its excess over what its size costs (medians): 1.2 s and 0.5 core-s more here."""
+    first = [CostPoint("first", 20_000, int(MB), 0.5 + 1.0 + 1.2, 0.2 + 2.0 + 0.5),
+             CostPoint("first", 40_000, int(2 * MB), 0.5 + 2.0 + 1.0, 0.2 + 4.0 + 0.6),
+             CostPoint("first", 40_000, int(2 * MB), 0.5 + 2.0 + 1.4, 0.2 + 4.0 + 0.4)]
+    profile = fit_profile([*_points(), *first], runtime="spark", workload="lr2", partitions=2, slots=2)
+    assert profile.fixed_s == 0.5 and profile.core_s_per_byte * MB == pytest.approx(2.0)  # the fit ignores them
+    assert profile.first_batch_s == pytest.approx(1.2, abs=1e-4)
+    assert profile.first_batch_core_s == pytest.approx(0.5, abs=1e-4)
+    assert "a query's first batch 1200 ms more" in profile.describe()
+    assert fit_profile(_points(), runtime="spark", workload="lr2", partitions=2, slots=2).first_batch_s is None

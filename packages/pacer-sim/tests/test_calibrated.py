@@ -82,3 +82,16 @@ def test_the_runtime_reads_calibrated_files_and_refuses_what_is_not_a_spark_prof
         load_profiles([sim_made])
     with pytest.raises(ValueError, match="two profiles for lr2"):
         load_profiles([path, path])
+
+
+def test_a_querys_first_batch_costs_the_profiles_first_batch_excess_once() -> None:
+    """A profile that measured a query's first batch 1.0 s and 0.4 core-s dearer: the simulated query's first batch
+    takes that much more (0.4 core-s on its tasks, the rest on the driver), its later batches what their size costs."""
+    first = replace(PROFILE, first_batch_s=1.0, first_batch_core_s=0.4)
+    sim = Simulation(cores=2, seed=1, cost_model=QUIET, watermark_s=None, engine_profiles=[first])
+    sim.add_query("lr2", rate=200, admission="static", admission_params={"interval": 5.0}, duration=30)
+    sim.run(30)
+    head, *rest = sim.controller.reports("lr2")
+    assert head.processing_s == pytest.approx(0.4 + 1e-6 * head.bytes + 1.0)
+    assert head.busy_core_s == pytest.approx(0.2 + 2e-6 * head.bytes + 0.4)
+    assert all(r.processing_s == pytest.approx(0.4 + 1e-6 * r.bytes) for r in rest)

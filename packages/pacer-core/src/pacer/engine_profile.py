@@ -12,6 +12,9 @@ Measured from batches the calibration sized itself:
   it takes ``waves(slots) / waves(calibrated slots)`` times the calibrated time (:meth:`EngineProfile.engine_s`);
 * **executor start-up**: seconds from asking the cluster manager for an executor to its registering (None where
   the engine has no executors to start, e.g. Spark's local mode);
+* **a query's first batch**: what it costs beyond what its size costs later (its plan compiled, its state stores
+  opened), the median over the calibration's steps of each new query's first batch (``first_batch_s`` engine
+  seconds, ``first_batch_core_s`` busy core-seconds; None where none was measured);
 * **what the simulator reads** (pacer-sim's ``--calibrated``): ``fixed_task_share``, the share of a tiny batch's
   engine time each of its tasks runs (``fixed_core_s / (partitions x fixed_s)``: the rest is the driver's and holds
   no core); ``executor_warmup_s`` (how much longer a new executor's first tasks run) and ``state_reload_s`` (how much
@@ -71,6 +74,8 @@ class EngineProfile:
     :param executor_warmup_s: seconds a new executor's first task on a core runs longer (None: not measured).
     :param state_reload_s: seconds a stateful task runs longer when it loads its state again (None: not measured).
     :param not_measured: why each figure that is None was not measured (``{"state_reload_s": "local mode ..."}``).
+    :param first_batch_s: engine seconds a query's first batch takes beyond its size's cost (None: not measured);
+        ``first_batch_core_s`` its busy core-seconds beyond it.
     :param rms_s: root mean square of the model's residuals on the large batches (its noise), seconds.
     """
 
@@ -91,6 +96,8 @@ class EngineProfile:
     executor_warmup_s: float | None = None
     state_reload_s: float | None = None
     not_measured: Mapping[str, str] = field(default_factory=dict, hash=False)
+    first_batch_s: float | None = None
+    first_batch_core_s: float | None = None
     rms_s: float = 0.0
     points: tuple[CostPoint, ...] = field(default=(), repr=False)
 
@@ -99,7 +106,7 @@ class EngineProfile:
             raise EngineProfileError(f"partitions and slots must be >= 1, got {self.partitions} and {self.slots}")
         for name in ("fixed_s", "fixed_core_s", "engine_s_per_byte", "core_s_per_byte", "core_s_per_row", "rms_s",
                      "no_data_s", "no_data_core_s", "executor_startup_s", "fixed_task_share", "executor_warmup_s",
-                     "state_reload_s"):
+                     "state_reload_s", "first_batch_s", "first_batch_core_s"):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value >= 0):
                 raise EngineProfileError(f"{name} must be a finite number >= 0, got {value!r}")
@@ -188,6 +195,8 @@ class EngineProfile:
         parts.append("executor start-up " + (f"{self.executor_startup_s:.1f} s" if self.executor_startup_s is not None
                                              else "not measured"))
         parts.append(f"each task {self.fixed_task_share:.0%} of the fixed part")
+        if self.first_batch_s is not None:
+            parts.append(f"a query's first batch {1e3 * self.first_batch_s:.0f} ms more")
         for name, label in (("executor_warmup_s", "executor warm-up"), ("state_reload_s", "state reload")):
             value = getattr(self, name)
             parts.append(f"{label} " + (f"{value:.2f} s" if value is not None else "not measured"))
@@ -207,7 +216,7 @@ def fit_profile(points: Sequence[CostPoint], *, runtime: str, workload: str | No
                 state_reload_s: float | None = None, not_measured: Mapping[str, str] | None = None) -> EngineProfile:
     """The profile of measured batches: fixed costs from the ``tiny`` ones (medians), per-byte and per-row costs from
     the ``large`` ones beyond that fixed part (least squares through it), the tasks' share of the fixed part
-    (:func:`task_share`); ``no_data_s`` and ``no_data_core_s``, the mean no-data batch (the caller's: a runtime counts
+    (:func:`task_share`), a query's first batch's excess over that model (medians of the ``first`` ones); ``no_data_s`` and ``no_data_core_s``, the mean no-data batch (the caller's: a runtime counts
     them apart from the batches it sized), ``executor_startup_s``, ``executor_warmup_s`` and ``state_reload_s`` as
     measured, and why any of those is None (``not_measured``).
 
@@ -215,6 +224,7 @@ def fit_profile(points: Sequence[CostPoint], *, runtime: str, workload: str | No
     """
     tiny = [p for p in points if p.kind == "tiny"]
     large = [p for p in points if p.kind == "large"]
+    first = [p for p in points if p.kind == "first"]
     if not tiny or not large:
         raise EngineProfileError(f"a profile needs tiny and large batches; measured {len(tiny)} tiny and "
                                  f"{len(large)} large")
@@ -228,6 +238,9 @@ def fit_profile(points: Sequence[CostPoint], *, runtime: str, workload: str | No
     core_per_row = _slope_through(((p.rows, p.busy_core_s) for p in large if p.busy_core_s is not None),
                                   fixed_core_s)
     rms = math.sqrt(statistics.fmean((p.trigger_s - fixed_s - engine_per_byte * p.bytes) ** 2 for p in large))
+    first_s = _median(max(0.0, p.trigger_s - fixed_s - engine_per_byte * p.bytes) for p in first)
+    first_core_s = _median(None if p.busy_core_s is None else max(0.0, p.busy_core_s - fixed_core_s - core_per_byte
+                                                                   * p.bytes) for p in first)
     return EngineProfile(runtime=runtime, workload=workload, partitions=partitions, slots=slots, fixed_s=fixed_s,
                          fixed_core_s=fixed_core_s, engine_s_per_byte=engine_per_byte, core_s_per_byte=core_per_byte,
                          core_s_per_row=core_per_row, largest_bytes=max(p.bytes for p in points),
@@ -235,7 +248,8 @@ def fit_profile(points: Sequence[CostPoint], *, runtime: str, workload: str | No
                          executor_startup_s=executor_startup_s,
                          fixed_task_share=task_share(fixed_core_s, fixed_s, partitions),
                          executor_warmup_s=executor_warmup_s, state_reload_s=state_reload_s,
-                         not_measured=dict(not_measured or {}), rms_s=rms, points=tuple(points))
+                         not_measured=dict(not_measured or {}), first_batch_s=first_s, first_batch_core_s=first_core_s,
+                         rms_s=rms, points=tuple(points))
 
 
 def _median(values: Iterable[float | None]) -> float | None:

@@ -9,7 +9,9 @@ A calibrated query's batch of ``b`` bytes costs (:func:`calibrated_work`):
   equal share of ``core_s_per_byte x b`` (the per-byte part, with the run's per-batch noise);
 
 so on the calibration's slots a tiny batch takes ``fixed_s`` and its tasks ``fixed_core_s`` core-seconds, as
-measured, and a batch's tasks run in waves on whatever slots the run has. Spark's no-data batch costs the
+measured, and a batch's tasks run in waves on whatever slots the run has. A query's first batch costs the profile's
+``first_batch_s`` and ``first_batch_core_s`` more where it measured them (Spark compiles the new query's plan and
+opens its state stores then: 1.5-2.9 s against 0.5-1.0 s for its later batches, ``bench-results/fidelity-spark``). Spark's no-data batch costs the
 profile's no-data figures the same way (:func:`calibrated_no_data_work`). The per-byte costs are rescaled to the
 simulator's bytes per row (:meth:`pacer.engine_profile.EngineProfile.in_bytes_of`): a batch costs what its rows
 cost. Executor warm-up and state reload come from the profile where it measured them, else from the cost model
@@ -83,7 +85,9 @@ def provenance(profile: EngineProfile) -> dict[str, Any]:
                          else {"measured": False, "why": profile.not_measured.get(name, "not in the profile")})
     return {"workload": profile.workload, "fixed_s": profile.fixed_s,
             "fixed_core_s": profile.fixed_core_s, "core_s_per_mb": profile.core_s_per_byte * 1e6,
-            "no_data_s": profile.no_data_s, "no_data_core_s": profile.no_data_core_s, "scalars": scalars}
+            "no_data_s": profile.no_data_s, "no_data_core_s": profile.no_data_core_s,
+            "first_batch_s": profile.first_batch_s, "first_batch_core_s": profile.first_batch_core_s,
+            "scalars": scalars}
 
 
 def _work(model: CostModel, spec: QuerySpec, batch: MicroBatch, *, driver_s: float, task_core_s: float,
@@ -102,15 +106,20 @@ def _work(model: CostModel, spec: QuerySpec, batch: MicroBatch, *, driver_s: flo
 
 
 def calibrated_work(model: CostModel, profile: EngineProfile, spec: QuerySpec, batch: MicroBatch, *,
-                    seed: int) -> BatchWork:
+                    seed: int, first: bool = False) -> BatchWork:
     """The cost of ``batch`` of ``spec`` under ``profile`` (module docstring), its noise drawn as the built-in model
-    draws it (seed, query, batch number). ``profile`` is in the simulator's bytes (:meth:`EngineProfile.in_bytes_of`).
-    """
+    draws it (seed, query, batch number); ``first``: the query's first batch, with the profile's first-batch excess
+    (its core-seconds on the tasks, the rest of its seconds on the driver). ``profile`` is in the simulator's bytes
+    (:meth:`EngineProfile.in_bytes_of`)."""
     share = task_share_of(profile)
     partitions = max(1, spec.partitions)
-    return _work(model, spec, batch, driver_s=profile.fixed_s * (1.0 - share),
-                 task_core_s=share * profile.fixed_s * partitions, work_core_s=profile.core_s_per_byte * batch.bytes,
-                 seed=seed, noise_key=spec.id)
+    driver, tasks = profile.fixed_s * (1.0 - share), share * profile.fixed_s * partitions
+    if first:
+        extra_core = profile.first_batch_core_s or 0.0
+        driver += max(0.0, (profile.first_batch_s or 0.0) - extra_core / min(profile.slots, partitions))
+        tasks += extra_core
+    return _work(model, spec, batch, driver_s=driver, task_core_s=tasks,
+                 work_core_s=profile.core_s_per_byte * batch.bytes, seed=seed, noise_key=spec.id)
 
 
 def calibrated_no_data_work(model: CostModel, profile: EngineProfile, spec: QuerySpec, seq: int, *,

@@ -61,6 +61,8 @@ class _Query:
     spec: QuerySpec
     profile: EngineProfile | None = None  # what Spark measured it to cost, in the simulator's bytes
     model: CostModel | None = None  # the cost model with the profile's scalars (None: the run's)
+    trigger_s: float | None = None  # static admission: Spark's own processing-time trigger's interval
+    started: int = 0  # its batches that entered the engine
 
 
 @dataclass
@@ -233,8 +235,10 @@ class Simulation:
         profile = profile_for(self.engine_profiles, workload)
         if profile is not None:
             profile = profile.in_bytes_of(per_row)
+        interval = (admission_params or {}).get("interval", 10.0) if admission == "static" else None
         self._queries[qid] = _Query(qid, workload, len(arrivals), spec, profile,
-                                    None if profile is None else calibrated_model(self.cost_model, profile))
+                                    None if profile is None else calibrated_model(self.cost_model, profile),
+                                    None if interval is None else float(interval))
         if self.watermark_s is not None and runs_no_data_batches(spec):
             self._watermarks[qid] = Watermark(self.watermark_s)
         self._config_queries.append(
@@ -364,8 +368,9 @@ class Simulation:
     def _start(self, batch: MicroBatch, t: float) -> None:
         """An admitted batch enters the engine."""
         q = self._queries[batch.query_id]
+        q.started += 1
         if q.profile is not None:
-            work = calibrated_work(self.cost_model, q.profile, q.spec, batch, seed=self.seed)
+            work = calibrated_work(self.cost_model, q.profile, q.spec, batch, seed=self.seed, first=q.started == 1)
         else:
             work = batch_work(self.cost_model, q.spec, batch, gpus=self.gpus, seed=self.seed)
         self._running[batch.id] = self._run(batch, work, t)
@@ -566,9 +571,20 @@ class Simulation:
         watermark = self._watermarks.get(qid)
         if not run.no_data and watermark is not None and watermark.advance(run.batch.datasets):
             self._triggers.add(qid)
-            self._loop.push(t, _POLL, (_TRIGGER, qid))
+            self._loop.push(self._next_trigger(qid, run.batch, t), _POLL, (_TRIGGER, qid))
         else:
             self._loop.poll_soon(qid, t)
+
+    def _next_trigger(self, qid: str, batch: MicroBatch, t: float) -> float:
+        """When the stream's next trigger runs after ``batch`` completed at ``t``: at once under pacer's admission
+        (Spark's trigger is then ``processingTime=0``); under a static trigger (Spark's own ``processingTime``), at
+        the tick after the one that formed the batch, or at once where the batch overran it (Spark's
+        ``ProcessingTimeExecutor``): data that arrived meanwhile then forms a batch, and no no-data batch runs."""
+        interval = self._queries[qid].trigger_s
+        if not interval:
+            return t
+        tick = (math.floor(batch.admitted_at / interval + 1e-9) + 1) * interval
+        return max(t, tick)
 
     def config(self, duration: float) -> dict[str, Any]:
         """The run's configuration, as recorded in the report."""

@@ -2,8 +2,12 @@
 
 - **Watermark.** A query with ``withWatermark`` (pacer-spark's workloads: 60 s) keeps ``max event time seen - delay``,
   moved after each batch that saw a later event. In the simulator a dataset's event time is its arrival (datasets are
-  dated by the data's own time), and the watermark starts at 0, as Spark's does.
-- **No-data batches.** After a data batch that moved the watermark, the stream's next trigger asks the source first:
+  dated by the data's own time). Spark's watermark starts at 0 ms since the epoch and pacer-gen's event times are
+  epoch times, so the first batch with data moves it: the simulator's starts below every event time (measured on
+  Spark, LR2 under zStream for 60 s with the 60 s watermark: 10 batches, 9 no-data batches,
+  ``bench-results/demo-2026-11-29``; starting at 0 s of the run, the simulator ran none before 60 s).
+- **No-data batches.** After a data batch that moved the watermark, the stream's next trigger (at once under pacer's
+  admission; under Spark's own processing-time trigger, a static one, at its next tick) asks the source first:
   if it offers data (pacer admits a batch) that batch runs, and evicts by the new watermark itself; if not, Spark runs
   a batch with no new data to evict state and emit what the watermark closed (``spark.sql.streaming.
   noDataMicroBatches.enabled``, on by default). It costs a batch of no bytes (:func:`pacer_sim.costs.no_data_work`),
@@ -46,7 +50,8 @@ def reload_tasks(partitions: int, removed: int, before: int) -> int:
 
 
 class Watermark:
-    """One query's event-time watermark: ``max event time seen - delay``, from 0 and never back.
+    """One query's event-time watermark: ``max event time seen - delay``, never back; the first event moves it (module
+    docstring: Spark's starts at the epoch, below every event time pacer-gen writes).
 
     :param delay_s: the watermark delay (``withWatermark``'s), seconds.
     """
@@ -55,7 +60,7 @@ class Watermark:
         if delay_s < 0:
             raise ValueError(f"watermark delay must be >= 0 s, got {delay_s}")
         self.delay_s = delay_s
-        self.at = 0.0
+        self.at = -math.inf
 
     def advance(self, datasets: Iterable[Dataset]) -> bool:
         """A data batch of ``datasets`` completed: True when it moved the watermark (a no-data batch is then due)."""

@@ -16,7 +16,9 @@ each task's share of the fixed part (from the tiny batches), and executor warm-u
 local mode adds and removes no executor, so neither is measured there, and the profile says why
 (:func:`not_measured`).
 
-Each query's first ``WARM_UP_BATCHES`` batches are left out (a new query compiles its plan and warms its state).
+Each query's first ``WARM_UP_BATCHES`` batches are left out of the fixed and per-byte costs (a new query compiles
+its plan and opens its state stores) and measured apart (points of kind ``first``): what a query's first batch costs
+beyond its size, which every new query pays once.
 What each batch cost is what pacer records of it on Spark (engine time less gate waits; its own tasks' run time by
 batch id): :func:`pacer.engine_profile.fit_profile` turns the points into the profile.
 """
@@ -80,9 +82,12 @@ def measure_profile(spark: Any, workload: str, *, rate: float, intervals: Sequen
                                          f"{session.errors() or 'its backlog outlasted the drain timeout'}")
             session.admission.stop(STOP_TIMEOUT_S, [query_id])  # between batches, before the next step shares it
             task_time.wait_for_listeners(spark, LISTENERS_WAIT_S)  # its last tasks' times, to their batches
-            measured = [r for r in session.driver.reports(query_id)[WARM_UP_BATCHES:] if r.rows > 0]
+            reports = session.driver.reports(query_id)
+            measured = [r for r in reports[WARM_UP_BATCHES:] if r.rows > 0]
             if not measured:
                 raise EngineProfileError(f"calibration step {query_id!r} ran no batch after its warm-up")
+            points += [CostPoint("first", r.rows, r.bytes, r.trigger_s, r.busy_core_s)
+                       for r in reports[:WARM_UP_BATCHES] if r.rows > 0]
             points += [CostPoint(kind, r.rows, r.bytes, r.trigger_s, r.busy_core_s) for r in measured]
         slots = session.controller.cores
         partitions = int(spark.conf.get("spark.sql.shuffle.partitions", "2") or 2)

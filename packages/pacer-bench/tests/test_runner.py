@@ -26,7 +26,7 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 def test_every_scenario_resolves_on_the_simulator() -> None:
     pm = get_plugin_manager()
-    for name in SCENARIOS:
+    for name in [n for n, s in SCENARIOS.items() if not s.calibrated]:
         for quick in (True, False):
             runtime, configs, _ = resolve_configs(name, runtime="sim", quick=quick, duration=None, seed=1,
                                                   plugin_manager=pm)
@@ -210,3 +210,26 @@ def test_trigger_sweep_runs_on_real_spark(tmp_path: Path) -> None:
         q = run["report"]["queries"]["lr2"]
         assert q["datasets_in"] == q["datasets_processed"] == 12
     assert doc["runs"][0]["report"]["config"]["queries"][0]["admission"] == "static"
+
+
+def test_fidelity_runs_on_spark_beside_the_calibrated_simulator_and_only_it_takes_calibrated(tmp_path: Path) -> None:
+    """fidelity compares Spark with the simulator: refused on the simulator alone and without profiles; on Spark
+    its configurations resolve (nothing runs yet); --calibrated is refused elsewhere."""
+    from pacer.engine_profile import EngineProfile
+
+    pm = get_plugin_manager()
+    profile = EngineProfile(runtime="spark", workload="lr2", partitions=2, slots=2, fixed_s=0.4, fixed_core_s=0.2,
+                            engine_s_per_byte=1e-6, core_s_per_byte=2e-6, core_s_per_row=1e-4, largest_bytes=10**6)
+    path = str(profile.write(tmp_path / "lr2.json"))
+    with pytest.raises(ScenarioError, match="run it with --runtime spark"):
+        resolve_configs("fidelity", runtime="sim", quick=True, duration=None, seed=1, plugin_manager=pm,
+                        calibrated=[path])
+    with pytest.raises(ScenarioError, match="--calibrated FILE"):
+        resolve_configs("fidelity", runtime="spark", quick=True, duration=None, seed=1, plugin_manager=pm)
+    runtime, configs, _ = resolve_configs("fidelity", runtime="spark", quick=True, duration=None, seed=1,
+                                          plugin_manager=pm, calibrated=[path])
+    assert runtime == "spark" and len(configs) == 5 and all(c.duration == 60.0 for c in configs)
+    assert {c.queries[0].workload for c in configs} == {"lr2", "cm1"}
+    with pytest.raises(ScenarioError, match="takes --engine-profile"):
+        resolve_configs("trigger-sweep", runtime="sim", quick=True, duration=None, seed=1, plugin_manager=pm,
+                        calibrated=[path])

@@ -74,7 +74,7 @@ def test_what_a_planted_scenario_needs_of_a_runtime_is_what_the_runner_acts_on(
 
 def test_an_unknown_scenario_is_refused_naming_the_registered_ones(tmp_path: Path) -> None:
     known = ", ".join(sorted(SCENARIOS))
-    assert "device-sweep, frequency, latency-target" in known
+    assert "device-sweep, fidelity, frequency, latency-target" in known
     with pytest.raises(ScenarioError, match=f"^unknown scenario 'no-such'; choose from {known}$"):
         find_scenario("no-such")
     with pytest.raises(ScenarioError, match=f"^unknown scenario 'no-such'; choose from {known}$"):

@@ -81,6 +81,9 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine-profile", metavar="FILE",
                         help="--runtime spark: what Spark measured the workload to cost (`pacer calibrate --runtime "
                              "spark`): pacer's queries start from it, and the bounds are computed from it")
+    parser.add_argument("--calibrated", action="append", default=[], metavar="FILE",
+                        help="fidelity: an engine profile `pacer calibrate --runtime spark` wrote (repeatable, one per "
+                             "workload): the simulator predicts each Spark run with its workload's costs from it")
     parser.add_argument("--rapids-jar", action="append", default=[], metavar="JAR",
                         help="RAPIDS Accelerator jar(s): device-sweep then runs on Spark (else it is simulated)")
 
@@ -108,6 +111,7 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
             raise UsageError(f"{', '.join(given)} applies to --source {name}; add --source {name}")
     if args.engine_profile is not None:
         _check_engine_profile(args)
+    _check_calibrated(args.calibrated)
     deadlines = [seconds_flag("--deadline", d) for d in args.deadline]
     statics = [_static_flag(s) for s in args.static]
     target = {"source": None if args.source == GENERATED else args.source, "deadlines": deadlines, "statics": statics,
@@ -150,6 +154,16 @@ def _check_engine_profile(args: argparse.Namespace) -> None:
                             else f"calibrate it there (pacer calibrate --runtime {args.runtime})"))
 
 
+def _check_calibrated(paths: Sequence[str]) -> None:
+    """``--calibrated``: profile files that read, measured on Spark, one per workload (pacer-sim's check)."""
+    from pacer_sim.calibrated import load_profiles
+
+    try:
+        load_profiles(paths)
+    except ValueError as exc:
+        raise UsageError(f"--calibrated: {exc}") from None
+
+
 def _run_grid(args: argparse.Namespace, out: Path) -> int:
     """``SCENARIO --grid``: the scenario's grid variant (device-sweep's: every cell simulated,
     :mod:`pacer_bench.device_grid`)."""
@@ -183,7 +197,7 @@ def _run_scenario(args: argparse.Namespace, out: Path, pm: PluginManager, target
         seed=args.seed, master=args.master, rapids_jars=args.rapids_jar, plugin_manager=pm,
         repeat=args.repeat, vary_seed=args.vary_seed, gpus=args.gpus, overload=args.overload, target=target,
         source_options=source_options, rate_scale=args.rate_scale, executors=args.executors,
-        engine_profile=args.engine_profile,
+        engine_profile=args.engine_profile, calibrated=args.calibrated,
     )
 
 

@@ -20,7 +20,7 @@ from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.scaler import parse_executors
 from pacer_bench.progress_bar import ProgressBar
 from pacer_bench.runtime_traits import EXECUTORS, GPU, SIMULATOR, runtime_traits
-from pacer_bench.scenarios import Config, Request, ScenarioError, ScenarioResult, find_scenario
+from pacer_bench.scenarios import SCENARIOS, Config, Request, ScenarioError, ScenarioResult, find_scenario
 from pacer_bench.tables import BenchRun
 from pacer_bench.traffic_sources import GENERATED, BenchSource, UnknownSourceError, find_source
 
@@ -28,17 +28,18 @@ __all__ = ["ScenarioError", "machine_description", "record_latencies", "resolve_
 
 
 def _request(quick: bool, runtime: str, target: Mapping[str, Any] | None, source: BenchSource | None,
-             master: str, executors: str | None) -> Request:
+             master: str, executors: str | None, calibrated: Sequence[str] = ()) -> Request:
     """What the scenario builds its configurations (and its writer its outputs) from, on ``runtime``."""
     return Request(quick=quick, simulated=runtime_traits(runtime).simulated, target=dict(target or {}),
-                   source=source, master=master, executors=None if executors is None else parse_executors(executors))
+                   source=source, master=master, executors=None if executors is None else parse_executors(executors),
+                   calibrated=tuple(calibrated))
 
 
 def resolve_configs(
     scenario: str, *, runtime: str, quick: bool, duration: float | None, seed: int,
     plugin_manager: PluginManager, rapids_jars: Sequence[str] = (), gpus: int | None = None,
     overload: str = "keep", target: Mapping[str, Any] | None = None, rate_scale: float = 1.0,
-    master: str = "local[2]", executors: str | None = None,
+    master: str = "local[2]", executors: str | None = None, calibrated: Sequence[str] = (),
 ) -> tuple[str, list[Config], list[str]]:
     """Check a scenario before anything runs and return the runtime it will run on, its configurations
     and notes for the reader (e.g. why a Spark request runs simulated).
@@ -51,6 +52,7 @@ def resolve_configs(
     :param target: latency-target's choices (:func:`pacer_bench.scenarios.narrow_plan`); a ``source`` (other
         than pacer's generator: :mod:`pacer_bench.traffic_sources`) runs on the runtime it names (kafka: Spark).
     :param executors: autoscale on a standalone cluster: ``MIN:MAX`` executors (``--executors``).
+    :param calibrated: fidelity: the engine profiles the simulator predicts from (``--calibrated``).
     :raises ScenarioError: for an unknown scenario (naming the registered ones), strategy, runtime (the installed
         ones come from the ``pacer_runtimes`` hook) or source, or a scenario that cannot run on ``runtime``.
     """
@@ -59,6 +61,9 @@ def resolve_configs(
     narrowing = {k: v for k, v in (target or {}).items() if v and k != "configs"}
     if chosen.sourced:
         narrowing.pop("source", None)
+    if calibrated and not chosen.calibrated:
+        raise ScenarioError(f"--calibrated gives {', '.join(n for n, s in sorted(SCENARIOS.items()) if s.calibrated)}"
+                            f" its simulator's costs; {chosen.name} takes --engine-profile")
     if narrowing and not chosen.narrowed:
         raise ScenarioError("--source, --deadline, --traffic and --workload apply to latency-target (--source to "
                             "multi-query too)")
@@ -78,7 +83,7 @@ def resolve_configs(
         if executors is not None and EXECUTORS not in chosen.needs:
             raise ValueError(f"--executors sets the executors of a scenario that changes them (autoscale), not of "
                              f"{chosen.name}")
-        configs = chosen.build(_request(quick, runtime, target, source, master, executors))
+        configs = chosen.build(_request(quick, runtime, target, source, master, executors, calibrated))
     except ValueError as exc:
         raise ScenarioError(str(exc)) from None
     names = (target or {}).get("configs")
@@ -215,6 +220,7 @@ def run_scenario(
     rate_scale: float = 1.0,
     executors: str | None = None,
     engine_profile: str | None = None,
+    calibrated: Sequence[str] = (),
 ) -> dict[str, Path]:
     """Run every configuration of ``scenario`` ``repeat`` times and write its outputs under ``out``.
 
@@ -230,7 +236,8 @@ def run_scenario(
     it, with ``source_options`` (its own flags, by ``dest``): ``kafka`` (pacer-kafka) reads a fresh topic per
     configuration on ``source_options["bootstrap_servers"]``, or on a scratch broker when None. ``engine_profile``
     (a file ``pacer calibrate`` wrote, on the runtime's options): the runs' queries start from it and the bounds
-    use it (:func:`pacer_bench.bound.calibrated_fit`).
+    use it (:func:`pacer_bench.bound.calibrated_fit`). ``calibrated`` (fidelity): the engine profiles the simulator
+    predicts the Spark runs from.
 
     The scenario is looked up in the registry (:func:`pacer_bench.scenarios.find_scenario`), which builds its
     configurations and writes its outputs (:attr:`pacer_bench.scenarios.Scenario.write`).
@@ -245,7 +252,7 @@ def run_scenario(
     actual, configs, notes = resolve_configs(scenario, runtime=runtime, quick=quick, duration=duration, seed=seed,
                                              plugin_manager=pm, rapids_jars=rapids_jars, gpus=gpus,
                                              overload=overload, target=target, rate_scale=rate_scale,
-                                             master=master, executors=executors)
+                                             master=master, executors=executors, calibrated=calibrated)
     for note in notes:
         print(f"pacer bench: {note}", file=sys.stderr)
     bar = ProgressBar(len(configs) * repeat) if progress else None
@@ -291,7 +298,7 @@ def run_scenario(
     if quick:
         summary += ", quick version"
     machine = machine_description(actual, master)
-    request = _request(quick, actual, target, source, master, executors)
+    request = _request(quick, actual, target, source, master, executors, calibrated)
     paths = chosen.write(out, ScenarioResult(chosen.name, runs, request, summary, notes, machine))
     meta = {
         "scenario": scenario, "runtime": actual, "requested_runtime": runtime, "quick": quick, "seed": seed,

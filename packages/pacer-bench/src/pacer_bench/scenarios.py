@@ -116,6 +116,7 @@ class Request:
         (:class:`pacer_bench.traffic_sources.BenchSource`; None: pacer's generated traffic).
     :param master: the Spark master the runs go to (``--master``; a standalone cluster's can change executors).
     :param executors: autoscale on a standalone cluster: ``(min, max)`` executors (None: its default).
+    :param calibrated: fidelity: the engine profiles the simulator predicts Spark's runs from (``--calibrated``).
     """
 
     quick: bool = False
@@ -124,6 +125,7 @@ class Request:
     source: Any = None
     master: str = "local[2]"
     executors: tuple[int, int] | None = None
+    calibrated: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,8 @@ class Scenario:
         own topic).
     :param grid: its ``--grid`` variant, ``(out, *, quick, duration, seed, repeat, gpus, jobs)`` -> the paths
         written (None: ``--grid`` does not apply).
+    :param calibrated: it sets a wall-clock runtime beside the simulator calibrated by ``--calibrated`` profiles
+        (fidelity): it takes them, and it does not run on the simulator alone; any other scenario refuses them.
     """
 
     name: str
@@ -174,6 +178,7 @@ class Scenario:
     narrowed: bool = False
     sourced: bool = False
     grid: Callable[..., dict[str, Path]] | None = None
+    calibrated: bool = False
 
 
 ADAPTIVE_ADMISSION = ("fixed-point", "zstream", "lmstream")
@@ -454,6 +459,28 @@ def _write_autoscale(out: str | Path, result: ScenarioResult) -> dict[str, Path]
     return write_autoscale(out, result.runs, summary=result.summary, notes=result.notes, machine=result.machine)
 
 
+def _fidelity(request: Request) -> list[Config]:
+    """fidelity's configurations (:func:`pacer_bench.fidelity.fidelity_plan`), on Spark only.
+
+    :raises ValueError: on the simulator (it would compare the simulator with itself), or without profiles."""
+    from pacer_bench.fidelity import fidelity_plan
+
+    if request.simulated:
+        raise ValueError("fidelity compares real Spark with the calibrated simulator: run it with --runtime spark")
+    if not request.calibrated:
+        raise ValueError("fidelity needs the engine profiles the simulator predicts from: --calibrated FILE (one per "
+                         "workload, written by pacer calibrate --runtime spark --workload W --out FILE)")
+    return [Config(**kw) for kw in fidelity_plan(request.quick)]
+
+
+def _write_fidelity(out: str | Path, result: ScenarioResult) -> dict[str, Path]:
+    """fidelity's table of predicted beside measured before the common tables."""
+    from pacer_bench.fidelity import write_fidelity
+
+    return write_fidelity(out, result.runs, result.request.calibrated, summary=result.summary, notes=result.notes,
+                          machine=result.machine)
+
+
 def _write_multi_query(out: str | Path, result: ScenarioResult) -> dict[str, Path]:
     """multi-query's summary and bound tables before the common ones."""
     from pacer_bench.multi_query import write_multi_query
@@ -497,6 +524,9 @@ SCENARIOS: dict[str, Scenario] = {
                  "static triggers (the cheapest that meets each deadline marked) and adaptive admission, by busy core-seconds (engine time where a run did not measure them)",
                  _latency_target, write=_write_latency_target, narrowed=True, grid=_runaway_grid),
         Scenario("frequency", "SPBench data-frequency patterns: increasing, decreasing, wave, binary", _frequency),
+        Scenario("fidelity", "Does the simulator predict Spark: each configuration on real Spark, then simulated with "
+                 "costs from Spark's engine profiles (--calibrated), batches, rows late and busy core-s side by "
+                 "side", _fidelity, write=_write_fidelity, calibrated=True),
     )
 }
 

@@ -868,6 +868,54 @@ def test_found_a_drain_ends_while_a_later_source_s_unanswered_admission_holds_th
         state.accounted_once_and_balanced()
 
 
+OLDER_HELD = ("under a drain, the batch formed at the first ask with data took another source's older snapshot (the "
+              "strategy's count, or the drain's caps, filled by it), which that source had admitted without an "
+              "answer already, unknown to the driver until its own ask: the asking source was told to wait, the "
+              "record then emptied the batch, and the trigger read nothing")
+
+
+# fixed (Driver.with_own): {OLDER_HELD}; processAllAvailable() returned with the asking source's unit unread
+def test_found_a_drain_batch_of_another_source_s_unanswered_snapshot_ends_process_all_available() -> None:
+    """Three sources (0 idle); source 2's ask for batch 0 is decided 'wait', its answer late: it admits unit 0
+    unanswered. processAllAvailable() with unit 1 at source 1: source 1 asks first with data, the strategy admits
+    the oldest held (source 2's unit 0) and source 1 is told to wait; source 2's record takes unit 0 back into batch
+    0: the trigger reads nothing and unit 1 is never committed."""
+    with replayed() as state:
+        state.setup(sources=3, idle=0, limits=[None, None, None], counts=[0, 1])
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "late"],
+                              source=1)
+        state.accounted_once_and_balanced()
+        state.process_all_available(count=1, idle_progress=False, listener=False, source=0)
+        state.accounted_once_and_balanced()
+
+
+# fixed, the same ({OLDER_HELD}): a source asked later had new data and was not let join the emptied batch
+def test_found_a_drain_batch_of_another_source_s_unanswered_snapshot_lets_no_later_source_join() -> None:
+    """As above after a few batches and two refused second streams: source 2's new unit, asked after the emptied
+    batch, was told to wait under the drain instead of joining."""
+    with replayed() as state:
+        state.setup(sources=3, counts=[1, 0, 0, 0], limits=[None, None, None], idle=0)
+        state.accounted_once_and_balanced()
+        state.process_all_available(count=1, idle_progress=False, listener=False, source=0)
+        state.accounted_once_and_balanced()
+        state.trigger(count=1, idle_progress=False, listener=True, source=0)
+        state.accounted_once_and_balanced()
+        state.second_stream(late=False)
+        state.accounted_once_and_balanced()
+        state.second_stream(late=False)
+        state.accounted_once_and_balanced()
+        state.process_all_available(count=1, idle_progress=False, listener=False, source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "late"],
+                              source=1)
+        state.accounted_once_and_balanced()
+        state.observe(count=1, source=0)
+        state.accounted_once_and_balanced()
+        state.process_all_available(count=1, idle_progress=False, listener=False, source=1)
+        state.accounted_once_and_balanced()
+
+
 # ---------------------------------------------------------------------- the issue's holes, closed: kept so
 
 

@@ -19,7 +19,6 @@ from pacer.report import build_report
 from pacer.views import BatchView, QueryView
 from pacer_spark.driver.completion import BatchCompletion, SinkDone
 from pacer_spark.driver.locking import Held
-from pacer_spark.driver.replay import ReplayGuard
 from pacer_spark.jvm.progress import TriggerProgress
 
 
@@ -31,12 +30,11 @@ class Books:
     handed it out (:meth:`check` says so at run time).
     """
 
-    __slots__ = ("_controller", "_engine", "_held", "_replay")
+    __slots__ = ("_controller", "_engine", "_held")
 
-    def __init__(self, controller: Controller, engine: BatchCompletion, replay: ReplayGuard, held: Held) -> None:
+    def __init__(self, controller: Controller, engine: BatchCompletion, held: Held) -> None:
         self._controller = controller
         self._engine = engine
-        self._replay = replay
         self._held = held
 
     # ------------------------------------------------------------------ the lock
@@ -135,11 +133,6 @@ class Books:
         batch = self._controller.reconcile.retract(batch_id)
         self.notify_all()
         return batch
-
-    def force(self, query_id: str, count: int) -> MicroBatch | None:
-        """Admit the ``count`` oldest buffered datasets of the query as one batch, whatever its strategy says (a
-        replay, a drain, an admission Spark made without an answer)."""
-        return self._replay.admit(self._controller, query_id, count)
 
     def start(self, batch_id: str) -> None:
         """The batch began running."""

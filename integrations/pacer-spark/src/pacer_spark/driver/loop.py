@@ -101,10 +101,15 @@ class Ask(Protocol):
     #: the run is one batch (``trigger(once=True)``): it takes everything held, whatever the strategy and the
     #: Controller's caps (plain Spark reads all that is available in it)
     whole: bool
-
     @property
     def stream_id(self) -> str | None:
         """The Spark streaming query's id once known (read only where RAPIDS is loaded: it may cost a Py4J call)."""
+
+    @property
+    def own(self) -> Sequence[str]:
+        """The datasets the asking source itself holds, once arrived: a drain's batch takes them whatever the caps
+        (were older data of another source to fill them, this source would be told to wait and the drain end with
+        its data unread)."""
 
     def report(self, books: Books) -> bool:
         """Take what the ask reports before any new data: complete the query's previous batch from its trigger's
@@ -272,6 +277,8 @@ class Driver:
                 drained = batch is None and ask.drain
                 if drained:
                     batch = self.drain(held, ask.query_id)
+                if batch is not None and ask.drain:
+                    batch = self.with_own(held, batch, ask.own)
             if batch is None:
                 return None
             gated = ask.admitted(books, batch)
@@ -295,7 +302,7 @@ class Driver:
     def _books(self, held: Held) -> Books:
         """The books, open while ``held`` (one per lock: the guard hands out one proof)."""
         if self._open is None or not self._open.opened_by(held):
-            self._open = Books(self.controller, self.engine, self.replay, held)
+            self._open = Books(self.controller, self.engine, held)
         return self._open
 
     # ------------------------------------------------------------------ Spark's listener
@@ -375,6 +382,18 @@ class Driver:
         if c.busy(query_id) or not c.has_buffered(query_id):
             return None
         return self.force(held, query_id, len(c.buffered(query_id)))
+
+    def with_own(self, held: Held, batch: MicroBatch, own: Sequence[str]) -> MicroBatch:
+        """A drain's batch with every dataset ``own`` of the asking source in it, whatever the strategy's count and
+        the caps (it is re-formed with them, as a source joining it is): where older data of another source filled
+        the batch, the asking source would be told to wait, and another source's part may be what it admitted
+        without an answer already, so that the trigger reads nothing and the drain ends with data held."""
+        taken = [d.id for d in batch.datasets]
+        missing = [dataset_id for dataset_id in own if dataset_id not in set(taken)]
+        if not missing:
+            return batch
+        self._books(held).take_back(batch.query_id, batch.id)
+        return self.controller.reconcile.admit_exactly(batch.query_id, taken + missing)
 
     def take_all(self, held: Held, query_id: str) -> MicroBatch | None:
         """Everything ``query_id`` holds as one batch, exactly: no strategy, no read cap, no probe limit (a

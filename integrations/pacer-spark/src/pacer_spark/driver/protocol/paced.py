@@ -564,6 +564,12 @@ class SourceAsk:
             return False
         return not self.q.holding
 
+    @property
+    def own(self) -> tuple[str, ...]:
+        """The asking source's held snapshots, oldest first (:class:`~pacer_spark.driver.loop.Ask`)."""
+        src = self.q.sources.get(self.request.run) if self.q is not None else None
+        return tuple(src.arrived[seq] for seq in sorted(src.arrived)) if src is not None else ()
+
     def arrive(self, books: Books) -> None:
         """The request's new snapshots arrive."""
         assert self.q is not None

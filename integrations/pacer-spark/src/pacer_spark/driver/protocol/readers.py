@@ -587,6 +587,12 @@ class _LatestStep:
         handle = self.service.sources[self.query_id].handle
         return handle.id if handle is not None else None
 
+    @property
+    def own(self) -> tuple[str, ...]:
+        """Nothing to add to a drain's batch: the reader is its query's only source, and the batch takes its oldest
+        data first."""
+        return ()
+
     def passed(self, books: Books, turn: Turn) -> None:
         """Keep the gate's wait; the batch's pool is set in its ``foreachBatch``."""
         assert self.batch_id is not None

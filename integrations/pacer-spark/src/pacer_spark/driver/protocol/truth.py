@@ -18,7 +18,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from pacer import Dataset, MicroBatch
+from pacer import Dataset
 from pacer_spark.driver.books import Books
 from pacer_spark.driver.completion import SinkDone
 from pacer_spark.driver.protocol import model_store
@@ -339,22 +339,15 @@ class SourceTruth:
             p = orphan.progress
             if orphan.replay and ((p.run_id, p.batch_id) in q.accounted or (None, p.batch_id) in q.given_up):
                 continue  # accounted already, or completed when the run that first ran it stopped
-            held = {d.id for d in books.buffered(q.query_id)}
             datasets = [d for d in orphan.datasets if not books.finished(q.query_id, d.id)]
             if not datasets:  # completed already (the batch decided for them): accounted once
                 continue
-            for dataset in datasets:
-                if dataset.id not in held:
-                    books.arrive(q.query_id, dataset)
             if orphan.replay:
                 q.accounted.add((p.run_id, p.batch_id))
                 q.replays += 1
             else:
                 q.failed_open += 1
-            batch = books.admit_exactly(q.query_id, [d.id for d in datasets])
-            q.forced += 1
-            books.start(batch.id)
-            books.complete(batch.id, engine_s=p.engine_s, completed_at=p.ended_at)
+            self._ran_undecided(books, q, datasets, p)
             log.warning("query %r: Spark batch %d of an earlier run (source %s), reported by its stop event after a "
                         "later run asked, is accounted now (%d datasets)", q.query_id, orphan.spark_batch_id,
                         orphan.run, len(datasets))
@@ -368,12 +361,20 @@ class SourceTruth:
                       q.inflight.batch_id)
             self._finish(books, q, None)
 
-    def _force(self, books: Books, q: PacedQuery, count: int, why: str) -> MicroBatch | None:
-        batch = books.force(q.query_id, count)
-        if batch is not None:
-            q.forced += 1
-            log.debug("query %r: %s (%d datasets)", q.query_id, why, count)
-        return batch
+    @staticmethod
+    def _ran_undecided(books: Books, q: PacedQuery, datasets: list[Dataset], progress: TriggerProgress) -> None:
+        """A batch Spark ran that no decision formed (a replay from the offset log, an earlier run's admission heard
+        from its stop event): exactly ``datasets`` (those not buffered arrive first), admitted as Spark read them
+        (the same operation the readers' front end accounts its replays with), then completed at once with its
+        trigger's engine time."""
+        held = {d.id for d in books.buffered(q.query_id)}
+        for dataset in datasets:
+            if dataset.id not in held:
+                books.arrive(q.query_id, dataset)
+        batch = books.admit_exactly(q.query_id, [d.id for d in datasets])
+        q.forced += 1
+        books.start(batch.id)
+        books.complete(batch.id, engine_s=progress.engine_s, completed_at=progress.ended_at)
 
     def _replayed(self, books: Books, q: PacedQuery, progress: TriggerProgress) -> None:
         """Spark ran a batch from its offset log without asking the source: account it once."""
@@ -384,14 +385,10 @@ class SourceTruth:
         self.give_back(books, q)  # keeps the order: the replay came before them
         dataset = Dataset(f"replay:{q.stream_id}:{progress.batch_id}", arrival, progress.rows * DEFAULT_ROW_BYTES,
                           progress.rows)
-        books.arrive(q.query_id, dataset)
-        batch = self._force(books, q, 1, f"Spark replayed batch {progress.batch_id} from its offset log")
-        if batch is not None:
-            books.start(batch.id)
-            books.complete(batch.id, engine_s=progress.engine_s, completed_at=progress.ended_at)
-            q.replays += 1
-            log.info("query %r: batch %d was replayed from the checkpoint (%d rows); accounted once",
-                     q.query_id, progress.batch_id, progress.rows)
+        self._ran_undecided(books, q, [dataset], progress)
+        q.replays += 1
+        log.info("query %r: batch %d was replayed from the checkpoint (%d rows); accounted once",
+                 q.query_id, progress.batch_id, progress.rows)
 
     def _measured(self, books: Books, q: PacedQuery, progress: TriggerProgress) -> None:
         """Keep what the trigger of the batch in flight measured (bytes per row: how snapshots are sized)."""

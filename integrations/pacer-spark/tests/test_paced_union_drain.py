@@ -1,4 +1,5 @@
-"""Every paced source of a query drains, on real Spark: a union of a busy and an idle ``format("pacer")`` source.
+"""Every paced source of a query drains, on real Spark: a union of a busy and an idle ``format("pacer")`` source, and a
+stream-stream join of two.
 
 Spark ends ``processAllAvailable()`` and ``trigger(availableNow=True)`` at the first trigger in which no source
 reads anything, and ``trigger(once=True)`` after one batch. pacer holds data for a deadline, so a trigger that
@@ -67,6 +68,42 @@ def test_process_all_available_writes_every_row_of_a_union_with_an_idle_source(
         assert summary["drained"] >= 3, summary  # at least one drained batch per call
         with handle.lock:
             assert not handle.controller.buffered("union-wait")
+    finally:
+        for active in spark.streams.active:
+            active.stop()
+        handle.stop()
+
+
+def test_process_all_available_writes_every_match_of_a_stream_stream_join_of_two_paced_sources(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A stream-stream inner join of two ``format("pacer")`` sources (Spark asks both in every trigger, as in a
+    union; each side's rows wait in the join's state for their match). Files with the same ids come to both sides,
+    three at a time (past each source's 2 files a trigger), then to one side only, then its match: each
+    ``processAllAvailable()`` returns with every match written (none admitted without an answer), so both sides
+    drained."""
+    handle = _helpers.attach_holding(spark, tmp_path, _helpers.Holding("test-hold-join", None))
+    left_dir, right_dir, out = tmp_path / "left", tmp_path / "right", tmp_path / "out"
+    left_dir.mkdir()
+    right_dir.mkdir()
+    left = paced_csv(spark, left_dir, "60s").withColumnRenamed("word", "word_left")
+    right = paced_csv(spark, right_dir, "60s").withColumnRenamed("word", "word_right")
+    try:
+        joined = left.join(right, "id").selectExpr("id", "word_left AS word")  # the sink's schema: the helpers' own
+        query = _helpers.to_parquet(joined, out, "join-wait")
+        matched: list[int] = []
+        for to_left, to_right, now_matched in [([0, 1, 2], [0, 1, 2], [0, 1, 2]), ([3], [], []), ([], [3], [3])]:
+            for index in to_left:
+                put_csv(left_dir, index)
+            for index in to_right:
+                put_csv(right_dir, index)
+            matched += now_matched
+            query.processAllAvailable()
+            assert written_ids(spark, out) == _ids(*matched), handle.paced.summary()
+        summary = handle.paced.summary()["join-wait"]
+        assert summary["failed_open"] == 0 and summary["error"] is None and summary["sources"] == 2, summary
+        with handle.lock:
+            assert not handle.controller.buffered("join-wait")
     finally:
         for active in spark.streams.active:
             active.stop()

@@ -916,6 +916,28 @@ def test_found_a_drain_batch_of_another_source_s_unanswered_snapshot_lets_no_lat
         state.accounted_once_and_balanced()
 
 
+# fixed (SourceTruth._park_unconfirmed, _unpark; a late ask's pending snapshots no longer arrive): the fix of
+# test_found_a_drain_ends_* first completed such a batch as decided, which counted a part its source had read in an
+# earlier batch without an answer; and the late ask of that source then re-arrived a snapshot completed since
+def test_found_a_part_decided_for_a_batch_its_source_read_earlier_unanswered_counts_once() -> None:
+    """Source 0 holds 22 snapshots, source 1 one; batch 0: source 0's answer is late (it admits all it holds), source 1
+    is told to wait; batch 1: source 0's ask raises (it admits its new one), source 1's answer comes past the timeout
+    (it admits its snapshot unanswered; its ask reaches the driver at the end); batch 2: source 0 reports both records
+    and the driver decides source 1's snapshot (it does not know yet) with source 0's new one; source 1's ask raises.
+    Every unit once: source 1's snapshot belongs to batch 1, as its record says."""
+    with replayed() as state:
+        state.setup(sources=2, idle=None, limits=[None, None, None], counts=[2])
+        state.accounted_once_and_balanced()
+        for _ in range(22):
+            state.observe(count=1, source=0)
+            state.accounted_once_and_balanced()
+        state.observe(count=1, source=1)
+        state.accounted_once_and_balanced()
+        for outcomes in (["late", "answer", "raise"], ["raise", "stale", "raise"], ["answer", "raise", "raise"]):
+            state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=outcomes, source=0)
+            state.accounted_once_and_balanced()
+
+
 # ---------------------------------------------------------------------- the issue's holes, closed: kept so
 
 

@@ -545,7 +545,8 @@ class SourceAsk:
             return False
         self.q.decisions += 1
         behind = self.queries.behind(self.q, self.request)
-        if self.queries.truth.take_reports(books, self.q, self.request) and not behind:  # another source asked first
+        if self.queries.truth.take_reports(books, self.q, self.request, behind=behind) and not behind:
+            # another source of the query asked first in this Spark batch: this one's part of its batch
             self.queries.arrivals.arrive(books, self.q, self.request)
             joined = self.drain and not self.q.holding and self.queries.truth.join(books, self.q, self.request)
             self.q.drained += joined  # this trigger must read its data too: it joins the batch
@@ -554,9 +555,11 @@ class SourceAsk:
                 self.metrics = decision_metrics(books, books.batch(self.q.inflight.batch_id).batch,
                                                 "joined" if joined else "part")
             return False
-        if behind:  # Spark went on without this ask's answer (its source gave up and admitted what it held, which its
-            self.queries.arrivals.arrive(books, self.q, self.request)  # next ask reports): deciding for that batch
-            return False  # now would take other sources' data into a batch Spark ran without it
+        # Spark went on without this ask's answer (its source gave up and admitted what it held, which its next ask
+        # reports): its pending snapshots are the source's then, and a batch now would take other sources' data into
+        # a batch Spark ran without it
+        if behind:
+            return False
         if not self.request.snapshots:  # only reporting: it never takes the trigger's first ask (a union's idle
             return False  # source asked first must not make the busy one wait, or a drain would end before its data)
         if not self.queries.first_ask(self.q, self.request):  # a source asked before it in this Spark batch and was

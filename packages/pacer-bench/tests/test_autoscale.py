@@ -82,3 +82,9 @@ def test_autoscale_on_the_simulator_writes_goal_lines_table_and_plots(tmp_path: 
         assert row["vs_optimum"] > 0
     assert {"executors_wave-1-query", "executors_step-1-query"} <= set(paths)
     assert "## Executors and what they cost" in paths["md"].read_text()
+    # the slim raw file recomputes every ratio (autoscale-sim commits it; the full JSON is too large to)
+    from pacer_bench.autoscale import analyse, load_raw
+
+    again = analyse(load_raw(paths["raw"]))
+    assert [(r["group"], r["config"], r["vs_peak"].median, r["vs_optimum"].median) for r in again] == \
+        [(r["group"], r["config"], r["vs_peak"], r["vs_optimum"]) for r in doc["analysis"]]

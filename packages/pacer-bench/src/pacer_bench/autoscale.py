@@ -407,9 +407,49 @@ def figures(runs: Sequence[BenchRun]) -> dict[str, Any]:
     return out
 
 
+#: What :func:`raw_runs` leaves out of a report: the bench's per-dataset and per-batch lists (a full simulated
+#: autoscale run's JSON is 130 MB with them), which no figure of autoscale's reads.
+RAW_DROPPED = ("latencies_s", "latency_rows", "batches")
+#: The columns of a query's series :func:`raw_runs` keeps: what :func:`analyse` and the executors plot read.
+RAW_SERIES = ("t", "input_rows_per_s", "late_rows")
+
+
+def raw_runs(runs: Sequence[BenchRun]) -> list[dict[str, Any]]:
+    """Every configuration's every repetition as written to ``autoscale-runs.json.gz``: label, group, tags and each
+    report less :data:`RAW_DROPPED` and with only :data:`RAW_SERIES` of its series (it keeps what :func:`analyse`
+    reads: late shares, allocated core-seconds, the scaling record and each query's per-interval offered rate), so
+    the ratios are recomputed from the file alone (:func:`load_raw`, then :func:`analyse`)."""
+    def slim(report: Mapping[str, Any]) -> dict[str, Any]:
+        bench = {k: v for k, v in (report.get("bench") or {}).items() if k not in RAW_DROPPED}
+        queries = {q: {**v, "series": [{k: row[k] for k in RAW_SERIES if k in row} for row in v.get("series", ())]}
+                   for q, v in report["queries"].items()}
+        return {**report, "bench": bench, "queries": queries}
+
+    return [{"label": r.label, "group": r.group, "baseline": r.baseline, "tags": dict(r.tags),
+             "reports": [slim(report) for report in r.reports]} for r in runs]
+
+
+def load_raw(path: str | Path) -> list[BenchRun]:
+    """The runs ``autoscale-runs.json.gz`` holds (:func:`raw_runs`), for :func:`analyse`."""
+    import gzip
+    import json
+
+    from pacer_bench.tables import BenchRun
+
+    with gzip.open(path, "rt") as fh:
+        doc = json.load(fh)
+    return [BenchRun(r["label"], r["reports"][0], baseline=r["baseline"], group=r["group"], tags=r["tags"],
+                     repeats=tuple(r["reports"][1:])) for r in doc]
+
+
 def write_autoscale(out: str | Path, runs: Sequence[BenchRun], *, summary: str, notes: Sequence[str] = (),
                     machine: str | None = None) -> dict[str, Path]:
-    """autoscale's outputs: the goal lines, the scaling table and the plots, then every configuration's table."""
+    """autoscale's outputs: the goal lines, the scaling table and the plots, then every configuration's table; and
+    ``autoscale-runs.json.gz`` (:func:`raw_runs`, gzip: 1-2 MB where the full JSON is 130 MB), from which every
+    ratio is recomputed."""
+    import gzip
+    import json
+
     from pacer_bench.outputs import Section, write_outputs
 
     rows = analyse(runs)
@@ -426,6 +466,10 @@ def write_autoscale(out: str | Path, runs: Sequence[BenchRun], *, summary: str, 
     columns = [c for c in HEADERS if c != "vs_optimum" or any(math.isfinite(r["vs_optimum"].median) for r in rows)]
     section = Section("Executors and what they cost", shown, columns, HEADERS, text="\n\n".join(lines),
                       legend=LEGEND)
-    return write_outputs(out, "autoscale", runs, summary=summary, notes=notes, machine=machine, sections=[section],
-                         extra={"analysis": [{k: (v.median if hasattr(v, "median") else v) for k, v in r.items()}
-                                             for r in rows], "goals": lines}, plots=figures(runs))
+    paths = write_outputs(out, "autoscale", runs, summary=summary, notes=notes, machine=machine, sections=[section],
+                          extra={"analysis": [{k: (v.median if hasattr(v, "median") else v) for k, v in r.items()}
+                                              for r in rows], "goals": lines}, plots=figures(runs))
+    paths["raw"] = Path(out) / "autoscale-runs.json.gz"
+    with paths["raw"].open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as fh:  # the same bytes
+        fh.write(json.dumps(raw_runs(runs), sort_keys=True).encode())  # for the same runs: no time in the header
+    return paths

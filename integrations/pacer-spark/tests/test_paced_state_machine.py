@@ -938,6 +938,36 @@ def test_found_a_part_decided_for_a_batch_its_source_read_earlier_unanswered_cou
             state.accounted_once_and_balanced()
 
 
+# fixed (PacedQueries._stopped_unheard): a source run's stop event that came before the driver heard of its query
+# was dropped without a trace; the run's late ask then registered the query, was decided, and the batch was parked at
+# the next run's first ask for a stop event that had come already (found by the deep profile)
+def test_found_an_ask_after_its_run_s_stop_event_came_first_is_dropped() -> None:
+    """Run 0 is stopped while its first ask is on its way; its stop event reaches the driver first (nothing to say),
+    then the ask: it must not make run 0 the query's current run. Two restarts later every unit is accounted once
+    and no part waits for a stop event."""
+    with replayed() as state:
+        state.setup(sources=1, idle=0, limits=[None, None, None], counts=[1])
+        state.accounted_once_and_balanced()
+        state.deliver(count=1, index=0, kind="mail", source=0)
+        state.accounted_once_and_balanced()
+        state.restart(at=0, count=1, how="interrupted", late=[True, False, False], listener=False,
+                      mode="processing", outcomes=["answer", "answer", "answer"], source=0)
+        state.accounted_once_and_balanced()
+        state.deliver(count=1, index=1, kind="mail", source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"],
+                              source=0)
+        state.accounted_once_and_balanced()
+        state.deliver(count=1, index=0, kind="mail", source=0)
+        state.accounted_once_and_balanced()
+        state.restart(at=0, count=1, how="between", late=[True, False, False], listener=False, mode="processing",
+                      outcomes=["answer", "answer", "answer"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["late", "raise", "raise"],
+                              source=0)
+        state.accounted_once_and_balanced()
+
+
 # ---------------------------------------------------------------------- the issue's holes, closed: kept so
 
 

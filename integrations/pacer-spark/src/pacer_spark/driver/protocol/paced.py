@@ -58,6 +58,7 @@ from pacer_spark.driver.protocol.runs import RunMark, Verdict, later
 from pacer_spark.driver.protocol.state import (
     InFlight,
     PacedQuery,
+    RecentIds,
     SourceRun,
     changed_options,
     check_options,
@@ -107,6 +108,9 @@ class PacedQueries:
         self.arrivals = Arrivals(driver)
         self.truth = SourceTruth(driver, self.arrivals)
         self._by_spark_run: dict[str, str] = {}
+        #: source runs whose stop event came before the driver heard of their query: their stop is their last word
+        #: (a late ask of theirs registers nothing and decides nothing)
+        self._stopped_unheard: RecentIds[str] = RecentIds()
 
     # ------------------------------------------------------------------ the decision
 
@@ -221,6 +225,9 @@ class PacedQueries:
         waiting and went on). Nothing in it is a current source's state: it is dropped and counted (the report's
         ``paced.stale``); an earlier run's first such ask per query is warned, naming both runs."""
         if q is None:
+            if request.run in self._stopped_unheard:
+                log.info("query %r: an ask of source %s came after its stop event; dropped", request.query, request.run)
+                return True
             return False
         if verdict is Verdict.EARLIER:
             q.stale += 1
@@ -371,6 +378,7 @@ class PacedQueries:
                     return
             src = q.sources.get(event.run) if q is not None else None
             if q is None or src is None:
+                self._stopped_unheard.add(event.run)
                 return
             q.stopped_sources.add(event.run)  # registered from the event just now
             self.truth.stop_run(books, q, src, event)

@@ -34,6 +34,15 @@ def _union(spark: Any, busy: Path, idle: Path, idle_first: bool) -> Any:
     return first.union(second)
 
 
+def _both_sources_drained(handle: Any, query: str) -> dict[str, Any]:
+    """The query's summary, once checked: two sources, none admitted without an answer, no error, nothing held."""
+    summary: dict[str, Any] = handle.paced.summary()[query]
+    assert summary["failed_open"] == 0 and summary["error"] is None and summary["sources"] == 2, summary
+    with handle.lock:
+        assert not handle.controller.buffered(query)
+    return summary
+
+
 def _ids(*files: int) -> list[int]:
     return sorted(i for f in files for i in range(f * ROWS, (f + 1) * ROWS))
 
@@ -63,11 +72,8 @@ def test_process_all_available_writes_every_row_of_a_union_with_an_idle_source(
             files += new
             query.processAllAvailable()
             assert written_ids(spark, out) == _ids(*files), (rnd, handle.paced.summary())
-        summary = handle.paced.summary()["union-wait"]
-        assert summary["failed_open"] == 0 and summary["error"] is None and summary["sources"] == 2, summary
+        summary = _both_sources_drained(handle, "union-wait")
         assert summary["drained"] >= 3, summary  # at least one drained batch per call
-        with handle.lock:
-            assert not handle.controller.buffered("union-wait")
     finally:
         for active in spark.streams.active:
             active.stop()
@@ -100,10 +106,7 @@ def test_process_all_available_writes_every_match_of_a_stream_stream_join_of_two
             matched += now_matched
             query.processAllAvailable()
             assert written_ids(spark, out) == _ids(*matched), handle.paced.summary()
-        summary = handle.paced.summary()["join-wait"]
-        assert summary["failed_open"] == 0 and summary["error"] is None and summary["sources"] == 2, summary
-        with handle.lock:
-            assert not handle.controller.buffered("join-wait")
+        _both_sources_drained(handle, "join-wait")
     finally:
         for active in spark.streams.active:
             active.stop()

@@ -20,8 +20,8 @@ pytestmark = pytest.mark.spark
 
 def test_the_calibrated_simulator_predicts_a_short_spark_run_within_the_bounds(spark: Any, tmp_path: Path) -> None:
     from pacer_bench.fidelity import BOUNDS, compare, predict
-    from pacer_bench.runner import record_latencies
     from pacer_bench.runtime_traits import on_spark
+    from pacer_bench.tables import record_latencies
     from pacer_spark.run.calibrate import measure_profile
     from pacer_spark.run.spark_runtime import run_configuration, stream_warm_up
 

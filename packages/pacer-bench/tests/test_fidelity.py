@@ -11,8 +11,7 @@ import pytest
 from pacer import QueryRun, RunConfig, get_plugin_manager
 from pacer.engine_profile import EngineProfile
 from pacer_bench.fidelity import BOUNDS, compare, predict, rewrite, write_fidelity
-from pacer_bench.runner import record_latencies
-from pacer_bench.tables import BenchRun
+from pacer_bench.tables import BenchRun, record_latencies
 
 PROFILE = EngineProfile(runtime="spark", workload="lr2", partitions=2, slots=2, fixed_s=0.4, fixed_core_s=0.2,
                         engine_s_per_byte=1e-6, core_s_per_byte=2e-6, core_s_per_row=1e-4, largest_bytes=10**6,

@@ -253,7 +253,7 @@ def scheduled_arrivals(report: Mapping[str, Any], query_id: str) -> list[tuple[f
 def batch_points(report: Mapping[str, Any], query_id: str, *, skip_first: bool = True,
                  solo: bool = False) -> list[tuple[float, float]]:
     """``(bytes, engine_s)`` of every batch of ``query_id`` the bench recorded at run time (``bench.batches``:
-    ``[bytes, engine_s, started_at, completed_at]``, :func:`pacer_bench.runner.record_latencies`), the first left
+    ``[bytes, engine_s, started_at, completed_at]``, :func:`pacer_bench.tables.record_latencies`), the first left
     out when ``skip_first``; with ``solo`` only those during which no other query's batch ran (the engine's own
     cost, not stretched by sharing the cores)."""
     every = (report.get("bench") or {}).get("batches") or {}

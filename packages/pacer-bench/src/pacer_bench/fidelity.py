@@ -25,7 +25,7 @@ from typing import Any
 from pacer import QueryRun, RunConfig
 from pacer.plugins import PluginManager
 from pacer_bench.runtime_traits import SIMULATOR
-from pacer_bench.tables import BenchRun, busy_core_seconds, miss_ratio
+from pacer_bench.tables import BenchRun, busy_core_seconds, miss_ratio, record_latencies
 
 #: How close a prediction must come: batches and busy core-s as a share of Spark's figure, rows late in points.
 BOUNDS: Mapping[str, float] = {"batches": 0.15, "late_points": 1.0, "busy_core_s": 0.20}
@@ -65,7 +65,6 @@ def predict(report: Mapping[str, Any], calibrated: Sequence[str], *,
     :raises ValueError: a profile that does not read, or a report with no configuration to repeat.
     """
     from pacer.plugins import get_plugin_manager
-    from pacer_bench.runner import record_latencies
     from pacer_sim import SIM_RUNTIME
 
     pm = plugin_manager or get_plugin_manager()

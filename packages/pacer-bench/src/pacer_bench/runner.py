@@ -21,7 +21,7 @@ from pacer.scaler import parse_executors
 from pacer_bench.progress_bar import ProgressBar
 from pacer_bench.runtime_traits import EXECUTORS, GPU, SIMULATOR, runtime_traits
 from pacer_bench.scenarios import SCENARIOS, Config, Request, ScenarioError, ScenarioResult, find_scenario
-from pacer_bench.tables import BenchRun
+from pacer_bench.tables import BenchRun, record_latencies
 from pacer_bench.traffic_sources import GENERATED, BenchSource, UnknownSourceError, find_source
 
 __all__ = ["ScenarioError", "machine_description", "record_latencies", "resolve_configs", "run_scenario"]
@@ -149,34 +149,6 @@ def _source(target: Mapping[str, Any] | None) -> BenchSource | None:
         return find_source(name)
     except UnknownSourceError as exc:
         raise ScenarioError(str(exc)) from None
-
-
-def record_latencies(report: dict[str, Any], controller: Any) -> None:
-    """Keep what the tables judge a run by under ``report["bench"]``, per query: every dataset latency (s)
-    (``latencies_s``, sorted), each with its rows (``latency_rows``: ``[latency, rows]``, so a run is judged exactly,
-    rows-weighted, against any deadline: a static trigger ran once is judged against 5, 10 and 20 s), the rows
-    shed (``shed_rows``), and every batch's ``[bytes, engine_s, started_at, completed_at]`` in completion order
-    (``batches``: the service model the engine-time bound is fitted to, :mod:`pacer_bench.bound`)."""
-    bench = report.setdefault("bench", {})
-    latencies: dict[str, list[float]] = {}
-    pairs: dict[str, list[list[float]]] = {}
-    batches: dict[str, list[list[float]]] = {}
-    shed: dict[str, int] = {}
-    for query_id in report["queries"]:
-        done = controller.reports(query_id)
-        rows_of: list[list[float]] = []
-        for r in done:
-            exact = len(r.dataset_rows) == len(r.dataset_latencies)
-            even = r.rows / len(r.dataset_latencies) if r.dataset_latencies else 0.0
-            rows_of += [[round(lat, 4), r.dataset_rows[i] if exact else round(even)]
-                        for i, (_, lat) in enumerate(r.dataset_latencies)]
-        pairs[query_id] = sorted(rows_of)
-        latencies[query_id] = [lat for lat, _ in pairs[query_id]]
-        batches[query_id] = [[r.bytes, round(r.cost_s, 6), round(r.started_at, 4), round(r.completed_at, 4)]
-                             for r in done]
-        record = getattr(getattr(controller, "recorder", None), "record", None)
-        shed[query_id] = int(getattr(record(query_id), "shed_rows", 0)) if record else 0
-    bench.update(latencies_s=latencies, latency_rows=pairs, shed_rows=shed, batches=batches)
 
 
 def machine_description(runtime: str, master: str) -> str:

@@ -71,6 +71,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context, event
@@ -100,6 +101,9 @@ MAX_PROGRESS = 8
 EXAMPLES = int(os.environ.get("PACER_PROTOCOL_EXAMPLES", "250"))
 DEEP = "PACER_PROTOCOL_EXAMPLES" in os.environ
 STEPS = int(os.environ.get("PACER_PROTOCOL_STEPS", "50"))
+#: Steps into a defect the machine found that is still open (pinned by an xfail regression test below): while it is,
+#: the drawn runs keep out of it, so that they find the next one; ``PACER_PROTOCOL_KNOWN_DEFECTS=1`` lets them in.
+KNOWN_DEFECTS = os.environ.get("PACER_PROTOCOL_KNOWN_DEFECTS") == "1"
 OPTIONS = {"pacer.deadline": "30s"}
 FAILURES = ("raise", "late", "stale")
 Snapshot = tuple[int, frozenset[int]]
@@ -235,6 +239,7 @@ class PacedProtocol(RuleBasedStateMachine):
         super().__init__()
         self.ready = False
         self.broken = False
+        self.known_defects = KNOWN_DEFECTS  # a regression test replaying one sets it
 
     # ------------------------------------------------------------------ set-up
 
@@ -559,14 +564,16 @@ class PacedProtocol(RuleBasedStateMachine):
             self._arrive(source, count)
             before = set(self.observed)
             pending = [bool(s.pending) for s in self.srcs]
-            if any(pending[i] and any(s.failed_open for s in self.srcs[i + 1:]) for i in range(self.n)):
+            # an unanswered admission only a source asked after one with data reports (test_found_a_drain_ends_*)
+            blocked = any(pending[i] and any(s.failed_open for s in self.srcs[i + 1:]) for i in range(self.n))
+            if blocked:
                 self.stats["processAllAvailable: a later source's unanswered admission not reported yet"] += 1
             if self.idle is not None and any(pending[self.idle + 1:]):
                 self.stats["processAllAvailable: a union's idle source asked before one with data"] += 1
             for src in self.srcs:
                 src.caller_waiting = True
             for _ in range(2 * len(before) + 10):
-                if not self._trigger(["answer"], listener, idle_progress, joins=True):
+                if not self._trigger(["answer"], listener, idle_progress, joins=not blocked or self.known_defects):
                     break
             else:
                 raise AssertionError("processAllAvailable() never returned: a batch at every trigger")
@@ -574,7 +581,7 @@ class PacedProtocol(RuleBasedStateMachine):
                 src.caller_waiting = False
             left = sorted(before - set(self.committed))
             told = [s.told_wait for s in self.srcs]
-            assert not left, \
+            assert not left or (blocked and not self.known_defects), \
                 f"processAllAvailable() returned with units never committed: {left} (told wait: {told})"
 
     # ------------------------------------------------------------------ invariants
@@ -691,14 +698,22 @@ class TestEveryStepReadsAndAccountsEachUnitOnce(PacedProtocol.TestCase):  # type
 # ---------------------------------------------------------------------- what the machine found, pinned
 #
 # Each test replays the steps Hypothesis shrank a failure to (a rule call is a step; the invariant runs after each, as
-# in a draw). Each failed on the code before its fix (the comment above it names the fix).
+# in a draw). Each fixed one failed on the code before its fix (the comment above it names the fix). One still open
+# is xfail(strict): its fix makes the test pass, which fails it until the marker, and the machine's guard that keeps
+# drawn runs out of it (``known_defects``), are removed.
+
+
+def open_defect(reason: str) -> pytest.MarkDecorator:
+    """An open defect the machine found: the pinned test fails on an assertion until it is fixed."""
+    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"open: {reason}")
 
 
 @contextmanager
-def replayed() -> Iterator[PacedProtocol]:
+def replayed(*, known_defects: bool = True) -> Iterator[PacedProtocol]:
     """The machine, for a test to call its steps on; its teardown (quiescing and the final checks, unless a step
     failed, and the log levels back) when the block ends."""
     state = PacedProtocol()
+    state.known_defects = known_defects
     try:
         yield state
     finally:
@@ -849,10 +864,11 @@ def test_found_trigger_once_reads_only_a_probe_of_what_is_held() -> None:
         state.accounted_once_and_balanced()
 
 
-# fixed (SourceTruth._settle): under a drain, the first source with data found the query busy with a batch whose
-# unanswered admission only a source asked after it reports; it was told to wait and the trigger ended without data
-# (processAllAvailable() returned with the data held; availableNow forced one snapshot unanswered). A batch whose
-# trigger ended completes as decided at the next Spark batch's first ask; the record adds what was read beyond it
+@open_defect("under a drain, the first source with data finds the query busy with a batch whose unanswered admission "
+             "only a source asked after it reports; it is told to wait and the trigger ends without data "
+             "(processAllAvailable() returns with the data held). Two fixes were tried and taken back: completing "
+             "the batch as decided counted a part its source had read earlier without an answer, and parking the "
+             "other sources' parts until they report left a batch completed with a part never read (deep profile)")
 def test_found_a_drain_ends_while_a_later_source_s_unanswered_admission_holds_the_batch() -> None:
     """Three sources; source 2's answer for batch 0 comes past the timeout (it admits unit 0 unanswered). Unit 1 comes
     at source 0 and processAllAvailable() is called: in its first trigger source 0 asks first, batch 0 still waits
@@ -916,9 +932,9 @@ def test_found_a_drain_batch_of_another_source_s_unanswered_snapshot_lets_no_lat
         state.accounted_once_and_balanced()
 
 
-# fixed (SourceTruth._park_unconfirmed, _unpark; a late ask's pending snapshots no longer arrive): the fix of
-# test_found_a_drain_ends_* first completed such a batch as decided, which counted a part its source had read in an
-# earlier batch without an answer; and the late ask of that source then re-arrived a snapshot completed since
+# fixed (a late ask's pending snapshots no longer arrive, PacedQueries.behind): found while test_found_a_drain_ends_*
+# was tried fixed (that fix completed such a batch as decided, counting a part its source had read in an earlier batch
+# without an answer); the late ask of that source re-arrived a snapshot completed since (LedgerViolation)
 def test_found_a_part_decided_for_a_batch_its_source_read_earlier_unanswered_counts_once() -> None:
     """Source 0 holds 22 snapshots, source 1 one; batch 0: source 0's answer is late (it admits all it holds), source 1
     is told to wait; batch 1: source 0's ask raises (it admits its new one), source 1's answer comes past the timeout
@@ -965,6 +981,76 @@ def test_found_an_ask_after_its_run_s_stop_event_came_first_is_dropped() -> None
         state.accounted_once_and_balanced()
         state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["late", "raise", "raise"],
                               source=0)
+        state.accounted_once_and_balanced()
+
+
+# found against the second fix tried for test_found_a_drain_ends_* (parking the other sources' parts), taken back: a
+# batch completed with a part its source never read, which the source then reported pending again (LedgerViolation)
+def test_found_a_batch_completed_with_a_part_its_source_still_holds() -> None:
+    """Three sources; long runs of asks that raise (each source admits what it holds without an answer) and late
+    answers: every unit once."""
+    with replayed() as state:
+        state.setup(sources=3, idle=None, limits=[None, None, None], counts=[0, 1, 2, 1])
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "late"], source=2)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "late"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=True, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "late"], source=2)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["answer", "raise", "late"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "late", "raise"], source=1)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "late"], source=2)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["answer", "raise", "raise"], source=0)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["answer", "raise", "answer"], source=2)
+        state.accounted_once_and_balanced()
+        state.trigger_failing(count=0, idle_progress=False, listener=True, outcomes=["answer", "raise", "stale"], source=2)
         state.accounted_once_and_balanced()
 
 

@@ -259,12 +259,11 @@ class Controller:
         q.record.arrived(dataset)
         q.overload.arrived(dataset.arrival, dataset.bytes)
 
-    def withdraw(self, query_id: str, dataset_ids: Sequence[str] | None = None) -> int:
-        """Take back every buffered dataset of ``query_id`` (or only ``dataset_ids``): its source restarted and will
-        offer the same data again (Spark restarts a source from its last committed offset), or the runtime cannot
-        tell yet whether these ran. They leave the ledger and the record. :raises KeyError: for an id not buffered."""
+    def withdraw(self, query_id: str) -> int:
+        """Take back every buffered dataset of ``query_id``: its source restarted and will offer the same data
+        again (Spark restarts a source from its last committed offset). They leave the ledger and the record."""
         q = self._state.query(query_id)
-        taken = q.buffer.take(len(q.buffer)) if dataset_ids is None else q.buffer.take_ids(dataset_ids)
+        taken = q.buffer.take(len(q.buffer))
         self.ledger.withdrawn(query_id, (d.id for d in taken))
         q.record.withdrawn(taken)
         return len(taken)

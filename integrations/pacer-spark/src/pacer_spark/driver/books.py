@@ -117,10 +117,9 @@ class Books:
         """A dataset of the query arrived."""
         self._controller.arrive(query_id, dataset)
 
-    def withdraw(self, query_id: str, dataset_ids: Sequence[str] | None = None) -> int:
-        """Give back what the query holds (or only ``dataset_ids``), never admitted (its run ended, or whether Spark
-        read them is not known yet); the number of datasets withdrawn."""
-        return self._controller.withdraw(query_id, dataset_ids)
+    def withdraw(self, query_id: str) -> int:
+        """Give back what the query holds, never admitted (its run ended); the number of datasets withdrawn."""
+        return self._controller.withdraw(query_id)
 
     def admit_exactly(self, query_id: str, dataset_ids: Sequence[str]) -> MicroBatch:
         """Admit exactly these buffered datasets as one batch: what Spark ran without an answer, or replayed."""

@@ -149,16 +149,13 @@ class Orphan:
 
 @dataclass(frozen=True)
 class Parked:
-    """A source's part of a batch the driver decided, taken back until that source tells whether Spark ran it: its
-    run was replaced before its stop event came (:meth:`pacer_spark.driver.protocol.truth.SourceTruth.restart`; the
-    stop event tells: the trigger ended, then it is accounted), or the batch's trigger ended saying a source admitted
-    into it without an answer and Spark went on (``progress``: :meth:`~pacer_spark.driver.protocol.truth.SourceTruth
-    ._settle`; the source's next ask or stop event tells: its record for that batch, else it ran as decided)."""
+    """A source's part of a batch the driver decided in a run that a later run replaced before the run's stop event
+    came (:meth:`pacer_spark.driver.protocol.truth.SourceTruth.restart`): taken back for now; the source's stop event,
+    when it comes, says whether Spark ran it (its trigger ended: then it is accounted) or not."""
 
     spark_run_id: str | None
     spark_batch_id: int
     datasets: tuple[Dataset, ...]
-    progress: TriggerProgress | None = None
 
 
 #: Parked parts kept at most (their stop events never came: the oldest are dropped first).

@@ -23,16 +23,7 @@ from pacer_spark.driver.books import Books
 from pacer_spark.driver.completion import SinkDone
 from pacer_spark.driver.protocol import model_store
 from pacer_spark.driver.protocol.arrivals import DEFAULT_ROW_BYTES, Arrivals
-from pacer_spark.driver.protocol.state import (
-    MAX_PARKED,
-    InFlight,
-    Orphan,
-    PacedQuery,
-    Parked,
-    SourceRun,
-    snapshot_id,
-    source_of,
-)
+from pacer_spark.driver.protocol.state import MAX_PARKED, InFlight, Orphan, PacedQuery, Parked, SourceRun, snapshot_id
 from pacer_spark.jvm.decider import DecisionRequest, FailedOpen, StopEvent
 from pacer_spark.jvm.progress import TriggerProgress
 
@@ -56,17 +47,16 @@ class SourceTruth:
     def take_reports(self, books: Books, q: PacedQuery, request: DecisionRequest, *, behind: bool = False) -> bool:
         """Rebuild the query's state from what the asking source reports before any decision (the protocol in
         ``integrations/pacer-spark/README.md``): the admissions it made without an answer, the end of the batch in
-        flight, its part of a batch parked until it told, batches Spark replayed from its offset log, and its pending
-        snapshots. An ask that reached the driver after Spark went on (``behind``) reports only its records and
-        progress: its pending snapshots are what the source held then. Whether the ask is answered already (another
-        source of the query asked first in this Spark batch: its part of that batch stands)."""
+        flight, batches Spark replayed from its offset log, and its pending snapshots. An ask that reached the
+        driver after Spark went on (``behind``) reports only its records and progress: its pending snapshots are what
+        the source held then. Whether the ask is answered already (another source of the query asked first in this
+        Spark batch: its part of that batch stands)."""
         src = q.sources[request.run]
         by_batch = self.progress(q, request.progress)
         q.failed_open_lost += request.failed_open_dropped
         for record in request.failed_open:
             self._failed_open(books, q, src, record, by_batch)
         if not behind:
-            self._unpark(q, src, request)
             self._settle(books, q, src, request, by_batch)
         if request.first_batch_id >= 0:
             q.first_batch = request.first_batch_id
@@ -94,9 +84,6 @@ class SourceTruth:
         by_batch = {p.batch_id: p for p in progress if p.run_id in (None, q.spark_run_id) and p.executed}
         if q.inflight_progress is not None:
             by_batch.setdefault(q.inflight_progress.batch_id, q.inflight_progress)
-        for parked in q.parked.values():  # a parked part's record may come after its trigger's entry was sent
-            if parked.progress is not None and parked.spark_run_id == q.spark_run_id:
-                by_batch.setdefault(parked.progress.batch_id, parked.progress)
         return by_batch
 
     def _settle(self, books: Books, q: PacedQuery, src: SourceRun, request: DecisionRequest,
@@ -111,10 +98,6 @@ class SourceTruth:
         if progress is not None and not progress.unanswered:
             self.complete(books, q, progress, event=False)
             return
-        if progress is not None and request.batch_id > inflight.spark_batch_id and \
-                not any(run in q.parked for run in inflight.parts if run != src.run):
-            self._park_unconfirmed(books, q, src, progress)
-            return
         if progress is not None:  # a source admitted otherwise: its own ask reports what, and completes it
             q.inflight_progress = progress
             return
@@ -123,50 +106,6 @@ class SourceTruth:
             log.warning("query %r: Spark batch %d ran without the part pacer admitted from source %s (the answer "
                         "never reached it); that part waits again", q.query_id, inflight.spark_batch_id, src.run)
             self._rebuild(books, q, {**inflight.parts, src.run: frozenset()}, inflight.spark_batch_id)
-
-    def _park_unconfirmed(self, books: Books, q: PacedQuery, src: SourceRun, progress: TriggerProgress) -> None:
-        """The batch in flight ran (its trigger ended; Spark asks ``src`` for a later one) with an admission some
-        source made without an answer, which only that source's ask reports. So that it holds this trigger no longer
-        (a drain's first source with data would be told to wait, and the drain end with it unread): ``src``'s part
-        (no record of its own for the batch) ran as decided and completes now; each other source's part is parked,
-        out of the query's buffer, until that source tells (:meth:`_unpark`; its record, when it has one, says what
-        it read instead, perhaps in an earlier batch)."""
-        inflight = q.inflight
-        assert inflight is not None
-        by_id = {d.id: d for d in books.batch(inflight.batch_id).batch.datasets}
-        self._retract(books, q, counted=False)
-        for run, seqs in inflight.parts.items():
-            if run == src.run or not seqs:
-                continue
-            ids = [snapshot_id(run, seq) for seq in sorted(seqs)]
-            books.withdraw(q.query_id, ids)
-            for seq in seqs:
-                q.sources[run].arrived.pop(seq, None)
-            q.parked[run] = Parked(q.spark_run_id, inflight.spark_batch_id, tuple(by_id[i] for i in ids), progress)
-        mine = sorted(inflight.seqs(src.run))
-        q.accounted.add((progress.run_id, progress.batch_id))
-        if mine:
-            self._ran_undecided(books, q, [by_id[snapshot_id(src.run, seq)] for seq in mine], progress)
-            for seq in mine:
-                src.arrived.pop(seq, None)
-        log.info("query %r: Spark batch %d ran with an admission made without pacer's answer; parts of other sources "
-                 "wait for their report", q.query_id, inflight.spark_batch_id)
-
-    def _unpark(self, q: PacedQuery, src: SourceRun, request: DecisionRequest) -> None:
-        """``src`` asks in a later Spark batch than its parked part's (:meth:`_park_unconfirmed`): its record for that
-        batch, taken already, said what it read; without one, the part ran as decided, less what the source still
-        holds pending (never admitted: it arrives again), and is accounted once the query has no batch in flight."""
-        parked = q.parked.get(src.run)
-        if parked is None or parked.progress is None or parked.spark_run_id != q.spark_run_id or \
-                request.batch_id <= parked.spark_batch_id:
-            return
-        del q.parked[src.run]
-        if (src.run, parked.spark_batch_id) in q.reconciled:
-            return
-        pending = {snap.seq for snap in request.snapshots}
-        ran = tuple(d for d in parked.datasets if source_of(d.id)[1] not in pending)
-        if ran:
-            q.orphans.append(Orphan(src.run, parked.spark_batch_id, ran, parked.progress))
 
     def _failed_open(self, books: Books, q: PacedQuery, src: SourceRun, record: FailedOpen,
                      by_batch: dict[int, TriggerProgress]) -> None:
@@ -385,9 +324,8 @@ class SourceTruth:
                                  for snap in record.snapshots)
                 q.orphans.append(Orphan(event.run, record.batch_id, datasets, by_batch[record.batch_id]))
         parked = q.parked.pop(event.run, None)
-        ended = by_batch.get(parked.spark_batch_id, parked.progress) if parked is not None else None
-        if parked is not None and ended is not None and (event.run, parked.spark_batch_id) not in q.reconciled:
-            q.orphans.append(Orphan(event.run, parked.spark_batch_id, parked.datasets, ended))
+        if parked is not None and parked.spark_batch_id in by_batch and parked.spark_batch_id not in recorded:
+            q.orphans.append(Orphan(event.run, parked.spark_batch_id, parked.datasets, by_batch[parked.spark_batch_id]))
         self.settle_orphans(books, q)
 
     def settle_orphans(self, books: Books, q: PacedQuery) -> None:
@@ -485,11 +423,6 @@ class SourceTruth:
         for record in event.failed_open:
             if record.batch_id in by_batch:  # the trigger ended: it ran; else it never happened for Spark
                 self._failed_open(books, q, src, record, by_batch)
-        parked = q.parked.get(src.run)
-        if parked is not None and parked.progress is not None and parked.spark_run_id == q.spark_run_id:
-            del q.parked[src.run]  # no record of it for that batch: its part ran as decided
-            if (src.run, parked.spark_batch_id) not in q.reconciled:
-                q.orphans.append(Orphan(src.run, parked.spark_batch_id, parked.datasets, parked.progress))
         inflight = q.inflight
         progress = by_batch.get(inflight.spark_batch_id) if inflight is not None else None
         if inflight is not None and progress is None:

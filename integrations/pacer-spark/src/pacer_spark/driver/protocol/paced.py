@@ -145,7 +145,8 @@ class PacedQueries:
         for dataset in batch.datasets:
             run, seq = source_of(dataset.id)
             parts.setdefault(run, set()).add(seq)
-        q.inflight = InFlight(batch.id, request.batch_id, {run: frozenset(seqs) for run, seqs in parts.items()})
+        q.inflight = InFlight(batch.id, request.batch_id, {run: frozenset(seqs) for run, seqs in parts.items()},
+                              request.trigger)
         self.driver.sink_done(q.query_id, SinkDone(batch.id, request.batch_id, time.time(), running=True))
         self.truth.batch_query[batch.id] = q.query_id
         return self.answer(q, request)
@@ -157,6 +158,8 @@ class PacedQueries:
         sources in one order each trigger; a source asking again in the same Spark batch starts a new trigger (the
         last one ran nothing)."""
         if request.trigger >= 0:
+            if q.asked_trigger is not None and request.trigger < q.asked_trigger:
+                return False  # an earlier trigger's ask, come late: that trigger's turn is over (and stays over)
             key, new_trigger = request.trigger, q.asked_trigger != request.trigger
         elif request.batch_id >= 0:  # no trigger stamp: a source asking twice in one batch starts a new trigger
             key = request.batch_id

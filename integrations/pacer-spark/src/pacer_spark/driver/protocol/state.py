@@ -170,6 +170,8 @@ class InFlight:
     batch_id: str
     spark_batch_id: int
     parts: Mapping[str, frozenset[int]]
+    #: the start stamp of the trigger whose ask formed it (-1: not known, as for a batch rebuilt from a source's report)
+    trigger: int = -1
 
     def seqs(self, run: str) -> frozenset[int]:
         """The seqs of source run ``run`` in the batch (empty: none of its data)."""

@@ -94,6 +94,13 @@ class SourceTruth:
         inflight = q.inflight
         if inflight is None:
             return
+        if 0 <= inflight.trigger < request.trigger and request.batch_id == inflight.spark_batch_id:
+            # a later trigger of the same Spark batch: the one that formed it ran no batch (no source admitted any
+            # of it, or Spark would have gone on to the next batch id), so Spark never ran it
+            log.info("query %r: Spark batch %d's trigger ran nothing of the batch pacer admitted; taken back",
+                     q.query_id, inflight.spark_batch_id)
+            self._retract(books, q)
+            return
         progress = by_batch.get(inflight.spark_batch_id)
         if progress is not None and not progress.unanswered:
             self.complete(books, q, progress, event=False)
@@ -160,11 +167,11 @@ class SourceTruth:
         if not joining:
             return False
         self._rebuild(books, q, {**inflight.parts, src.run: inflight.seqs(src.run) | joining}, inflight.spark_batch_id,
-                      taken_back=False)
+                      taken_back=False, trigger=inflight.trigger)
         return True
 
     def _rebuild(self, books: Books, q: PacedQuery, parts: dict[str, frozenset[int]], spark_batch_id: int, *,
-                 taken_back: bool = True) -> None:
+                 taken_back: bool = True, trigger: int = -1) -> None:
         """Make the batch in flight for ``spark_batch_id`` exactly ``parts`` (what the sources really admitted):
         the driver's own batch, if any, is taken back first (``taken_back``: counted so, as Spark never ran it; a
         batch only grown by a joining source is not); no batch when ``parts`` is empty."""
@@ -180,7 +187,7 @@ class SourceTruth:
         self.driver.sink_done(q.query_id, SinkDone(batch.id, spark_batch_id, time.time(),
                                                                     running=True))
         self.batch_query[batch.id] = q.query_id
-        q.inflight = InFlight(batch.id, spark_batch_id, parts)
+        q.inflight = InFlight(batch.id, spark_batch_id, parts, trigger)
 
     def _retract(self, books: Books, q: PacedQuery, *, counted: bool = True) -> None:
         """Take back the batch in flight: Spark never ran it as admitted (``counted`` in the query's ``retracted``;

@@ -988,70 +988,48 @@ def test_found_an_ask_after_its_run_s_stop_event_came_first_is_dropped() -> None
 # batch completed with a part its source never read, which the source then reported pending again (LedgerViolation)
 def test_found_a_batch_completed_with_a_part_its_source_still_holds() -> None:
     """Three sources; long runs of asks that raise (each source admits what it holds without an answer) and late
-    answers: every unit once."""
+    answers: every unit once. The steps Hypothesis printed, one trigger_failing each: (source, count, listener,
+    outcomes of sources 0-2: Raise, Late, Answer, Stale)."""
+    outcome = {"R": "raise", "L": "late", "A": "answer", "S": "stale"}
+    steps = [
+        (2, 1, False, "RRL"),
+        (0, 1, False, "RRR"),
+        (0, 1, False, "RRR"),
+        (0, 1, False, "RRR"),
+        (0, 1, False, "RRR"),
+        (0, 1, False, "RRR"),
+        (0, 1, False, "RRR"),
+        (0, 1, False, "RRR"),
+        (0, 1, False, "RRR"),
+        (0, 1, False, "RRR"),
+        (0, 1, False, "RRR"),
+        (0, 1, False, "RRR"),
+        (0, 1, False, "RRR"),
+        (0, 1, False, "RRL"),
+        (0, 1, False, "RRR"),
+        (0, 1, True, "RRR"),
+        (0, 1, False, "RRR"),
+        (0, 1, False, "RRR"),
+        (2, 1, False, "RRL"),
+        (0, 1, False, "RRR"),
+        (0, 1, False, "RRR"),
+        (0, 1, False, "RRR"),
+        (0, 1, False, "ARL"),
+        (1, 1, False, "RLR"),
+        (0, 1, False, "RRR"),
+        (0, 1, False, "RRR"),
+        (2, 1, False, "RRL"),
+        (0, 1, False, "ARR"),
+        (2, 1, False, "ARA"),
+        (2, 0, True, "ARS"),
+    ]
     with replayed() as state:
         state.setup(sources=3, idle=None, limits=[None, None, None], counts=[0, 1, 2, 1])
         state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "late"], source=2)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "late"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=True, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "late"], source=2)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["answer", "raise", "late"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "late", "raise"], source=1)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["raise", "raise", "late"], source=2)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["answer", "raise", "raise"], source=0)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=1, idle_progress=False, listener=False, outcomes=["answer", "raise", "answer"], source=2)
-        state.accounted_once_and_balanced()
-        state.trigger_failing(count=0, idle_progress=False, listener=True, outcomes=["answer", "raise", "stale"], source=2)
-        state.accounted_once_and_balanced()
+        for source, count, listener, outcomes in steps:
+            state.trigger_failing(count=count, idle_progress=False, listener=listener,
+                                  outcomes=[outcome[o] for o in outcomes], source=source)
+            state.accounted_once_and_balanced()
 
 
 # fixed (SourceTruth._settle, by the batch's trigger stamp): a batch formed in a trigger that ran nothing (its one

@@ -101,6 +101,7 @@ class Ask(Protocol):
     #: the run is one batch (``trigger(once=True)``): it takes everything held, whatever the strategy and the
     #: Controller's caps (plain Spark reads all that is available in it)
     whole: bool
+
     @property
     def stream_id(self) -> str | None:
         """The Spark streaming query's id once known (read only where RAPIDS is loaded: it may cost a Py4J call)."""
@@ -389,7 +390,8 @@ class Driver:
         the batch, the asking source would be told to wait, and another source's part may be what it admitted
         without an answer already, so that the trigger reads nothing and the drain ends with data held."""
         taken = [d.id for d in batch.datasets]
-        missing = [dataset_id for dataset_id in own if dataset_id not in set(taken)]
+        in_batch = set(taken)
+        missing = [dataset_id for dataset_id in own if dataset_id not in in_batch]
         if not missing:
             return batch
         self._books(held).take_back(batch.query_id, batch.id)

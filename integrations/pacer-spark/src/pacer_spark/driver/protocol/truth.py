@@ -78,13 +78,18 @@ class SourceTruth:
     def progress(q: PacedQuery, entries: tuple[dict[str, Any], ...]) -> dict[int, TriggerProgress]:
         """The progress entries of the query's current Spark run, by Spark batch id, with the batch in flight's
         progress heard before (kept while a source's report of what it admitted into that batch is awaited)."""
-        progress = [TriggerProgress.from_json(p) for p in entries if "batchId" in p]
-        # an idle trigger's entry (Spark keeps one after 10 s without data, under the id of the batch still to come)
-        # says nothing of a batch: taken for one, it would end the batch pacer admits next under that id
-        by_batch = {p.batch_id: p for p in progress if p.run_id in (None, q.spark_run_id) and p.executed}
+        by_batch = SourceTruth._ended(entries, q.spark_run_id)
         if q.inflight_progress is not None:
             by_batch.setdefault(q.inflight_progress.batch_id, q.inflight_progress)
         return by_batch
+
+    @staticmethod
+    def _ended(entries: tuple[dict[str, Any], ...], spark_run_id: str | None) -> dict[int, TriggerProgress]:
+        """The progress entries of Spark run ``spark_run_id`` whose trigger ran a batch, by Spark batch id. An idle
+        trigger's entry (Spark keeps one after 10 s without data, under the id of the batch still to come) says
+        nothing of a batch: taken for one, it would end the batch pacer admits next under that id."""
+        progress = (TriggerProgress.from_json(p) for p in entries if "batchId" in p)
+        return {p.batch_id: p for p in progress if p.run_id in (None, spark_run_id) and p.executed}
 
     def _settle(self, books: Books, q: PacedQuery, src: SourceRun, request: DecisionRequest,
                 by_batch: dict[int, TriggerProgress]) -> None:
@@ -310,9 +315,7 @@ class SourceTruth:
         before is not counted again), as a batch of its own, as soon as the query has no batch in flight
         (:meth:`settle_orphans`). Nothing else of the run is the query's any more."""
         q.late_stops += 1
-        progress = [TriggerProgress.from_json(p) for p in event.progress if "batchId" in p]
-        # an idle trigger's entry (under the id of the batch still to come) says no trigger of that batch ended
-        by_batch = {p.batch_id: p for p in progress if p.run_id in (None, event.spark_run_id) and p.executed}
+        by_batch = self._ended(event.progress, event.spark_run_id)
         unanswered = {record.batch_id for record in event.failed_open}
         for p in sorted(by_batch.values(), key=lambda p: p.batch_id):
             if p.rows > 0 and p.batch_id not in unanswered and (

@@ -71,7 +71,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context, event
@@ -101,9 +100,6 @@ MAX_PROGRESS = 8
 EXAMPLES = int(os.environ.get("PACER_PROTOCOL_EXAMPLES", "250"))
 DEEP = "PACER_PROTOCOL_EXAMPLES" in os.environ
 STEPS = int(os.environ.get("PACER_PROTOCOL_STEPS", "50"))
-#: Steps into a defect the machine found that is still open (pinned by an xfail regression test below): while it is,
-#: the drawn runs keep out of it, so that they find the next one; ``PACER_PROTOCOL_KNOWN_DEFECTS=1`` lets them in.
-KNOWN_DEFECTS = os.environ.get("PACER_PROTOCOL_KNOWN_DEFECTS") == "1"
 OPTIONS = {"pacer.deadline": "30s"}
 FAILURES = ("raise", "late", "stale")
 Snapshot = tuple[int, frozenset[int]]
@@ -239,7 +235,6 @@ class PacedProtocol(RuleBasedStateMachine):
         super().__init__()
         self.ready = False
         self.broken = False
-        self.known_defects = KNOWN_DEFECTS  # a regression test replaying one sets it
 
     # ------------------------------------------------------------------ set-up
 
@@ -565,15 +560,14 @@ class PacedProtocol(RuleBasedStateMachine):
             before = set(self.observed)
             pending = [bool(s.pending) for s in self.srcs]
             # an unanswered admission only a source asked after one with data reports (test_found_a_drain_ends_*)
-            blocked = any(pending[i] and any(s.failed_open for s in self.srcs[i + 1:]) for i in range(self.n))
-            if blocked:
+            if any(pending[i] and any(s.failed_open for s in self.srcs[i + 1:]) for i in range(self.n)):
                 self.stats["processAllAvailable: a later source's unanswered admission not reported yet"] += 1
             if self.idle is not None and any(pending[self.idle + 1:]):
                 self.stats["processAllAvailable: a union's idle source asked before one with data"] += 1
             for src in self.srcs:
                 src.caller_waiting = True
             for _ in range(2 * len(before) + 10):
-                if not self._trigger(["answer"], listener, idle_progress, joins=not blocked or self.known_defects):
+                if not self._trigger(["answer"], listener, idle_progress, joins=True):
                     break
             else:
                 raise AssertionError("processAllAvailable() never returned: a batch at every trigger")
@@ -581,7 +575,7 @@ class PacedProtocol(RuleBasedStateMachine):
                 src.caller_waiting = False
             left = sorted(before - set(self.committed))
             told = [s.told_wait for s in self.srcs]
-            assert not left or (blocked and not self.known_defects), \
+            assert not left, \
                 f"processAllAvailable() returned with units never committed: {left} (told wait: {told})"
 
     # ------------------------------------------------------------------ invariants
@@ -698,22 +692,16 @@ class TestEveryStepReadsAndAccountsEachUnitOnce(PacedProtocol.TestCase):  # type
 # ---------------------------------------------------------------------- what the machine found, pinned
 #
 # Each test replays the steps Hypothesis shrank a failure to (a rule call is a step; the invariant runs after each, as
-# in a draw). Each fixed one failed on the code before its fix (the comment above it names the fix). One still open
-# is xfail(strict): its fix makes the test pass, which fails it until the marker, and the machine's guard that keeps
-# drawn runs out of it (``known_defects``), are removed.
-
-
-def open_defect(reason: str) -> pytest.MarkDecorator:
-    """An open defect the machine found: the pinned test fails on an assertion until it is fixed."""
-    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"open: {reason}")
+# in a draw). Each fixed one failed on the code before its fix (the comment above it names the fix). None is open: one
+# left open would be xfail(strict=True), its fix failing the test until the marker goes, and the machine would keep its
+# draws out of it with a guard (so that they find the next one) until then.
 
 
 @contextmanager
-def replayed(*, known_defects: bool = True) -> Iterator[PacedProtocol]:
+def replayed() -> Iterator[PacedProtocol]:
     """The machine, for a test to call its steps on; its teardown (quiescing and the final checks, unless a step
     failed, and the log levels back) when the block ends."""
     state = PacedProtocol()
-    state.known_defects = known_defects
     try:
         yield state
     finally:
@@ -864,11 +852,12 @@ def test_found_trigger_once_reads_only_a_probe_of_what_is_held() -> None:
         state.accounted_once_and_balanced()
 
 
-@open_defect("under a drain, the first source with data finds the query busy with a batch whose unanswered admission "
-             "only a source asked after it reports; it is told to wait and the trigger ends without data "
-             "(processAllAvailable() returns with the data held). Two fixes were tried and taken back: completing "
-             "the batch as decided counted a part its source had read earlier without an answer, and parking the "
-             "other sources' parts until they report left a batch completed with a part never read (deep profile)")
+# fixed (SourceTruth.drain_ahead): under a drain, the first source with data found the query busy with a batch whose
+# trigger ended with pacer.unanswered, which only a source asked after it reports; it was told to wait, the trigger
+# read nothing and processAllAvailable() returned with its data held. Two fixes were taken back: completing the batch
+# as decided counted a part its source had read earlier without an answer, and parking the other sources' parts until
+# they report left a batch completed with a part never read (deep profile). Now the source admits all it may ahead,
+# kept by the driver as its record of an admission without a decision, accounted once the earlier batch is settled
 def test_found_a_drain_ends_while_a_later_source_s_unanswered_admission_holds_the_batch() -> None:
     """Three sources; source 2's answer for batch 0 comes past the timeout (it admits unit 0 unanswered). Unit 1 comes
     at source 0 and processAllAvailable() is called: in its first trigger source 0 asks first, batch 0 still waits
@@ -879,6 +868,23 @@ def test_found_a_drain_ends_while_a_later_source_s_unanswered_admission_holds_th
         state.accounted_once_and_balanced()
         state.trigger_failing(source=2, count=1, outcomes=["answer", "answer", "late"], listener=False,
                               idle_progress=False)
+        state.accounted_once_and_balanced()
+        state.process_all_available(source=0, count=1, listener=False, idle_progress=False)
+        state.accounted_once_and_balanced()
+
+
+# fixed, the same (SourceTruth.drain_ahead for every source with data asked before the report): the source asked
+# between the first and the one that reports was told to wait under the drain instead of admitting all it holds
+def test_found_a_drain_lets_every_source_asked_before_the_report_admit_all_it_holds() -> None:
+    """As above, with unit 2 at source 1 too: source 1, asked after source 0 admitted ahead and before source 2's
+    report settles batch 0, admits all it holds in the same trigger (the drain's join rule)."""
+    with replayed() as state:
+        state.setup(sources=3, idle=None, limits=[None, None, None], counts=[1])
+        state.accounted_once_and_balanced()
+        state.trigger_failing(source=2, count=1, outcomes=["answer", "answer", "late"], listener=False,
+                              idle_progress=False)
+        state.accounted_once_and_balanced()
+        state.observe(source=1, count=1)
         state.accounted_once_and_balanced()
         state.process_all_available(source=0, count=1, listener=False, idle_progress=False)
         state.accounted_once_and_balanced()
@@ -1040,7 +1046,7 @@ def test_found_a_batch_of_a_trigger_that_ran_nothing_is_taken_back_at_the_next()
     """Three sources (1 idle); after three batches, source 0's answers come late twice and a second stream is
     refused; in the next trigger source 0 is told to wait (the strategy takes source 2's older snapshot, which source
     2 admitted unanswered before) and the trigger runs nothing; every unit once."""
-    with replayed(known_defects=False) as state:
+    with replayed() as state:
         state.setup(sources=3, idle=1, limits=[None, None, None], counts=[0, 0, 1, 2])
         state.accounted_once_and_balanced()
         state.observe(count=1, source=0)

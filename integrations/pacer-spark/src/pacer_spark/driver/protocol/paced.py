@@ -573,8 +573,14 @@ class SourceAsk:
             return False
         if not self.request.snapshots:  # only reporting: it never takes the trigger's first ask (a union's idle
             return False  # source asked first must not make the busy one wait, or a drain would end before its data)
-        if not self.queries.first_ask(self.q, self.request):  # a source asked before it in this Spark batch and was
-            self.queries.arrivals.arrive(books, self.q, self.request)  # answered: a batch now could not take its part
+        first = self.queries.first_ask(self.q, self.request)
+        if self.drain and not self.q.holding:  # an earlier batch may still wait for another source's report
+            self.index = self.queries.truth.drain_ahead(books, self.q, self.request)
+            if self.index is not None:
+                self.q.drained += 1
+                return False
+        if not first:  # a source asked before it in this Spark batch and was answered: a batch now could not take
+            self.queries.arrivals.arrive(books, self.q, self.request)  # its part
             return False
         return not self.q.holding
 

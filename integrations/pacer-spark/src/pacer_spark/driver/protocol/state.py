@@ -17,6 +17,7 @@ from pacer.engine_profile import EngineProfile, EngineProfileError
 from pacer.engine_profile import load as load_engine_profile
 from pacer.summary import StreamingSummary
 from pacer_spark.driver.protocol.runs import RunMark
+from pacer_spark.jvm.decider import FailedOpen
 from pacer_spark.jvm.progress import TriggerProgress
 from pacer_spark.options import parse_seconds
 
@@ -271,6 +272,9 @@ class PacedQuery:
     orphans: list[Orphan] = field(default_factory=list)
     #: source run -> its part of a batch in flight when a later run replaced its run, until its stop event comes
     parked: dict[str, Parked] = field(default_factory=dict)
+    #: source run -> what it admitted ahead of an earlier batch's report under a drain, as the driver answered it
+    #: (:meth:`pacer_spark.driver.protocol.truth.SourceTruth.drain_ahead`), until that batch is settled
+    ahead: dict[str, list[FailedOpen]] = field(default_factory=dict)
     #: the latest trigger (its start, else its Spark batch), and the sources that asked in it (the first may admit)
     asked_trigger: int | None = None
     asked_runs: set[str] = field(default_factory=set)

@@ -58,6 +58,7 @@ class SourceTruth:
             self._failed_open(books, q, src, record, by_batch)
         if not behind:
             self._settle(books, q, src, request, by_batch)
+        self._settle_ahead(books, q, by_batch)
         if request.first_batch_id >= 0:
             q.first_batch = request.first_batch_id
         self._replays(books, q, by_batch)
@@ -119,20 +120,65 @@ class SourceTruth:
                         "never reached it); that part waits again", q.query_id, inflight.spark_batch_id, src.run)
             self._rebuild(books, q, {**inflight.parts, src.run: frozenset()}, inflight.spark_batch_id)
 
+    def drain_ahead(self, books: Books, q: PacedQuery, request: DecisionRequest) -> int | None:
+        """Under a drain, the first ask with data of a trigger while the query still waits for a source's report of
+        an earlier Spark batch (its trigger ended with ``pacer.unanswered``; the source that admitted into it without
+        an answer asks after this one): no batch can be formed before that report, and a "wait" would end the drain
+        with this source's data held. The source admits all it may; the driver keeps that admission as the source's
+        own record of one made without a decision (:attr:`PacedQuery.ahead`), accounted as soon as the earlier batch
+        is settled (:meth:`_settle_ahead`), or from its source's stop. The index of its last snapshot admitted
+        (None: the query is not waiting so, or nothing is admissible)."""
+        inflight = q.inflight
+        end = min(len(request.snapshots), request.admissible)
+        if inflight is None or not 0 <= inflight.spark_batch_id < request.batch_id or end <= 0:
+            return None
+        self.arrivals.arrive(books, q, request)
+        reason = f"drained while Spark batch {inflight.spark_batch_id} waited for a source's report"
+        q.ahead.setdefault(request.run, []).append(FailedOpen(request.batch_id, reason, request.snapshots[:end]))
+        while len(q.ahead) > MAX_PARKED:
+            log.warning("query %r: source %s never reported again; what it admitted ahead is forgotten", q.query_id,
+                        next(iter(q.ahead)))
+            q.ahead.pop(next(iter(q.ahead)))
+        log.info("query %r: Spark batch %d waits for a source's report; source %s admits its %d snapshots ahead of it "
+                 "(a drain)", q.query_id, inflight.spark_batch_id, request.run, end)
+        return end - 1
+
+    def _settle_ahead(self, books: Books, q: PacedQuery, by_batch: dict[int, TriggerProgress]) -> None:
+        """Account what the current run's sources admitted ahead (:meth:`drain_ahead`), oldest Spark batch first, as
+        soon as no earlier batch is in flight: each as the admission its source made without a decision."""
+        due = sorted(((record.batch_id, run) for run, records in q.ahead.items() if run in q.sources
+                      for record in records))
+        for batch_id, run in due:
+            if q.inflight is not None and q.inflight.spark_batch_id < batch_id:
+                return  # an earlier batch still waits for its report
+            record = q.ahead[run].pop(0)
+            if not q.ahead[run]:
+                del q.ahead[run]
+            self._failed_open(books, q, q.sources[run], record, by_batch, ahead=True)
+
+    def own_records(self, q: PacedQuery, run: str, reported: tuple[FailedOpen, ...]) -> tuple[FailedOpen, ...]:
+        """A stopping source run's records of admissions without a decision: those it reports and those the driver
+        kept for it (:meth:`drain_ahead`) that it does not, by Spark batch."""
+        told = {record.batch_id for record in reported}
+        kept = [record for record in q.ahead.pop(run, ()) if record.batch_id not in told]
+        return tuple(sorted((*reported, *kept), key=lambda record: record.batch_id))
+
     def _failed_open(self, books: Books, q: PacedQuery, src: SourceRun, record: FailedOpen,
-                     by_batch: dict[int, TriggerProgress]) -> None:
-        """The source admitted ``record``'s snapshots in Spark batch ``record.batch_id`` without an answer: that is
-        what Spark ran. A decision the driver made for that batch that never reached the source is taken back; an
-        earlier batch still in flight ran (Spark went on) and completes. Idempotent: the source reports a record
-        until an answer reaches it, and an answer can be lost after the driver acted on it."""
+                     by_batch: dict[int, TriggerProgress], *, ahead: bool = False) -> None:
+        """The source admitted ``record``'s snapshots in Spark batch ``record.batch_id`` without an answer (or, as
+        the driver answered, ``ahead`` of an earlier batch's report): that is what Spark ran. A decision the driver
+        made for that batch that never reached the source is taken back; an earlier batch still in flight ran
+        (Spark went on) and completes. Idempotent: the source reports a record until an answer reaches it, and an
+        answer can be lost after the driver acted on it."""
         key = (src.run, record.batch_id)
         if key in q.reconciled:
             return
         q.reconciled.add(key)
-        q.failed_open += 1
         seqs = frozenset(snap.seq for snap in record.snapshots)
-        log.warning("query %r: Spark batch %d was admitted without pacer's decision (%s); accounted from the "
-                    "source's report (%d snapshots)", q.query_id, record.batch_id, record.reason, len(seqs))
+        if not ahead:
+            q.failed_open += 1
+            log.warning("query %r: Spark batch %d was admitted without pacer's decision (%s); accounted from the "
+                        "source's report (%d snapshots)", q.query_id, record.batch_id, record.reason, len(seqs))
         inflight = q.inflight
         later: InFlight | None = None
         if inflight is not None and inflight.spark_batch_id == record.batch_id:
@@ -316,7 +362,8 @@ class SourceTruth:
         (:meth:`settle_orphans`). Nothing else of the run is the query's any more."""
         q.late_stops += 1
         by_batch = self._ended(event.progress, event.spark_run_id)
-        unanswered = {record.batch_id for record in event.failed_open}
+        records = self.own_records(q, event.run, event.failed_open)
+        unanswered = {record.batch_id for record in records}
         for p in sorted(by_batch.values(), key=lambda p: p.batch_id):
             if p.rows > 0 and p.batch_id not in unanswered and (
                     event.first_batch_id < 0 or p.batch_id < event.first_batch_id):
@@ -325,7 +372,7 @@ class SourceTruth:
                 q.orphans.append(Orphan(event.run, p.batch_id, (dataset,), p, replay=True))
         recorded = set()
         src = SourceRun(event.run)
-        for record in event.failed_open:
+        for record in records:
             key = (event.run, record.batch_id)
             if record.batch_id in by_batch and key not in q.reconciled:  # its trigger ended: Spark ran it
                 q.reconciled.add(key)
@@ -428,9 +475,9 @@ class SourceTruth:
         by_batch = self.progress(q, event.progress)
         if event.first_batch_id >= 0:
             q.first_batch = event.first_batch_id
-        self._replays(books, q, {b: p for b, p in by_batch.items()
-                                if b not in {r.batch_id for r in event.failed_open}})
-        for record in event.failed_open:
+        records = self.own_records(q, src.run, event.failed_open)
+        self._replays(books, q, {b: p for b, p in by_batch.items() if b not in {r.batch_id for r in records}})
+        for record in records:
             if record.batch_id in by_batch:  # the trigger ended: it ran; else it never happened for Spark
                 self._failed_open(books, q, src, record, by_batch)
         inflight = q.inflight

@@ -39,6 +39,7 @@ from pacer_spark.driver.loop import Driver
 from pacer_spark.driver.protocol.paced import PacedQueries
 from pacer_spark.driver.protocol.registry import QueryRegistry
 from pacer_spark.driver.protocol.runs import RunMark, later
+from pacer_spark.driver.protocol.state import PacedQuery
 from pacer_spark.driver.replay import ReplayGuard
 from pacer_spark.jvm.decider import Decision, DecisionRequest, FailedOpen, OffsetSnapshot, StopEvent
 from pacer_spark.jvm.progress import TriggerProgress
@@ -570,6 +571,27 @@ def test_two_running_queries_under_one_pacer_name_are_refused_naming_both_and_th
     c.observe(frozenset({200}))
     assert c.ask(paced, 0, "answer") == [(0, frozenset({200}))]
     assert paced.queries["q"].stream_id == "stream-3"
+
+
+def test_a_trigger_s_first_ask_is_the_first_source_of_it_and_an_earlier_trigger_s_late_ask_never_is() -> None:
+    """Only the first source asked in a trigger may form its batch (protocol rule 6); a source asking again in one
+    Spark batch without trigger stamps starts a new trigger; an ask of an earlier trigger that comes after a later
+    trigger began is no first ask, and the later trigger keeps its turn."""
+    q = PacedQuery("q")
+    ask = ModelSource("a", "q", "run-1", {}).request(batch_id=4)
+
+    def at(run: str, trigger: int) -> DecisionRequest:
+        return replace(ask, run=run, trigger=trigger)
+
+    assert PacedQueries.first_ask(q, at("a", 10)) is True
+    assert PacedQueries.first_ask(q, at("b", 10)) is False
+    assert PacedQueries.first_ask(q, at("b", 11)) is True  # the next trigger: b asks first in it
+    assert PacedQueries.first_ask(q, at("a", 10)) is False  # trigger 10's ask, late: trigger 11 keeps its turn
+    assert PacedQueries.first_ask(q, at("a", 11)) is False and q.asked_trigger == 11
+    unstamped = PacedQuery("q")
+    assert PacedQueries.first_ask(unstamped, at("a", -1)) is True
+    assert PacedQueries.first_ask(unstamped, at("b", -1)) is False
+    assert PacedQueries.first_ask(unstamped, at("a", -1)) is True  # asking again in batch 4: a new trigger
 
 
 def test_runs_are_ordered_by_their_start_stamp_then_by_their_first_batch_never_by_arrival() -> None:

@@ -82,6 +82,20 @@ def stream_active(spark: Any, stream_id: str | None) -> bool | None:
         return None
 
 
+def session_slots(spark: Any) -> tuple[int | None, int | None]:
+    """The task slots of ``spark``'s SparkContext (``defaultParallelism``: its cores) and its shuffle partitions
+    (``spark.sql.shuffle.partitions``); None for either that cannot be read (no session, no JVM)."""
+    try:
+        cores = int(spark.sparkContext.defaultParallelism)
+    except Exception:  # no session or no JVM behind it
+        cores = None
+    try:
+        partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    except Exception:  # the same, or a value that is no number
+        partitions = None
+    return cores, partitions
+
+
 def executed_plan(handle: Any, *, batch_id: int | None = None, metrics: bool = True) -> PlanNode | None:
     """The plan the query executed for its last batch, as :class:`~pacer_spark.jvm.plans.PlanNode` values (with its SQL
     metrics unless ``metrics=False``); None before its first batch, or when ``batch_id`` is given and the last

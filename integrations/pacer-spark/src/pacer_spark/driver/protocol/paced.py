@@ -48,6 +48,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pacer import MicroBatch, OperatorMetric
+from pacer.observed import Recorder
 from pacer_spark.driver.books import Books
 from pacer_spark.driver.completion import SinkDone
 from pacer_spark.driver.gate import Turn
@@ -295,6 +296,7 @@ class PacedQueries:
                              changed_options(q.options, options))
                     self._register(books, q.query_id, options, again=True)
                 q.options = options
+                q.recorder = self._recorder(books, q, request, options)
                 q.sources = {}
                 q.dead, q.error, q.holding, q.first_batch, q.asked_trigger = False, None, False, None, None
                 q.newest_batch = -1
@@ -314,6 +316,37 @@ class PacedQueries:
             q.spark_run_id = request.spark_run_id
             self._by_spark_run[request.spark_run_id] = q.query_id
         return q
+
+    def _recorder(self, books: Books, q: PacedQuery, request: DecisionRequest,
+                  options: dict[str, str]) -> Recorder | None:
+        """Observe mode (``pacer.observe``, the recording's path): a run's header, naming the cores and shuffle
+        partitions Spark ran it on (what ``pacer advise`` replays it with)."""
+        path = options.get("pacer.observe")
+        if not path:
+            return None
+        cores, partitions = stream_query.session_slots(self.spark)
+        header = {"query": q.query_id, "stream_id": request.query_id, "spark_run_id": request.spark_run_id,
+                  "source": request.source, "cores": cores, "partitions": partitions, "started_at": time.time(),
+                  "options": {k: v for k, v in options.items() if k != "pacer.observe"}}
+        try:
+            recorder = Recorder(path, header, after=max((r.seq for r in books.reports(q.query_id)), default=-1))
+        except OSError as exc:
+            raise ValueError(f"pacer.observe: cannot write the recording {path!r} ({exc.strerror or exc}); give a "
+                             "path on the driver's file system that it can write") from None
+        log.info("query %r: observed, not paced (pacer.observe): Spark admits as it would without pacer; its "
+                 "batches are recorded in %s (pacer advise %s)", q.query_id, path, path)
+        return recorder
+
+    def record(self, books: Books) -> None:
+        """Append the observed queries' batches completed since the last call to their recordings."""
+        for q in self.queries.values():
+            if q.recorder is not None:
+                try:
+                    q.recorder.record(books.reports(q.query_id))
+                except OSError:
+                    log.warning("query %r: its recording %s could not be written; observing stops", q.query_id,
+                                q.recorder.path, exc_info=True)
+                    q.recorder = None
 
     def _restore_model(self, books: Books, q: PacedQuery, source_checkpoint: str | None) -> None:
         """A run starts: take over the service-time model its checkpoint keeps
@@ -385,6 +418,7 @@ class PacedQueries:
                 return
             q.stopped_sources.add(event.run)  # registered from the event just now
             self.truth.stop_run(books, q, src, event)
+            self.record(books)
 
     # ------------------------------------------------------------------ listener
 
@@ -394,6 +428,7 @@ class PacedQueries:
         owner = self.owner(books, progress.run_id)
         if owner is not None:
             self.on_progress(books, owner, progress)
+            self.record(books)
             return True
         return self.known_run(books, progress.run_id)
 
@@ -402,6 +437,7 @@ class PacedQueries:
         owner = self.owner(books, run_id)
         if owner is not None:
             self.on_terminated(books, owner, error)
+            self.record(books)
 
     def stream_of(self, books: Books, query_id: str) -> str | None:
         """The paced query's streaming query id, once a source asked with it."""
@@ -541,7 +577,13 @@ class SourceAsk:
     def report(self, books: Books) -> bool:
         """Register the query on first sight, then take its reports; False without new snapshots. An ask of an
         earlier run is dropped (:meth:`PacedQueries.stale`); one of another stream while the current run runs is
-        refused (:meth:`PacedQueries.refuse`)."""
+        refused (:meth:`PacedQueries.refuse`). Batches its reports completed are recorded (observe mode)."""
+        try:
+            return self._report(books)
+        finally:
+            self.queries.record(books)
+
+    def _report(self, books: Books) -> bool:
         q = self.queries.queries.get(self.request.query)
         verdict = self.queries.verdict(q, self.request)
         if q is not None and verdict is Verdict.CONFLICT:
@@ -555,6 +597,8 @@ class SourceAsk:
             self.error = f"query {self.request.query!r}: {exc}"
             return False
         self.q.decisions += 1
+        if self.q.recorder is not None:  # observed: every source admits all it may, as without pacer
+            self.drain = self.whole = True
         behind = self.queries.behind(self.q, self.request)
         if self.queries.truth.take_reports(books, self.q, self.request, behind=behind) and not behind:
             # another source of the query asked first in this Spark batch: this one's part of its batch
@@ -596,11 +640,12 @@ class SourceAsk:
         self.queries.arrivals.arrive(books, self.q, self.request)
 
     def admitted(self, books: Books, batch: MicroBatch) -> bool:
-        """Record the batch; it always passes the gate (the JVM sets its pool on the stream thread)."""
+        """Record the batch; it passes the gate (the JVM sets its pool on the stream thread), unless the query is
+        observed (it runs as without pacer)."""
         assert self.q is not None
         self.index = self.queries.admitted(books, self.q, self.request, batch)
         self.metrics = decision_metrics(books, batch)
-        return True
+        return self.q.recorder is None
 
     def passed(self, books: Books, turn: Turn) -> None:
         """Keep the gate's wait."""

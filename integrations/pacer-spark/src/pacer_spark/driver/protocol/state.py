@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar
 from pacer import Dataset
 from pacer.engine_profile import EngineProfile, EngineProfileError
 from pacer.engine_profile import load as load_engine_profile
+from pacer.observed import Recorder
 from pacer.summary import StreamingSummary
 from pacer_spark.driver.protocol.runs import RunMark
 from pacer_spark.jvm.decider import FailedOpen
@@ -24,7 +25,7 @@ from pacer_spark.options import parse_seconds
 #: The ``pacer.*`` source options the service reads (besides ``pacer.param.*``); ``pacer.source`` and
 #: ``pacer.query`` are the JVM's.
 KNOWN_OPTIONS = frozenset({"pacer.deadline", "pacer.admission", "pacer.placement", "pacer.query", "pacer.overload",
-                           "pacer.arrival", "pacer.arrival.maxAge", "pacer.engineProfile"})
+                           "pacer.arrival", "pacer.arrival.maxAge", "pacer.engineProfile", "pacer.observe"})
 #: How the arrivals of a query's data are dated (``pacer.arrival``): by the data's own time where the source has one
 #: (Kafka record timestamps, file mtimes, rate's timestamp column), or when pacer first saw it.
 ARRIVAL_MODES = ("source", "observed")
@@ -289,6 +290,8 @@ class PacedQuery:
     holding: bool = False
     error: str | None = None
     plan_dag: bool = False  # its DAG was read from Spark's executed plan
+    #: observe mode (``pacer.observe``): Spark admits as without pacer, and each completed batch is recorded here
+    recorder: Recorder | None = None
 
     def summary(self) -> dict[str, Any]:
         """The query's part of the report's ``paced`` section: decisions, forced admissions, withdrawn and replayed

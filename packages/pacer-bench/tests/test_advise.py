@@ -1,0 +1,65 @@
+"""``pacer advise``: a recording replayed with its own costs says what pacing would do.
+
+The recording here is written by :class:`pacer.observed.Recorder` from a simulated run's batches (the Spark side,
+observe mode writing the same file from Spark's batches, is pacer-spark's ``test_observe_spark.py``): the replay
+of a run on the engine that ran it must give its figures back, and the paced replay must trade batches for latency
+as the strategy says.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pacer import QueryRun, RunConfig
+from pacer.cli import main
+from pacer.observed import Recorder, read
+from pacer_bench.advise import AdviseConfig, advise, render
+from pacer_sim import SIM_RUNTIME
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Five minutes of LR1 on wave traffic (300 rows/s on average) under Spark's default trigger, on 2 cores."""
+    run = RunConfig((QueryRun("lr1", query_id="q", traffic="wave", rate=300.0, admission="asap", deadline=10.0),),
+                    duration=300.0, cores=2)
+    result = SIM_RUNTIME.run(run)
+    path = tmp_path_factory.mktemp("observed") / "q.jsonl"
+    recorded = Recorder(path, {"query": "q", "cores": 2, "partitions": 2, "options": {"pacer.deadline": "10s"}})
+    assert recorded.record(result.controller.reports("q")) == result.report["queries"]["q"]["batches"] == 300
+    return path
+
+
+def test_the_replay_gives_the_observed_run_back_and_pacing_takes_fewer_larger_batches(recording: Path) -> None:
+    advice = advise(read(recording), AdviseConfig(deadline_s=10.0, max_executors=4))
+    replay, paced = advice["replay"], advice["paced"]
+    assert advice["observed"]["batches"] == 300 and replay["batches"] == 300
+    assert replay["within_bounds"], replay
+    assert abs(replay["busy_ratio"] - 1.0) <= 0.20 and replay["late_points"] == 0.0
+    assert paced["late_pct"] <= 1.0 and paced["batches_ratio"] < 0.5 and paced["busy_ratio"] < 1.0
+    assert advice["fewest_executors"] == 1 and advice["executors"][0]["late_pct"] <= 1.0
+    assert advice["runtime"] == "sim" and "simulator's" in render(advice)
+
+
+def test_a_deadline_out_of_reach_says_so(recording: Path) -> None:
+    """A deadline under what one batch costs: no executor count meets it, and every count tried is listed."""
+    advice = advise(read(recording), AdviseConfig(deadline_s=0.05, max_executors=2))
+    assert advice["fewest_executors"] is None and [e["executors"] for e in advice["executors"]] == [1, 2]
+    assert "out of reach" in render(advice)
+
+
+def test_the_command_reads_the_query_s_deadline_and_refuses_what_it_cannot_use(
+        recording: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "advice.json"
+    assert main(["advise", str(recording), "--max-executors", "2", "--out", str(out)]) == 0
+    assert "fewest executors meeting the deadline: 1 x 1 cores" in capsys.readouterr().out
+    assert json.loads(out.read_text())["deadline_s"] == 10.0
+    assert main(["advise", str(recording), "--deadline", "soon"]) == 2
+    assert "pacer advise: error: --deadline expects a duration" in capsys.readouterr().err
+    flat = tmp_path / "flat.jsonl"
+    Recorder(flat, {"query": "q"}).record([])
+    assert main(["advise", str(flat), "--deadline", "5s"]) == 2
+    assert "holds no batch: observe the query longer" in capsys.readouterr().err
+    assert main(["advise", str(recording), "--max-executors", "0"]) == 2

@@ -4,6 +4,7 @@ side is tested on Spark, integrations/pacer-spark/tests/test_fidelity_spark.py).
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,11 @@ import pytest
 from pacer import QueryRun, RunConfig, get_plugin_manager
 from pacer.engine_profile import EngineProfile
 from pacer_bench.fidelity import BOUNDS, compare, predict, rewrite, write_fidelity
+from pacer_bench.outputs import run_settings
+from pacer_bench.runtime_traits import FIDELITY_MEASURED
 from pacer_bench.tables import BenchRun, record_latencies
 
+ROOT = Path(__file__).resolve().parents[3]
 PROFILE = EngineProfile(runtime="spark", workload="lr2", partitions=2, slots=2, fixed_s=0.4, fixed_core_s=0.2,
                         engine_s_per_byte=1e-6, core_s_per_byte=2e-6, core_s_per_row=1e-4, largest_bytes=10**6,
                         no_data_s=0.3, no_data_core_s=0.1)
@@ -51,3 +55,13 @@ def test_the_outputs_keep_both_sides_and_rewrite_predicts_them_again(tmp_path: P
     assert "1 of 1 queries within all three" in text and f"--calibrated {path}" in text
     again = rewrite(tmp_path / "out")
     assert again["md"].read_text() == text
+
+
+def test_every_simulated_figure_says_how_well_the_simulator_predicted_spark_where_measured() -> None:
+    """:data:`FIDELITY_MEASURED` is the count over the committed fidelity runs, and a simulated run's settings say it."""
+    rows = [row for path in sorted((ROOT / "bench-results").glob("fidelity-spark*/fidelity.json"))
+            for row in json.loads(path.read_text())["fidelity"]["rows"]]
+    within = sum(bool(r["batches_ok"] and r["late_ok"] and r["busy_ok"]) for r in rows)
+    assert FIDELITY_MEASURED == (within, len(rows))
+    settings = dict(run_settings([BenchRun("x", {"queries": {}, "runtime": "sim", "cores": 2})], []))
+    assert f"in {within} of {len(rows)} configurations measured on Spark" in settings["runtime"]

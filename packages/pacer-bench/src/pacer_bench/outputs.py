@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pacer_bench.plots import CAPTIONS, figures
+from pacer_bench.runtime_traits import FIDELITY_NOTE
 from pacer_bench.tables import (
     LEGEND,
     SHORT_COLUMNS,
@@ -118,7 +119,7 @@ def run_settings(runs: Sequence[BenchRun], rows: Sequence[dict[str, Any]], *, ma
         text = str(r.get("runtime", "?"))
         if text == "sim":
             gpus = r.get("config", {}).get("gpus", 0)
-            text = f"sim (pacer-sim, simulated), {r.get('cores', '?')} cores, {gpus} GPU"
+            text = f"sim (pacer-sim, {FIDELITY_NOTE}), {r.get('cores', '?')} cores, {gpus} GPU"
         elif "spark" in r:
             spark = r["spark"]
             text = (f"spark {spark.get('spark_version', '')} {spark.get('master', '')}, RAPIDS "

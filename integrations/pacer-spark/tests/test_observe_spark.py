@@ -59,6 +59,7 @@ def test_an_observed_query_reads_as_without_pacer_and_its_recording_is_advice(sp
         assert len(written) == len(set(written)) == total, handle.paced.summary()
         summary = handle.paced.summary()["observed"]
         assert summary["failed_open"] == 0 and summary["error"] is None, summary
+        assert summary["observed"] == str(recording) == handle.report()["spark"]["paced"]["observed"]["observed"]
         query.stop()
         observation = read(recording)
         assert observation.header["query"] == "observed" and observation.header["cores"] == 2

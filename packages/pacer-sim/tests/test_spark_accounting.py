@@ -244,21 +244,55 @@ def _stepped(model: CostModel) -> Simulation:
 
 
 def test_a_new_executors_first_tasks_warm_up_and_a_removal_makes_the_next_batch_reload_state() -> None:
-    """Executor 2 (2 cores) joins at 10 s: the batch then running puts two of its 4 tasks on its cold cores, each
-    ``executor_warmup_s`` longer; it leaves at 40 s: the next batch's tasks of its state partitions (2 of 4) each run
-    ``state_reload_s`` longer. Nothing else changes: same batches, same work."""
+    """Executor 2 (2 cores), asked for at a source's ask past 10 s, joins: the next batch puts two of its 4 tasks on
+    its cold cores, each ``executor_warmup_s`` longer; once it leaves (asked at an ask past 40 s), the next batch's
+    tasks of its state partitions (2 of 4) each run ``state_reload_s`` longer. Nothing else changes: same batches,
+    same work."""
     base = _stepped(CostModel(noise=0.0, executor_warmup_s=0.0, state_reload_s=0.0))
     both = _stepped(CostModel(noise=0.0, executor_warmup_s=1.5, state_reload_s=0.5))
     first, second = base.controller.reports("lr2"), both.controller.reports("lr2")
     assert [r.batch_id for r in first] == [r.batch_id for r in second]
     extra = {r.batch_id: (s.busy_core_s or 0.0) - (r.busy_core_s or 0.0) for r, s in zip(first, second, strict=True)}
     slower = {r.batch_id: s.processing_s - r.processing_s for r, s in zip(first, second, strict=True)}
-    warmed = next(r.batch_id for r in second if r.started_at >= 10.0 - 1e-9)
-    reloaded = next(r.batch_id for r in second if r.started_at >= 40.0)
+    assert both.scaler is not None
+    joined = next(t for t, running, _ in both.scaler.timeline if running == 2)
+    left = next(t for t, running, _ in both.scaler.timeline if t > joined and running == 1)
+    assert 10.0 <= joined < 15.0 and 40.0 <= left < 45.0  # decided at the first ask its 5 s interval allowed
+    warmed = next(r.batch_id for r in second if r.started_at >= joined)
+    reloaded = next(r.batch_id for r in second if r.started_at >= left)
     assert extra[warmed] == pytest.approx(2 * 1.5) and slower[warmed] == pytest.approx(1.5)
     assert extra[reloaded] == pytest.approx(2 * 0.5) and slower[reloaded] == pytest.approx(0.5)
     assert all(math.isclose(v, 0.0, abs_tol=1e-9) for k, v in extra.items() if k not in (warmed, reloaded))
     assert reload_tasks(4, 1, 2) == 2 and reload_tasks(3, 1, 3) == 1 and reload_tasks(4, 0, 2) == 0
+
+
+class _Asked(_Steps):
+    """``steps``, keeping when it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[float] = []
+
+    @hookimpl
+    def pacer_scale(self, ctx: StrategyContext, queries: Sequence[QueryLoad], cluster: ClusterView,
+                    now: float) -> ScaleDecision | None:
+        self.asked.append(now)
+        return super().pacer_scale(ctx, queries, cluster, now)
+
+
+def test_the_scaler_is_asked_only_at_a_source_s_ask_as_on_spark() -> None:
+    """On Spark the driver asks the scaler at a source's ask, when its interval has passed, never on a timer of its
+    own: traffic that stops at 20 s of a 60 s run gets no decision after its last batch."""
+    pm = get_plugin_manager()
+    steps = _Asked()
+    pm.register(steps)
+    scaler = Scaler("steps", plugin_manager=pm, executors=(1, 2), initial=1, cores_per_executor=2, every_s=5.0)
+    sim = Simulation(seed=1, cost_model=QUIET, scaler=scaler, executor_startup_s=0.0, watermark_s=None,
+                     plugin_manager=pm)
+    sim.add_query("lr2", rate=200, admission="static", admission_params={"interval": 5.0}, partitions=4, duration=20)
+    sim.run(60)
+    last_batch = max(r.started_at for r in sim.controller.reports("lr2"))
+    assert len(steps.asked) >= 3 and max(steps.asked) <= last_batch + 1e-9, (steps.asked, last_batch)
+    assert all(b - a >= 5.0 - 1e-9 for a, b in itertools.pairwise(steps.asked))
 
 
 def test_the_watermark_is_a_runtime_option_and_none_turns_no_data_batches_off(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ The traffic is a wave of rows per second written as one csv file a second by a t
 runs (:func:`wave_rows`). The prediction is judged with ``pacer bench fidelity``'s bounds (batches within 15 %,
 rows late within 1 point, busy core-s within 20 %).
 
+Rounds alternate which run comes first, after a warm-up run that is not counted.
 ``python -m pacer_bench.observe_check --out DIR [--duration 120] [--deadline 10] [--repeat 2]`` writes
 ``observe-check.json`` and ``observe-check.md`` to DIR (needs pacer-spark and a JDK).
 """
@@ -93,9 +94,8 @@ def measured(report: dict[str, Any]) -> dict[str, float]:
             "busy_core_s": float((q.get("cost") or {}).get("busy_core_s") or math.nan)}
 
 
-def check(spark: Any, attach: Callable[..., Any], work: Path, *, duration_s: int, deadline_s: float,
-          admission: str) -> dict[str, Any]:
-    """One observe, advise, pace round (module docstring)."""
+def observe(spark: Any, attach: Callable[..., Any], work: Path, duration_s: int, deadline_s: float) -> Path:
+    """The observed run; its recording."""
     recording = work / "observed.jsonl"
     recording.unlink(missing_ok=True)
     pacer = attach(spark, checkpoint_root=str(work / "pacer-observe"))
@@ -104,16 +104,33 @@ def check(spark: Any, attach: Callable[..., Any], work: Path, *, duration_s: int
                                                        "pacer.deadline": f"{deadline_s:g}s"})
     finally:
         pacer.stop()
-    observation = read(recording)
-    advice = advise(observation, AdviseConfig(deadline_s=deadline_s, admission=admission, max_executors=1))
+    return recording
+
+
+def pace(spark: Any, attach: Callable[..., Any], work: Path, duration_s: int, deadline_s: float,
+         admission: str) -> dict[str, float]:
+    """The paced run's figures."""
     pacer = attach(spark, deadline=deadline_s, admission=admission, checkpoint_root=str(work / "pacer-paced"))
     try:
         run_once(spark, work / "paced", duration_s, {})
-        spark_paced = measured(pacer.report())
+        return measured(pacer.report())
     finally:
         pacer.stop()
+
+
+def check(spark: Any, attach: Callable[..., Any], work: Path, *, duration_s: int, deadline_s: float,
+          admission: str, observe_first: bool) -> dict[str, Any]:
+    """One observe, advise, pace round (module docstring); the paced run first where ``observe_first`` is False (the
+    rounds alternate, so that neither side always runs on a JVM warmed by the other)."""
+    if not observe_first:
+        spark_paced = pace(spark, attach, work, duration_s, deadline_s, admission)
+    recording = observe(spark, attach, work, duration_s, deadline_s)
+    if observe_first:
+        spark_paced = pace(spark, attach, work, duration_s, deadline_s, admission)
+    advice = advise(read(recording), AdviseConfig(deadline_s=deadline_s, admission=admission, max_executors=1))
     predicted = advice["paced"]
-    row = {"observed": advice["observed"], "replay": advice["replay"], "predicted": predicted,
+    row = {"observe_first": observe_first, "observed": advice["observed"], "replay": advice["replay"],
+           "predicted": predicted,
            "spark_paced": spark_paced,
            "batches_ratio": predicted["batches"] / spark_paced["batches"],
            "late_points": predicted["late_pct"] - spark_paced["late_pct"],
@@ -128,12 +145,13 @@ def markdown(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
     """The rounds as a table: Spark observed, predicted paced, Spark paced, and the ratios."""
     out = [f"# Observe, advise, pace: {config['admission']} at {config['deadline_s']:g} s, wave 200-2000 rows/s, "
            f"{config['duration_s']} s per run, local[2]", "",
-           "| round | observed batches | predicted batches | Spark paced batches | batches (pred/meas) | "
+           "| round (first run) | observed batches | predicted batches | Spark paced batches | batches (pred/meas) | "
            "rows late pred / meas (%) | busy core-s pred / meas | busy (pred/meas) | within bounds |",
            "|---|---|---|---|---|---|---|---|---|"]
     for i, r in enumerate(rows, 1):
         p, m = r["predicted"], r["spark_paced"]
-        out.append(f"| {i} | {r['observed']['batches']:.0f} | {p['batches']:.0f} | {m['batches']:.0f} | "
+        first = "observed" if r["observe_first"] else "paced"
+        out.append(f"| {i} ({first}) | {r['observed']['batches']:.0f} | {p['batches']:.0f} | {m['batches']:.0f} | "
                    f"{r['batches_ratio']:.2f} | {p['late_pct']:.2f} / {m['late_pct']:.2f} | "
                    f"{p['busy_core_s']:.1f} / {m['busy_core_s']:.1f} | {r['busy_ratio']:.2f} | "
                    f"{'yes' if r['within_bounds'] else 'no'} |")
@@ -147,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deadline", type=float, default=10.0)
     parser.add_argument("--admission", default="zstream")
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=30, help="seconds of an observed run first, not counted")
     args = parser.parse_args(argv)
     import pacer_spark
 
@@ -154,8 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     spark = pacer_spark.session_builder("local[2]", "observe-check").getOrCreate()
     config = {"duration_s": args.duration, "deadline_s": args.deadline, "admission": args.admission}
+    if args.warmup > 0:  # the JVM's first minute (classes loaded, code compiled) is neither side's
+        observe(spark, pacer_spark.attach, out / "work", args.warmup, args.deadline)
     rows = [check(spark, pacer_spark.attach, out / "work", duration_s=args.duration, deadline_s=args.deadline,
-                  admission=args.admission) for _ in range(args.repeat)]
+                  admission=args.admission, observe_first=i % 2 == 0) for i in range(args.repeat)]
     shutil.rmtree(out / "work", ignore_errors=True)
     (out / "observe-check.json").write_text(json.dumps({"config": config, "rounds": rows}, indent=2) + "\n")
     text = markdown(rows, config)

@@ -29,7 +29,7 @@ from pacer_sim.waves import SlotPool, allocate_slots
 from pacer_workloads import WORKLOADS, bytes_per_row, make_query, make_traffic, schedule_arrivals
 
 # Event kinds; at equal times they run in this order (then in the order they were pushed).
-_DONE, _RESOURCES, _ARRIVE, _POLL, _SCALE = 0, 1, 2, 3, 4
+_DONE, _RESOURCES, _ARRIVE, _POLL = 0, 1, 2, 3
 #: Payloads of ``_RESOURCES`` events that are executors' (a resource change's have none).
 _READY, _REMOVE_TIMEOUT = "executor-ready", "removal-timeout"
 #: Tag of a ``_POLL`` event that is a query's first trigger after a data batch moved its watermark.
@@ -295,7 +295,6 @@ class Simulation:
             self._loop.push(change.end, _RESOURCES, None)
         if self.scaler is not None:
             self.scaler.observe(0.0, running=self._executors, held=self._executors)
-            self._loop.push(0.0, _SCALE, None)
         self.drained = False
         self._duration = duration
         ended = self._loop.run(limit, self._step)
@@ -341,8 +340,6 @@ class Simulation:
                     self._trigger(payload[1], t)
                 else:
                     self._poll(payload, t)
-            elif kind == _SCALE:
-                self._scale(t)
             elif payload == _READY:
                 self._executor_ready(t)
             elif payload == _REMOVE_TIMEOUT:
@@ -361,6 +358,7 @@ class Simulation:
         return any(self.controller.has_buffered(q) for q in self._queries)
 
     def _poll(self, qid: str, t: float) -> None:
+        self._scale_if_due(t)
         batch = self._loop.poll(qid, t)
         if batch is not None:
             self._start(batch, t)
@@ -393,6 +391,7 @@ class Simulation:
         """The stream's first trigger after a data batch moved the watermark: the source is asked first (a batch
         admitted now runs, and evicts by the new watermark itself); without one, Spark runs a no-data batch."""
         self._triggers.discard(qid)
+        self._scale_if_due(t)
         batch = self.controller.poll(qid)
         if batch is not None:
             self._start(batch, t)
@@ -416,6 +415,12 @@ class Simulation:
     def _observe(self, t: float) -> None:
         assert self.scaler is not None
         self.scaler.observe(t, running=self._executors, held=self._held())
+
+    def _scale_if_due(self, t: float) -> None:
+        """A query's source asks (an admission poll): the scaler's turn when its interval has passed, as on Spark,
+        where the driver asks it only at a source's ask (never on a timer of its own: no ask, no decision)."""
+        if self.scaler is not None and self.scaler.due(t):
+            self._scale(t)
 
     def _scale(self, t: float) -> None:
         """The scaler's turn: ask it, then ask for executors or let some go (between batches)."""
@@ -445,8 +450,6 @@ class Simulation:
                     self._loop.push(t + REMOVAL_TIMEOUT_S, _RESOURCES, _REMOVE_TIMEOUT)
                 self._try_remove(t)
         self._observe(t)
-        if not self._over(t):
-            self._loop.push(t + self.scaler.every_s, _SCALE, None)
 
     def _executor_ready(self, t: float) -> None:
         if t not in self._starting:  # called off while it started

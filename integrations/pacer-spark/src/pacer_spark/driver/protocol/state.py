@@ -320,4 +320,6 @@ class PacedQuery:
                 # snapshot), and how many snapshots it read them for
                 "source_time_ms": metric("pacer.sourceTimeMs"),
                 "source_time_fetches": metric("pacer.sourceTimeFetches"),
-                "error": self.error}
+                "error": self.error,
+                # observe mode: where its batches are recorded (``pacer advise PATH`` replays them), else None
+                "observed": None if self.recorder is None else str(self.recorder.path)}

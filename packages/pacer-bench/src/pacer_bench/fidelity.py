@@ -34,9 +34,10 @@ FIDELITY_DURATION_S, FIDELITY_QUICK_S = 90.0, 60.0
 
 
 def fidelity_plan(quick: bool) -> list[dict[str, Any]]:
-    """The configurations, as keyword arguments of :class:`pacer_bench.scenarios.Config`: each one query, on
-    traffic, a rate and an admission the calibration did not run (its name is its label and ``--config`` name); the
-    last under a deadline its batches and Spark's no-data batches barely fit, so some rows are late."""
+    """The configurations, as keyword arguments of :class:`pacer_bench.scenarios.Config`: one query (two in the last:
+    both on the same cores, by FIFO turns), on traffic, a rate and an admission the calibration did not run (its
+    name is its label and ``--config`` name); one under a deadline its batches and Spark's no-data batches barely
+    fit, so some rows are late."""
     duration = FIDELITY_QUICK_S if quick else FIDELITY_DURATION_S
     binary = {"min": 500.0, "max": 2500.0, "period": 30.0}
     spike = {"min": 400.0, "max": 2000.0, "period": 30.0}
@@ -50,10 +51,17 @@ def fidelity_plan(quick: bool) -> list[dict[str, Any]]:
         ("cm1 random / asap", QueryRun("cm1", traffic="random", rate=800.0, admission="asap", deadline=5.0)),
         ("lr2 binary / zstream @3s", QueryRun("lr2", traffic="binary", rate=2500.0, traffic_params=tight,
                                               admission="zstream", deadline=3.0)),
+        ("lr2 + cm1 wave, two queries / zstream @10s",
+         (QueryRun("lr2", traffic="wave", rate=1000.0, admission="zstream", deadline=10.0),
+          QueryRun("cm1", traffic="wave", rate=600.0, admission="zstream", deadline=10.0))),
     ]
-    return [{"label": label, "queries": (query,), "duration": duration, "deadline": query.deadline,
-             "tags": {"name": label, "family": query.admission, "workload": query.workload}}
-            for label, query in plan]
+    configs = []
+    for label, run in plan:
+        queries = run if isinstance(run, tuple) else (run,)
+        configs.append({"label": label, "queries": queries, "duration": duration, "deadline": queries[0].deadline,
+                        "tags": {"name": label, "family": queries[0].admission,
+                                 "workload": "+".join(q.workload for q in queries)}})
+    return configs
 
 
 def predict(report: Mapping[str, Any], calibrated: Sequence[str], *,

@@ -64,4 +64,4 @@ def test_every_simulated_figure_says_how_well_the_simulator_predicted_spark_wher
     within = sum(bool(r["batches_ok"] and r["late_ok"] and r["busy_ok"]) for r in rows)
     assert FIDELITY_MEASURED == (within, len(rows))
     settings = dict(run_settings([BenchRun("x", {"queries": {}, "runtime": "sim", "cores": 2})], []))
-    assert f"in {within} of {len(rows)} configurations measured on Spark" in settings["runtime"]
+    assert f"in {within} of {len(rows)} query runs measured on Spark" in settings["runtime"]

@@ -143,7 +143,7 @@ def runtime_traits(name: str) -> RuntimeTraits:
 #: How well the simulator predicted Spark where it was measured: configurations within all three bounds of
 #: ``pacer bench fidelity`` (:data:`pacer_bench.fidelity.BOUNDS`), of those run, over its committed runs
 #: (``bench-results/fidelity-spark*``; a test recounts them). Every simulated figure's settings say it.
-FIDELITY_MEASURED = (6, 14)
+FIDELITY_MEASURED = (11, 21)
 FIDELITY_NOTE = (f"simulated: within the fidelity bounds (batches ±15 %, rows late ±1 point, busy core-s ±20 %) in "
-                 f"{FIDELITY_MEASURED[0]} of {FIDELITY_MEASURED[1]} configurations measured on Spark local[2] "
+                 f"{FIDELITY_MEASURED[0]} of {FIDELITY_MEASURED[1]} query runs measured on Spark local[2] "
                  "(bench-results/fidelity-spark*)")

@@ -175,3 +175,22 @@ def test_a_querys_first_batch_is_measured_apart_as_its_excess_over_the_model() -
     assert profile.first_batch_core_s == pytest.approx(0.5, abs=1e-4)
     assert "a query's first batch 1200 ms more" in profile.describe()
     assert fit_profile(_points(), runtime="spark", workload="lr2", partitions=2, slots=2).first_batch_s is None
+
+
+def test_a_running_query_s_batches_give_its_fixed_and_per_byte_cost_as_one_fitted_line() -> None:
+    """``fit_batches`` (observe mode): intercept and slope both fitted, exact on exact points (through the median of
+    the smallest batches, the intercept would carry their per-byte cost: 0.6 s, not 0.5); the first batch's excess
+    kept apart; one size only, or one batch, is refused."""
+    from pacer.engine_profile import fit_batches
+
+    sizes = (100_000, 200_000, 300_000, 400_000, 500_000, 600_000)
+    points = [CostPoint("batch", n // 100, n, 0.5 + 1e-6 * n, 0.2 + 2e-6 * n) for n in sizes]
+    points.insert(0, CostPoint("first", 1000, 100_000, 3.0, 1.0))
+    profile = fit_batches(points, runtime="spark", workload=None, partitions=2, slots=2)
+    assert profile.fixed_s == pytest.approx(0.5) and profile.engine_s_per_byte == pytest.approx(1e-6)
+    assert profile.fixed_core_s == pytest.approx(0.2) and profile.core_s_per_byte == pytest.approx(2e-6)
+    assert profile.core_s_per_row == pytest.approx(2e-4) and profile.first_batch_s == pytest.approx(2.4)
+    assert profile.fixed_task_share == pytest.approx(0.2 / (2 * 0.5)) and profile.rms_s == pytest.approx(0.0)
+    with pytest.raises(EngineProfileError, match="at least two sizes"):
+        fit_batches([CostPoint("batch", 10, 640, 0.5, 0.2)] * 3, runtime="spark", workload=None, partitions=2,
+                    slots=2)

@@ -39,13 +39,22 @@ def test_each_batch_is_recorded_once_and_read_back_with_its_arrivals(tmp_path: P
     assert observation.rates() == [40.0, 0.0, 0.0, 20.0, 0.0, 0.0, 5.0]
 
 
-def test_the_batches_split_into_the_first_the_smallest_and_the_largest_for_the_cost_fit(tmp_path: Path) -> None:
+def test_the_batches_are_the_cost_fit_s_points_the_first_apart(tmp_path: Path) -> None:
     path = tmp_path / "q.jsonl"
     recorder = Recorder(path, {"query": "q"})
     recorder.record([_batch(seq, 100.0 + seq, (0.5,), (rows,)) for seq, rows in
                      enumerate([500, 10, 400, 20, 300, 30, 200], 1)])
-    kinds = {(p.kind, p.rows) for p in read(path).cost_points()}
-    assert kinds == {("first", 500), ("tiny", 10), ("tiny", 20), ("large", 400), ("large", 300)}
+    kinds = [(p.kind, p.rows) for p in read(path).cost_points()]
+    assert kinds == [("first", 500), *(("batch", n) for n in (10, 400, 20, 300, 30, 200))]
+
+
+def test_an_arrival_dated_before_its_run_started_counts_from_the_start(tmp_path: Path) -> None:
+    """A backlog dated by the data's own time (hours old) arrived for the replay when the observed run started."""
+    path = tmp_path / "q.jsonl"
+    Recorder(path, {"query": "q", "started_at": 99.0}).record([_batch(1, 102.0, (7200.0, 1.0), (10, 20))])
+    observation = read(path)
+    assert observation.batches[0].arrivals == ((99.0, 10), (101.0, 20))
+    assert observation.rates() == [10.0, 0.0, 20.0]
 
 
 @pytest.mark.parametrize(("text", "says"), [

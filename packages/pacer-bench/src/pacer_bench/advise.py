@@ -28,7 +28,7 @@ from typing import Any
 from pacer import QueryRun, RunConfig
 from pacer.cli import Command, UsageError
 from pacer.durations import parse_seconds
-from pacer.engine_profile import EngineProfileError, fit_profile
+from pacer.engine_profile import EngineProfileError, fit_batches
 from pacer.observed import Observation, ObservedError, read
 from pacer.plugins import PluginManager
 from pacer_bench.fidelity import BOUNDS
@@ -55,8 +55,8 @@ class AdviseConfig:
 
 
 def fitted_profile(observation: Observation, out: Path) -> Path:
-    """An engine profile fitted to the recorded batches (smallest third fixed cost, largest third per byte), written
-    to ``out``.
+    """An engine profile fitted to the recorded batches (one least-squares line: fixed and per-byte cost), written to
+    ``out``.
 
     :raises ValueError: batches that cannot separate fixed and per-byte cost (all of one size): give ``--calibrated``.
     """
@@ -64,7 +64,7 @@ def fitted_profile(observation: Observation, out: Path) -> Path:
     partitions = int(observation.header.get("partitions") or 2)
     slots = int(observation.header.get("cores") or partitions)
     try:
-        profile = fit_profile(points, runtime="spark", workload=None, partitions=partitions, slots=slots)
+        profile = fit_batches(points, runtime="spark", workload=None, partitions=partitions, slots=slots)
     except EngineProfileError as exc:
         raise ValueError(f"the recording's batches do not tell fixed from per-byte cost ({exc}); observe the query "
                          "longer, through a change of rate, or give --calibrated FILE from pacer calibrate --runtime "
@@ -177,6 +177,17 @@ def render(advice: Mapping[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float as None (JSON has neither)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
 def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("recording", help="the file a query observed with .option('pacer.observe', PATH) wrote")
     parser.add_argument("--deadline", help="the latency target to pace for (10s, '1 minute'; default: the "
@@ -198,7 +209,8 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
         observation = read(args.recording)
     except ObservedError as exc:
         raise UsageError(str(exc)) from None
-    deadline = args.deadline or (observation.header.get("options") or {}).get("pacer.deadline")
+    deadline = args.deadline or (observation.header.get("options") or {}).get("pacer.deadline") or \
+        observation.header.get("deadline_s")
     if deadline is None:
         raise UsageError("--deadline is needed (the observed query set no pacer.deadline): the "
                          "latency target to pace for, e.g. --deadline 10s")
@@ -208,7 +220,8 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
         raise UsageError(str(exc)) from None
     if args.cores_per_executor < 1 or args.max_executors < 1:
         raise UsageError("--cores-per-executor and --max-executors must be >= 1")
-    config = AdviseConfig(float(deadline_s or 0.0), args.admission, args.workload, args.calibrated,
+    assert deadline_s is not None  # given, and checked > 0
+    config = AdviseConfig(deadline_s, args.admission, args.workload, args.calibrated,
                           args.cores_per_executor, args.max_executors, args.late_pct, args.seed)
     try:
         advice = advise(observation, config, plugin_manager=pm)
@@ -217,7 +230,7 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
         return 1
     print(render(advice))
     if args.out:
-        Path(args.out).write_text(json.dumps(advice, indent=2) + "\n")
+        Path(args.out).write_text(json.dumps(_finite(advice), indent=2) + "\n")
     return 0
 
 

@@ -12,7 +12,8 @@ rows late within 1 point, busy core-s within 20 %).
 
 Rounds alternate which run comes first, after a warm-up run that is not counted.
 ``python -m pacer_bench.observe_check --out DIR [--duration 120] [--deadline 10] [--repeat 2]`` writes
-``observe-check.json`` and ``observe-check.md`` to DIR (needs pacer-spark and a JDK).
+``observe-check.json``, ``observe-check.md`` and each round's recording (``observed-roundN.jsonl``) to DIR (needs
+pacer-spark and a JDK).
 """
 
 from __future__ import annotations
@@ -119,15 +120,17 @@ def pace(spark: Any, attach: Callable[..., Any], work: Path, duration_s: int, de
 
 
 def check(spark: Any, attach: Callable[..., Any], work: Path, *, duration_s: int, deadline_s: float,
-          admission: str, observe_first: bool) -> dict[str, Any]:
+          admission: str, observe_first: bool, keep: Path) -> dict[str, Any]:
     """One observe, advise, pace round (module docstring); the paced run first where ``observe_first`` is False (the
-    rounds alternate, so that neither side always runs on a JVM warmed by the other)."""
+    rounds alternate, so that neither side always runs on a JVM warmed by the other). The recording is kept as
+    ``keep`` (``pacer advise`` on it predicts the round again)."""
     if not observe_first:
         spark_paced = pace(spark, attach, work, duration_s, deadline_s, admission)
     recording = observe(spark, attach, work, duration_s, deadline_s)
     if observe_first:
         spark_paced = pace(spark, attach, work, duration_s, deadline_s, admission)
-    advice = advise(read(recording), AdviseConfig(deadline_s=deadline_s, admission=admission, max_executors=1))
+    shutil.copyfile(recording, keep)
+    advice = advise(read(keep), AdviseConfig(deadline_s=deadline_s, admission=admission, max_executors=1))
     predicted = advice["paced"]
     row = {"observe_first": observe_first, "observed": advice["observed"], "replay": advice["replay"],
            "predicted": predicted,
@@ -176,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.warmup > 0:  # the JVM's first minute (classes loaded, code compiled) is neither side's
         observe(spark, pacer_spark.attach, out / "work", args.warmup, args.deadline)
     rows = [check(spark, pacer_spark.attach, out / "work", duration_s=args.duration, deadline_s=args.deadline,
-                  admission=args.admission, observe_first=i % 2 == 0) for i in range(args.repeat)]
+                  admission=args.admission, observe_first=i % 2 == 0, keep=out / f"observed-round{i + 1}.jsonl")
+            for i in range(args.repeat)]
     shutil.rmtree(out / "work", ignore_errors=True)
     (out / "observe-check.json").write_text(json.dumps({"config": config, "rounds": rows}, indent=2) + "\n")
     text = markdown(rows, config)

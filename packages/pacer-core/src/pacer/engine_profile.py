@@ -252,6 +252,51 @@ def fit_profile(points: Sequence[CostPoint], *, runtime: str, workload: str | No
                          rms_s=rms, points=tuple(points))
 
 
+def fit_batches(points: Sequence[CostPoint], *, runtime: str, workload: str | None, partitions: int,
+                slots: int) -> EngineProfile:
+    """The profile of a running query's own batches (``batch`` points; ``first``: its first batch), where none was
+    sized apart to be tiny or large (pacer-spark's observe mode): the fixed and per-byte (per-row) costs are one
+    least-squares line over every batch, intercept and slope both fitted (through the median of the smallest, the
+    intercept would carry their per-byte cost and the slope come out too low); each at least 0.
+
+    :raises EngineProfileError: fewer than two batches, or all of one size (nothing says what a byte costs).
+    """
+    batches = [p for p in points if p.kind == "batch"]
+    first = [p for p in points if p.kind == "first"]
+    if len(batches) < 2 or len({p.bytes for p in batches}) < 2:
+        raise EngineProfileError(f"{len(batches)} batches of {len({p.bytes for p in batches})} sizes: a fit needs "
+                                 "batches of at least two sizes")
+    fixed_s, engine_per_byte = _line([(p.bytes, p.trigger_s) for p in batches])
+    timed = [p for p in batches if p.busy_core_s is not None]
+    fixed_core_s, core_per_byte = _line([(p.bytes, p.busy_core_s or 0.0) for p in timed]) if timed else (0.0, 0.0)
+    _, core_per_row = _line([(p.rows, p.busy_core_s or 0.0) for p in timed]) if timed else (0.0, 0.0)
+    rms = math.sqrt(statistics.fmean((p.trigger_s - fixed_s - engine_per_byte * p.bytes) ** 2 for p in batches))
+    first_s = _median(max(0.0, p.trigger_s - fixed_s - engine_per_byte * p.bytes) for p in first)
+    first_core_s = _median(None if p.busy_core_s is None else max(0.0, p.busy_core_s - fixed_core_s - core_per_byte
+                                                                   * p.bytes) for p in first)
+    return EngineProfile(runtime=runtime, workload=workload, partitions=partitions, slots=slots, fixed_s=fixed_s,
+                         fixed_core_s=fixed_core_s, engine_s_per_byte=engine_per_byte, core_s_per_byte=core_per_byte,
+                         core_s_per_row=core_per_row, largest_bytes=max(p.bytes for p in points),
+                         fixed_task_share=task_share(fixed_core_s, fixed_s, partitions), first_batch_s=first_s,
+                         first_batch_core_s=first_core_s, rms_s=rms, points=tuple(points))
+
+
+def _line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Least-squares intercept and slope of ``y`` on ``x``, both at least 0 (a negative intercept refits the slope
+    through the origin; a negative slope leaves the mean as the intercept)."""
+    n = len(points)
+    mean_x = statistics.fmean(x for x, _ in points)
+    mean_y = statistics.fmean(y for _, y in points)
+    sxx = sum((x - mean_x) ** 2 for x, _ in points)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sxx if sxx > 0 and n > 1 else 0.0
+    if slope <= 0.0:
+        return max(0.0, mean_y), 0.0
+    intercept = mean_y - slope * mean_x
+    if intercept < 0.0:
+        return 0.0, _slope_through(points, 0.0)
+    return intercept, slope
+
+
 def _median(values: Iterable[float | None]) -> float | None:
     known = [v for v in values if v is not None]
     return statistics.median(known) if known else None

@@ -60,7 +60,8 @@ class ObservedBatch:
 
 @dataclass
 class Observation:
-    """A recording read back: the latest run's ``header`` and every batch of every run in the file, in order."""
+    """A recording read back: the latest run's ``header`` and every batch of every run in the file, in order (an
+    arrival dated before its run started, a backlog dated by the data's own time, counts from the start)."""
 
     header: dict[str, Any]
     batches: list[ObservedBatch] = field(default_factory=list)
@@ -86,17 +87,11 @@ class Observation:
         return per_second
 
     def cost_points(self) -> list[CostPoint]:
-        """The batches as the engine-profile fit reads them: the smallest third ``tiny``, the largest third
-        ``large`` (the first batch apart, as ``first``: it pays for compiling the plan)."""
+        """The batches with data as :func:`pacer.engine_profile.fit_batches` reads them: each ``batch``, the first of
+        the recording apart as ``first`` (it pays for compiling the plan)."""
         measured = [b for b in self.batches if b.rows > 0]
-        if not measured:
-            return []
-        first, rest = measured[0], sorted(measured[1:], key=lambda b: b.bytes)
-        third = max(1, len(rest) // 3)
-        points = [CostPoint("first", first.rows, first.bytes, first.trigger_s, first.busy_core_s)]
-        points += [CostPoint("tiny", b.rows, b.bytes, b.trigger_s, b.busy_core_s) for b in rest[:third]]
-        points += [CostPoint("large", b.rows, b.bytes, b.trigger_s, b.busy_core_s) for b in rest[-third:]]
-        return points
+        return [CostPoint("first" if i == 0 else "batch", b.rows, b.bytes, b.trigger_s, b.busy_core_s)
+                for i, b in enumerate(measured)]
 
 
 class Recorder:
@@ -137,6 +132,7 @@ def read(path: str | Path) -> Observation:
     except OSError as exc:
         raise ObservedError(f"cannot read the recording {where}: {exc.strerror or exc}") from None
     observation: Observation | None = None
+    started = -math.inf  # the run's start: data dated earlier (a backlog, by its own time) arrived for it then
     for number, text in enumerate(lines, 1):
         if not text.strip():
             continue
@@ -147,6 +143,7 @@ def read(path: str | Path) -> Observation:
                     raise ObservedError(f"{where}:{number}: a {doc['schema']!r} file, not a {SCHEMA!r} recording")
                 batches = observation.batches if observation is not None else []
                 observation = Observation(dict(doc), batches)
+                started = float(doc.get("started_at") or -math.inf)
                 continue
             if observation is None:
                 raise ObservedError(f"{where}:{number}: a batch before any header: not a {SCHEMA!r} recording")
@@ -154,7 +151,7 @@ def read(path: str | Path) -> Observation:
                 int(doc["seq"]), float(doc["admitted_at"]), float(doc["started_at"]), float(doc["completed_at"]),
                 int(doc["rows"]), int(doc["bytes"]), float(doc["trigger_s"]),
                 None if doc.get("busy_core_s") is None else float(doc["busy_core_s"]),
-                tuple((float(t), int(n)) for t, n in doc.get("arrivals") or ())))
+                tuple((max(float(t), started), int(n)) for t, n in doc.get("arrivals") or ())))
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, ObservedError):
                 raise

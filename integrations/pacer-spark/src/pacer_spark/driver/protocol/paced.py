@@ -289,6 +289,7 @@ class PacedQueries:
         if request.run not in q.sources:
             new_run = verdict is not Verdict.CURRENT
             if new_run:  # the first source of a new run of the query: a start, or a restart
+                recorder = self._recorder(books, q, request, options)  # refused before anything changes
                 if q.runs_seen:
                     self.truth.restart(books, q, request)
                 if q.runs_seen and options != q.options:  # restarted with other options: they hold from now on
@@ -296,15 +297,18 @@ class PacedQueries:
                              changed_options(q.options, options))
                     self._register(books, q.query_id, options, again=True)
                 q.options = options
-                q.recorder = self._recorder(books, q, request, options)
+                q.observed, q.recorder = recorder is not None, recorder
                 q.sources = {}
                 q.dead, q.error, q.holding, q.first_batch, q.asked_trigger = False, None, False, None, None
                 q.newest_batch = -1
             else:  # another paced source of the same run: one query, one deadline
                 merged = merged_options(q.query_id, q.options, options)
                 if merged != q.options:
+                    recorder = None if q.observed else self._recorder(books, q, request, merged)
                     self._register(books, q.query_id, merged, again=True)
                     q.options = merged
+                    if recorder is not None:  # pacer.observe given on this source only: the whole query's
+                        q.observed, q.recorder = True, recorder
             q.sources[request.run] = SourceRun(request.run)
             q.runs_seen = True
             if new_run:
@@ -325,9 +329,11 @@ class PacedQueries:
         if not path:
             return None
         cores, partitions = stream_query.session_slots(self.spark)
+        deadline = parse_seconds(options["pacer.deadline"]) if "pacer.deadline" in options else \
+            books.query(q.query_id).spec.deadline
         header = {"query": q.query_id, "stream_id": request.query_id, "spark_run_id": request.spark_run_id,
                   "source": request.source, "cores": cores, "partitions": partitions, "started_at": time.time(),
-                  "options": {k: v for k, v in options.items() if k != "pacer.observe"}}
+                  "deadline_s": deadline, "options": {k: v for k, v in options.items() if k != "pacer.observe"}}
         try:
             recorder = Recorder(path, header, after=max((r.seq for r in books.reports(q.query_id)), default=-1))
         except OSError as exc:
@@ -344,7 +350,8 @@ class PacedQueries:
                 try:
                     q.recorder.record(books.reports(q.query_id))
                 except OSError:
-                    log.warning("query %r: its recording %s could not be written; observing stops", q.query_id,
+                    log.warning("query %r: its recording %s could not be written; the query stays observed (Spark "
+                                "admits as without pacer), its later batches are not recorded", q.query_id,
                                 q.recorder.path, exc_info=True)
                     q.recorder = None
 
@@ -597,7 +604,7 @@ class SourceAsk:
             self.error = f"query {self.request.query!r}: {exc}"
             return False
         self.q.decisions += 1
-        if self.q.recorder is not None:  # observed: every source admits all it may, as without pacer
+        if self.q.observed:  # every source admits all it may, as without pacer
             self.drain = self.whole = True
         behind = self.queries.behind(self.q, self.request)
         if self.queries.truth.take_reports(books, self.q, self.request, behind=behind) and not behind:
@@ -645,7 +652,7 @@ class SourceAsk:
         assert self.q is not None
         self.index = self.queries.admitted(books, self.q, self.request, batch)
         self.metrics = decision_metrics(books, batch)
-        return self.q.recorder is None
+        return not self.q.observed
 
     def passed(self, books: Books, turn: Turn) -> None:
         """Keep the gate's wait."""

@@ -290,7 +290,9 @@ class PacedQuery:
     holding: bool = False
     error: str | None = None
     plan_dag: bool = False  # its DAG was read from Spark's executed plan
-    #: observe mode (``pacer.observe``): Spark admits as without pacer, and each completed batch is recorded here
+    #: observe mode (``pacer.observe``): Spark admits as without pacer, and each completed batch is recorded in
+    #: ``recorder`` (None once a write failed: the query is still observed, no longer recorded)
+    observed: bool = False
     recorder: Recorder | None = None
 
     def summary(self) -> dict[str, Any]:

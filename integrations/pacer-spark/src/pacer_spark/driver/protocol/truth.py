@@ -121,13 +121,14 @@ class SourceTruth:
             self._rebuild(books, q, {**inflight.parts, src.run: frozenset()}, inflight.spark_batch_id)
 
     def drain_ahead(self, books: Books, q: PacedQuery, request: DecisionRequest) -> int | None:
-        """Under a drain, the first ask with data of a trigger while the query still waits for a source's report of
-        an earlier Spark batch (its trigger ended with ``pacer.unanswered``; the source that admitted into it without
-        an answer asks after this one): no batch can be formed before that report, and a "wait" would end the drain
-        with this source's data held. The source admits all it may; the driver keeps that admission as the source's
-        own record of one made without a decision (:attr:`PacedQuery.ahead`), accounted as soon as the earlier batch
-        is settled (:meth:`_settle_ahead`), or from its source's stop. The index of its last snapshot admitted
-        (None: the query is not waiting so, or nothing is admissible)."""
+        """Under a drain, an ask with data for a later Spark batch than the one in flight: that batch ran (Spark went
+        on) but is not settled yet (its trigger ended with ``pacer.unanswered`` and the source that admitted into it
+        without an answer asks after this one, or its progress has not come): no batch can be formed before that,
+        and a "wait" would end the drain with this source's data held. The source admits all it may; the driver
+        keeps that admission as the source's own record of one made without a decision (:attr:`PacedQuery.ahead`),
+        accounted as soon as the earlier batch is settled (:meth:`_settle_ahead`), or when the run closes. The index
+        of its last snapshot admitted (None: no batch of an earlier Spark batch is in flight, or nothing is
+        admissible)."""
         inflight = q.inflight
         end = min(len(request.snapshots), request.admissible)
         if inflight is None or not 0 <= inflight.spark_batch_id < request.batch_id or end <= 0:
@@ -143,22 +144,27 @@ class SourceTruth:
                  "(a drain)", q.query_id, inflight.spark_batch_id, request.run, end)
         return end - 1
 
-    def _settle_ahead(self, books: Books, q: PacedQuery, by_batch: dict[int, TriggerProgress]) -> None:
+    def _settle_ahead(self, books: Books, q: PacedQuery, by_batch: dict[int, TriggerProgress]) -> bool:
         """Account what the current run's sources admitted ahead (:meth:`drain_ahead`), oldest Spark batch first, as
-        soon as no earlier batch is in flight: each as the admission its source made without a decision."""
+        soon as no earlier batch is in flight: each as the admission its source made without a decision. Whether
+        any was."""
         due = sorted(((record.batch_id, run) for run, records in q.ahead.items() if run in q.sources
                       for record in records))
+        settled = False
         for batch_id, run in due:
             if q.inflight is not None and q.inflight.spark_batch_id < batch_id:
-                return  # an earlier batch still waits for its report
+                break  # an earlier batch still waits for its report
             record = q.ahead[run].pop(0)
             if not q.ahead[run]:
                 del q.ahead[run]
             self._failed_open(books, q, q.sources[run], record, by_batch, ahead=True)
+            settled = True
+        return settled
 
     def own_records(self, q: PacedQuery, run: str, reported: tuple[FailedOpen, ...]) -> tuple[FailedOpen, ...]:
-        """A stopping source run's records of admissions without a decision: those it reports and those the driver
-        kept for it (:meth:`drain_ahead`) that it does not, by Spark batch."""
+        """An earlier run's source's records of admissions without a decision, from its late stop event: those it
+        reports and those the driver kept for it (:meth:`drain_ahead`; normally settled when the run closed) that it
+        does not, by Spark batch."""
         told = {record.batch_id for record in reported}
         kept = [record for record in q.ahead.pop(run, ()) if record.batch_id not in told]
         return tuple(sorted((*reported, *kept), key=lambda record: record.batch_id))
@@ -409,11 +415,15 @@ class SourceTruth:
 
     def close_run(self, books: Books, q: PacedQuery, why: str) -> None:
         """The run of ``q`` ended without telling which batch its trigger finished: its batch in flight completes
-        now, without its progress (a replay of it by the next run is then not counted again)."""
-        if q.inflight is not None:
-            log.debug("query %r: run ended (%s); batch %s completed without its progress", q.query_id, why,
-                      q.inflight.batch_id)
-            self._finish(books, q, None)
+        now, without its progress (a replay of it by the next run is then not counted again), and so does each
+        admission its sources made ahead of it (:meth:`drain_ahead`)."""
+        while True:
+            if q.inflight is not None:
+                log.debug("query %r: run ended (%s); batch %s completed without its progress", q.query_id, why,
+                          q.inflight.batch_id)
+                self._finish(books, q, None)
+            if not self._settle_ahead(books, q, {}):  # what its sources admitted ahead ran too
+                return
 
     @staticmethod
     def _ran_undecided(books: Books, q: PacedQuery, datasets: list[Dataset], progress: TriggerProgress) -> None:
@@ -475,9 +485,9 @@ class SourceTruth:
         by_batch = self.progress(q, event.progress)
         if event.first_batch_id >= 0:
             q.first_batch = event.first_batch_id
-        records = self.own_records(q, src.run, event.failed_open)
-        self._replays(books, q, {b: p for b, p in by_batch.items() if b not in {r.batch_id for r in records}})
-        for record in records:
+        self._replays(books, q, {b: p for b, p in by_batch.items()
+                                if b not in {r.batch_id for r in event.failed_open}})
+        for record in event.failed_open:
             if record.batch_id in by_batch:  # the trigger ended: it ran; else it never happened for Spark
                 self._failed_open(books, q, src, record, by_batch)
         inflight = q.inflight
@@ -488,6 +498,7 @@ class SourceTruth:
             self.complete(books, q, progress, event=False)
         elif progress is not None:  # another source of the query admitted into it unanswered; its stop event reports
             q.inflight_progress = progress
+        self._settle_ahead(books, q, by_batch)  # those ahead of a report still awaited wait for it
         self.give_back(books, q)
         q.dead = True
         self.settle_orphans(books, q)

@@ -394,6 +394,38 @@ def test_a_late_answer_is_taken_back_and_the_source_s_admission_accounted_once()
     controller.ledger.check_balance("q")
 
 
+def test_an_observed_query_admits_as_without_pacer_and_records_each_batch_once(tmp_path: Path) -> None:
+    """``pacer.observe`` (given on the second source of a union only): a strategy that never admits does not hold the
+    data (every ask admits all it holds, each source its own, no gate), each completed batch is recorded once with
+    its rows, and a recording that cannot be written stops the recording, not the observing."""
+    from pacer.observed import read
+
+    paced, controller = _paced([0])
+    path = tmp_path / "q.jsonl"
+    a = ModelSource(str(uuid.uuid4()), "q", "run-1", {"pacer.deadline": "30s"})
+    b = ModelSource(str(uuid.uuid4()), "q", "run-1", {"pacer.observe": str(path)})
+    taken = []
+    for batch in range(3):  # the option comes with b's first ask, after a's: from the next trigger on
+        a.observe(frozenset({10 * batch}))
+        b.observe(frozenset({10 * batch + 1}))
+        if batch == 2:
+            a.unsent.append(_progress("run-1", 1, [2 * ROWS, 2 * ROWS]))
+        taken.append((len(a.ask(paced, batch, "answer")), len(b.ask(paced, batch, "answer"))))
+    assert taken == [(0, 0), (2, 2), (1, 1)]
+    q = paced.queries["q"]
+    assert q.observed and q.summary()["observed"] == str(path)
+    observation = read(path)
+    assert observation.header["deadline_s"] == 30.0 and "pacer.observe" not in observation.header["options"]
+    assert [b.rows for b in observation.batches] == [r.rows for r in controller.reports("q")] == [4 * ROWS]
+    assert sum(n for _, n in observation.batches[0].arrivals) == 4 * ROWS
+    path.unlink()
+    path.mkdir()  # a recording that cannot be written any more
+    a.observe(frozenset({30}))
+    a.unsent.append(_progress("run-1", 2, [ROWS, ROWS]))
+    assert len(a.ask(paced, 3, "answer")) == 1 and q.observed and q.recorder is None
+    controller.ledger.check_balance("q")
+
+
 def test_two_sources_of_one_query_share_one_batch_and_conflicting_deadlines_are_refused() -> None:
     """A union: both sources' snapshots are one query's; the second source's ask in the same Spark batch gets its
     part of the batch the first ask admitted, and withdraws nothing. A second source with another deadline is

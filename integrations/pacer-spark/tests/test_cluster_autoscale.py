@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
 #: Seconds of traffic per configuration: enough for the scaler to measure batches and decide at its 5 s pace (a
 #: scale-down waits for its hold, longer than this run: the decommission test below scales down).
-DURATION_S = 20
+DURATION_S = 15
 
 
 def test_bench_autoscale_runs_fixed_at_peak_and_the_deadline_scaler_on_the_cluster(spark_cluster: Any,

@@ -228,7 +228,7 @@ def test_fidelity_runs_on_spark_beside_the_calibrated_simulator_and_only_it_take
         resolve_configs("fidelity", runtime="spark", quick=True, duration=None, seed=1, plugin_manager=pm)
     runtime, configs, _ = resolve_configs("fidelity", runtime="spark", quick=True, duration=None, seed=1,
                                           plugin_manager=pm, calibrated=[path])
-    assert runtime == "spark" and len(configs) == 5 and all(c.duration == 60.0 for c in configs)
+    assert runtime == "spark" and len(configs) == 6 and all(c.duration == 60.0 for c in configs)
     assert {c.queries[0].workload for c in configs} == {"lr2", "cm1"}
     with pytest.raises(ScenarioError, match="takes --engine-profile"):
         resolve_configs("trigger-sweep", runtime="sim", quick=True, duration=None, seed=1, plugin_manager=pm,

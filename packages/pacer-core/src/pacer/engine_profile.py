@@ -224,7 +224,6 @@ def fit_profile(points: Sequence[CostPoint], *, runtime: str, workload: str | No
     """
     tiny = [p for p in points if p.kind == "tiny"]
     large = [p for p in points if p.kind == "large"]
-    first = [p for p in points if p.kind == "first"]
     if not tiny or not large:
         raise EngineProfileError(f"a profile needs tiny and large batches; measured {len(tiny)} tiny and "
                                  f"{len(large)} large")
@@ -237,19 +236,11 @@ def fit_profile(points: Sequence[CostPoint], *, runtime: str, workload: str | No
                                    fixed_core_s)
     core_per_row = _slope_through(((p.rows, p.busy_core_s) for p in large if p.busy_core_s is not None),
                                   fixed_core_s)
-    rms = math.sqrt(statistics.fmean((p.trigger_s - fixed_s - engine_per_byte * p.bytes) ** 2 for p in large))
-    first_s = _median(max(0.0, p.trigger_s - fixed_s - engine_per_byte * p.bytes) for p in first)
-    first_core_s = _median(None if p.busy_core_s is None else max(0.0, p.busy_core_s - fixed_core_s - core_per_byte
-                                                                   * p.bytes) for p in first)
-    return EngineProfile(runtime=runtime, workload=workload, partitions=partitions, slots=slots, fixed_s=fixed_s,
-                         fixed_core_s=fixed_core_s, engine_s_per_byte=engine_per_byte, core_s_per_byte=core_per_byte,
-                         core_s_per_row=core_per_row, largest_bytes=max(p.bytes for p in points),
-                         no_data_s=no_data_s, no_data_core_s=no_data_core_s,
-                         executor_startup_s=executor_startup_s,
-                         fixed_task_share=task_share(fixed_core_s, fixed_s, partitions),
-                         executor_warmup_s=executor_warmup_s, state_reload_s=state_reload_s,
-                         not_measured=dict(not_measured or {}), first_batch_s=first_s, first_batch_core_s=first_core_s,
-                         rms_s=rms, points=tuple(points))
+    return _profile(points, large, fixed_s, fixed_core_s, engine_per_byte, core_per_byte, core_per_row,
+                    runtime=runtime, workload=workload, partitions=partitions, slots=slots, no_data_s=no_data_s,
+                    no_data_core_s=no_data_core_s, executor_startup_s=executor_startup_s,
+                    executor_warmup_s=executor_warmup_s, state_reload_s=state_reload_s,
+                    not_measured=dict(not_measured or {}))
 
 
 def fit_batches(points: Sequence[CostPoint], *, runtime: str, workload: str | None, partitions: int,
@@ -262,7 +253,6 @@ def fit_batches(points: Sequence[CostPoint], *, runtime: str, workload: str | No
     :raises EngineProfileError: fewer than two batches, or all of one size (nothing says what a byte costs).
     """
     batches = [p for p in points if p.kind == "batch"]
-    first = [p for p in points if p.kind == "first"]
     if len(batches) < 2 or len({p.bytes for p in batches}) < 2:
         raise EngineProfileError(f"{len(batches)} batches of {len({p.bytes for p in batches})} sizes: a fit needs "
                                  "batches of at least two sizes")
@@ -270,15 +260,26 @@ def fit_batches(points: Sequence[CostPoint], *, runtime: str, workload: str | No
     timed = [p for p in batches if p.busy_core_s is not None]
     fixed_core_s, core_per_byte = _line([(p.bytes, p.busy_core_s or 0.0) for p in timed]) if timed else (0.0, 0.0)
     _, core_per_row = _line([(p.rows, p.busy_core_s or 0.0) for p in timed]) if timed else (0.0, 0.0)
-    rms = math.sqrt(statistics.fmean((p.trigger_s - fixed_s - engine_per_byte * p.bytes) ** 2 for p in batches))
+    return _profile(points, batches, fixed_s, fixed_core_s, engine_per_byte, core_per_byte, core_per_row,
+                    runtime=runtime, workload=workload, partitions=partitions, slots=slots)
+
+
+def _profile(points: Sequence[CostPoint], fitted: Sequence[CostPoint], fixed_s: float, fixed_core_s: float,
+             engine_per_byte: float, core_per_byte: float, core_per_row: float, *, partitions: int,
+             **measured: Any) -> EngineProfile:
+    """The profile of a fit (:func:`fit_profile`, :func:`fit_batches`): the fitted line's costs, its rms over the
+    ``fitted`` points, the ``first`` points' excess over it, the tasks' share of the fixed part, and ``measured``'s
+    other fields as given."""
+    first = [p for p in points if p.kind == "first"]
+    rms = math.sqrt(statistics.fmean((p.trigger_s - fixed_s - engine_per_byte * p.bytes) ** 2 for p in fitted))
     first_s = _median(max(0.0, p.trigger_s - fixed_s - engine_per_byte * p.bytes) for p in first)
     first_core_s = _median(None if p.busy_core_s is None else max(0.0, p.busy_core_s - fixed_core_s - core_per_byte
                                                                    * p.bytes) for p in first)
-    return EngineProfile(runtime=runtime, workload=workload, partitions=partitions, slots=slots, fixed_s=fixed_s,
-                         fixed_core_s=fixed_core_s, engine_s_per_byte=engine_per_byte, core_s_per_byte=core_per_byte,
-                         core_s_per_row=core_per_row, largest_bytes=max(p.bytes for p in points),
+    return EngineProfile(partitions=partitions, fixed_s=fixed_s, fixed_core_s=fixed_core_s,
+                         engine_s_per_byte=engine_per_byte, core_s_per_byte=core_per_byte, core_s_per_row=core_per_row,
+                         largest_bytes=max(p.bytes for p in points),
                          fixed_task_share=task_share(fixed_core_s, fixed_s, partitions), first_batch_s=first_s,
-                         first_batch_core_s=first_core_s, rms_s=rms, points=tuple(points))
+                         first_batch_core_s=first_core_s, rms_s=rms, points=tuple(points), **measured)
 
 
 def _line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:

@@ -43,6 +43,21 @@ def test_the_replay_gives_the_observed_run_back_and_pacing_takes_fewer_larger_ba
     assert advice["runtime"] == "sim" and "simulator's" in render(advice)
 
 
+def test_a_source_that_measures_rows_smaller_is_replayed_at_the_same_cost(recording: Path, tmp_path: Path) -> None:
+    """A csv file's line is a fifth of the simulator's row: the replay costs each row what the recording says it
+    cost, not its bytes at the simulator's size (the fitted profile's bytes were taken as the simulator's, and the
+    replay of observe-check's own recording counted 1.34x its busy core-s)."""
+    lines = recording.read_text().splitlines()
+    smaller = [lines[0]] + [json.dumps({**doc, "bytes": doc["bytes"] // 5})
+                            for doc in map(json.loads, lines[1:])]
+    path = tmp_path / "csv.jsonl"
+    path.write_text("\n".join(smaller) + "\n")
+    plain = advise(read(recording), AdviseConfig(deadline_s=10.0, max_executors=1))
+    advice = advise(read(path), AdviseConfig(deadline_s=10.0, max_executors=1))
+    assert advice["replay"]["busy_core_s"] == pytest.approx(plain["replay"]["busy_core_s"], rel=0.02)
+    assert advice["replay"]["within_bounds"], advice["replay"]
+
+
 def test_a_deadline_out_of_reach_says_so(recording: Path) -> None:
     """A deadline under what one batch costs: no executor count meets it, and every count tried is listed."""
     advice = advise(read(recording), AdviseConfig(deadline_s=0.05, max_executors=2))

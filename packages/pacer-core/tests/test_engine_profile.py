@@ -191,6 +191,9 @@ def test_a_running_query_s_batches_give_its_fixed_and_per_byte_cost_as_one_fitte
     assert profile.fixed_core_s == pytest.approx(0.2) and profile.core_s_per_byte == pytest.approx(2e-6)
     assert profile.core_s_per_row == pytest.approx(2e-4) and profile.first_batch_s == pytest.approx(2.4)
     assert profile.fixed_task_share == pytest.approx(0.2 / (2 * 0.5)) and profile.rms_s == pytest.approx(0.0)
+    # its per-byte costs are in the recorded source's bytes: 100 a row, so a source of 400-byte rows pays a quarter
+    assert profile.bytes_per_row == pytest.approx(100.0)
+    assert profile.in_bytes_of(400.0).core_s_per_byte == pytest.approx(0.5e-6)
     with pytest.raises(EngineProfileError, match="at least two sizes"):
         fit_batches([CostPoint("batch", 10, 640, 0.5, 0.2)] * 3, runtime="spark", workload=None, partitions=2,
                     slots=2)

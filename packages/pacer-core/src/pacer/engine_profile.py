@@ -149,10 +149,11 @@ class EngineProfile:
 
     @property
     def bytes_per_row(self) -> float | None:
-        """Bytes per row of the large batches it was measured on (None without them): the measure of a row its
-        per-byte costs are in, which is its source's (pacer-gen's estimate is not a Kafka record's size)."""
-        large = [p for p in self.points if p.kind == "large"]
-        rows, nbytes = sum(p.rows for p in large), sum(p.bytes for p in large)
+        """Bytes per row of the batches its per-byte cost was fitted on (the large ones of a calibration, else a
+        running query's own, :func:`fit_batches`; None without them): the measure of a row its per-byte costs are
+        in, which is its source's (pacer-gen's estimate is not a Kafka record's size, nor a csv line's)."""
+        sized = [p for p in self.points if p.kind == "large"] or [p for p in self.points if p.kind == "batch"]
+        rows, nbytes = sum(p.rows for p in sized), sum(p.bytes for p in sized)
         return nbytes / rows if rows > 0 and nbytes > 0 else None
 
     def in_bytes_of(self, bytes_per_row: float) -> EngineProfile:

@@ -57,6 +57,19 @@ def test_an_arrival_dated_before_its_run_started_counts_from_the_start(tmp_path:
     assert observation.rates() == [10.0, 0.0, 20.0]
 
 
+def test_the_arrivals_come_as_often_as_they_were_recorded(tmp_path: Path) -> None:
+    """The replay's arrival period is the median gap between recorded arrivals, within 0.05-1 s."""
+    def period(times: list[float]) -> float:
+        path = tmp_path / f"{len(times)}.jsonl"
+        Recorder(path, {"query": "q"}).record(
+            [_batch(i, t + 0.5, (0.5,), (10,)) for i, t in enumerate(times, 1)])
+        return read(path).arrival_period_s()
+
+    assert period([100.0, 101.0, 102.0, 103.0]) == 1.0  # a file a second
+    assert period([100.0, 100.4, 100.8, 101.3, 101.7]) == pytest.approx(0.4)  # Kafka, read every 0.4 s
+    assert period([100.0, 100.01, 100.02]) == 0.05 and period([100.0, 104.0]) == 1.0 and period([100.0]) == 1.0
+
+
 @pytest.mark.parametrize(("text", "says"), [
     ("", "holds no batch"),
     (json.dumps({"schema": "pacer.report/1"}) + "\n", "not a 'pacer.observed/1' recording"),

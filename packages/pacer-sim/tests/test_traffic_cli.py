@@ -74,3 +74,17 @@ def test_a_bad_trace_or_parameter_is_a_usage_error_saying_what_to_do(tmp_path: P
     assert "traffic 'trace' needs file=PATH" in capsys.readouterr().err
     assert main(["sim", *BASE, "--traffic", "binary", "--traffic-param", "period=soon"]) == 2
     assert "traffic 'binary': parameter 'period' must be a number, got 'soon'" in capsys.readouterr().err
+
+
+def test_a_finer_arrival_period_splits_the_same_rows_into_more_datasets(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--arrival-period 0.25``: four datasets a second holding the same rows (a Kafka topic that Spark's default
+    trigger reads as often as it can), so the default trigger runs more, smaller batches; outside 0.05-1 s refused."""
+    exact = ("sim", "--traffic", "binary", "--traffic-param", "noise=0", "--admission", "asap")
+    second = _report(tmp_path, *exact, name="1s.json")
+    quarter = _report(tmp_path, *exact, "--arrival-period", "0.25", name="q.json")
+    one, four = second["queries"]["lr2"], quarter["queries"]["lr2"]
+    assert (one["datasets_in"], four["datasets_in"]) == (40, 160)
+    assert four["rows_in"] == one["rows_in"] and four["batches"] > one["batches"]
+    assert main(["sim", *BASE, "--arrival-period", "0"]) == 2
+    assert "--arrival-period must be within 0.05-1 s, got 0" in capsys.readouterr().err

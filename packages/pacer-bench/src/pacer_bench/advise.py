@@ -4,6 +4,9 @@ The recording (:mod:`pacer.observed`) holds the query's arrivals and what each b
 replays those arrivals, second by second, with the query's own costs (an engine profile fitted to the recorded
 batches, or ``--calibrated FILE`` from ``pacer calibrate --runtime spark``):
 
+Its datasets arrive as often as the recorded ones did (:meth:`pacer.observed.Observation.arrival_period_s`: a file a
+second, or a Kafka topic's records as often as Spark's default trigger read them):
+
 1. **as observed**: Spark's default trigger (``asap``) on the cores the query had, beside what Spark measured: how
    well the replay predicts this query (batches, busy core-s; the bounds of ``pacer bench fidelity``);
 2. **paced**: the chosen admission and deadline on the same cores: rows late, batches, busy core-s, as ratios of (1);
@@ -78,6 +81,7 @@ def advise(observation: Observation, config: AdviseConfig, *, plugin_manager: Pl
     with its ratios to Spark's), ``paced``, ``executors`` (per executor count tried) and ``fewest_executors``."""
     from pacer.plugins import get_plugin_manager
     from pacer_sim import SIM_RUNTIME
+    from pacer_sim.engine import MIN_ARRIVAL_PERIOD_S
 
     pm = plugin_manager or get_plugin_manager()
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
@@ -87,13 +91,15 @@ def advise(observation: Observation, config: AdviseConfig, *, plugin_manager: Pl
         cores = int(observation.header.get("cores") or 2)
         partitions = int(observation.header.get("partitions") or 2)
         duration = float(len(observation.rates()))
+        sim_options = {"calibrated": [profile], "watermark": "none",
+                       "arrival_period": observation.arrival_period_s(finest=MIN_ARRIVAL_PERIOD_S)}
 
         def simulate(admission: str, cores: int) -> dict[str, float]:
             query = QueryRun(config.workload, query_id=QUERY, traffic="trace",
                              traffic_params={"file": str(trace), "format": "rates"}, admission=admission,
                              deadline=config.deadline_s)
             run = RunConfig((query,), duration=duration, seed=config.seed, cores=cores, partitions=partitions,
-                            options={SIMULATOR: {"calibrated": [profile], "watermark": "none"}})
+                            options={SIMULATOR: sim_options})
             result = SIM_RUNTIME.run(run, plugin_manager=pm)
             record_latencies(result.report, result.controller)
             return figures(result.report, config.deadline_s)
@@ -110,7 +116,7 @@ def advise(observation: Observation, config: AdviseConfig, *, plugin_manager: Pl
                 fewest = executors
                 break
     return {
-        "runtime": "sim", "profile": "recording" if config.calibrated is None else config.calibrated,
+        "runtime": "sim", "arrival_period_s": sim_options["arrival_period"], "profile": "recording" if config.calibrated is None else config.calibrated,
         "deadline_s": config.deadline_s, "admission": config.admission, "cores": cores,
         "observed": spark,
         "replay": {**replay, "batches_ratio": _ratio(replay["batches"], spark["batches"]),

@@ -10,8 +10,10 @@ to say what pacing would do. This module is the format: :class:`Recorder` writes
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +87,14 @@ class Observation:
             for t, n in b.arrivals:
                 per_second[min(len(per_second) - 1, max(0, int(t - start)))] += n
         return per_second
+
+    def arrival_period_s(self, *, finest: float = 0.05) -> float:
+        """Seconds between the query's arrivals, for the simulator's datasets: the median gap between consecutive
+        recorded arrivals, within ``finest``-1 s (a file a second gives 1; a Kafka topic read by Spark's default
+        trigger, its batches' cadence). 1 with fewer than two arrivals."""
+        times = sorted(t for b in self.batches for t, _ in b.arrivals)
+        gaps = [b - a for a, b in itertools.pairwise(times) if b > a]
+        return min(1.0, max(finest, statistics.median(gaps))) if gaps else 1.0
 
     def cost_points(self) -> list[CostPoint]:
         """The batches with data as :func:`pacer.engine_profile.fit_batches` reads them: each ``batch``, the first of

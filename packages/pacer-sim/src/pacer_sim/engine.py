@@ -36,6 +36,8 @@ _READY, _REMOVE_TIMEOUT = "executor-ready", "removal-timeout"
 _TRIGGER = "trigger-after-watermark"
 #: Seconds an executor takes from request to running, unless the run says (a container or pod starting).
 EXECUTOR_STARTUP_S = 30.0
+#: The finest arrival period a run may ask (:attr:`Simulation.arrival_period_s`): 20 datasets a second a query.
+MIN_ARRIVAL_PERIOD_S = 0.05
 #: Seconds a removal waits for the running batches to finish before it takes their cores anyway.
 REMOVAL_TIMEOUT_S = 30.0
 
@@ -102,6 +104,9 @@ class Simulation:
     :param engine_profiles: what Spark measured queries to cost (``pacer calibrate --runtime spark``): a query whose
         workload one was measured on takes its costs from it instead of from ``cost_model``'s curves
         (:mod:`pacer_sim.calibrated`).
+    :param arrival_period_s: seconds between a query's datasets (each holds its traffic's rows over the period):
+        1 s by default, as pacer-gen writes; finer for a source whose records arrive continuously (a Kafka topic
+        that Spark's default trigger reads every few hundred ms), so that a batch may follow the last sooner.
     :ivar batches: the admitted batches not yet completed, by id (``works``: their simulated work); completed
         ones are in ``controller.reports()``, so the simulator's memory stays bounded over a long run.
     :ivar events: events simulated so far (arrivals, polls, phase ends and completions, resource changes).
@@ -125,6 +130,7 @@ class Simulation:
     executor_startup_s: float = EXECUTOR_STARTUP_S
     watermark_s: float | None = WATERMARK_S
     engine_profiles: Sequence[EngineProfile] = ()
+    arrival_period_s: float = 1.0
     events: int = 0
     extra_config: dict[str, Any] = field(default_factory=dict)
 
@@ -135,6 +141,8 @@ class Simulation:
             raise ValueError("poll_interval and monitor_interval must be > 0")
         if self.watermark_s is not None and self.watermark_s < 0:
             raise ValueError(f"watermark must be >= 0 s (or None), got {self.watermark_s}")
+        if not MIN_ARRIVAL_PERIOD_S <= self.arrival_period_s <= 1.0:
+            raise ValueError(f"arrival period must be within {MIN_ARRIVAL_PERIOD_S:g}-1 s, got {self.arrival_period_s}")
         self.clock = ManualClock()
         if self.scaler is not None:
             if self.executor_startup_s < 0:
@@ -197,7 +205,7 @@ class Simulation:
     ) -> str:
         """Add a query with its traffic and strategies; its datasets arrive over ``duration`` seconds.
 
-        One dataset per second (``pacer_workloads.schedule_arrivals``), made by :func:`pacer.arrival_dataset`:
+        One dataset per second, or per :attr:`arrival_period_s` (``pacer_workloads.schedule_arrivals``), made by :func:`pacer.arrival_dataset`:
         id ``{query_id}-{index}``, its rows, and bytes = rows x the stream's CSV bytes per row.
 
         :param workload: ``lr1``, ``lr1t``, ``lr2``, ``lr3``, ``cm1`` or ``cm2``.
@@ -227,7 +235,7 @@ class Simulation:
         pattern = make_traffic(traffic, rate=rate, duration=duration, **dict(traffic_params or {}))
         per_row = bytes_per_row(WORKLOADS[workload].stream)
         traffic_seed = self.seed + len(self._queries) if seed is None else seed
-        arrivals = schedule_arrivals(pattern, duration=duration, seed=traffic_seed)
+        arrivals = schedule_arrivals(pattern, duration=duration, seed=traffic_seed, period=self.arrival_period_s)
         push = self._loop.push
         for a in arrivals:
             push(a.time, _ARRIVE, (qid, arrival_dataset(qid, a, per_row)))

@@ -5,7 +5,8 @@
 ``config.options["sim"]``: ``gpu_profile``, ``cost_profile``, ``cost_param`` (``KEY=VALUE`` items),
 ``noise``, ``resource_loss`` (``START:END:FRACTION`` items or triples), ``measure_overhead``,
 ``executor_startup`` (seconds from asking for an executor to its running, with ``executors``), ``watermark``
-(the queries' watermark delay in seconds, or ``none``: no watermark, so no Spark no-data batches) and ``calibrated``
+(the queries' watermark delay in seconds, or ``none``: no watermark, so no Spark no-data batches), ``arrival_period``
+(seconds between a query's datasets, 1 by default) and ``calibrated``
 (engine profiles ``pacer calibrate --runtime spark`` wrote: a query whose workload one was measured on takes its
 costs from it, :mod:`pacer_sim.calibrated`).
 """
@@ -28,7 +29,7 @@ from pacer.run import RunConfig, RunResult
 from pacer.scaler import Scaler
 from pacer_sim.calibrated import load_profiles
 from pacer_sim.costs import CostModel
-from pacer_sim.engine import EXECUTOR_STARTUP_S, ResourceChange, Simulation
+from pacer_sim.engine import EXECUTOR_STARTUP_S, MIN_ARRIVAL_PERIOD_S, ResourceChange, Simulation
 from pacer_sim.rapids import BUILTIN_PROFILE, DEFAULT_GPU_PROFILE
 from pacer_sim.stateful import WATERMARK_S
 
@@ -46,6 +47,12 @@ def parse_resource_loss(value: str | Sequence[float]) -> tuple[float, float, flo
     if not (0 <= start < end and 0 < fraction < 1):
         raise ValueError("--resource-loss needs 0 <= START < END and 0 < FRACTION < 1")
     return start, end, fraction
+
+
+def arrival_period(options: Mapping[str, Any]) -> float:
+    """``arrival_period``'s seconds (1 where not given)."""
+    value = options.get("arrival_period")
+    return 1.0 if value is None else float(value)
 
 
 def parse_watermark(value: str | float | None) -> float | None:
@@ -190,6 +197,10 @@ class SimRuntime:
                            help=f"the queries' watermark delay: an aggregation then runs Spark's no-data batch after "
                                 f"each batch that moved it (default {WATERMARK_S:g}, as pacer-spark's workloads; "
                                 "'none': no watermark, no no-data batches)")
+        group.add_argument("--arrival-period", type=float, metavar="SECONDS",
+                           help=f"seconds between a query's datasets (default 1, as pacer-gen writes; down to "
+                                f"{MIN_ARRIVAL_PERIOD_S:g}): finer for records that arrive continuously, as on a "
+                                "Kafka topic")
         group.add_argument("--calibrated", action="append", default=[], metavar="FILE",
                            help="an engine profile `pacer calibrate --runtime spark` wrote (repeatable, one per "
                                 "workload): that workload's queries cost what Spark measured, not the built-in curves")
@@ -220,6 +231,9 @@ class SimRuntime:
             raise ValueError(f"--executor-startup must be >= 0 s, got {options['executor_startup']}")
         parse_assignments(options.get("cost_param") or (), "--cost-param")
         parse_watermark(options.get("watermark", WATERMARK_S))
+        period = arrival_period(options)
+        if not MIN_ARRIVAL_PERIOD_S <= period <= 1.0:
+            raise ValueError(f"--arrival-period must be within {MIN_ARRIVAL_PERIOD_S:g}-1 s, got {period:g}")
         load_profiles(options.get("calibrated"))
 
     def build(self, config: RunConfig, *, plugin_manager: PluginManager | None = None) -> Simulation:
@@ -248,6 +262,7 @@ class SimRuntime:
             executor_startup_s=float(options.get("executor_startup", EXECUTOR_STARTUP_S)),
             watermark_s=parse_watermark(options.get("watermark", WATERMARK_S)),
             engine_profiles=load_profiles(options.get("calibrated")),
+            arrival_period_s=arrival_period(options),
             extra_config={"run": config.as_dict(), "gpu_profile": {
                 "requested": profile, "read": gpus > 0 and profile != BUILTIN_PROFILE,
                 "warning": warning and warning.split(" [remembered")[0]}},

@@ -26,9 +26,8 @@ from pacer import QueryRun, RunConfig
 from pacer.plugins import PluginManager
 from pacer_bench.runtime_traits import SIMULATOR
 from pacer_bench.tables import BenchRun, busy_core_seconds, miss_ratio, record_latencies
+from pacer_sim.advise import BOUNDS
 
-#: How close a prediction must come: batches and busy core-s as a share of Spark's figure, rows late in points.
-BOUNDS: Mapping[str, float] = {"batches": 0.15, "late_points": 1.0, "busy_core_s": 0.20}
 #: Seconds of traffic of each configuration on Spark (``--quick``: 60).
 FIDELITY_DURATION_S, FIDELITY_QUICK_S = 90.0, 60.0
 

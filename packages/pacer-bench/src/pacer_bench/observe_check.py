@@ -36,8 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from pacer.observed import read
-from pacer_bench.advise import AdviseConfig, advise
-from pacer_bench.fidelity import BOUNDS
+from pacer_sim.advise import BOUNDS, AdviseConfig, advise
 
 SCHEMA = "id LONG, key STRING, value DOUBLE"
 QUERY = "observe-check"
@@ -175,14 +174,27 @@ def observe(spark: Any, attach: Callable[..., Any], source: Source, work: Path, 
 
 
 def pace(spark: Any, attach: Callable[..., Any], source: Source, work: Path, duration_s: int, deadline_s: float,
-         admission: str) -> dict[str, float]:
-    """The paced run's figures."""
+         admission: str) -> dict[str, Any]:
+    """The paced run's figures, and its batches as Spark's progress gives them (``spark_batches``: seconds from the
+    first, rows, trigger ms), to set beside the predicted ones."""
     pacer = attach(spark, deadline=deadline_s, admission=admission, checkpoint_root=str(work / "pacer-paced"))
     try:
-        run_once(spark, source, work / "paced", duration_s, {})
-        return measured(pacer.report())
+        query = run_once(spark, source, work / "paced", duration_s, {})
+        return {**measured(pacer.report()), "spark_batches": progress_batches(query.recentProgress)}
     finally:
         pacer.stop()
+
+
+def progress_batches(progress: list[Any]) -> list[list[float]]:
+    """Each batch with rows in Spark's progress: [seconds since the first batch started, rows, trigger ms]."""
+    from datetime import datetime
+
+    rows = [p for p in progress if int(p["numInputRows"]) > 0]
+    if not rows:
+        return []
+    start = datetime.fromisoformat(rows[0]["timestamp"].replace("Z", "+00:00"))
+    return [[round((datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")) - start).total_seconds(), 3),
+             int(p["numInputRows"]), int(p["durationMs"].get("triggerExecution", 0))] for p in rows]
 
 
 def check(spark: Any, attach: Callable[..., Any], source: Source, work: Path, *, duration_s: int, deadline_s: float,

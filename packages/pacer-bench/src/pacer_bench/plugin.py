@@ -205,8 +205,7 @@ def _run_scenario(args: argparse.Namespace, out: Path, pm: PluginManager, target
 def pacer_cli_commands() -> Sequence[Command]:
     """``pacer bench SCENARIO --runtime sim|spark --out DIR [--quick]``, and ``pacer demo`` (Spark's fixed trigger
     against pacer, on Spark: needs pacer-spark)."""
-    from pacer_bench.advise import ADVISE_COMMAND
     from pacer_bench.demo import DEMO_COMMAND
 
     return [Command("bench", "run one of the papers' experiments side by side, with tables and plots", _configure, _run),
-            DEMO_COMMAND, ADVISE_COMMAND]
+            DEMO_COMMAND]

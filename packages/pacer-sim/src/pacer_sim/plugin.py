@@ -1,4 +1,5 @@
-"""pacer-sim's plugin: the ``sim`` runtime (``pacer run --runtime sim``) and ``pacer sim``, its alias."""
+"""pacer-sim's plugin: the ``sim`` runtime (``pacer run --runtime sim``), ``pacer sim``, its alias, and ``pacer advise``
+(what pacing would do for a query observed without it)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ def pacer_runtimes() -> Sequence[Runtime]:
 
 @hookimpl
 def pacer_cli_commands() -> Sequence[Command]:
-    """``pacer sim``: ``pacer run --runtime sim`` with the same flags and output."""
+    """``pacer sim``: ``pacer run --runtime sim`` with the same flags and output; ``pacer advise RECORDING``."""
+    from pacer_sim.advise import ADVISE_COMMAND
+
     return [run_alias_command("sim", SIM_RUNTIME, "run strategies on the deterministic simulator "
-                              "(an alias of pacer run --runtime sim)")]
+                              "(an alias of pacer run --runtime sim)"), ADVISE_COMMAND]

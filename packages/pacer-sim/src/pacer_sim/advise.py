@@ -34,12 +34,12 @@ from pacer.durations import parse_seconds
 from pacer.engine_profile import EngineProfileError, fit_batches
 from pacer.observed import Observation, ObservedError, read
 from pacer.plugins import PluginManager
-from pacer_bench.fidelity import BOUNDS
-from pacer_bench.runtime_traits import SIMULATOR
-from pacer_bench.tables import busy_core_seconds, miss_ratio, record_latencies
 
 #: The query's id in the replays.
 QUERY = "observed"
+#: How close a prediction of Spark must come (``pacer bench fidelity``'s bounds, and the replay's here): batches
+#: and busy core-s as a share of Spark's figure, rows late in points.
+BOUNDS: Mapping[str, float] = {"batches": 0.15, "late_points": 1.0, "busy_core_s": 0.20}
 
 
 @dataclass(frozen=True)
@@ -80,8 +80,8 @@ def advise(observation: Observation, config: AdviseConfig, *, plugin_manager: Pl
     """The advice (module docstring) as a document: ``observed`` (Spark's figures), ``replay`` (the simulator's,
     with its ratios to Spark's), ``paced``, ``executors`` (per executor count tried) and ``fewest_executors``."""
     from pacer.plugins import get_plugin_manager
-    from pacer_sim import SIM_RUNTIME
     from pacer_sim.engine import MIN_ARRIVAL_PERIOD_S
+    from pacer_sim.runtime import SIM_RUNTIME
 
     pm = plugin_manager or get_plugin_manager()
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
@@ -99,10 +99,8 @@ def advise(observation: Observation, config: AdviseConfig, *, plugin_manager: Pl
                              traffic_params={"file": str(trace), "format": "rates"}, admission=admission,
                              deadline=config.deadline_s)
             run = RunConfig((query,), duration=duration, seed=config.seed, cores=cores, partitions=partitions,
-                            options={SIMULATOR: sim_options})
-            result = SIM_RUNTIME.run(run, plugin_manager=pm)
-            record_latencies(result.report, result.controller)
-            return figures(result.report, config.deadline_s)
+                            options={SIM_RUNTIME.name: sim_options})
+            return figures(SIM_RUNTIME.run(run, plugin_manager=pm).report)
 
         spark = observed_figures(observation, config.deadline_s)
         replay = simulate("asap", cores)
@@ -130,11 +128,11 @@ def advise(observation: Observation, config: AdviseConfig, *, plugin_manager: Pl
     }
 
 
-def figures(report: Mapping[str, Any], deadline_s: float) -> dict[str, float]:
-    """A replay's batches, rows late (%) and busy core-s."""
+def figures(report: Mapping[str, Any]) -> dict[str, float]:
+    """A replay's batches, rows late (%: past the deadline it ran with, shed rows counted) and busy core-s."""
     q = report["queries"][QUERY]
-    return {"batches": float(q["batches"]), "late_pct": 100.0 * miss_ratio(report, QUERY, deadline_s),
-            "busy_core_s": busy_core_seconds(q)}
+    return {"batches": float(q["batches"]), "late_pct": 100.0 * float(q["deadline_miss_ratio_rows"]),
+            "busy_core_s": float(q["cost"]["busy_core_s"])}
 
 
 def observed_figures(observation: Observation, deadline_s: float) -> dict[str, float]:

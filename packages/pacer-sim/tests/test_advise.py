@@ -16,8 +16,8 @@ import pytest
 from pacer import QueryRun, RunConfig
 from pacer.cli import main
 from pacer.observed import Recorder, read
-from pacer_bench.advise import AdviseConfig, advise, render
 from pacer_sim import SIM_RUNTIME
+from pacer_sim.advise import AdviseConfig, advise, render
 
 
 @pytest.fixture(scope="module")

@@ -84,6 +84,12 @@ def test_bad_configurations_name_the_problem(tmp_path: Path) -> None:
 
 def test_durations_and_parameters_parse_once_for_every_command() -> None:
     assert parse_duration("500ms") == 0.5 and parse_duration("1.5min") == 90.0 and parse_duration("2") == 2.0
+    # as Spark writes a trigger's interval (Trigger.ProcessingTime("1 minute")) and its confs ("1d")
+    assert parse_duration("1 minute") == 60.0 and parse_duration("5 minutes") == 300.0
+    assert parse_duration("500 milliseconds") == 0.5 and parse_duration("2 hours") == 7200.0
+    assert parse_duration("1d") == 86400.0
+    with pytest.raises(ValueError, match="cannot read a duration from '5 mi'"):
+        parse_duration("5 mi")
     assert seconds_flag("--deadline", "10s") == 10.0 and seconds_flag("--deadline", None) is None
     with pytest.raises(UsageError, match="--deadline expects a duration such as 10s, 500ms"):
         seconds_flag("--deadline", "soon")

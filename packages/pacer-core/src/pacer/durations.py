@@ -1,4 +1,5 @@
-"""The one duration parser of pacer: ``"10s"``, ``"500ms"``, ``"2min"``, ``"1.5h"``, ``"10"`` or a number -> seconds.
+"""The one duration parser of pacer: ``"10s"``, ``"500ms"``, ``"2min"``, ``"1.5h"``, ``"5 minutes"``, ``"10"`` or a
+number -> seconds.
 
 Every command-line flag, run configuration, Spark conf and source option that takes a duration reads it here:
 :func:`parse_duration` for a value that must be one, :func:`parse_seconds` for an optional one (None stays None),
@@ -13,14 +14,21 @@ import re
 
 __all__ = ["parse_duration", "parse_seconds"]
 
-_DURATION = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)(ms|s|sec|second|seconds|m|min|h)?$")
-_UNIT_S = {"ms": 0.001, "s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+#: Units, as Spark writes them in its confs (``ms``, ``s``, ``min``, ``h``, ``d``) and in a trigger's interval
+#: (``"1 minute"``, ``"500 milliseconds"``), to seconds.
+_UNIT_S = {"ms": 0.001, "msec": 0.001, "millisecond": 0.001, "milliseconds": 0.001,
+           "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+           "m": 60.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
+           "h": 3600.0, "hour": 3600.0, "hours": 3600.0, "d": 86400.0, "day": 86400.0, "days": 86400.0}
+_DURATION = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)("
+                       + "|".join(sorted(_UNIT_S, key=len, reverse=True)) + ")?$")
 #: What a valid duration looks like, for error messages.
 EXAMPLES = "10s, 500ms, 2m or plain seconds"
 
 
 def parse_duration(value: str | float) -> float:
-    """``"10s"``, ``"500ms"``, ``"2min"``, ``"1.5h"``, ``"10"`` or a number -> seconds.
+    """``"10s"``, ``"500ms"``, ``"2min"``, ``"1.5h"``, ``"10"``, Spark's trigger style (``"1 minute"``,
+    ``"500 milliseconds"``) or a number -> seconds.
 
     :raises ValueError: for anything else, or a value that is not finite.
     """

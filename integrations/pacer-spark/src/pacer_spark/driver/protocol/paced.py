@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from pacer import MicroBatch, OperatorMetric
 from pacer.observed import Recorder
+from pacer_spark.driver.advice import Advisor
 from pacer_spark.driver.books import Books
 from pacer_spark.driver.completion import SinkDone
 from pacer_spark.driver.gate import Turn
@@ -61,6 +62,7 @@ from pacer_spark.driver.protocol.state import (
     PacedQuery,
     RecentIds,
     SourceRun,
+    advise_every,
     changed_options,
     check_options,
     merged_options,
@@ -298,6 +300,7 @@ class PacedQueries:
                     self._register(books, q.query_id, options, again=True)
                 q.options = options
                 q.observed, q.recorder = recorder is not None, recorder
+                q.advisor = self._advisor(books, q, options)
                 q.sources = {}
                 q.dead, q.error, q.holding, q.first_batch, q.asked_trigger = False, None, False, None, None
                 q.newest_batch = -1
@@ -309,6 +312,7 @@ class PacedQueries:
                     q.options = merged
                     if recorder is not None:  # pacer.observe given on this source only: the whole query's
                         q.observed, q.recorder = True, recorder
+                        q.advisor = self._advisor(books, q, merged)
             q.sources[request.run] = SourceRun(request.run)
             q.runs_seen = True
             if new_run:
@@ -343,8 +347,18 @@ class PacedQueries:
                  "batches are recorded in %s (pacer advise %s)", q.query_id, path, path)
         return recorder
 
+    def _advisor(self, books: Books, q: PacedQuery, options: dict[str, str]) -> Advisor | None:
+        """Observe mode's live advice (:mod:`pacer_spark.driver.advice`), unless ``pacer.observe.adviseEvery`` is 0."""
+        every = advise_every(options)
+        if q.recorder is None or every <= 0:
+            return None
+        deadline = parse_seconds(options["pacer.deadline"]) if "pacer.deadline" in options else None
+        return Advisor(q.recorder.path, deadline_s=deadline, admission=options.get("pacer.admission", "zstream"),
+                       every_s=every)
+
     def record(self, books: Books) -> None:
-        """Append the observed queries' batches completed since the last call to their recordings."""
+        """Append the observed queries' batches completed since the last call to their recordings, and start their
+        advice where due."""
         for q in self.queries.values():
             if q.recorder is not None:
                 try:
@@ -354,6 +368,9 @@ class PacedQueries:
                                 "admits as without pacer), its later batches are not recorded", q.query_id,
                                 q.recorder.path, exc_info=True)
                     q.recorder = None
+                    continue
+                if q.advisor is not None:
+                    q.advisor.poll()
 
     def _restore_model(self, books: Books, q: PacedQuery, source_checkpoint: str | None) -> None:
         """A run starts: take over the service-time model its checkpoint keeps
@@ -652,6 +669,8 @@ class SourceAsk:
         assert self.q is not None
         self.index = self.queries.admitted(books, self.q, self.request, batch)
         self.metrics = decision_metrics(books, batch)
+        if self.q.advisor is not None:
+            self.metrics.update(self.q.advisor.metrics())
         return not self.q.observed
 
     def passed(self, books: Books, turn: Turn) -> None:

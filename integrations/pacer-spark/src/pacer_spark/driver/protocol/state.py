@@ -17,6 +17,7 @@ from pacer.engine_profile import EngineProfile, EngineProfileError
 from pacer.engine_profile import load as load_engine_profile
 from pacer.observed import Recorder
 from pacer.summary import StreamingSummary
+from pacer_spark.driver.advice import DEFAULT_EVERY_S, Advisor
 from pacer_spark.driver.protocol.runs import RunMark
 from pacer_spark.jvm.decider import FailedOpen
 from pacer_spark.jvm.progress import TriggerProgress
@@ -25,7 +26,8 @@ from pacer_spark.options import parse_seconds
 #: The ``pacer.*`` source options the service reads (besides ``pacer.param.*``); ``pacer.source`` and
 #: ``pacer.query`` are the JVM's.
 KNOWN_OPTIONS = frozenset({"pacer.deadline", "pacer.admission", "pacer.placement", "pacer.query", "pacer.overload",
-                           "pacer.arrival", "pacer.arrival.maxAge", "pacer.engineProfile", "pacer.observe"})
+                           "pacer.arrival", "pacer.arrival.maxAge", "pacer.engineProfile", "pacer.observe",
+                           "pacer.observe.adviseEvery"})
 #: How the arrivals of a query's data are dated (``pacer.arrival``): by the data's own time where the source has one
 #: (Kafka record timestamps, file mtimes, rate's timestamp column), or when pacer first saw it.
 ARRIVAL_MODES = ("source", "observed")
@@ -65,7 +67,24 @@ def check_options(given: Mapping[str, str]) -> dict[str, str]:
         age = parse_seconds(options["pacer.arrival.maxAge"])
         if age is None or not age > 0:
             raise ValueError(f"pacer.arrival.maxAge must be > 0 seconds, got {options['pacer.arrival.maxAge']!r}")
+    advise_every(options)
     return options
+
+
+def advise_every(options: Mapping[str, str]) -> float:
+    """Seconds between an observed query's pieces of advice (``pacer.observe.adviseEvery``: a duration, ``0`` for
+    none; :data:`pacer_spark.driver.advice.DEFAULT_EVERY_S` where unset). A bad value is refused (``ValueError``)."""
+    value = options.get("pacer.observe.adviseEvery")
+    if value is None:
+        return DEFAULT_EVERY_S
+    try:
+        seconds = parse_seconds(value)
+    except ValueError:
+        seconds = None
+    if seconds is None or not seconds >= 0:
+        raise ValueError(f"pacer.observe.adviseEvery expects a duration such as '5 minutes' or '30s' (0: no advice "
+                         f"while the query runs), got {value!r}")
+    return seconds
 
 
 def query_engine_profile(options: Mapping[str, str]) -> EngineProfile | None:
@@ -294,6 +313,8 @@ class PacedQuery:
     #: ``recorder`` (None once a write failed: the query is still observed, no longer recorded)
     observed: bool = False
     recorder: Recorder | None = None
+    #: observe mode's live advice from the recording (None: not observed, or ``pacer.observe.adviseEvery`` 0)
+    advisor: Advisor | None = None
 
     def summary(self) -> dict[str, Any]:
         """The query's part of the report's ``paced`` section: decisions, forced admissions, withdrawn and replayed
@@ -324,4 +345,6 @@ class PacedQuery:
                 "source_time_fetches": metric("pacer.sourceTimeFetches"),
                 "error": self.error,
                 # observe mode: where its batches are recorded (``pacer advise PATH`` replays them), else None
-                "observed": None if self.recorder is None else str(self.recorder.path)}
+                "observed": None if self.recorder is None else str(self.recorder.path),
+                # observe mode: what pacing would do, replayed from the recording while it runs
+                "advice": None if self.advisor is None else self.advisor.summary()}

@@ -31,7 +31,10 @@ public final class PacerMetricsSource implements Source {
   static final String[] GAUGES = {
     "pacerDeadlineMs", "pacerBatchDatasets", "pacerBatchRows", "pacerPredictedBatchMs",
     "pacerDatasetsHeld", "pacerRowsHeld", "pacerOldestHeldAgeMs", "pacerPreviousBatchRowsLate",
-    "pacerPreviousBatchBusyCoreSeconds", "pacerPreviousBatchTriggerMs"
+    "pacerPreviousBatchBusyCoreSeconds", "pacerPreviousBatchTriggerMs",
+    // observe mode's advice (pacer.observe): what pacing would do, replayed from the recording
+    "pacerAdvicePacedRowsLatePct", "pacerAdvicePacedBatchesRatio", "pacerAdvicePacedBusyRatio",
+    "pacerAdviceReplayBusyRatio", "pacerAdviceFewestExecutors"
   };
 
   private static final Map<String, PacerMetricsSource> SOURCES = new ConcurrentHashMap<>();

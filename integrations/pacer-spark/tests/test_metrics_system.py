@@ -5,12 +5,15 @@ has its UI off)."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from pacer_spark.driver.advice import METRICS as ADVICE_METRICS
 
 pytestmark = pytest.mark.spark
 
@@ -36,3 +39,7 @@ def test_a_paced_querys_gauges_and_counters_reach_the_prometheus_servlet(tmp_pat
     for name in ("oldestHeldAgeMs_Value", "rowsHeld_Value", "datasetsHeld_Value", "predictedBatchMs_Value",
                  "previousBatchBusyCoreSeconds_Value", "catchUpBatches_Count", "readCapBatches_Count"):
         assert name in series, sorted(series)
+    # observe mode's advice has its gauges on every query's source: none for a query paced, not observed
+    advice = {name: value for name, value in series.items() if name.startswith("advice") and name.endswith("_Value")}
+    assert sorted(advice) == sorted(f"{m[5].lower()}{m[6:]}_Value" for m in ADVICE_METRICS), sorted(series)
+    assert all(math.isnan(value) for value in advice.values()), advice

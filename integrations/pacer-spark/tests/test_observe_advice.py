@@ -97,11 +97,12 @@ def test_without_a_deadline_pacer_sim_or_a_recording_it_says_why(recording: Path
     assert f"pacer advise {recording}" in str(without_sim.error)
 
 
-def test_an_unknown_admission_fails_the_advice_not_the_query(recording: Path) -> None:
+def test_an_unknown_admission_is_no_advice_not_a_failed_query(recording: Path) -> None:
     advisor = _due(recording, admission="no-such-strategy")
     assert advisor.poll()
     advisor.wait(60)
-    assert advisor.latest is None and str(advisor.error).startswith("the advice failed")
+    assert advisor.latest is None and str(advisor.error).startswith("no advice: unknown admission strategy")
+    assert str(advisor.error).endswith("set pacer.admission to the strategy to advise for")
     assert "no-such-strategy" in str(advisor.error)
 
 

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from pacer.observed import read
-from pacer_bench.advise import AdviseConfig, advise
+from pacer_sim.advise import AdviseConfig, advise
+from pacer_spark.driver.advice import METRICS as ADVICE_METRICS
 
 pytestmark = pytest.mark.spark
 
@@ -39,12 +40,17 @@ def _put(folder: Path, k: int, rows: int) -> None:
     os.replace(staging, folder / f"part-{k:05d}.csv")
 
 
-def test_an_observed_query_reads_as_without_pacer_and_its_recording_is_advice(spark: Any, tmp_path: Path) -> None:
+def test_an_observed_query_reads_as_without_pacer_and_its_recording_is_advice(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """... and while it runs, the driver's advice (every second here) reaches its report and its progress (the same
+    figures feed its metrics-system gauges: ``test_metrics_system.py`` scrapes them)."""
+    monkeypatch.delenv("PACER_PLUGINS")  # the advice replays zStream, pacer-zstream's
     handle = _helpers.attach_holding(spark, tmp_path, _helpers.Holding("test-hold-observe", None))
     src, out, recording = tmp_path / "in", tmp_path / "out", tmp_path / "observed" / "q.jsonl"
     src.mkdir()
     try:
-        frame = _helpers.paced_csv(spark, src, "60s", **{"pacer.observe": str(recording)})
+        frame = _helpers.paced_csv(spark, src, "60s", **{"pacer.observe": str(recording),
+                                                         "pacer.observe.adviseEvery": "1s"})
         query = (frame.writeStream.format("parquet").option("path", str(out / "data"))
                  .option("checkpointLocation", str(out / "checkpoint")).queryName("observed")
                  .trigger(processingTime="500 milliseconds").start())
@@ -57,6 +63,17 @@ def test_an_observed_query_reads_as_without_pacer_and_its_recording_is_advice(sp
             time.sleep(0.5)
         written = _helpers.written_ids(spark, out)
         assert len(written) == len(set(written)) == total, handle.paced.summary()
+        deadline = time.monotonic() + 60
+        while handle.paced.summary()["observed"]["advice"]["latest"] is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        advice = handle.paced.summary()["observed"]["advice"]
+        assert advice["error"] is None and advice["latest"]["observed"]["batches"] >= 2, advice
+        _put(src, len(SIZES), 300)  # a batch admitted once the advice is in: its progress carries the figures
+        total += 300
+        while len(_helpers.written_ids(spark, out)) < total and time.monotonic() < deadline:
+            time.sleep(0.5)
+        metrics = [p["sources"][0]["metrics"] for p in query.recentProgress if p["numInputRows"] > 0][-1]
+        assert set(ADVICE_METRICS) <= set(metrics) and float(metrics["pacerAdviceReplayBusyRatio"]) > 0, metrics
         summary = handle.paced.summary()["observed"]
         assert summary["failed_open"] == 0 and summary["error"] is None, summary
         assert summary["observed"] == str(recording) == handle.report()["spark"]["paced"]["observed"]["observed"]
@@ -76,3 +93,4 @@ def test_an_observed_query_reads_as_without_pacer_and_its_recording_is_advice(sp
         for active in spark.streams.active:
             active.stop()
         handle.stop()
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import replace
@@ -175,6 +176,24 @@ def test_a_querys_first_batch_is_measured_apart_as_its_excess_over_the_model() -
     assert profile.first_batch_core_s == pytest.approx(0.5, abs=1e-4)
     assert "a query's first batch 1200 ms more" in profile.describe()
     assert fit_profile(_points(), runtime="spark", workload="lr2", partitions=2, slots=2).first_batch_s is None
+
+
+def test_where_tasks_were_counted_the_fixed_part_is_each_task_s() -> None:
+    """A file source's batch runs a task per file up to the partitions: batches of one dataset ran one task, of two
+    or more two; the fit gives each task's fixed core-seconds and the tasks a dataset ran, exactly (one line over
+    the batches would put the second task's fixed part in the per-byte cost)."""
+    from pacer.engine_profile import fit_batches
+
+    shape = [(1, 1, 100_000), (2, 2, 150_000), (1, 1, 300_000), (2, 3, 200_000), (1, 1, 50_000), (2, 2, 400_000)]
+    points = [CostPoint("batch", n // 100, n, 0.3, 0.02 * tasks + 1e-7 * n, tasks, datasets)
+              for tasks, datasets, n in shape]
+    profile = fit_batches(points, runtime="spark", workload=None, partitions=2, slots=2)
+    assert profile.task_core_s == pytest.approx(0.02) and profile.core_s_per_byte == pytest.approx(1e-7)
+    assert profile.core_s_per_row == pytest.approx(1e-5) and profile.tasks_per_dataset == 1.0
+    assert profile.fixed_core_s == pytest.approx(0.02 * 1.5)  # the median batch's tasks
+    uncounted = fit_batches([CostPoint(*p[:5]) for p in (dataclasses.astuple(q) for q in points)], runtime="spark",
+                            workload=None, partitions=2, slots=2)
+    assert uncounted.task_core_s is None and uncounted.tasks_per_dataset is None
 
 
 def test_a_running_query_s_batches_give_its_fixed_and_per_byte_cost_as_one_fitted_line() -> None:

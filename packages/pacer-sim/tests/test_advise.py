@@ -15,6 +15,7 @@ import pytest
 
 from pacer import QueryRun, RunConfig
 from pacer.cli import main
+from pacer.engine_profile import fit_batches
 from pacer.observed import Recorder, read
 from pacer_sim import SIM_RUNTIME
 from pacer_sim.advise import AdviseConfig, advise, render
@@ -56,6 +57,28 @@ def test_a_source_that_measures_rows_smaller_is_replayed_at_the_same_cost(record
     advice = advise(read(path), AdviseConfig(deadline_s=10.0, max_executors=1))
     assert advice["replay"]["busy_core_s"] == pytest.approx(plain["replay"]["busy_core_s"], rel=0.02)
     assert advice["replay"]["within_bounds"], advice["replay"]
+
+
+def test_a_query_whose_batches_ran_one_task_each_costs_more_per_batch_paced(recording: Path, tmp_path: Path) -> None:
+    """A file source read one file (one task) per batch as observed; paced, a batch takes several files and runs a
+    task per partition: the replay as observed costs what it did, the paced one each batch's second task more (a
+    fit blind to tasks predicted paced csv batches at 0.47x what Spark measured)."""
+    lines = recording.read_text().splitlines()
+    one_task = [lines[0]] + [json.dumps({**doc, "tasks": 1}) for doc in map(json.loads, lines[1:])]
+    path = tmp_path / "one-task.jsonl"
+    path.write_text("\n".join(one_task) + "\n")
+    two = advise(read(recording), AdviseConfig(deadline_s=10.0, max_executors=1))
+    one = advise(read(path), AdviseConfig(deadline_s=10.0, max_executors=1))
+    assert all(json.loads(line)["tasks"] == 2 for line in lines[1:]), "the simulator records its batches' tasks"
+    assert one["replay"]["busy_core_s"] == pytest.approx(two["replay"]["busy_core_s"], rel=0.01)
+    task_core_s = fit_batches(read(path).cost_points(), runtime="spark", workload=None, partitions=2,
+                              slots=2).task_core_s
+    assert task_core_s is not None and one["paced"]["batches"] == two["paced"]["batches"]
+    # one task's fixed part more in each paced batch that took two datasets or more (the first, ramping up, take one;
+    # a batch of one task ends later, so a later one may take a few rows more or fewer: within a tenth of a task)
+    extra = (one["paced"]["busy_core_s"] - two["paced"]["busy_core_s"]) / task_core_s
+    assert extra == pytest.approx(round(extra), abs=0.1) and 0.9 * one["paced"]["batches"] <= round(extra) < \
+        one["paced"]["batches"], (extra, one["paced"], two["paced"])
 
 
 def test_a_deadline_out_of_reach_says_so(recording: Path) -> None:

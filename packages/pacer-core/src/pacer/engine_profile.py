@@ -47,14 +47,17 @@ class EngineProfileError(ValueError):
 
 @dataclass(frozen=True)
 class CostPoint:
-    """One measured batch: its ``kind`` (``tiny`` or ``large``), ``rows``, ``bytes``, the engine's
-    seconds on it (``trigger_s``) and its tasks' busy core-seconds (None where not measured)."""
+    """One measured batch: its ``kind`` (``tiny`` or ``large``; a running query's ``first`` and ``batch``),
+    ``rows``, ``bytes``, the engine's seconds on it (``trigger_s``), its tasks' busy core-seconds (None where not
+    measured) and, where known, its ``tasks`` and the ``datasets`` it took (a running query's: observe mode)."""
 
     kind: str
     rows: int
     bytes: int
     trigger_s: float
     busy_core_s: float | None
+    tasks: int | None = None
+    datasets: int | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,8 @@ class EngineProfile:
     first_batch_s: float | None = None
     first_batch_core_s: float | None = None
     rms_s: float = 0.0
+    task_core_s: float | None = None
+    tasks_per_dataset: float | None = None
     points: tuple[CostPoint, ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
@@ -106,7 +111,7 @@ class EngineProfile:
             raise EngineProfileError(f"partitions and slots must be >= 1, got {self.partitions} and {self.slots}")
         for name in ("fixed_s", "fixed_core_s", "engine_s_per_byte", "core_s_per_byte", "core_s_per_row", "rms_s",
                      "no_data_s", "no_data_core_s", "executor_startup_s", "fixed_task_share", "executor_warmup_s",
-                     "state_reload_s", "first_batch_s", "first_batch_core_s"):
+                     "state_reload_s", "first_batch_s", "first_batch_core_s", "task_core_s", "tasks_per_dataset"):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value >= 0):
                 raise EngineProfileError(f"{name} must be a finite number >= 0, got {value!r}")
@@ -261,8 +266,34 @@ def fit_batches(points: Sequence[CostPoint], *, runtime: str, workload: str | No
     timed = [p for p in batches if p.busy_core_s is not None]
     fixed_core_s, core_per_byte = _line([(p.bytes, p.busy_core_s or 0.0) for p in timed]) if timed else (0.0, 0.0)
     _, core_per_row = _line([(p.rows, p.busy_core_s or 0.0) for p in timed]) if timed else (0.0, 0.0)
+    counted = [p for p in timed if p.tasks and p.datasets]
+    per_task: dict[str, Any] = {}
+    if counted and len(counted) == len(timed):  # the fixed part per task: a batch of more datasets may run more
+        task_core_s, core_per_byte = _per_task([(p.tasks or 0, p.bytes, p.busy_core_s or 0.0) for p in counted])
+        _, core_per_row = _per_task([(p.tasks or 0, p.rows, p.busy_core_s or 0.0) for p in counted])
+        fixed_core_s = task_core_s * statistics.median(p.tasks or 0 for p in counted)
+        per_task = {"task_core_s": task_core_s,
+                    "tasks_per_dataset": statistics.median((p.tasks or 0) / (p.datasets or 1) for p in counted)}
     return _profile(points, batches, fixed_s, fixed_core_s, engine_per_byte, core_per_byte, core_per_row,
-                    runtime=runtime, workload=workload, partitions=partitions, slots=slots)
+                    runtime=runtime, workload=workload, partitions=partitions, slots=slots, **per_task)
+
+
+def _per_task(points: Sequence[tuple[int, float, float]]) -> tuple[float, float]:
+    """Least squares of ``y = a x tasks + b x size`` (no other intercept: a batch's busy core-seconds are its tasks'),
+    both at least 0 (one that comes out negative is 0 and the other refitted alone)."""
+    stt = sum(t * t for t, _, _ in points)
+    sss = sum(s * s for _, s, _ in points)
+    sts = sum(t * s for t, s, _ in points)
+    sty = sum(t * y for t, _, y in points)
+    ssy = sum(s * y for _, s, y in points)
+    det = stt * sss - sts * sts
+    if det > 0:
+        a, b = (sty * sss - ssy * sts) / det, (ssy * stt - sty * sts) / det
+        if a >= 0 and b >= 0:
+            return a, b
+        if a < 0:
+            return 0.0, max(0.0, ssy / sss)
+    return (max(0.0, sty / stt) if stt > 0 else 0.0), 0.0
 
 
 def _profile(points: Sequence[CostPoint], fitted: Sequence[CostPoint], fixed_s: float, fixed_core_s: float,

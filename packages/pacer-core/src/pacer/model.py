@@ -310,7 +310,9 @@ class BatchReport:
     includes that wait); and, per run, the cores allocated (the report's ``cost.allocated_core_s``). Where the runtime
     measures them, two parts of the task time beside: :attr:`cpu_core_s`, the tasks' CPU time (Spark's executor CPU
     time: ``busy_core_s`` less what they waited for), and :attr:`failed_core_s`, the run time of task attempts that
-    failed or were killed (counted in ``busy_core_s``); None where not measured.
+    failed or were killed (counted in ``busy_core_s``); None where not measured. :attr:`tasks`: the task attempts
+    that ran the batch (Spark: its stages' tasks; a file source runs one per file up to the partitions, a Kafka
+    source one per topic partition), where the runtime counts them.
     """
 
     batch_id: str
@@ -334,6 +336,7 @@ class BatchReport:
     gate_wait_s: float = 0.0
     cpu_core_s: float | None = None
     failed_core_s: float | None = None
+    tasks: int | None = None
 
     @property
     def cost_s(self) -> float:

@@ -32,7 +32,8 @@ class ObservedError(ValueError):
 
 @dataclass(frozen=True)
 class ObservedBatch:
-    """One batch as the engine ran it: when, how much, what it cost, and the ``arrivals`` (time, rows) of its data."""
+    """One batch as the engine ran it: when, how much, what it cost, the ``arrivals`` (time, rows) of its data and
+    the ``tasks`` that ran it (None where not counted: a recording written before they were)."""
 
     seq: int
     admitted_at: float
@@ -43,6 +44,7 @@ class ObservedBatch:
     trigger_s: float
     busy_core_s: float | None
     arrivals: tuple[tuple[float, int], ...]
+    tasks: int | None = None
 
     @classmethod
     def of(cls, report: BatchReport) -> ObservedBatch:
@@ -51,13 +53,13 @@ class ObservedBatch:
         arrivals = tuple((report.completed_at - latency, int(n))
                          for (_, latency), n in zip(report.dataset_latencies, rows, strict=True))
         return cls(report.seq, report.admitted_at, report.started_at, report.completed_at, report.rows, report.bytes,
-                   report.trigger_s, report.busy_core_s, arrivals)
+                   report.trigger_s, report.busy_core_s, arrivals, report.tasks)
 
     def as_dict(self) -> dict[str, Any]:
         return {"seq": self.seq, "admitted_at": self.admitted_at, "started_at": self.started_at,
                 "completed_at": self.completed_at, "rows": self.rows, "bytes": self.bytes,
                 "trigger_s": self.trigger_s, "busy_core_s": self.busy_core_s,
-                "arrivals": [[round(t, 6), n] for t, n in self.arrivals]}
+                "arrivals": [[round(t, 6), n] for t, n in self.arrivals], "tasks": self.tasks}
 
 
 @dataclass
@@ -100,7 +102,8 @@ class Observation:
         """The batches with data as :func:`pacer.engine_profile.fit_batches` reads them: each ``batch``, the first of
         the recording apart as ``first`` (it pays for compiling the plan)."""
         measured = [b for b in self.batches if b.rows > 0]
-        return [CostPoint("first" if i == 0 else "batch", b.rows, b.bytes, b.trigger_s, b.busy_core_s)
+        return [CostPoint("first" if i == 0 else "batch", b.rows, b.bytes, b.trigger_s, b.busy_core_s, b.tasks,
+                          len(b.arrivals) or None)
                 for i, b in enumerate(measured)]
 
 
@@ -161,7 +164,8 @@ def read(path: str | Path) -> Observation:
                 int(doc["seq"]), float(doc["admitted_at"]), float(doc["started_at"]), float(doc["completed_at"]),
                 int(doc["rows"]), int(doc["bytes"]), float(doc["trigger_s"]),
                 None if doc.get("busy_core_s") is None else float(doc["busy_core_s"]),
-                tuple((max(float(t), started), int(n)) for t, n in doc.get("arrivals") or ())))
+                tuple((max(float(t), started), int(n)) for t, n in doc.get("arrivals") or ()),
+                None if doc.get("tasks") is None else int(doc["tasks"])))
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, ObservedError):
                 raise

@@ -96,6 +96,7 @@ class RunningBatch:
     overhead_s: float = 0.0
     cpu_core_s: float | None = None
     failed_core_s: float | None = None
+    tasks: int | None = None
 
     def report(self, completed_at: float, *, operator_metrics: Iterable[OperatorMetric] = (),
                cores_used: float | None = None, engine_s: float | None = None, rows: int | None = None,
@@ -129,6 +130,7 @@ class RunningBatch:
             gate_wait_s=gate_wait_s,
             cpu_core_s=self.cpu_core_s,
             failed_core_s=self.failed_core_s,
+            tasks=self.tasks,
             dataset_rows=counts,
             dataset_spans=tuple(max(0.0, d.newest - d.arrival) if d.newest is not None else 0.0
                                 for d in batch.datasets),

@@ -72,13 +72,17 @@ class Reconciliation:
         """
         self._state.query(query_id).service.restore(state)
 
-    def task_costs(self, batch_id: str, *, cpu_core_s: float | None, failed_core_s: float | None) -> None:
-        """What the runtime measured of pending batch ``batch_id``'s tasks beside their busy time: their CPU time and
-        the run time of attempts that failed or were killed, carried into its report
-        (:attr:`pacer.BatchReport.cpu_core_s`, :attr:`~pacer.BatchReport.failed_core_s`) when it completes.
+    def task_costs(self, batch_id: str, *, cpu_core_s: float | None, failed_core_s: float | None,
+                   tasks: int | None = None) -> None:
+        """What the runtime measured of pending batch ``batch_id``'s tasks beside their busy time: their CPU time,
+        the run time of attempts that failed or were killed and how many attempts ran, carried into its report
+        (:attr:`pacer.BatchReport.cpu_core_s`, :attr:`~pacer.BatchReport.failed_core_s`,
+        :attr:`~pacer.BatchReport.tasks`) when it completes.
 
         :raises KeyError: for an unknown or completed batch; ``ValueError``: for a negative or NaN figure.
         """
         check_non_negative("core-seconds", cpu_core_s=cpu_core_s, failed_core_s=failed_core_s)
         run = self._state.run(batch_id)
-        run.cpu_core_s, run.failed_core_s = cpu_core_s, failed_core_s
+        if tasks is not None and tasks < 0:
+            raise ValueError(f"tasks must be >= 0, got {tasks}")
+        run.cpu_core_s, run.failed_core_s, run.tasks = cpu_core_s, failed_core_s, tasks

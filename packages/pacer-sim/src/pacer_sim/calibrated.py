@@ -21,6 +21,7 @@ cost. Executor warm-up and state reload come from the profile where it measured 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -91,11 +92,11 @@ def provenance(profile: EngineProfile) -> dict[str, Any]:
 
 
 def _work(model: CostModel, spec: QuerySpec, batch: MicroBatch, *, driver_s: float, task_core_s: float,
-          work_core_s: float, seed: int, noise_key: str) -> BatchWork:
-    """A batch whose driver holds ``driver_s`` seconds, whose tasks run ``task_core_s`` core-seconds of fixed part and
-    ``work_core_s`` more (times the batch's noise); the work is split over the operators as the built-in curves split
-    it (so per-operator metrics keep their shape), all on the CPU."""
-    partitions = max(1, spec.partitions)
+          work_core_s: float, seed: int, noise_key: str, tasks: int | None = None) -> BatchWork:
+    """A batch whose driver holds ``driver_s`` seconds, whose ``tasks`` (default: one per partition) run
+    ``task_core_s`` core-seconds of fixed part and ``work_core_s`` more (times the batch's noise); the work is split
+    over the operators as the built-in curves split it (so per-operator metrics keep their shape), all on the CPU."""
+    partitions = max(1, tasks if tasks is not None else spec.partitions)
     shape = batch_work(dataclasses.replace(model, noise=0.0), spec, batch, gpus=0, seed=seed)
     factor = noise_factor(model, seed, noise_key, batch.seq)
     work = work_core_s * factor
@@ -113,13 +114,26 @@ def calibrated_work(model: CostModel, profile: EngineProfile, spec: QuerySpec, b
     (:meth:`EngineProfile.in_bytes_of`)."""
     share = task_share_of(profile)
     partitions = max(1, spec.partitions)
-    driver, tasks = profile.fixed_s * (1.0 - share), share * profile.fixed_s * partitions
+    count = tasks_of(profile, spec, batch)
+    driver = profile.fixed_s * (1.0 - share)
+    tasks = share * profile.fixed_s * partitions if count is None else (profile.task_core_s or 0.0) * count
     if first:
         extra_core = profile.first_batch_core_s or 0.0
         driver += max(0.0, (profile.first_batch_s or 0.0) - extra_core / min(profile.slots, partitions))
         tasks += extra_core
     return _work(model, spec, batch, driver_s=driver, task_core_s=tasks,
-                 work_core_s=profile.core_s_per_byte * batch.bytes, seed=seed, noise_key=spec.id)
+                 work_core_s=profile.core_s_per_byte * batch.bytes, seed=seed, noise_key=spec.id, tasks=count)
+
+
+def tasks_of(profile: EngineProfile, spec: QuerySpec, batch: MicroBatch) -> int | None:
+    """The tasks a batch runs where ``profile`` measured them per dataset (a running query's, observe mode): its
+    datasets times the tasks each ran, up to the partitions (a file source runs one task per file until Spark packs
+    several into one partition; a Kafka source one per topic partition whatever it holds). None: one per partition,
+    as the built-in model."""
+    if profile.task_core_s is None or profile.tasks_per_dataset is None:
+        return None
+    wanted = math.ceil(profile.tasks_per_dataset * len(batch.datasets) - 1e-9)
+    return min(max(1, spec.partitions), max(1, wanted))
 
 
 def calibrated_no_data_work(model: CostModel, profile: EngineProfile, spec: QuerySpec, seq: int, *,

@@ -575,6 +575,8 @@ class Simulation:
             self.batches.pop(run.batch.id, None)
             self.works.pop(run.batch.id, None)
             cores_used = run.core_s / (t - started) if t > started else float(run.slots) * run.rate
+            tasks = run.work.parallelism if run.work.cpu_core_s > 0 else 0
+            self.controller.reconcile.task_costs(run.batch.id, cpu_core_s=None, failed_core_s=None, tasks=tasks)
             self.controller.complete(run.batch.id, operator_metrics=run.metrics(), cores_used=cores_used,
                                      engine_s=t - started, busy_core_s=run.task_core_s)
         self._try_remove(t)

@@ -95,6 +95,12 @@ class Advisor:
             return
         try:
             advice = advise(observation, AdviseConfig(deadline_s=self.deadline_s, admission=self.admission))
+        except ValueError as exc:  # too few batches yet to tell fixed from per-byte cost
+            self.error = f"no advice yet: {exc}"
+            return
+        except LookupError as exc:  # an admission strategy no installed package provides
+            self.error = f"no advice: {exc}; set pacer.admission to the strategy to advise for"
+            return
         except Exception as exc:  # the advice is a side line: a replay that fails never touches pacing
             log.warning("observe mode: the advice from %s failed; the query is still observed", self.path,
                         exc_info=True)

@@ -202,7 +202,7 @@ class BatchCompletion:
                     if self.cost is not None else None)
             if cost is not None:
                 self.controller.reconcile.task_costs(done.batch_id, cpu_core_s=cost.cpu_core_s,
-                                                     failed_core_s=cost.failed_core_s)
+                                                     failed_core_s=cost.failed_core_s, tasks=cost.tasks)
             self.controller.complete(done.batch_id, operator_metrics=metrics, engine_s=engine_s, completed_at=at,
                                      rows=progress.source_rows if progress is not None and done.running else None,
                                      gate_wait_s=min(waited, engine_s) if engine_s is not None else 0.0,

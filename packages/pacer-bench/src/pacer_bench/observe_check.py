@@ -167,7 +167,8 @@ def observe(spark: Any, attach: Callable[..., Any], source: Source, work: Path, 
     pacer = attach(spark, checkpoint_root=str(work / "pacer-observe"))
     try:
         run_once(spark, source, work / "observe", duration_s, {"pacer.observe": str(recording),
-                                                               "pacer.deadline": f"{deadline_s:g}s"})
+                                                               "pacer.deadline": f"{deadline_s:g}s",
+                                                               "pacer.observe.adviseEvery": "0"})
     finally:
         pacer.stop()
     return recording

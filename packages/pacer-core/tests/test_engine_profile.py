@@ -8,6 +8,7 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pacer import Controller
@@ -191,6 +192,15 @@ def test_where_tasks_were_counted_the_fixed_part_is_each_task_s() -> None:
     assert profile.task_core_s == pytest.approx(0.02) and profile.core_s_per_byte == pytest.approx(1e-7)
     assert profile.core_s_per_row == pytest.approx(1e-5) and profile.tasks_per_dataset == 1.0
     assert profile.fixed_core_s == pytest.approx(0.02 * 1.5)  # the median batch's tasks
+    assert profile.core_s_per_byte_se == pytest.approx(0.0, abs=1e-15)  # exact points pin it down
+    noisy = [replace(p, busy_core_s=(p.busy_core_s or 0.0) + (0.004 if i % 2 else -0.004)) for i, p in
+             enumerate(points)]
+    spread = fit_batches(noisy, runtime="spark", workload=None, partitions=2, slots=2).core_s_per_byte_se
+    x = np.array([[p.tasks, p.bytes] for p in noisy], dtype=float)  # the textbook's: sigma^2 (X'X)^-1
+    y = np.array([p.busy_core_s for p in noisy])
+    coef = np.linalg.lstsq(x, y, rcond=None)[0]
+    sigma2 = float(((y - x @ coef) ** 2).sum()) / (len(y) - 2)
+    assert spread == pytest.approx(math.sqrt(sigma2 * np.linalg.inv(x.T @ x)[1, 1]))
     uncounted = fit_batches([CostPoint(*p[:5]) for p in (dataclasses.astuple(q) for q in points)], runtime="spark",
                             workload=None, partitions=2, slots=2)
     assert uncounted.task_core_s is None and uncounted.tasks_per_dataset is None

@@ -42,6 +42,8 @@ def test_the_replay_gives_the_observed_run_back_and_pacing_takes_fewer_larger_ba
     assert paced["late_pct"] <= 1.0 and paced["batches_ratio"] < 0.5 and paced["busy_ratio"] < 1.0
     assert advice["fewest_executors"] == 1 and advice["executors"][0]["late_pct"] <= 1.0
     assert advice["runtime"] == "sim" and "simulator's" in render(advice)
+    low, high = paced["busy_core_s_range"]  # the recorded batches' spread of per-byte cost, +-2 standard errors
+    assert low < paced["busy_core_s"] < high and "pin their per-byte cost to +-2 standard errors" in render(advice)
 
 
 def test_a_source_that_measures_rows_smaller_is_replayed_at_the_same_cost(recording: Path, tmp_path: Path) -> None:

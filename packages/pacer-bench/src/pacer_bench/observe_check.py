@@ -16,7 +16,8 @@ Rounds alternate which run comes first, after a warm-up run that is not counted.
 ``python -m pacer_bench.observe_check --out DIR [--source csv|kafka] [--duration 120] [--deadline 10] [--repeat 2]``
 writes
 ``observe-check.json``, ``observe-check.md`` and each round's recording (``observed-roundN.jsonl``) to DIR (needs
-pacer-spark and a JDK; ``kafka``: pacer-kafka too).
+pacer-spark and a JDK; ``kafka``: pacer-kafka too); ``--rejudge`` judges those rounds again from the recordings and
+Spark's paced figures, without Spark.
 """
 
 from __future__ import annotations
@@ -209,7 +210,13 @@ def check(spark: Any, attach: Callable[..., Any], source: Source, work: Path, *,
     if observe_first:
         spark_paced = pace(spark, attach, source, work, duration_s, deadline_s, admission)
     shutil.copyfile(recording, keep)
-    advice = advise(read(keep), AdviseConfig(deadline_s=deadline_s, admission=admission, max_executors=1))
+    return judge(keep, spark_paced, observe_first=observe_first, deadline_s=deadline_s, admission=admission)
+
+
+def judge(recording: Path, spark_paced: dict[str, Any], *, observe_first: bool, deadline_s: float,
+          admission: str) -> dict[str, Any]:
+    """A round's row: ``pacer advise`` on its recording beside what the paced run measured on Spark."""
+    advice = advise(read(recording), AdviseConfig(deadline_s=deadline_s, admission=admission, max_executors=1))
     predicted = advice["paced"]
     row = {"observe_first": observe_first, "observed": advice["observed"], "replay": advice["replay"],
            "predicted": predicted,
@@ -217,10 +224,23 @@ def check(spark: Any, attach: Callable[..., Any], source: Source, work: Path, *,
            "batches_ratio": predicted["batches"] / spark_paced["batches"],
            "late_points": predicted["late_pct"] - spark_paced["late_pct"],
            "busy_ratio": predicted["busy_core_s"] / spark_paced["busy_core_s"]}
+    low, high = predicted.get("busy_core_s_range") or (math.nan, math.nan)
+    row["busy_within_range"] = bool(low <= spark_paced["busy_core_s"] <= high)
     row["within_bounds"] = (abs(row["batches_ratio"] - 1) <= BOUNDS["batches"]
                             and abs(row["late_points"]) <= BOUNDS["late_points"]
                             and abs(row["busy_ratio"] - 1) <= BOUNDS["busy_core_s"])
     return row
+
+
+def rejudge(out: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every round of a check's folder judged again from its kept recording and Spark's paced figures (after a
+    change to the simulator or the fit: no Spark needed)."""
+    doc = json.loads((out / "observe-check.json").read_text())
+    config = {"source": "csv", **doc["config"]}
+    rows = [judge(out / f"observed-round{i}.jsonl", r["spark_paced"], observe_first=r["observe_first"],
+                  deadline_s=config["deadline_s"], admission=config["admission"])
+            for i, r in enumerate(doc["rounds"], 1)]
+    return rows, config
 
 
 def markdown(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
@@ -228,7 +248,7 @@ def markdown(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
     out = [f"# Observe, advise, pace: {config['admission']} at {config['deadline_s']:g} s, {config['source']} source, "
            f"wave 200-2000 rows/s, {config['duration_s']} s per run, local[2]", "",
            "| round (first run) | observed batches | replay/observed busy | predicted batches | Spark paced batches | "
-           "batches (pred/meas) | rows late pred / meas (%) | busy core-s pred / meas | busy (pred/meas) | "
+           "batches (pred/meas) | rows late pred / meas (%) | busy core-s pred [range] / meas | busy (pred/meas) | "
            "within bounds |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for i, r in enumerate(rows, 1):
@@ -237,9 +257,14 @@ def markdown(rows: list[dict[str, Any]], config: dict[str, Any]) -> str:
         out.append(f"| {i} ({first}) | {r['observed']['batches']:.0f} | {r['replay']['busy_ratio']:.2f} | "
                    f"{p['batches']:.0f} | {m['batches']:.0f} | "
                    f"{r['batches_ratio']:.2f} | {p['late_pct']:.2f} / {m['late_pct']:.2f} | "
-                   f"{p['busy_core_s']:.2f} / {m['busy_core_s']:.2f} | {r['busy_ratio']:.2f} | "
+                   f"{p['busy_core_s']:.2f} [{_range(p)}] / {m['busy_core_s']:.2f} | {r['busy_ratio']:.2f} | "
                    f"{'yes' if r['within_bounds'] else 'no'} |")
     return "\n".join(out) + "\n"
+
+
+def _range(predicted: dict[str, Any]) -> str:
+    low, high = predicted.get("busy_core_s_range") or (math.nan, math.nan)
+    return f"{low:.2f}-{high:.2f}"
 
 
 @contextmanager
@@ -263,10 +288,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--admission", default="zstream")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=30, help="seconds of an observed run first, not counted")
+    parser.add_argument("--rejudge", action="store_true", help="judge the rounds kept in --out again (no Spark)")
     args = parser.parse_args(argv)
+    out = Path(args.out)
+    if args.rejudge:
+        rows, config = rejudge(out)
+    else:
+        rows, config = measure(args, out)
+    (out / "observe-check.json").write_text(json.dumps({"config": config, "rounds": rows}, indent=2) + "\n")
+    text = markdown(rows, config)
+    (out / "observe-check.md").write_text(text)
+    print(text)
+    return 0
+
+
+def measure(args: argparse.Namespace, out: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The rounds on Spark (module docstring)."""
     import pacer_spark
 
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     config = {"source": args.source, "duration_s": args.duration, "deadline_s": args.deadline,
               "admission": args.admission}
@@ -282,11 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             spark.stop()
     shutil.rmtree(out / "work", ignore_errors=True)
-    (out / "observe-check.json").write_text(json.dumps({"config": config, "rounds": rows}, indent=2) + "\n")
-    text = markdown(rows, config)
-    (out / "observe-check.md").write_text(text)
-    print(text)
-    return 0
+    return rows, config
 
 
 if __name__ == "__main__":

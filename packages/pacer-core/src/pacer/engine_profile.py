@@ -104,6 +104,7 @@ class EngineProfile:
     rms_s: float = 0.0
     task_core_s: float | None = None
     tasks_per_dataset: float | None = None
+    core_s_per_byte_se: float | None = None
     points: tuple[CostPoint, ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
@@ -111,7 +112,8 @@ class EngineProfile:
             raise EngineProfileError(f"partitions and slots must be >= 1, got {self.partitions} and {self.slots}")
         for name in ("fixed_s", "fixed_core_s", "engine_s_per_byte", "core_s_per_byte", "core_s_per_row", "rms_s",
                      "no_data_s", "no_data_core_s", "executor_startup_s", "fixed_task_share", "executor_warmup_s",
-                     "state_reload_s", "first_batch_s", "first_batch_core_s", "task_core_s", "tasks_per_dataset"):
+                     "state_reload_s", "first_batch_s", "first_batch_core_s", "task_core_s", "tasks_per_dataset",
+                     "core_s_per_byte_se"):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value >= 0):
                 raise EngineProfileError(f"{name} must be a finite number >= 0, got {value!r}")
@@ -171,6 +173,7 @@ class EngineProfile:
         ratio = bytes_per_row / own
         return replace(self, engine_s_per_byte=self.engine_s_per_byte / ratio,
                        core_s_per_byte=self.core_s_per_byte / ratio, largest_bytes=round(self.largest_bytes * ratio),
+                       core_s_per_byte_se=None if self.core_s_per_byte_se is None else self.core_s_per_byte_se / ratio,
                        points=tuple(replace(p, bytes=round(p.bytes * ratio)) for p in self.points))
 
     def applies_to(self, workload: str | None) -> bool:
@@ -267,15 +270,36 @@ def fit_batches(points: Sequence[CostPoint], *, runtime: str, workload: str | No
     fixed_core_s, core_per_byte = _line([(p.bytes, p.busy_core_s or 0.0) for p in timed]) if timed else (0.0, 0.0)
     _, core_per_row = _line([(p.rows, p.busy_core_s or 0.0) for p in timed]) if timed else (0.0, 0.0)
     counted = [p for p in timed if p.tasks and p.datasets]
-    per_task: dict[str, Any] = {}
+    measured: dict[str, Any] = {}
     if counted and len(counted) == len(timed):  # the fixed part per task: a batch of more datasets may run more
-        task_core_s, core_per_byte = _per_task([(p.tasks or 0, p.bytes, p.busy_core_s or 0.0) for p in counted])
+        design = [(float(p.tasks or 0), float(p.bytes), p.busy_core_s or 0.0) for p in counted]
+        per_unit, core_per_byte = _per_task(design)
         _, core_per_row = _per_task([(p.tasks or 0, p.rows, p.busy_core_s or 0.0) for p in counted])
-        fixed_core_s = task_core_s * statistics.median(p.tasks or 0 for p in counted)
-        per_task = {"task_core_s": task_core_s,
+        fixed_core_s = per_unit * statistics.median(p.tasks or 0 for p in counted)
+        measured = {"task_core_s": per_unit,
                     "tasks_per_dataset": statistics.median((p.tasks or 0) / (p.datasets or 1) for p in counted)}
+    else:  # one line: the intercept is the fixed part of a batch
+        design = [(1.0, float(p.bytes), p.busy_core_s or 0.0) for p in timed]
+        per_unit = fixed_core_s
+    if timed:
+        measured["core_s_per_byte_se"] = _size_se(design, per_unit, core_per_byte)
     return _profile(points, batches, fixed_s, fixed_core_s, engine_per_byte, core_per_byte, core_per_row,
-                    runtime=runtime, workload=workload, partitions=partitions, slots=slots, **per_task)
+                    runtime=runtime, workload=workload, partitions=partitions, slots=slots, **measured)
+
+
+def _size_se(design: Sequence[tuple[float, float, float]], a: float, b: float) -> float:
+    """The standard error of ``b`` in ``y = a x t + b x s`` fitted to ``design``'s ``(t, s, y)`` (t = 1: a line with
+    an intercept): how far the batches seen pin the per-byte cost down, which a prediction for larger batches
+    multiplies (0 with fewer than three batches or no spread of sizes)."""
+    n = len(design)
+    if n < 3:
+        return 0.0
+    residual = sum((y - a * t - b * s) ** 2 for t, s, y in design) / (n - 2)
+    stt = sum(t * t for t, _, _ in design)
+    sss = sum(s * s for _, s, _ in design)
+    sts = sum(t * s for t, s, _ in design)
+    det = stt * sss - sts * sts
+    return math.sqrt(residual * stt / det) if det > 0 else 0.0
 
 
 def _per_task(points: Sequence[tuple[int, float, float]]) -> tuple[float, float]:

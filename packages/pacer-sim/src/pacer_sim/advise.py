@@ -19,6 +19,7 @@ Every figure is the simulator's (its ``runtime`` says so), with the replay's own
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -32,6 +33,7 @@ from pacer import QueryRun, RunConfig
 from pacer.cli import Command, UsageError
 from pacer.durations import parse_seconds
 from pacer.engine_profile import EngineProfileError, fit_batches
+from pacer.engine_profile import load as load_profile
 from pacer.observed import Observation, ObservedError, read
 from pacer.plugins import PluginManager
 
@@ -94,17 +96,21 @@ def advise(observation: Observation, config: AdviseConfig, *, plugin_manager: Pl
         sim_options = {"calibrated": [profile], "watermark": "none",
                        "arrival_period": observation.arrival_period_s(finest=MIN_ARRIVAL_PERIOD_S)}
 
-        def simulate(admission: str, cores: int) -> dict[str, float]:
+        def simulate(admission: str, cores: int, costs: str = profile) -> dict[str, float]:
             query = QueryRun(config.workload, query_id=QUERY, traffic="trace",
                              traffic_params={"file": str(trace), "format": "rates"}, admission=admission,
                              deadline=config.deadline_s)
             run = RunConfig((query,), duration=duration, seed=config.seed, cores=cores, partitions=partitions,
-                            options={SIM_RUNTIME.name: sim_options})
+                            options={SIM_RUNTIME.name: {**sim_options, "calibrated": [costs]}})
             return figures(SIM_RUNTIME.run(run, plugin_manager=pm).report)
 
         spark = observed_figures(observation, config.deadline_s)
         replay = simulate("asap", cores)
-        paced = simulate(config.admission, cores)
+        paced: dict[str, Any] = simulate(config.admission, cores)
+        bounds = [simulate(config.admission, cores, variant) for variant in per_byte_bounds(Path(profile), Path(tmp))]
+        if bounds:
+            paced["busy_core_s_range"] = [min(b["busy_core_s"] for b in bounds), max(b["busy_core_s"] for b in bounds)]
+            paced["batches_range"] = [min(b["batches"] for b in bounds), max(b["batches"] for b in bounds)]
         tried: list[dict[str, float]] = []
         fewest = None
         for executors in range(1, config.max_executors + 1):
@@ -126,6 +132,21 @@ def advise(observation: Observation, config: AdviseConfig, *, plugin_manager: Pl
         "executors": tried, "fewest_executors": fewest, "cores_per_executor": config.cores_per_executor,
         "late_pct_allowed": config.late_pct,
     }
+
+
+def per_byte_bounds(profile: Path, folder: Path) -> list[str]:
+    """The profile at its per-byte cost less and more two standard errors (at least 0), written beside it: a paced
+    batch is several times the batches recorded, so the recording's spread of that cost is what its prediction can
+    be off by. None where the profile gives no standard error (a calibration's, or exact points)."""
+    fitted = load_profile(profile)
+    se = fitted.core_s_per_byte_se or 0.0
+    if se <= 0.0:
+        return []
+    out = []
+    for name, per_byte in (("low", max(0.0, fitted.core_s_per_byte - 2 * se)),
+                           ("high", fitted.core_s_per_byte + 2 * se)):
+        out.append(str(dataclasses.replace(fitted, core_s_per_byte=per_byte).write(folder / f"profile-{name}.json")))
+    return out
 
 
 def figures(report: Mapping[str, Any]) -> dict[str, float]:
@@ -171,6 +192,11 @@ def render(advice: Mapping[str, Any]) -> str:
            f"{'within' if replay['within_bounds'] else 'outside'} the fidelity bounds)",
            line(f"paced ({advice['admission']})", paced) + f"  (x{paced['batches_ratio']:.2f} batches, "
            f"x{paced['busy_ratio']:.2f} busy core-s of the replay)"]
+    if "busy_core_s_range" in paced:
+        low, high = paced["busy_core_s_range"]
+        out.append(f"{'':<24} busy core-s {low:.1f}-{high:.1f}, batches {paced['batches_range'][0]:.0f}-"
+                   f"{paced['batches_range'][1]:.0f}: the recorded batches pin their per-byte cost to +-2 standard "
+                   "errors, and paced batches are larger than any recorded")
     fewest = advice["fewest_executors"]
     if fewest is None:
         out.append(f"no executor count up to {len(advice['executors'])} keeps rows late <= "

@@ -190,6 +190,7 @@ def test_where_tasks_were_counted_the_fixed_part_is_each_task_s() -> None:
               for tasks, datasets, n in shape]
     profile = fit_batches(points, runtime="spark", workload=None, partitions=2, slots=2)
     assert profile.task_core_s == pytest.approx(0.02) and profile.core_s_per_byte == pytest.approx(1e-7)
+    assert profile.batch_core_s == pytest.approx(0.0, abs=1e-12)
     assert profile.core_s_per_row == pytest.approx(1e-5) and profile.tasks_per_dataset == 1.0
     assert profile.fixed_core_s == pytest.approx(0.02 * 1.5)  # the median batch's tasks
     assert profile.core_s_per_byte_se == pytest.approx(0.0, abs=1e-15)  # exact points pin it down
@@ -201,6 +202,12 @@ def test_where_tasks_were_counted_the_fixed_part_is_each_task_s() -> None:
     coef = np.linalg.lstsq(x, y, rcond=None)[0]
     sigma2 = float(((y - x @ coef) ** 2).sum()) / (len(y) - 2)
     assert spread == pytest.approx(math.sqrt(sigma2 * np.linalg.inv(x.T @ x)[1, 1]))
+    # a Kafka batch costs about the same with one topic partition's data as with two: the part per batch is fitted
+    kafka = [CostPoint("batch", n // 100, n, 0.3, 0.17 + 1e-8 * n, tasks, 1)
+             for tasks, _, n in shape]
+    per_batch = fit_batches(kafka, runtime="spark", workload=None, partitions=2, slots=2)
+    assert per_batch.batch_core_s == pytest.approx(0.17) and per_batch.task_core_s == pytest.approx(0.0, abs=1e-12)
+    assert per_batch.core_s_per_byte == pytest.approx(1e-8)
     uncounted = fit_batches([CostPoint(*p[:5]) for p in (dataclasses.astuple(q) for q in points)], runtime="spark",
                             workload=None, partitions=2, slots=2)
     assert uncounted.task_core_s is None and uncounted.tasks_per_dataset is None

@@ -103,6 +103,7 @@ class EngineProfile:
     first_batch_core_s: float | None = None
     rms_s: float = 0.0
     task_core_s: float | None = None
+    batch_core_s: float | None = None
     tasks_per_dataset: float | None = None
     core_s_per_byte_se: float | None = None
     points: tuple[CostPoint, ...] = field(default=(), repr=False)
@@ -112,7 +113,7 @@ class EngineProfile:
             raise EngineProfileError(f"partitions and slots must be >= 1, got {self.partitions} and {self.slots}")
         for name in ("fixed_s", "fixed_core_s", "engine_s_per_byte", "core_s_per_byte", "core_s_per_row", "rms_s",
                      "no_data_s", "no_data_core_s", "executor_startup_s", "fixed_task_share", "executor_warmup_s",
-                     "state_reload_s", "first_batch_s", "first_batch_core_s", "task_core_s", "tasks_per_dataset",
+                     "state_reload_s", "first_batch_s", "first_batch_core_s", "task_core_s", "batch_core_s", "tasks_per_dataset",
                      "core_s_per_byte_se"):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value >= 0):
@@ -257,7 +258,10 @@ def fit_batches(points: Sequence[CostPoint], *, runtime: str, workload: str | No
     """The profile of a running query's own batches (``batch`` points; ``first``: its first batch), where none was
     sized apart to be tiny or large (pacer-spark's observe mode): the fixed and per-byte (per-row) costs are one
     least-squares line over every batch, intercept and slope both fitted (through the median of the smallest, the
-    intercept would carry their per-byte cost and the slope come out too low); each at least 0.
+    intercept would carry their per-byte cost and the slope come out too low); each at least 0. Where every batch's
+    tasks and datasets were counted, the busy core-seconds' fixed part is split: ``task_core_s`` a task and, where
+    the batches ran different counts of tasks, ``batch_core_s`` a batch (``tasks_per_dataset``: the median tasks a
+    dataset ran, so a larger batch's tasks follow). ``core_s_per_byte_se`` is the per-byte cost's standard error.
 
     :raises EngineProfileError: fewer than two batches, or all of one size (nothing says what a byte costs).
     """
@@ -271,53 +275,90 @@ def fit_batches(points: Sequence[CostPoint], *, runtime: str, workload: str | No
     _, core_per_row = _line([(p.rows, p.busy_core_s or 0.0) for p in timed]) if timed else (0.0, 0.0)
     counted = [p for p in timed if p.tasks and p.datasets]
     measured: dict[str, Any] = {}
-    if counted and len(counted) == len(timed):  # the fixed part per task: a batch of more datasets may run more
-        design = [(float(p.tasks or 0), float(p.bytes), p.busy_core_s or 0.0) for p in counted]
-        per_unit, core_per_byte = _per_task(design)
-        _, core_per_row = _per_task([(p.tasks or 0, p.rows, p.busy_core_s or 0.0) for p in counted])
-        fixed_core_s = per_unit * statistics.median(p.tasks or 0 for p in counted)
-        measured = {"task_core_s": per_unit,
-                    "tasks_per_dataset": statistics.median((p.tasks or 0) / (p.datasets or 1) for p in counted)}
-    else:  # one line: the intercept is the fixed part of a batch
-        design = [(1.0, float(p.bytes), p.busy_core_s or 0.0) for p in timed]
-        per_unit = fixed_core_s
-    if timed:
-        measured["core_s_per_byte_se"] = _size_se(design, per_unit, core_per_byte)
+    if counted and len(counted) == len(timed):
+        # A batch's fixed part: per task where the batches ran one count of tasks (a file source reads a file per
+        # task: a batch of more files runs more), else a part per batch and a part per task, fitted (a Kafka batch
+        # costs about the same whether one topic partition or two had data)
+        varied = len({p.tasks for p in counted}) > 1
+        columns = [[1.0] * len(counted)] if varied else []
+        columns.append([float(p.tasks or 0) for p in counted])
+        busy = [p.busy_core_s or 0.0 for p in counted]
+        *fixed, core_per_byte = _nonneg_fit([*columns, [float(p.bytes) for p in counted]], busy)
+        *_, core_per_row = _nonneg_fit([*columns, [float(p.rows) for p in counted]], busy)
+        batch_core_s, task_core_s = (fixed[0], fixed[1]) if varied else (0.0, fixed[0])
+        fixed_core_s = batch_core_s + task_core_s * statistics.median(p.tasks or 0 for p in counted)
+        measured = {"task_core_s": task_core_s, "batch_core_s": batch_core_s if varied else None,
+                    "tasks_per_dataset": statistics.median((p.tasks or 0) / (p.datasets or 1) for p in counted),
+                    "core_s_per_byte_se": _last_se(  # over the parts the fit kept (a negative one is left out)
+                        [*(c for c, v in zip(columns, fixed, strict=True) if v > 0), [float(p.bytes) for p in counted]],
+                        busy, [*(v for v in fixed if v > 0), core_per_byte])}
+    elif timed:  # one line: the intercept is the fixed part of a batch
+        columns = [[1.0] * len(timed), [float(p.bytes) for p in timed]]
+        measured = {"core_s_per_byte_se": _last_se(columns, [p.busy_core_s or 0.0 for p in timed],
+                                                   [fixed_core_s, core_per_byte])}
     return _profile(points, batches, fixed_s, fixed_core_s, engine_per_byte, core_per_byte, core_per_row,
                     runtime=runtime, workload=workload, partitions=partitions, slots=slots, **measured)
 
 
-def _size_se(design: Sequence[tuple[float, float, float]], a: float, b: float) -> float:
-    """The standard error of ``b`` in ``y = a x t + b x s`` fitted to ``design``'s ``(t, s, y)`` (t = 1: a line with
-    an intercept): how far the batches seen pin the per-byte cost down, which a prediction for larger batches
-    multiplies (0 with fewer than three batches or no spread of sizes)."""
-    n = len(design)
-    if n < 3:
+def _gram(columns: Sequence[Sequence[float]]) -> list[list[float]]:
+    """``X'X`` of the design whose columns are ``columns``."""
+    return [[sum(a * b for a, b in zip(ci, cj, strict=True)) for cj in columns] for ci in columns]
+
+
+def _solve(columns: Sequence[Sequence[float]], y: Sequence[float]) -> list[float] | None:
+    """Least squares of ``y`` on ``columns`` (the normal equations); None where they are singular."""
+    return _solve_gram(_gram(columns), [sum(c * v for c, v in zip(col, y, strict=True)) for col in columns])
+
+
+def _nonneg_fit(columns: Sequence[Sequence[float]], y: Sequence[float]) -> list[float]:
+    """Least squares of ``y`` on ``columns`` with every coefficient at least 0: a coefficient that comes out negative
+    is 0 and the others are refitted without it (costs are never negative)."""
+    active = list(range(len(columns)))
+    while active:
+        fit = _solve([columns[i] for i in active], y)
+        if fit is None:
+            active.pop(0)  # collinear: the first (the batch's own part) goes
+            continue
+        worst = min(range(len(active)), key=lambda i: fit[i])
+        if fit[worst] >= 0.0:
+            out = [0.0] * len(columns)
+            for i, value in zip(active, fit, strict=True):
+                out[i] = value
+            return out
+        active.pop(worst)
+    return [0.0] * len(columns)
+
+
+def _last_se(columns: Sequence[Sequence[float]], y: Sequence[float], coef: Sequence[float]) -> float:
+    """The standard error of the last coefficient of a least-squares fit (``sigma^2 (X'X)^-1``, its last diagonal
+    entry): how far the batches seen pin the per-byte cost down, which a prediction for larger batches multiplies
+    (0 with too few batches or no spread of sizes)."""
+    n, k = len(y), len(columns)
+    if n <= k:
         return 0.0
-    residual = sum((y - a * t - b * s) ** 2 for t, s, y in design) / (n - 2)
-    stt = sum(t * t for t, _, _ in design)
-    sss = sum(s * s for _, s, _ in design)
-    sts = sum(t * s for t, s, _ in design)
-    det = stt * sss - sts * sts
-    return math.sqrt(residual * stt / det) if det > 0 else 0.0
+    residual = sum((yi - sum(c * col[i] for c, col in zip(coef, columns, strict=True))) ** 2
+                   for i, yi in enumerate(y)) / (n - k)
+    unit = [0.0] * k
+    unit[-1] = 1.0
+    inverse_last = _solve_gram(_gram(columns), unit)
+    return math.sqrt(residual * inverse_last[-1]) if inverse_last is not None and inverse_last[-1] > 0 else 0.0
 
 
-def _per_task(points: Sequence[tuple[int, float, float]]) -> tuple[float, float]:
-    """Least squares of ``y = a x tasks + b x size`` (no other intercept: a batch's busy core-seconds are its tasks'),
-    both at least 0 (one that comes out negative is 0 and the other refitted alone)."""
-    stt = sum(t * t for t, _, _ in points)
-    sss = sum(s * s for _, s, _ in points)
-    sts = sum(t * s for t, s, _ in points)
-    sty = sum(t * y for t, _, y in points)
-    ssy = sum(s * y for _, s, y in points)
-    det = stt * sss - sts * sts
-    if det > 0:
-        a, b = (sty * sss - ssy * sts) / det, (ssy * stt - sty * sts) / det
-        if a >= 0 and b >= 0:
-            return a, b
-        if a < 0:
-            return 0.0, max(0.0, ssy / sss)
-    return (max(0.0, sty / stt) if stt > 0 else 0.0), 0.0
+def _solve_gram(gram: Sequence[Sequence[float]], rhs: Sequence[float]) -> list[float] | None:
+    """``gram^-1 rhs`` by Gaussian elimination with partial pivoting; None where ``gram`` is singular (collinear
+    columns: a pivot below 1e-12 of its row's largest entry)."""
+    k = len(rhs)
+    a = [[*gram[i], rhs[i]] for i in range(k)]
+    for col in range(k):
+        pivot = max(range(col, k), key=lambda r: abs(a[r][col]))
+        if abs(a[pivot][col]) <= 1e-12 * max(abs(v) for v in gram[col]) or a[pivot][col] == 0.0:
+            return None
+        a[col], a[pivot] = a[pivot], a[col]
+        for r in range(k):
+            if r != col:
+                factor = a[r][col] / a[col][col]
+                a[r] = [v - factor * w for v, w in zip(a[r], a[col], strict=True)]
+    return [a[i][k] / a[i][i] for i in range(k)]
 
 
 def _profile(points: Sequence[CostPoint], fitted: Sequence[CostPoint], fixed_s: float, fixed_core_s: float,

@@ -116,7 +116,8 @@ def calibrated_work(model: CostModel, profile: EngineProfile, spec: QuerySpec, b
     partitions = max(1, spec.partitions)
     count = tasks_of(profile, spec, batch)
     driver = profile.fixed_s * (1.0 - share)
-    tasks = share * profile.fixed_s * partitions if count is None else (profile.task_core_s or 0.0) * count
+    tasks = share * profile.fixed_s * partitions if count is None else \
+        (profile.batch_core_s or 0.0) + (profile.task_core_s or 0.0) * count
     if first:
         extra_core = profile.first_batch_core_s or 0.0
         driver += max(0.0, (profile.first_batch_s or 0.0) - extra_core / min(profile.slots, partitions))
@@ -126,7 +127,8 @@ def calibrated_work(model: CostModel, profile: EngineProfile, spec: QuerySpec, b
 
 
 def tasks_of(profile: EngineProfile, spec: QuerySpec, batch: MicroBatch) -> int | None:
-    """The tasks a batch runs where ``profile`` measured them per dataset (a running query's, observe mode): its
+    """The tasks a batch runs where ``profile`` measured them per dataset (a running query's, observe mode; their
+    fixed part is ``batch_core_s`` a batch and ``task_core_s`` a task, :func:`pacer.engine_profile.fit_batches`): its
     datasets times the tasks each ran, up to the partitions (a file source runs one task per file until Spark packs
     several into one partition; a Kafka source one per topic partition whatever it holds). None: one per partition,
     as the built-in model."""

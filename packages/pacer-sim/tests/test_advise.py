@@ -13,30 +13,32 @@ from pathlib import Path
 
 import pytest
 
-from pacer import QueryRun, RunConfig
+from pacer import Dataset, MicroBatch, QueryRun, RunConfig
 from pacer.cli import main
 from pacer.engine_profile import fit_batches
 from pacer.observed import Recorder, read
 from pacer_sim import SIM_RUNTIME
 from pacer_sim.advise import AdviseConfig, advise, render
+from pacer_sim.calibrated import tasks_of
+from pacer_workloads import make_query
 
 
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Five minutes of LR1 on wave traffic (300 rows/s on average) under Spark's default trigger, on 2 cores."""
+    """Two and a half minutes of LR1 on wave traffic (300 rows/s on average) under Spark's default trigger, on 2 cores."""
     run = RunConfig((QueryRun("lr1", query_id="q", traffic="wave", rate=300.0, admission="asap", deadline=10.0),),
-                    duration=300.0, cores=2)
+                    duration=150.0, cores=2)
     result = SIM_RUNTIME.run(run)
     path = tmp_path_factory.mktemp("observed") / "q.jsonl"
     recorded = Recorder(path, {"query": "q", "cores": 2, "partitions": 2, "options": {"pacer.deadline": "10s"}})
-    assert recorded.record(result.controller.reports("q")) == result.report["queries"]["q"]["batches"] == 300
+    assert recorded.record(result.controller.reports("q")) == result.report["queries"]["q"]["batches"] == 150
     return path
 
 
 def test_the_replay_gives_the_observed_run_back_and_pacing_takes_fewer_larger_batches(recording: Path) -> None:
     advice = advise(read(recording), AdviseConfig(deadline_s=10.0, max_executors=4))
     replay, paced = advice["replay"], advice["paced"]
-    assert advice["observed"]["batches"] == 300 and replay["batches"] == 300
+    assert advice["observed"]["batches"] == 150 and replay["batches"] == 150
     assert replay["within_bounds"], replay
     assert abs(replay["busy_ratio"] - 1.0) <= 0.20 and replay["late_points"] == 0.0
     assert paced["late_pct"] <= 1.0 and paced["batches_ratio"] < 0.5 and paced["busy_ratio"] < 1.0
@@ -73,14 +75,17 @@ def test_a_query_whose_batches_ran_one_task_each_costs_more_per_batch_paced(reco
     one = advise(read(path), AdviseConfig(deadline_s=10.0, max_executors=1))
     assert all(json.loads(line)["tasks"] == 2 for line in lines[1:]), "the simulator records its batches' tasks"
     assert one["replay"]["busy_core_s"] == pytest.approx(two["replay"]["busy_core_s"], rel=0.01)
-    task_core_s = fit_batches(read(path).cost_points(), runtime="spark", workload=None, partitions=2,
-                              slots=2).task_core_s
-    assert task_core_s is not None and one["paced"]["batches"] == two["paced"]["batches"]
-    # one task's fixed part more in each paced batch that took two datasets or more (the first, ramping up, take one;
-    # a batch of one task ends later, so a later one may take a few rows more or fewer: within a tenth of a task)
-    extra = (one["paced"]["busy_core_s"] - two["paced"]["busy_core_s"]) / task_core_s
-    assert extra == pytest.approx(round(extra), abs=0.1) and 0.9 * one["paced"]["batches"] <= round(extra) < \
-        one["paced"]["batches"], (extra, one["paced"], two["paced"])
+    fitted = {name: fit_batches(read(p).cost_points(), runtime="spark", workload=None, partitions=2, slots=2)
+              for name, p in (("one", path), ("two", recording))}
+    spec = make_query("lr1", query_id="q", partitions=2)
+    for datasets, one_task, two_tasks in ((1, 1, 2), (9, 2, 2)):  # a task per dataset up to the partitions
+        batch = MicroBatch("b", "q", 1, tuple(Dataset(f"d{i}", 0.0, 100, 10) for i in range(datasets)), 0.0)
+        assert (tasks_of(fitted["one"], spec, batch), tasks_of(fitted["two"], spec, batch)) == (one_task, two_tasks)
+    # each paced batch of two datasets or more runs one task's fixed part more (the first, ramping up, take one)
+    per_task = fitted["one"].task_core_s
+    assert per_task is not None and fitted["two"].task_core_s == pytest.approx(per_task / 2, rel=1e-6)
+    extra = one["paced"]["busy_core_s"] - two["paced"]["busy_core_s"]
+    assert (one["paced"]["batches"] - 3) * per_task <= extra <= (one["paced"]["batches"] + 1) * per_task, extra
 
 
 def test_a_deadline_out_of_reach_says_so(recording: Path) -> None:

@@ -153,11 +153,15 @@ def _rows_read(query: Any) -> int:
     return sum(int(p["numInputRows"]) for p in query.recentProgress)
 
 
-def measured(report: dict[str, Any]) -> dict[str, float]:
-    """The paced run's figures from pacer's report."""
+def measured(report: dict[str, Any]) -> dict[str, Any]:
+    """The paced run's figures from pacer's report, and what explains a run that did not pace (``why``: its
+    catch-up, admissions without an answer, decisions, errors and whether it was observed)."""
     q = report["queries"][QUERY]
+    paced = ((report.get("spark") or {}).get("paced") or {}).get(QUERY) or {}
+    why = {"catch_up_s": q.get("catch_up_s"), "catch_up_episodes": q.get("catch_up_episodes"),
+           **{k: paced.get(k) for k in ("decisions", "failed_open", "forced", "drained", "error", "observed")}}
     return {"batches": float(q["batches"]), "late_pct": 100.0 * float(q["deadline_miss_ratio_rows"]),
-            "busy_core_s": float((q.get("cost") or {}).get("busy_core_s") or math.nan)}
+            "busy_core_s": float((q.get("cost") or {}).get("busy_core_s") or math.nan), "why": why}
 
 
 def observe(spark: Any, attach: Callable[..., Any], source: Source, work: Path, duration_s: int,

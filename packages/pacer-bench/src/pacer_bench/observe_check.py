@@ -9,8 +9,8 @@ One query (csv lines in, parsed and filtered, parquet out) reads the same traffi
 The traffic is a wave of rows per second (:func:`wave_rows`), the same schedule in both runs, written by a thread
 from the source ``--source`` names: ``csv``, one csv file a second into a folder; ``kafka``, the same lines as
 records, each second's spread over ten slices of it, into a fresh topic of two partitions on a scratch broker
-(pacer-kafka), read through Spark's Kafka connector. The prediction is judged with ``pacer bench fidelity``'s bounds (batches within 15 %,
-rows late within 1 point, busy core-s within 20 %).
+(pacer-kafka), read through Spark's Kafka connector. The prediction is judged with ``pacer bench fidelity``'s
+bounds (batches within 15 %, rows late within 1 point, busy core-s within 20 %).
 
 Rounds alternate which run comes first, after a warm-up run that is not counted.
 ``python -m pacer_bench.observe_check --out DIR [--source csv|kafka] [--duration 120] [--deadline 10] [--repeat 2]``
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from pacer.observed import read
-from pacer_sim.advise import BOUNDS, AdviseConfig, advise
+from pacer_sim.advise import AdviseConfig, advise, within_bounds
 
 SCHEMA = "id LONG, key STRING, value DOUBLE"
 QUERY = "observe-check"
@@ -230,9 +230,7 @@ def judge(recording: Path, spark_paced: dict[str, Any], *, observe_first: bool, 
            "busy_ratio": predicted["busy_core_s"] / spark_paced["busy_core_s"]}
     low, high = predicted.get("busy_core_s_range") or (math.nan, math.nan)
     row["busy_within_range"] = bool(low <= spark_paced["busy_core_s"] <= high)
-    row["within_bounds"] = (abs(row["batches_ratio"] - 1) <= BOUNDS["batches"]
-                            and abs(row["late_points"]) <= BOUNDS["late_points"]
-                            and abs(row["busy_ratio"] - 1) <= BOUNDS["busy_core_s"])
+    row["within_bounds"] = within_bounds(predicted, spark_paced)
     return row
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from pacer_bench.autoscale import SPARK_EXECUTORS, spark_plan
 from pacer_bench.scenarios import Config
-from pacer_sim.advise import BOUNDS
+from pacer_sim.advise import within_bounds
 from pacer_sim.runtime import SIM_RUNTIME
 
 
@@ -30,7 +30,8 @@ def figures(report: Mapping[str, Any], query: str) -> dict[str, float]:
     """A run's batches, rows late (%), busy core-s, allocated core-s and executor changes."""
     q = report["queries"][query]
     return {"batches": float(q["batches"]), "late_pct": 100.0 * float(q["deadline_miss_ratio_rows"]),
-            "busy_core_s": float(q["cost"]["busy_core_s"]), "allocated_core_s": float(report["cost"]["allocated_core_s"]),
+            "busy_core_s": float(q["cost"]["busy_core_s"]),
+            "allocated_core_s": float(report["cost"]["allocated_core_s"]),
             "changes": float(len((report.get("scaling") or {}).get("changes") or []))}
 
 
@@ -55,9 +56,7 @@ def compare(spark_dir: Path, calibrated: str) -> list[dict[str, Any]]:
                                "late_points": s["late_pct"] - m["late_pct"],
                                "busy_ratio": s["busy_core_s"] / m["busy_core_s"],
                                "allocated_ratio": s["allocated_core_s"] / m["allocated_core_s"]}
-        row["within_bounds"] = (abs(row["batches_ratio"] - 1) <= BOUNDS["batches"]
-                                and abs(row["late_points"]) <= BOUNDS["late_points"]
-                                and abs(row["busy_ratio"] - 1) <= BOUNDS["busy_core_s"])
+        row["within_bounds"] = within_bounds(s, m)
         rows.append(row)
     return rows
 

@@ -271,9 +271,8 @@ def fit_batches(points: Sequence[CostPoint], *, runtime: str, workload: str | No
                                  "batches of at least two sizes")
     fixed_s, engine_per_byte = _line([(p.bytes, p.trigger_s) for p in batches])
     timed = [p for p in batches if p.busy_core_s is not None]
-    fixed_core_s, core_per_byte = _line([(p.bytes, p.busy_core_s or 0.0) for p in timed]) if timed else (0.0, 0.0)
-    _, core_per_row = _line([(p.rows, p.busy_core_s or 0.0) for p in timed]) if timed else (0.0, 0.0)
     counted = [p for p in timed if p.tasks and p.datasets]
+    fixed_core_s, core_per_byte, core_per_row = 0.0, 0.0, 0.0
     measured: dict[str, Any] = {}
     if counted and len(counted) == len(timed):
         # A batch's fixed part: per task where the batches ran one count of tasks (a file source reads a file per
@@ -282,17 +281,19 @@ def fit_batches(points: Sequence[CostPoint], *, runtime: str, workload: str | No
         varied = len({p.tasks for p in counted}) > 1
         columns = [[1.0] * len(counted)] if varied else []
         columns.append([float(p.tasks or 0) for p in counted])
-        busy = [p.busy_core_s or 0.0 for p in counted]
-        *fixed, core_per_byte = _nonneg_fit([*columns, [float(p.bytes) for p in counted]], busy)
+        busy, sizes = [p.busy_core_s or 0.0 for p in counted], [float(p.bytes) for p in counted]
+        *fixed, core_per_byte = _nonneg_fit([*columns, sizes], busy)
         *_, core_per_row = _nonneg_fit([*columns, [float(p.rows) for p in counted]], busy)
         batch_core_s, task_core_s = (fixed[0], fixed[1]) if varied else (0.0, fixed[0])
         fixed_core_s = batch_core_s + task_core_s * statistics.median(p.tasks or 0 for p in counted)
         measured = {"task_core_s": task_core_s, "batch_core_s": batch_core_s if varied else None,
                     "tasks_per_dataset": statistics.median((p.tasks or 0) / (p.datasets or 1) for p in counted),
                     "core_s_per_byte_se": _last_se(  # over the parts the fit kept (a negative one is left out)
-                        [*(c for c, v in zip(columns, fixed, strict=True) if v > 0), [float(p.bytes) for p in counted]],
+                        [*(c for c, v in zip(columns, fixed, strict=True) if v > 0), sizes],
                         busy, [*(v for v in fixed if v > 0), core_per_byte])}
     elif timed:  # one line: the intercept is the fixed part of a batch
+        fixed_core_s, core_per_byte = _line([(p.bytes, p.busy_core_s or 0.0) for p in timed])
+        _, core_per_row = _line([(p.rows, p.busy_core_s or 0.0) for p in timed])
         columns = [[1.0] * len(timed), [float(p.bytes) for p in timed]]
         measured = {"core_s_per_byte_se": _last_se(columns, [p.busy_core_s or 0.0 for p in timed],
                                                    [fixed_core_s, core_per_byte])}

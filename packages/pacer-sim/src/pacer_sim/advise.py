@@ -60,8 +60,8 @@ class AdviseConfig:
 
 
 def fitted_profile(observation: Observation, out: Path) -> Path:
-    """An engine profile fitted to the recorded batches (one least-squares line: fixed and per-byte cost), written to
-    ``out``.
+    """An engine profile fitted to the recorded batches (:func:`pacer.engine_profile.fit_batches`: fixed and per-byte
+    cost, per task where counted), written to ``out``.
 
     :raises ValueError: batches that cannot separate fixed and per-byte cost (all of one size): give ``--calibrated``.
     """
@@ -126,7 +126,7 @@ def advise(observation: Observation, config: AdviseConfig, *, plugin_manager: Pl
         "replay": {**replay, "batches_ratio": _ratio(replay["batches"], spark["batches"]),
                    "busy_ratio": _ratio(replay["busy_core_s"], spark["busy_core_s"]),
                    "late_points": replay["late_pct"] - spark["late_pct"],
-                   "within_bounds": _within(replay, spark)},
+                   "within_bounds": within_bounds(replay, spark)},
         "paced": {**paced, "batches_ratio": _ratio(paced["batches"], replay["batches"]),
                   "busy_ratio": _ratio(paced["busy_core_s"], replay["busy_core_s"])},
         "executors": tried, "fewest_executors": fewest, "cores_per_executor": config.cores_per_executor,
@@ -170,10 +170,11 @@ def _ratio(value: float, base: float) -> float:
     return value / base if base else (1.0 if value == base else math.inf)
 
 
-def _within(replay: Mapping[str, float], spark: Mapping[str, float]) -> bool:
-    return (abs(_ratio(replay["batches"], spark["batches"]) - 1.0) <= BOUNDS["batches"]
-            and abs(replay["late_pct"] - spark["late_pct"]) <= BOUNDS["late_points"]
-            and abs(_ratio(replay["busy_core_s"], spark["busy_core_s"]) - 1.0) <= BOUNDS["busy_core_s"])
+def within_bounds(predicted: Mapping[str, float], measured: Mapping[str, float]) -> bool:
+    """Whether ``predicted``'s batches, rows late (%) and busy core-s are within :data:`BOUNDS` of ``measured``'s."""
+    return (abs(_ratio(predicted["batches"], measured["batches"]) - 1.0) <= BOUNDS["batches"]
+            and abs(predicted["late_pct"] - measured["late_pct"]) <= BOUNDS["late_points"]
+            and abs(_ratio(predicted["busy_core_s"], measured["busy_core_s"]) - 1.0) <= BOUNDS["busy_core_s"])
 
 
 def render(advice: Mapping[str, Any]) -> str:
@@ -264,6 +265,6 @@ def _run(args: argparse.Namespace, pm: PluginManager) -> int:
     return 0
 
 
-#: ``pacer advise RECORDING``, contributed by pacer-bench's plugin.
+#: ``pacer advise RECORDING``, contributed by pacer-sim's plugin.
 ADVISE_COMMAND = Command("advise", "what pacing would do for a query observed without it (pacer.observe)",
                          _configure, _run)

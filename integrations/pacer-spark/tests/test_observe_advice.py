@@ -86,7 +86,8 @@ def _due(path: Path, *, deadline_s: float | None = 10.0, admission: str = "zstre
 def test_without_a_deadline_pacer_sim_or_a_recording_it_says_why(recording: Path, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     no_deadline = _due(recording, deadline_s=None)
-    assert not no_deadline.poll() and "set it to the latency target" in str(no_deadline.error)
+    assert not no_deadline.poll() and "set pacer.deadline (or attach's deadline) to the latency target" in \
+        str(no_deadline.error)
     missing = _due(tmp_path / "none.jsonl")
     assert not missing.poll() and str(missing.error).startswith("no advice yet: cannot read the recording")
     monkeypatch.setitem(sys.modules, "pacer_sim.advise", None)  # pacer-sim not installed on the driver

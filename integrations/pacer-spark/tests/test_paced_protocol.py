@@ -426,6 +426,20 @@ def test_an_observed_query_admits_as_without_pacer_and_records_each_batch_once(t
     controller.ledger.check_balance("q")
 
 
+def test_an_observed_query_is_advised_for_the_deadline_it_would_be_paced_by(tmp_path: Path) -> None:
+    """No source sets ``pacer.deadline``: the recording's header and the live advice both take the session's (30 s
+    here, as ``attach(deadline=...)`` sets it); the advice read only the option and said there was none."""
+    paced, _ = _paced([0])
+    path = tmp_path / "q.jsonl"
+    source = ModelSource(str(uuid.uuid4()), "q", "run-1", {"pacer.observe": str(path)})
+    source.observe(frozenset({0}))
+    source.ask(paced, 0, "answer")
+    advisor = paced.queries["q"].advisor
+    header = json.loads(path.read_text().splitlines()[0])  # the run's header: no batch completed yet
+    assert advisor is not None and advisor.deadline_s == header["deadline_s"] == 30.0
+    assert advisor.error is None
+
+
 def test_two_sources_of_one_query_share_one_batch_and_conflicting_deadlines_are_refused() -> None:
     """A union: both sources' snapshots are one query's; the second source's ask in the same Spark batch gets its
     part of the batch the first ask admitted, and withdraws nothing. A second source with another deadline is

@@ -6,7 +6,7 @@ metrics system and progress (the ``pacerAdvice...`` figures, :data:`METRICS`). E
 (default 5 minutes; ``0``: never) the driver reads the recording as written so far (on its own thread, so no line
 is read half written) and hands it to one worker thread, which replays it on the simulator; a replay still running
 is never started twice, and its figures replace the last ones when it ends. Pacing is never affected: the advice
-needs pacer-sim and the query's deadline (``pacer.deadline``), and where either is missing, or the replay fails,
+needs pacer-sim and the query's deadline (``pacer.deadline``, else ``attach``'s), and where either is missing, or the replay fails,
 ``error`` says so and what to do.
 """
 
@@ -58,7 +58,8 @@ class Advisor:
         self.latest: dict[str, Any] | None = None
         self.advised_at: float | None = None
         self.error: str | None = None if deadline_s is not None else (
-            "no advice: the query sets no pacer.deadline; set it to the latency target pacing should meet")
+            "no advice: the query has no deadline; set pacer.deadline (or attach's deadline) to the latency target "
+            "pacing should meet")
 
     def poll(self) -> bool:
         """Start a replay if one is due, none is running and advice is possible; whether one started. Called on the

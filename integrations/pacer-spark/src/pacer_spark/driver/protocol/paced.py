@@ -333,8 +333,7 @@ class PacedQueries:
         if not path:
             return None
         cores, partitions = stream_query.session_slots(self.spark)
-        deadline = parse_seconds(options["pacer.deadline"]) if "pacer.deadline" in options else \
-            books.query(q.query_id).spec.deadline
+        deadline = self._deadline(books, q, options)
         header = {"query": q.query_id, "stream_id": request.query_id, "spark_run_id": request.spark_run_id,
                   "source": request.source, "cores": cores, "partitions": partitions, "started_at": time.time(),
                   "deadline_s": deadline, "options": {k: v for k, v in options.items() if k != "pacer.observe"}}
@@ -352,9 +351,14 @@ class PacedQueries:
         every = advise_every(options)
         if q.recorder is None or every <= 0:
             return None
-        deadline = parse_seconds(options["pacer.deadline"]) if "pacer.deadline" in options else None
-        return Advisor(q.recorder.path, deadline_s=deadline, admission=options.get("pacer.admission", "zstream"),
-                       every_s=every)
+        return Advisor(q.recorder.path, deadline_s=self._deadline(books, q, options),
+                       admission=options.get("pacer.admission", "zstream"), every_s=every)
+
+    @staticmethod
+    def _deadline(books: Books, q: PacedQuery, options: dict[str, str]) -> float | None:
+        """An observed query's deadline: its ``pacer.deadline``, else the session's (``attach``'s), as paced."""
+        return parse_seconds(options["pacer.deadline"]) if "pacer.deadline" in options else \
+            books.query(q.query_id).spec.deadline
 
     def record(self, books: Books) -> None:
         """Append the observed queries' batches completed since the last call to their recordings, and start their

@@ -113,8 +113,8 @@ class EngineProfile:
             raise EngineProfileError(f"partitions and slots must be >= 1, got {self.partitions} and {self.slots}")
         for name in ("fixed_s", "fixed_core_s", "engine_s_per_byte", "core_s_per_byte", "core_s_per_row", "rms_s",
                      "no_data_s", "no_data_core_s", "executor_startup_s", "fixed_task_share", "executor_warmup_s",
-                     "state_reload_s", "first_batch_s", "first_batch_core_s", "task_core_s", "batch_core_s", "tasks_per_dataset",
-                     "core_s_per_byte_se"):
+                     "state_reload_s", "first_batch_s", "first_batch_core_s", "task_core_s", "batch_core_s",
+                     "tasks_per_dataset", "core_s_per_byte_se"):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value >= 0):
                 raise EngineProfileError(f"{name} must be a finite number >= 0, got {value!r}")

@@ -120,7 +120,8 @@ def advise(observation: Observation, config: AdviseConfig, *, plugin_manager: Pl
                 fewest = executors
                 break
     return {
-        "runtime": "sim", "arrival_period_s": sim_options["arrival_period"], "profile": "recording" if config.calibrated is None else config.calibrated,
+        "runtime": "sim", "arrival_period_s": sim_options["arrival_period"],
+        "profile": "recording" if config.calibrated is None else config.calibrated,
         "deadline_s": config.deadline_s, "admission": config.admission, "cores": cores,
         "observed": spark,
         "replay": {**replay, "batches_ratio": _ratio(replay["batches"], spark["batches"]),

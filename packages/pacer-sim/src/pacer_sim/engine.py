@@ -42,6 +42,14 @@ MIN_ARRIVAL_PERIOD_S = 0.05
 REMOVAL_TIMEOUT_S = 30.0
 
 
+def check_arrival_period(seconds: float, name: str = "arrival period") -> float:
+    """``seconds`` between a query's datasets, checked to be within :data:`MIN_ARRIVAL_PERIOD_S`-1 s (``ValueError``
+    naming ``name``, the setting it was given as)."""
+    if not MIN_ARRIVAL_PERIOD_S <= seconds <= 1.0:
+        raise ValueError(f"{name} must be within {MIN_ARRIVAL_PERIOD_S:g}-1 s, got {seconds:g}")
+    return seconds
+
+
 @dataclass(frozen=True)
 class ResourceChange:
     """``fraction`` of the cores is taken away from ``start`` to ``end`` (Das §5.5 takes 25 %)."""
@@ -141,8 +149,7 @@ class Simulation:
             raise ValueError("poll_interval and monitor_interval must be > 0")
         if self.watermark_s is not None and self.watermark_s < 0:
             raise ValueError(f"watermark must be >= 0 s (or None), got {self.watermark_s}")
-        if not MIN_ARRIVAL_PERIOD_S <= self.arrival_period_s <= 1.0:
-            raise ValueError(f"arrival period must be within {MIN_ARRIVAL_PERIOD_S:g}-1 s, got {self.arrival_period_s}")
+        check_arrival_period(self.arrival_period_s)
         self.clock = ManualClock()
         if self.scaler is not None:
             if self.executor_startup_s < 0:
@@ -205,7 +212,8 @@ class Simulation:
     ) -> str:
         """Add a query with its traffic and strategies; its datasets arrive over ``duration`` seconds.
 
-        One dataset per second, or per :attr:`arrival_period_s` (``pacer_workloads.schedule_arrivals``), made by :func:`pacer.arrival_dataset`:
+        One dataset per second, or per :attr:`arrival_period_s` (``pacer_workloads.schedule_arrivals``), made by
+        :func:`pacer.arrival_dataset`:
         id ``{query_id}-{index}``, its rows, and bytes = rows x the stream's CSV bytes per row.
 
         :param workload: ``lr1``, ``lr1t``, ``lr2``, ``lr3``, ``cm1`` or ``cm2``.

@@ -29,7 +29,13 @@ from pacer.run import RunConfig, RunResult
 from pacer.scaler import Scaler
 from pacer_sim.calibrated import load_profiles
 from pacer_sim.costs import CostModel
-from pacer_sim.engine import EXECUTOR_STARTUP_S, MIN_ARRIVAL_PERIOD_S, ResourceChange, Simulation
+from pacer_sim.engine import (
+    EXECUTOR_STARTUP_S,
+    MIN_ARRIVAL_PERIOD_S,
+    ResourceChange,
+    Simulation,
+    check_arrival_period,
+)
 from pacer_sim.rapids import BUILTIN_PROFILE, DEFAULT_GPU_PROFILE
 from pacer_sim.stateful import WATERMARK_S
 
@@ -50,9 +56,9 @@ def parse_resource_loss(value: str | Sequence[float]) -> tuple[float, float, flo
 
 
 def arrival_period(options: Mapping[str, Any]) -> float:
-    """``arrival_period``'s seconds (1 where not given)."""
+    """``arrival_period``'s seconds (1 where not given), checked (``ValueError`` naming ``--arrival-period``)."""
     value = options.get("arrival_period")
-    return 1.0 if value is None else float(value)
+    return 1.0 if value is None else check_arrival_period(float(value), "--arrival-period")
 
 
 def parse_watermark(value: str | float | None) -> float | None:
@@ -231,9 +237,7 @@ class SimRuntime:
             raise ValueError(f"--executor-startup must be >= 0 s, got {options['executor_startup']}")
         parse_assignments(options.get("cost_param") or (), "--cost-param")
         parse_watermark(options.get("watermark", WATERMARK_S))
-        period = arrival_period(options)
-        if not MIN_ARRIVAL_PERIOD_S <= period <= 1.0:
-            raise ValueError(f"--arrival-period must be within {MIN_ARRIVAL_PERIOD_S:g}-1 s, got {period:g}")
+        arrival_period(options)
         load_profiles(options.get("calibrated"))
 
     def build(self, config: RunConfig, *, plugin_manager: PluginManager | None = None) -> Simulation:

@@ -89,7 +89,9 @@ def test_without_a_deadline_pacer_sim_or_a_recording_it_says_why(recording: Path
     assert not no_deadline.poll() and "set pacer.deadline (or attach's deadline) to the latency target" in \
         str(no_deadline.error)
     missing = _due(tmp_path / "none.jsonl")
-    assert not missing.poll() and str(missing.error).startswith("no advice yet: cannot read the recording")
+    assert missing.poll()  # the worker reads it, off the driver's thread
+    missing.wait(60)
+    assert missing.latest is None and str(missing.error).startswith("no advice yet: cannot read the recording")
     monkeypatch.setitem(sys.modules, "pacer_sim.advise", None)  # pacer-sim not installed on the driver
     without_sim = _due(recording)
     assert without_sim.poll()

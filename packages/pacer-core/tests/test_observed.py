@@ -57,6 +57,16 @@ def test_an_arrival_dated_before_its_run_started_counts_from_the_start(tmp_path:
     assert observation.rates() == [10.0, 0.0, 20.0]
 
 
+def test_a_line_still_being_written_is_not_read_yet(tmp_path: Path) -> None:
+    """Observe mode's live advice reads the recording while the driver appends to it: text after the last newline
+    is a batch still being written, left out (not a malformed line)."""
+    path = tmp_path / "q.jsonl"
+    Recorder(path, {"query": "q"}).record([_batch(1, 102.0, (0.5,), (10,)), _batch(2, 103.0, (0.5,), (20,))])
+    whole = path.read_text()
+    path.write_text(whole + whole.splitlines()[-1][:25])  # a third line cut short
+    assert [b.seq for b in read(path).batches] == [1, 2]
+
+
 def test_the_arrivals_come_as_often_as_they_were_recorded(tmp_path: Path) -> None:
     """The replay's arrival period is the median gap between recorded arrivals, within 0.05-1 s."""
     def period(times: list[float]) -> float:

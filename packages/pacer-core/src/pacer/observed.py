@@ -141,9 +141,12 @@ def read(path: str | Path) -> Observation:
     """
     where = Path(path)
     try:
-        lines = where.read_text(encoding="utf-8").splitlines()
+        text = where.read_text(encoding="utf-8")
     except OSError as exc:
         raise ObservedError(f"cannot read the recording {where}: {exc.strerror or exc}") from None
+    # every line is written whole with its newline: text after the last one is a line still being written (read
+    # while the query runs) or cut short (the driver died mid-write), not yet part of the recording
+    lines = text[:text.rfind("\n") + 1].splitlines()
     observation: Observation | None = None
     started = -math.inf  # the run's start: data dated earlier (a backlog, by its own time) arrived for it then
     for number, text in enumerate(lines, 1):

@@ -3,11 +3,11 @@
 ``pacer advise RECORDING`` (:mod:`pacer_sim.advise`) answers from a recording after the fact; an observed query
 (``pacer.observe``) gets the same answer while it runs, in pacer's report (the query's ``advice``) and in Spark's
 metrics system and progress (the ``pacerAdvice...`` figures, :data:`METRICS`). Every ``pacer.observe.adviseEvery``
-(default 5 minutes; ``0``: never) the driver reads the recording as written so far (on its own thread, so no line
-is read half written) and hands it to one worker thread, which replays it on the simulator; a replay still running
-is never started twice, and its figures replace the last ones when it ends. Pacing is never affected: the advice
-needs pacer-sim and the query's deadline (``pacer.deadline``, else ``attach``'s), and where either is missing, or the replay fails,
-``error`` says so and what to do.
+(default 5 minutes; ``0``: never) the driver starts one worker thread, which reads the recording's lines written
+so far (:func:`pacer.observed.read` leaves out one still being written) and replays them on the simulator, off the
+driver's thread and lock; a replay still running is never started twice, and its figures replace the last ones when
+it ends. Pacing is never affected: the advice needs pacer-sim and the query's deadline (``pacer.deadline``, else
+``attach``'s), and where either is missing, or the replay fails, ``error`` says so and what to do.
 """
 
 from __future__ import annotations
@@ -63,17 +63,11 @@ class Advisor:
 
     def poll(self) -> bool:
         """Start a replay if one is due, none is running and advice is possible; whether one started. Called on the
-        driver's thread (after the recording was appended to)."""
+        driver's thread, under its lock (after the recording was appended to): it only starts the worker."""
         if self.deadline_s is None or self._clock() < self._next or self.running:
             return False
         self._next = self._clock() + self.every_s
-        try:
-            observation = read(self.path)
-        except ObservedError as exc:
-            self.error = f"no advice yet: {exc}"
-            return False
-        self._worker = threading.Thread(target=self._advise, args=(observation,), name="pacer-observe-advice",
-                                        daemon=True)
+        self._worker = threading.Thread(target=self._advise, name="pacer-observe-advice", daemon=True)
         self._worker.start()
         return True
 
@@ -86,8 +80,13 @@ class Advisor:
         if self._worker is not None:
             self._worker.join(timeout_s)
 
-    def _advise(self, observation: Any) -> None:
+    def _advise(self) -> None:
         assert self.deadline_s is not None
+        try:
+            observation = read(self.path)  # the lines written whole so far: one being written is left out
+        except ObservedError as exc:
+            self.error = f"no advice yet: {exc}"
+            return
         try:
             from pacer_sim.advise import AdviseConfig, advise
         except ImportError:

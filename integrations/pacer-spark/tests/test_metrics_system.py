@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pacer_spark.driver.advice import METRICS as ADVICE_METRICS
+from pacer_spark.driver.scaling import METRICS as SCALING_METRICS
 
 pytestmark = pytest.mark.spark
 
@@ -43,3 +44,6 @@ def test_a_paced_querys_gauges_and_counters_reach_the_prometheus_servlet(tmp_pat
     advice = {name: value for name, value in series.items() if name.startswith("advice") and name.endswith("_Value")}
     assert sorted(advice) == sorted(f"{m[5].lower()}{m[6:]}_Value" for m in ADVICE_METRICS), sorted(series)
     assert all(math.isnan(value) for value in advice.values()), advice
+    # the executors' gauges too: none where pacer does not scale them (local mode)
+    scaling = {f"{m[5].lower()}{m[6:]}_Value" for m in SCALING_METRICS}
+    assert scaling <= set(series) and all(math.isnan(series[name]) for name in scaling), sorted(series)

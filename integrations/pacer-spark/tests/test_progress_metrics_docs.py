@@ -1,6 +1,6 @@
-"""The README's tables of pacer's figures in Spark's progress are :data:`METRICS` and observe mode's advice's, name for
-name and word for word: a
-metric added, renamed or reworded in the code and not in the docs (or the other way round) fails here."""
+"""The README's tables of pacer's figures in Spark's progress are :data:`METRICS`, observe mode's advice's and the
+executors', name for name and word for word: a metric added, renamed or reworded in the code and not in the docs
+(or the other way round) fails here."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pacer_spark.driver.advice import METRICS as ADVICE_METRICS
 from pacer_spark.driver.protocol.progress_metrics import METRICS
+from pacer_spark.driver.scaling import METRICS as SCALING_METRICS
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 ROW = re.compile(r"^\| `(pacer[A-Z][A-Za-z]+)` \| (.+?) \|$")
@@ -16,4 +17,4 @@ ROW = re.compile(r"^\| `(pacer[A-Z][A-Za-z]+)` \| (.+?) \|$")
 
 def test_the_readme_s_progress_metrics_table_is_the_code_s() -> None:
     documented = {m.group(1): m.group(2) for line in README.read_text().splitlines() if (m := ROW.match(line))}
-    assert documented == {**METRICS, **ADVICE_METRICS}
+    assert documented == {**METRICS, **ADVICE_METRICS, **SCALING_METRICS}

@@ -198,9 +198,9 @@ class PacerConfig:
     :ivar progress_timeout: seconds after a sink's end when a batch without a progress event is completed.
     :ivar scale: the scaling strategy: ``fixed`` (the default: the executors stay), ``deadline`` (pacer-scaler),
         ``spark-dynamic`` (Spark's dynamic allocation); conf ``scale``, its parameters ``param.scale.<name>``.
-    :ivar executors: ``(min, max)`` executors a scaler may hold (``"1:3"`` as a conf, ``scale.executors``); the
-        session starts with ``min`` (or ``scale.initial``).
-    :ivar initial_executors: executors at the start (conf ``scale.initial``; None: ``min``).
+    :ivar executors: ``(min, max)`` executors a scaler may hold (``"1:3"`` as a conf, ``scale.executors``).
+    :ivar initial_executors: executors at the start (conf ``scale.initial``; None: those Spark runs at attach, within
+        the bounds: a restart with a backlog keeps them until the strategy decides).
     :ivar scale_every: seconds between scaling decisions (conf ``scale.every``; ``"5s"`` is parsed).
     :ivar engine_profile: what this engine measured the session's queries to cost (``pacer calibrate --runtime
         spark``; conf ``engineProfile``, the file's path): each query of its workload starts its service-time model

@@ -43,7 +43,7 @@ from pacer_spark.driver.pools import DEFAULT_LADDER
 from pacer_spark.driver.protocol.paced import PacedQueries
 from pacer_spark.driver.protocol.readers import AdmissionService, ReplayGuard, SourceState
 from pacer_spark.driver.protocol.registry import QueryRegistry
-from pacer_spark.driver.scaling import ExecutorScaling
+from pacer_spark.driver.scaling import ExecutorScaling, ScalingClock
 from pacer_spark.errors import ScalingRefused
 from pacer_spark.gen_plan import GEN_FORMAT
 from pacer_spark.jvm import executor_requests, jar, status_store, stream_query, task_time
@@ -131,13 +131,20 @@ class PacerSession:
         self.closed = False
         if self.paced_service is not None:
             self.paced_service.connect()
+        #: the scaler's own clock: executors follow the load while no source asks
+        self.scaling_clock = ScalingClock(self.driver.scaling_turn) if self.scaling is not None else None
+        if self.scaling_clock is not None:
+            self.scaling_clock.start()
 
     def _shuffle_partitions(self) -> int:
         """The session's ``spark.sql.shuffle.partitions``: a query's default parallelism."""
         return int(self.spark.conf.get("spark.sql.shuffle.partitions", "2") or 2)
 
     def _task_slots(self) -> int | None:
-        """How many tasks Spark runs at once now (the executors' cores on a cluster, the threads in local mode)."""
+        """How many tasks Spark runs at once now (the executors' cores on a cluster, the threads in local mode; those
+        of executors pacer asked to leave left out)."""
+        if self.scaling is not None and self.scaling.enact:
+            return self.scaling.task_slots()
         return status_store.task_slots(self.spark)
 
     @property
@@ -349,6 +356,8 @@ class PacerSession:
         if self.closed:
             return
         self.closed = True
+        if self.scaling_clock is not None:
+            self.scaling_clock.stop()
         self.admission.stop(timeout)
         # the last triggers' progress events and task ends are on their way: to pacer's listeners before they go
         task_time.wait_for_listeners(self.spark, min(timeout, REPORT_LISTENERS_WAIT_S))
@@ -360,6 +369,8 @@ class PacerSession:
         self.server.close()
         if self.paced_service is not None:
             self.paced_service.close()
+        if self.scaling is not None:
+            self.scaling.close()
         self.enactment.close()
         if self.task_time is not None:
             task_time.remove_task_time(self.spark, self.task_time)
@@ -453,15 +464,19 @@ def _scaling(spark: SparkSession, config: PacerConfig, pm: Any) -> ExecutorScali
     refusal = executor_requests.scaling_refusal(spark, config.scale)
     if refusal is not None:
         raise ScalingRefused(refusal)
-    cores = int(spark.conf.get("spark.executor.cores", "1") or 1)
+    cores = int(spark.conf.get("spark.executor.cores", "0") or 0)  # unset: read from the executors Spark lists
     watch = config.scale == "spark-dynamic"
     bounds = config.executors or (_allocation_bounds(spark) if watch else None)
     assert bounds is not None  # PacerConfig refuses a pacer strategy without bounds
+    initial = config.initial_executors
+    if initial is None and not watch:  # keep what Spark runs now (a restart with a backlog needs it), in bounds
+        running = status_store.live_executors(spark) or []
+        initial = min(bounds[1], max(bounds[0], len(running)))
     scaler = Scaler(config.scale, config.scale_params, plugin_manager=pm, executors=bounds,
-                    initial=None if watch else config.initial_executors, cores_per_executor=cores,
+                    initial=None if watch else initial, cores_per_executor=max(1, cores),
                     every_s=config.scale_every, fallback=config.fallback)
     profile = config.engine_profile
-    scaling = ExecutorScaling(scaler, spark, enact=not watch,
+    scaling = ExecutorScaling(scaler, spark, enact=not watch, learn_cores=cores == 0,
                               startup_s=profile.executor_startup_s if profile is not None else None)
     scaling.start()
     return scaling

@@ -166,6 +166,9 @@ class Driver:
         self.scaling = scaling
         self.cores = cores
         self._cores_seen_at: float | None = None
+        self._scaling_seen = -1  # the scaling's revision the task slots were last read at
+        #: the scaling strategy failed on the scaler's own clock with fallback off: the next ask raises it
+        self.scaling_error: ScalingError | None = None
         self.clock = clock
         self.replay = replay
         self.guard = Guard()
@@ -263,13 +266,19 @@ class Driver:
         (FAIR/RDAS). None: nothing admitted now.
         """
         with self.guard.held() as held:
+            if self.scaling_error is not None:
+                raise self.scaling_error
             books = self._books(held)
-            self.follow_cores(held)
-            self.follow_scale(held)
             if not ask.report(books):
                 held.notify_all()
                 return None
             ask.arrive(books)
+            # after the ask completed its previous batch (a removal waits for none then), and the slots after the
+            # scaler (a batch is sized for the executors that will run it)
+            self.follow_scale(held)
+            self.follow_cores(held)
+            if self.scaling is not None and not (ask.whole or ask.drain) and self.scaling.holding():
+                return None  # a removal is due: no batch until the running ones complete (a drain never waits)
             if ask.whole:
                 batch = self.take_all(held, ask.query_id)
                 drained = batch is not None
@@ -346,8 +355,12 @@ class Driver:
         it until the cluster manager replaces it, and one added brings more (dynamic allocation)."""
         held.check()
         now = self.clock()
-        if self.cores is None or (self._cores_seen_at is not None and now - self._cores_seen_at < CORES_EVERY_S):
+        changed = self.scaling is not None and self.scaling.revision != self._scaling_seen
+        if self.cores is None or (not changed and self._cores_seen_at is not None
+                                  and now - self._cores_seen_at < CORES_EVERY_S):
             return
+        if self.scaling is not None:
+            self._scaling_seen = self.scaling.revision
         self._cores_seen_at = now
         before = self.controller.cores
         cores = self.cores()
@@ -368,6 +381,17 @@ class Driver:
             raise
         except Exception as exc:  # the cluster manager refused or the JVM is stopping: the executors stay
             log.warning("pacer: scaling the executors failed (%s: %s); they stay as they are", type(exc).__name__, exc)
+
+    def scaling_turn(self) -> None:
+        """The scaler's own clock's turn (:class:`pacer_spark.driver.scaling.ScalingClock`): executors follow the
+        load while no source asks."""
+        with self.guard.held() as held:
+            try:
+                self.follow_scale(held)
+            except ScalingError as exc:  # the next ask fails with it, as it would have at the ask
+                self.scaling_error = exc
+            self.follow_cores(held)
+            held.notify_all()
 
     def admit(self, held: Held, query_id: str) -> MicroBatch | None:
         """Ask the query's admission strategy (nothing while its previous batch runs)."""

@@ -1,38 +1,56 @@
-"""The fourth decision on Spark: the session's :class:`pacer.scaler.Scaler`, asked between admissions, enacted
-through the cluster manager (:mod:`pacer_spark.jvm.executor_requests`).
+"""The fourth decision on Spark: the session's :class:`pacer.scaler.Scaler`, enacted through the cluster manager.
 
-The driver calls :meth:`ExecutorScaling.follow` under its lock at every ask, before the ask's admission; it reads
-Spark's executors and asks the strategy only once its period passed (or while a removal waits). More executors
-are asked for at once (``requestTotalExecutors``). Fewer are called off first where
-they have not started (``requestTotalExecutors`` with the lower total), then removed only between batches: while any admitted batch
-of a paced query has not completed, the removal waits (the driver's lock keeps the next batch from being admitted
-while it is made), at most :data:`REMOVAL_TIMEOUT_S`, after which only executors running no task are removed. The
-start-up time the strategy sees is the last one observed from a request to the executors running. An executor asked
-to leave is no longer counted, though Spark's status store lists it until its removal is processed (asked again,
-it was recorded as a second removal).
+The truth about the executors is Spark's status store (the executors it lists, their cores and running tasks); the
+truth about what was asked is this module's record of its calls. :meth:`ExecutorScaling.follow` runs under the
+driver's lock, on the scaler's own clock (:class:`ScalingClock`, every second) and at each ask; it never waits on
+the cluster manager: its calls go to :mod:`pacer_spark.driver.cluster_calls`' thread and what came of them is read
+at the next turn.
 
-With ``enact=False`` (``spark-dynamic``: Spark's own dynamic allocation decides) it only watches: at each period the
-executors running are recorded, and each change in them is kept as a change of the strategy's record, so that a
-report shows Spark's allocation beside pacer's.
+- More executors: a request for the new total at once. One not running ``grant_timeout`` after it was asked is
+  reported ungranted (it is not counted as held: what is held is what Spark lists).
+- Fewer: the new total at once (executors asked for and not started are called off), then a removal of running
+  ones between batches: while one is due, the driver admits no batch (:meth:`ExecutorScaling.holding`, at most
+  :data:`REMOVAL_TIMEOUT_S`), and once no admitted batch runs, executors running no task are removed. A removal
+  the cluster manager refused is reported and made again; the executors it named count again meanwhile.
+- Cores per executor and the task slots are read from Spark's executors (a standalone executor takes all of its
+  worker's cores unless ``spark.executor.cores`` says otherwise); slots leave out executors asked to leave.
+
+With ``enact=False`` (``spark-dynamic``: Spark's own dynamic allocation decides) it only watches and records.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from pacer.scaler import Scaler
+from pacer_spark.driver.cluster_calls import CallResult, Calls, ClusterCalls
 from pacer_spark.jvm import executor_requests, status_store
 from pacer_spark.jvm.status_store import LiveExecutor
 
 log = logging.getLogger("pacer_spark.driver.scaling")
 
-#: Seconds a removal waits for the running batches before it takes only executors running no task.
+#: Seconds a due removal holds the next batch at most, waiting for the running ones to complete.
 REMOVAL_TIMEOUT_S = 30.0
 #: Seconds an executor is taken to need to start before one was seen to (a standalone worker: a few).
 DEFAULT_STARTUP_S = 10.0
+#: Seconds after which executors asked for and not running are reported ungranted (or three start-ups, if longer).
+GRANT_TIMEOUT_S = 60.0
+#: Seconds between two turns of the scaler's own clock.
+TICK_S = 1.0
+
+#: The executors' figures in a paced query's progress and Spark's metrics system, with what each holds.
+METRICS: dict[str, str] = {
+    "pacerExecutorsRunning": "executors taking tasks now (Spark's list, less those asked to leave)",
+    "pacerExecutorsHeld": "executors the application holds now (Spark's list, leaving ones included)",
+    "pacerExecutorsWanted": "executors the scaling strategy wants (the cluster manager's target)",
+    "pacerScalingChanges": "changes of the executors wanted so far",
+    "pacerScalingRefused": "cluster-manager calls refused so far (each made again)",
+    "pacerScalingUngrantedExecutors": "executors asked for and not running after the grant timeout",
+}
 
 
 class ExecutorScaling:
@@ -41,128 +59,294 @@ class ExecutorScaling:
     :param scaler: the strategy's runner (bounds, cores per executor, period, record).
     :param spark: the session whose executors change.
     :param clock: seconds, monotonic (the Controller's clock).
-    :param live: reads the active executors (default: Spark's status store).
-    :param request: asks for a total of executors; ``kill`` removes named ones (defaults: the JVM calls; removal
+    :param live: reads the listed executors (default: Spark's status store; None: unreadable now).
+    :param calls: makes the cluster manager's calls (default: :class:`ClusterCalls` on the session's JVM; removal
         decommissions where the session has ``spark.decommission.enabled`` on).
-    :param enact: False: only watch the executors Spark's dynamic allocation holds (module docstring).
+    :param enact: False: only watch the executors Spark's dynamic allocation holds.
     :param startup_s: seconds an executor is taken to need to start until one is seen to (None:
         :data:`DEFAULT_STARTUP_S`; an engine profile's measured start-up).
+    :param learn_cores: read cores per executor from the executors Spark lists (False: keep the scaler's).
     :ivar target: the executors the strategy wants now (the cluster manager's target too).
-    :ivar removal_since: when a removal still to be made was decided (None: none waits).
+    :ivar removal_since: when the removal still to be made became due (None: none is).
     """
 
     def __init__(self, scaler: Scaler, spark: Any, *, clock: Callable[[], float] = time.monotonic,
-                 live: Callable[[], list[LiveExecutor] | None] | None = None,
-                 request: Callable[[int], bool] | None = None, kill: Callable[[list[str]], bool] | None = None,
-                 enact: bool = True, startup_s: float | None = None) -> None:
+                 live: Callable[[], list[LiveExecutor] | None] | None = None, calls: Calls | None = None,
+                 enact: bool = True, startup_s: float | None = None, learn_cores: bool = True) -> None:
         self.scaler = scaler
         self.enact = enact
         self.clock = clock
         self.started = clock()
         self._live = live or (lambda: status_store.live_executors(spark))
-        self._request = request or (lambda n: executor_requests.request_total(spark, n))
-        gently = kill is None and spark is not None and executor_requests.decommissions(spark)
-        remove = executor_requests.decommission if gently else executor_requests.kill
-        self._kill = kill or (lambda ids: remove(spark, ids))
-        self.how = "decommissioned" if gently else "killed"
+        gently = calls is None and spark is not None and executor_requests.decommissions(spark)
+        self.how = "decommissioned" if gently else "removed"
+        if calls is None and enact:
+            remove = executor_requests.decommission if gently else executor_requests.kill
+            calls = ClusterCalls(lambda n: executor_requests.request_total(spark, n), lambda ids: remove(spark, ids),
+                                 clock=clock)
+        self.calls = calls
+        self.learn_cores = learn_cores
         self.target = scaler.initial
         self.startup_s = DEFAULT_STARTUP_S if startup_s is None else startup_s
-        self._asked_at: float | None = None
         self.removal_since: float | None = None
         self.removed: list[dict[str, Any]] = []
+        self.refused: list[dict[str, Any]] = []
+        self.ungranted: list[dict[str, Any]] = []
+        self.ignored = 0  # answers to no call of this run's, or answered already
+        #: bumps when the executors taking tasks may have changed (the driver then reads the task slots again)
+        self.revision = 0
+        self._asked_at: float | None = None
+        self._request_refused = False
+        self._removal: tuple[int, tuple[str, ...]] | None = None  # (seq, ids) asked and not yet answered
+        self._removal_at = 0.0
+        self._retry_at = -1.0
+        self._excess = False  # more executors ran than wanted at the last turn
+        self.deferrals: list[dict[str, Any]] = []
         self._leaving: set[str] = set()  # removed, and still listed until Spark's status store hears of it
+        self._answered: set[int] = set()
+        self._ungranted_since: float | None = None
+        self._listed: list[LiveExecutor] = []
 
-    def _running(self) -> list[LiveExecutor] | None:
-        """The executors running and not asked to leave (None: the status store cannot be read)."""
-        live = self._live()
-        if live is None:
+    # ------------------------------------------------------------------ what Spark has
+
+    def _read(self) -> list[LiveExecutor] | None:
+        """The executors taking tasks: listed, not removed and not named by a removal in flight (None: unreadable)."""
+        listed = self._live()
+        if listed is None:
             return None
-        self._leaving &= {e.id for e in live}
-        return [e for e in live if e.id not in self._leaving]
+        self._listed = listed
+        before = len(self._leaving)
+        self._leaving &= {e.id for e in listed}
+        self.revision += before != len(self._leaving)
+        going = self._leaving | set(self._removal[1] if self._removal else ())
+        if self.learn_cores and listed:
+            cores = max(e.cores for e in listed)
+            if cores >= 1 and cores != self.scaler.cores_per_executor:
+                log.info("pacer: executors have %d cores each (Spark's list; was taken as %d)", cores,
+                         self.scaler.cores_per_executor)
+                self.scaler.cores_per_executor = cores
+        return [e for e in listed if e.id not in going]
+
+    def task_slots(self) -> int | None:
+        """Cores of the executors taking tasks (those asked to leave left out); None: unreadable or none."""
+        running = self._read()
+        return (sum(e.cores for e in running) or None) if running is not None else None
+
+    def holding(self, now: float | None = None) -> bool:
+        """Whether the driver should admit no batch now: a removal is due and waits for the running batches (at most
+        :data:`REMOVAL_TIMEOUT_S`), or its call is not yet answered."""
+        if not self.enact:
+            return False
+        now = self.clock() if now is None else now
+        due = self.removal_since is not None and now - self.removal_since < REMOVAL_TIMEOUT_S
+        return due or (self._removal is not None and now - self._removal_at < REMOVAL_TIMEOUT_S)
+
+    # ------------------------------------------------------------------ turns
 
     def start(self) -> None:
-        """Ask for the initial executors, and let any beyond them go (no batch has run yet); watching, record the
-        executors there are."""
+        """Ask for the initial executors (any beyond them are removed at the first turn, before a batch runs);
+        watching, record the executors there are."""
         if not self.enact:
-            self.target = len(self._running() or [])
+            self.target = len(self._read() or [])
             self.scaler.record(0.0, self.target, "")
             self._observe(self.target)
             return
-        self._request(self.target)
+        assert self.calls is not None
+        self.calls.request_total(self.target)
         self._asked_at = self.clock()
-        live = self._running() or []
-        if len(live) > self.target:
-            self._remove(live, len(live) - self.target, idle_only=False)
-        self._observe(len(live[: self.target]) if live else 0)
+        running = self._read() or []
+        self._observe(min(len(running), self.target))
 
     def follow(self, controller: Any, *, batches_running: bool) -> None:
-        """The driver's turn (under its lock, between admissions): ask the strategy when due, then enact."""
+        """One turn (under the driver's lock; never waits on the cluster manager): read what came of the calls and
+        what Spark lists, ask the strategy when due, then ask the cluster manager for what it wants."""
         now = self.clock()
-        if not self.scaler.due(now - self.started) and self.removal_since is None:
-            return
+        due = self.scaler.due(now - self.started)
         if not self.enact:
-            self._watch(now - self.started)
+            if due:
+                self._watch(now - self.started)
             return
-        live = self._running()
-        if live is None:
+        assert self.calls is not None
+        answered = self._answers(now)
+        if not (due or answered or self._excess or self._removal is not None or self._asked_at is not None):
             return
-        running = len(live)
-        if self._asked_at is not None and running >= self.target:
-            if running > 0 and now > self._asked_at:
-                self.startup_s = now - self._asked_at
-            self._asked_at = None
-        if self.scaler.due(now - self.started):
-            pending = max(0, self.target - running)
-            removing = max(0, running - self.target)
-            wanted = self.scaler.decide(controller, running=running, pending=pending, removing=removing,
-                                        startup_s=self.startup_s, peak_tasks=sum(e.active_tasks for e in live),
+        running = self._read()
+        if running is None:
+            return
+        self._started(now, len(running))
+        if due:
+            pending = max(0, self.target - len(running))
+            removing = max(0, len(running) - self.target)
+            wanted = self.scaler.decide(controller, running=len(running), pending=pending, removing=removing,
+                                        startup_s=self.startup_s, peak_tasks=sum(e.active_tasks for e in running),
                                         now=now - self.started)
-            if wanted != self.target:
-                self._request(wanted)  # fewer: executors asked for and not started are called off first
+            if wanted != self.target or self._request_refused:
+                self._request_refused = False
+                self.calls.request_total(wanted)  # fewer: executors asked for and not started are called off first
                 if wanted > self.target:
-                    self._asked_at = now
+                    self._asked_at, self._ungranted_since = now, None
                 self.target = wanted
-        if running <= self.target:
+        self._observe(self._remove(running, now, batches_running=batches_running))
+
+    def _answers(self, now: float) -> bool:
+        """Take in what came of the calls; whether any answer to this run's calls came."""
+        assert self.calls is not None
+        came = False
+        for result in self.calls.results():
+            call = result.call
+            if call.run != self.calls.run or call.seq in self._answered:
+                self.ignored += 1  # a previous run's, or one answered already
+                continue
+            self._answered.add(call.seq)
+            came = True
+            if call.kind == "remove":
+                self._removed(result, now)
+            elif not result.taken:
+                self._refused(result, now)
+                self._request_refused = call.total == self.target
+        return came
+
+    def _removed(self, result: CallResult, now: float) -> None:
+        call = result.call
+        if self._removal is not None and self._removal[0] == call.seq:
+            self._removal = None
+        self.revision += 1
+        if not result.taken:  # the executors it named take tasks again; the next turn removes again
+            self._refused(result, now)
+            return
+        self._leaving.update(call.ids)
+        self.removed.append({"at": round(now - self.started, 3), "executors": list(call.ids), "how": self.how,
+                             "took_s": round(result.took_s, 3)})
+        log.info("pacer: %s executor(s) %s (scaling strategy %r)", self.how, ", ".join(call.ids), self.scaler.name)
+        assert self.calls is not None
+        self.calls.request_total(self.target)  # Spark lowered its target by the executors removed: the strategy's
+
+    def _refused(self, result: CallResult, now: float) -> None:
+        call = result.call
+        what = {"request": call.total} if call.kind == "request" else {"remove": list(call.ids)}
+        self.refused.append({"at": round(now - self.started, 3), **what, "error": result.error})
+
+    def _started(self, now: float, running: int) -> None:
+        """Learn the start-up time once what was asked for runs; report executors not granted in time."""
+        if self._asked_at is None:
+            return
+        if running >= self.target:
+            if running > 0 and now > self._asked_at and self._ungranted_since is None:
+                self.startup_s = now - self._asked_at
+            self._asked_at = self._ungranted_since = None
+            self.revision += 1
+            return
+        if self._ungranted_since is None and now - self._asked_at >= max(GRANT_TIMEOUT_S, 3 * self.startup_s):
+            self._ungranted_since = now
+            self.ungranted.append({"at": round(now - self.started, 3), "wanted": self.target, "running": running})
+            log.warning("pacer: %d executor(s) asked for %.0f s ago are not running (the cluster manager has not "
+                        "granted them: free workers or cores, spark.cores.max); pacer counts the %d running",
+                        self.target - running, now - self._asked_at, running)
+
+    def _remove(self, running: list[LiveExecutor], now: float, *, batches_running: bool) -> int:
+        """Remove what runs beyond the target once no batch runs (module docstring); how many executors take tasks
+        after this turn."""
+        assert self.calls is not None
+        if self._removal is not None and now - self._removal_at >= REMOVAL_TIMEOUT_S and \
+                self.calls.cancel(self._removal[0]):  # never made (a cluster manager that does not answer)
+            self._deferred(now, f"its call waited {REMOVAL_TIMEOUT_S:g} s behind others")
+            running = running + [e for e in self._listed if e.id in self._removal[1]]
+            self._removal = None
+            self.revision += 1
+        excess = len(running) - self.target
+        self._excess = excess > 0
+        if excess <= 0:
             self.removal_since = None
-        else:  # more run than wanted, whichever way the target last moved
-            since = self.removal_since = now if self.removal_since is None else self.removal_since
-            timed_out = now - since >= REMOVAL_TIMEOUT_S
-            if not batches_running or timed_out:
-                running -= self._remove(live, running - self.target, idle_only=batches_running)
-        self._observe(running)  # after a removal, without the executors just removed
+            return len(running)
+        if self._removal is not None:
+            return len(running)  # its answer comes at a later turn
+        if batches_running:
+            if now < self._retry_at:
+                return len(running)  # a removal waited out its hold lately: the batches run on meanwhile
+            if self.removal_since is None:
+                self.removal_since = now
+            elif now - self.removal_since >= REMOVAL_TIMEOUT_S:
+                self._deferred(now, f"batches ran for {REMOVAL_TIMEOUT_S:g} s")
+            return len(running)
+        chosen = tuple(e.id for e in reversed(running) if e.active_tasks == 0)[:excess]  # newest first
+        if not chosen:
+            return len(running)
+        call = self.calls.remove(list(chosen))
+        self._removal, self._removal_at = (call.seq, chosen), now
+        self.revision += 1
+        if len(chosen) >= excess:
+            self.removal_since = None
+        return len(running) - len(chosen)
+
+    def _deferred(self, now: float, why: str) -> None:
+        """A due removal stops holding the batches (``why``); it is made the next time none runs."""
+        self.removal_since = None
+        self._retry_at = now + REMOVAL_TIMEOUT_S
+        self.deferrals.append({"at": round(now - self.started, 3), "why": why})
+        log.info("pacer: a removal of executors waits for a moment no batch runs (%s)", why)
 
     def _watch(self, at: float) -> None:
         """Record the executors Spark's dynamic allocation holds now (``enact=False``)."""
         self.scaler.last_call = at
-        live = self._running()
+        live = self._read()
         if live is None:
             return
         self.target = len(live)
         self.scaler.record(at, self.target, "Spark's dynamic allocation")
         self._observe(self.target)
 
-    def _remove(self, live: list[LiveExecutor], count: int, *, idle_only: bool) -> int:
-        """Remove ``count`` executors, the newest first (only those running no task when ``idle_only``); how many."""
-        chosen = [e.id for e in reversed(live) if not idle_only or e.active_tasks == 0][:count]
-        if not chosen:
-            return 0
-        self._kill(chosen)
-        self._leaving.update(chosen)
-        self._request(self.target)  # Spark lowers its target by the executors killed: set it to the strategy's
-        at = self.clock() - self.started
-        self.removed.append({"at": round(at, 3), "executors": chosen, "between_batches": not idle_only, "how": self.how})
-        log.info("pacer: removed executor(s) %s (scaling strategy %r)", ", ".join(chosen), self.scaler.name)
-        if len(live) - len(chosen) <= self.target:
-            self.removal_since = None
-        return len(chosen)
-
     def _observe(self, running: int) -> None:
-        self.scaler.observe(self.clock() - self.started, running=running, held=max(running, self.target))
+        held = len(self._listed) if self._listed else running
+        self.scaler.observe(self.clock() - self.started, running=running, held=held)
+
+    # ------------------------------------------------------------------ what it says
+
+    def metrics(self) -> dict[str, str]:
+        """:data:`METRICS`, now."""
+        running = self.scaler.timeline[-1][1] if self.scaler.timeline else 0
+        return {"pacerExecutorsRunning": str(running), "pacerExecutorsHeld": str(len(self._listed)),
+                "pacerExecutorsWanted": str(self.target), "pacerScalingChanges": str(len(self.scaler.changes)),
+                "pacerScalingRefused": str(len(self.refused)),
+                "pacerScalingUngrantedExecutors": str(self.target - running if self._ungranted_since else 0)}
 
     def report(self) -> dict[str, Any]:
-        """The report's ``scaling`` section: the strategy's record, the start-up last observed, each removal."""
+        """The report's ``scaling`` section: the strategy's record, the start-up last observed, each removal, each
+        refused call and each request not granted in time."""
         end = self.clock() - self.started
-        return {**self.scaler.report(0.0, end), "startup_s": round(self.startup_s, 3), "removals": list(self.removed)}
+        return {**self.scaler.report(0.0, end), "startup_s": round(self.startup_s, 3), "removals": list(self.removed),
+                "refused": list(self.refused), "ungranted": list(self.ungranted), "deferred": list(self.deferrals),
+                "answers_ignored": self.ignored}
+
+    def close(self) -> None:
+        """Make no more cluster-manager calls."""
+        if isinstance(self.calls, ClusterCalls):
+            self.calls.close()
 
 
-__all__ = ["REMOVAL_TIMEOUT_S", "ExecutorScaling"]
+class ScalingClock:
+    """The scaler's own clock: a daemon thread that gives the driver a scaling turn every :data:`TICK_S` seconds,
+    so that executors follow the load while no source asks (the strategy is asked only when its period is due)."""
+
+    def __init__(self, turn: Callable[[], None], every_s: float = TICK_S) -> None:
+        self._turn = turn
+        self._every_s = every_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pacer-scaling-clock", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every_s):
+            try:
+                self._turn()
+            except Exception as exc:  # a stopping JVM: the next turn tries again
+                log.debug("pacer: a scaling turn failed: %s", exc)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+
+__all__ = ["GRANT_TIMEOUT_S", "METRICS", "REMOVAL_TIMEOUT_S", "ExecutorScaling", "ScalingClock"]

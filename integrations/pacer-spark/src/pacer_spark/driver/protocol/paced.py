@@ -675,6 +675,9 @@ class SourceAsk:
         self.metrics = decision_metrics(books, batch)
         if self.q.advisor is not None:
             self.metrics.update(self.q.advisor.metrics())
+        scaling = self.queries.driver.scaling
+        if scaling is not None:
+            self.metrics.update(scaling.metrics())
         return not self.q.observed
 
     def passed(self, books: Books, turn: Turn) -> None:

@@ -34,7 +34,10 @@ public final class PacerMetricsSource implements Source {
     "pacerPreviousBatchBusyCoreSeconds", "pacerPreviousBatchTriggerMs",
     // observe mode's advice (pacer.observe): what pacing would do, replayed from the recording
     "pacerAdvicePacedRowsLatePct", "pacerAdvicePacedBatchesRatio", "pacerAdvicePacedBusyRatio",
-    "pacerAdviceReplayBusyRatio", "pacerAdviceFewestExecutors"
+    "pacerAdviceReplayBusyRatio", "pacerAdviceFewestExecutors",
+    // the application's executors, where pacer scales them (pacer_spark.driver.scaling.METRICS)
+    "pacerExecutorsRunning", "pacerExecutorsHeld", "pacerExecutorsWanted", "pacerScalingChanges",
+    "pacerScalingRefused", "pacerScalingUngrantedExecutors"
   };
 
   private static final Map<String, PacerMetricsSource> SOURCES = new ConcurrentHashMap<>();

@@ -1,6 +1,11 @@
 """The conformance suite over every installed strategy (narrow with PACER_CONFORMANCE_STRATEGIES)."""
 
-from pacer_conformance import AdmissionConformance, PlacementConformance, SchedulingConformance
+from pacer_conformance import (
+    AdmissionConformance,
+    PlacementConformance,
+    ScalingConformance,
+    SchedulingConformance,
+)
 
 
 class TestAdmission(AdmissionConformance):
@@ -12,4 +17,8 @@ class TestScheduling(SchedulingConformance):
 
 
 class TestPlacement(PlacementConformance):
+    pass
+
+
+class TestScaling(ScalingConformance):
     pass

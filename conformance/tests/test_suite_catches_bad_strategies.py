@@ -8,15 +8,20 @@ import pytest
 
 from pacer import (
     AdmissionDecision,
+    ClusterView,
     Controller,
     DatasetBuffer,
     LedgerViolation,
+    QueryLoad,
+    ScaleDecision,
     StrategyContext,
     StrategyError,
     StrategyInfo,
     hookimpl,
 )
 from pacer.clock import ManualClock
+from pacer.scaler import ScalingError
+from pacer_conformance import ScalingConformance, scaling
 from pacer_conformance.harness import drive, steady_arrivals
 from pacer_workloads import make_query
 
@@ -63,3 +68,60 @@ def test_an_over_admitting_strategy_is_named() -> None:
     c, clock = _controller(OverAdmits(), "greedy")
     with pytest.raises(StrategyError, match="admission strategy 'greedy'.*admits 2"):
         drive(c, clock, {"q": steady_arrivals("q", start=0, end=5)}, until=50)
+
+
+class Flapping:
+    """Wants 1 and 8 executors by turns."""
+
+    def __init__(self) -> None:
+        self.turns = 0
+
+    @hookimpl
+    def pacer_strategies(self) -> Sequence[StrategyInfo]:
+        return [StrategyInfo("flapping", frozenset({"scaling"}))]
+
+    @hookimpl
+    def pacer_scale(self, ctx: StrategyContext, queries: Sequence[QueryLoad], cluster: ClusterView,
+                    now: float) -> ScaleDecision | None:
+        if ctx.chosen != "flapping":
+            return None
+        self.turns += 1
+        return ScaleDecision(1 if self.turns % 2 else 8)
+
+
+class RaisesOnBacklog:
+    """Fails once a query holds a backlog."""
+
+    @hookimpl
+    def pacer_strategies(self) -> Sequence[StrategyInfo]:
+        return [StrategyInfo("fragile", frozenset({"scaling"}))]
+
+    @hookimpl
+    def pacer_scale(self, ctx: StrategyContext, queries: Sequence[QueryLoad], cluster: ClusterView,
+                    now: float) -> ScaleDecision | None:
+        if ctx.chosen != "fragile":
+            return None
+        if any(q.backlog_bytes > 10_000_000 for q in queries):
+            raise ZeroDivisionError("no room")
+        return ScaleDecision(cluster.target)
+
+
+def test_the_scaling_suite_fails_a_flapping_and_a_fragile_strategy(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pacer import plugins
+
+    flapping, fragile = Flapping(), RaisesOnBacklog()
+    real = plugins.get_plugin_manager
+
+    def with_bad(*args: object, **kwargs: object) -> object:
+        pm = real(*args, **kwargs)  # type: ignore[arg-type]
+        pm.register(flapping)
+        pm.register(fragile)
+        return pm
+
+    monkeypatch.setattr(scaling, "get_plugin_manager", with_bad)
+    suite = ScalingConformance()
+    with pytest.raises(AssertionError):
+        suite.test_keeps_still_on_steady_traffic("flapping")
+    with pytest.raises(ScalingError, match="scaling strategy 'fragile' failed: ZeroDivisionError"):
+        suite.test_answers_on_any_load("fragile")
+    suite.test_keeps_still_on_steady_traffic("fragile")  # steady traffic holds no backlog: it passes that one

@@ -16,6 +16,7 @@ installed runtime named by ``PACER_CONFORMANCE_RUNTIME`` (``sim`` unless set), f
 
 from pacer_conformance.decisions import AdmissionConformance, PlacementConformance, SchedulingConformance
 from pacer_conformance.runtime import RunResult, run_scenario, scenario
+from pacer_conformance.scaling import ScalingConformance
 from pacer_conformance.suite import RuntimeConformance, RuntimePlacementConformance
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "RunResult",
     "RuntimeConformance",
     "RuntimePlacementConformance",
+    "ScalingConformance",
     "SchedulingConformance",
     "run_scenario",
     "scenario",

@@ -45,16 +45,27 @@ def drive(
     *,
     until: float,
     cost: Callable[[MicroBatch], float] = default_cost,
+    tick: Callable[[float], None] | None = None,
+    tick_every_s: float = 5.0,
 ) -> HarnessRun:
-    """Play ``arrivals`` into ``controller`` and run until every dataset is processed or ``until``."""
+    """Play ``arrivals`` into ``controller`` and run until every dataset is processed or ``until``; ``tick`` is
+    called at 0 s and every ``tick_every_s`` seconds after (a scaling strategy's turn), whatever else happens."""
     run = HarnessRun(controller)
     loop = EventLoop(controller, poll_interval=POLL_INTERVAL)  # one rank: events at equal times in push order
     for query_id, datasets in arrivals.items():
         for d in datasets:
             loop.push(d.arrival, 0, ("arrive", query_id, d))
+    if tick is not None:
+        loop.push(0.0, 0, ("tick", "", None))
 
     def step(t: float, _: int, event: Any) -> bool:
         clock.now = max(clock.now, t)
+        if isinstance(event, tuple) and event[0] == "tick":
+            assert tick is not None
+            tick(t)
+            if t + tick_every_s <= until:
+                loop.push(t + tick_every_s, 0, ("tick", "", None))
+            return False
         if isinstance(event, str):  # a poll of query ``event``
             batch = loop.poll(event, t)
             if batch is not None:

@@ -1,6 +1,6 @@
 """pytest plugin (``pytest11`` entry point): parametrises the suites over installed strategies.
 
-A suite class sets ``decision`` (``admission``, ``scheduling``, ``placement``);
+A suite class sets ``decision`` (``admission``, ``scheduling``, ``placement``, ``scaling``);
 its tests take a ``strategy`` argument. A subclass may pin ``strategies``.
 """
 

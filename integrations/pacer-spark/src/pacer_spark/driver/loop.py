@@ -261,7 +261,8 @@ class Driver:
     def decide(self, ask: Ask) -> Admitted | None:
         """The one admission loop of every front end (takes the lock; the gate's wait is outside it).
 
-        Under the lock: the ask's reports, its arrivals, the query's admission strategy (:meth:`admit`), the
+        Under the lock: the ask's reports, the executors' scaling and task slots, its arrivals, the query's admission
+        strategy (:meth:`admit`; none while a removal of executors is due, :mod:`pacer_spark.driver.scaling`), the
         admitted batch recorded; then the batch waits for its turn at the gate (FIFO/EDF) or learns its pool
         (FAIR/RDAS). None: nothing admitted now.
         """
@@ -269,14 +270,15 @@ class Driver:
             if self.scaling_error is not None:
                 raise self.scaling_error
             books = self._books(held)
-            if not ask.report(books):
-                held.notify_all()
-                return None
-            ask.arrive(books)
+            reported = ask.report(books)
             # after the ask completed its previous batch (a removal waits for none then), and the slots after the
             # scaler (a batch is sized for the executors that will run it)
             self.follow_scale(held)
             self.follow_cores(held)
+            if not reported:
+                held.notify_all()
+                return None
+            ask.arrive(books)
             if self.scaling is not None and not (ask.whole or ask.drain) and self.scaling.holding():
                 return None  # a removal is due: no batch until the running ones complete (a drain never waits)
             if ask.whole:

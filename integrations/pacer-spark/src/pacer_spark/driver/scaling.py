@@ -216,7 +216,7 @@ class ExecutorScaling:
             return
         self._leaving.update(call.ids)
         self.removed.append({"at": round(now - self.started, 3), "executors": list(call.ids), "how": self.how,
-                             "took_s": round(result.took_s, 3)})
+                             "between_batches": True, "took_s": round(result.took_s, 3)})  # chosen while none ran
         log.info("pacer: %s executor(s) %s (scaling strategy %r)", self.how, ", ".join(call.ids), self.scaler.name)
         assert self.calls is not None
         self.calls.request_total(self.target)  # Spark lowered its target by the executors removed: the strategy's

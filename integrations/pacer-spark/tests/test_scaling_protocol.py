@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
@@ -26,7 +28,7 @@ from pacer.clock import ManualClock
 from pacer.plugins import get_plugin_manager
 from pacer.scaler import Scaler
 from pacer_spark.driver.cluster_calls import Call, CallResult, QueuedCalls
-from pacer_spark.driver.scaling import REMOVAL_TIMEOUT_S, ExecutorScaling
+from pacer_spark.driver.scaling import REMOVAL_TIMEOUT_S, ExecutorScaling, saved_state
 from pacer_spark.jvm.status_store import LiveExecutor
 from pacer_workloads import make_query
 
@@ -273,3 +275,33 @@ def test_spark_dynamic_is_watched_not_enacted() -> None:
     assert [(c["from"], c["to"], c["reason"]) for c in report["changes"]] == [
         (2, 3, "Spark's dynamic allocation"), (3, 1, "Spark's dynamic allocation")]
     assert [point[1] for point in report["executors"]] == [2, 3, 1]
+
+
+def test_the_scaling_keeps_what_it_wants_for_a_restart(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """What the strategy wants and the start-up learned are kept in the checkpoint root at each change and at the
+    end: a restart with a backlog starts from them (pacer_spark.runtime reads them at attach)."""
+    clock = ManualClock()
+    controller = Controller(clock=clock, cores=2, plugin_manager=get_plugin_manager())
+    pm = get_plugin_manager()
+    strategy = Wanted(4)
+    pm.register(strategy)
+    manager = Manager(running=2)
+    calls = QueuedCalls(manager.request, manager.kill, clock=lambda: clock.now)
+    path = tmp_path / "root" / "pacer-scaling.json"
+    scaling = ExecutorScaling(Scaler("drawn", plugin_manager=pm, executors=(1, 5), initial=2, every_s=1.0), None,
+                              clock=lambda: clock.now, live=manager.executors, calls=calls, state_path=path)
+    scaling.start()
+    assert saved_state(path) == {}  # nothing changed yet
+    clock.now = 1.0
+    scaling.follow(controller, batches_running=False)
+    assert saved_state(path)["wanted"] == 4
+    while calls.make():
+        pass
+    manager.start_one()
+    manager.start_one()
+    clock.now = 7.5
+    scaling.follow(controller, batches_running=False)
+    scaling.close()
+    assert saved_state(path) == {"wanted": 4, "startup_s": 6.5, "cores_per_executor": 1, "strategy": "drawn"}
+    path.write_text("{not json")
+    assert saved_state(path) == {} and "cannot be read" in caplog.text

@@ -43,7 +43,7 @@ from pacer_spark.driver.pools import DEFAULT_LADDER
 from pacer_spark.driver.protocol.paced import PacedQueries
 from pacer_spark.driver.protocol.readers import AdmissionService, ReplayGuard, SourceState
 from pacer_spark.driver.protocol.registry import QueryRegistry
-from pacer_spark.driver.scaling import ExecutorScaling, ScalingClock
+from pacer_spark.driver.scaling import ExecutorScaling, ScalingClock, saved_state
 from pacer_spark.errors import ScalingRefused
 from pacer_spark.gen_plan import GEN_FORMAT
 from pacer_spark.jvm import executor_requests, jar, status_store, stream_query, task_time
@@ -452,6 +452,10 @@ def attach(spark: SparkSession, **options: Any) -> PacerSession:
     return session
 
 
+#: The file in a checkpoint root where the executors' scaling keeps its state (:func:`saved_state`).
+SCALING_STATE = "pacer-scaling.json"
+
+
 def _scaling(spark: SparkSession, config: PacerConfig, pm: Any) -> ExecutorScaling | None:
     """The session's executor scaling (:mod:`pacer_spark.driver.scaling`): None for ``fixed`` without bounds; for
     ``spark-dynamic`` one that watches what Spark's own dynamic allocation holds.
@@ -464,20 +468,25 @@ def _scaling(spark: SparkSession, config: PacerConfig, pm: Any) -> ExecutorScali
     refusal = executor_requests.scaling_refusal(spark, config.scale)
     if refusal is not None:
         raise ScalingRefused(refusal)
-    cores = int(spark.conf.get("spark.executor.cores", "0") or 0)  # unset: read from the executors Spark lists
+    cores = conf_cores = int(spark.conf.get("spark.executor.cores", "0") or 0)  # 0: read from Spark's executors
     watch = config.scale == "spark-dynamic"
     bounds = config.executors or (_allocation_bounds(spark) if watch else None)
     assert bounds is not None  # PacerConfig refuses a pacer strategy without bounds
+    state_path = Path(config.checkpoint_root) / SCALING_STATE if config.checkpoint_root and not watch else None
+    saved = saved_state(state_path) if state_path is not None else {}
     initial = config.initial_executors
-    if initial is None and not watch:  # keep what Spark runs now (a restart with a backlog needs it), in bounds
-        running = status_store.live_executors(spark) or []
-        initial = min(bounds[1], max(bounds[0], len(running)))
+    if initial is None and not watch:  # what a previous run wanted, else what Spark runs now, within the bounds
+        running = len(status_store.live_executors(spark) or [])
+        initial = min(bounds[1], max(bounds[0], int(saved.get("wanted", 0)) or running))
+    if not cores and saved.get("cores_per_executor"):
+        cores = int(saved["cores_per_executor"])
     scaler = Scaler(config.scale, config.scale_params, plugin_manager=pm, executors=bounds,
                     initial=None if watch else initial, cores_per_executor=max(1, cores),
                     every_s=config.scale_every, fallback=config.fallback)
     profile = config.engine_profile
-    scaling = ExecutorScaling(scaler, spark, enact=not watch, learn_cores=cores == 0,
-                              startup_s=profile.executor_startup_s if profile is not None else None)
+    startup = saved.get("startup_s") or (profile.executor_startup_s if profile is not None else None)
+    scaling = ExecutorScaling(scaler, spark, enact=not watch, learn_cores=not conf_cores,
+                              startup_s=float(startup) if startup is not None else None, state_path=state_path)
     scaling.start()
     return scaling
 

@@ -12,6 +12,8 @@ at the next turn.
   ones between batches: while one is due, the driver admits no batch (:meth:`ExecutorScaling.holding`, at most
   :data:`REMOVAL_TIMEOUT_S`), and once no admitted batch runs, executors running no task are removed. A removal
   the cluster manager refused is reported and made again; the executors it named count again meanwhile.
+- What it wants and learned (start-up, cores per executor) is kept in the checkpoint root, so a restart with a
+  backlog starts from what was needed, not from the fewest (:func:`saved_state`).
 - Cores per executor and the task slots are read from Spark's executors (a standalone executor takes all of its
   worker's cores unless ``spark.executor.cores`` says otherwise); slots leave out executors asked to leave.
 
@@ -20,10 +22,13 @@ With ``enact=False`` (``spark-dynamic``: Spark's own dynamic allocation decides)
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pacer.scaler import Scaler
@@ -66,13 +71,16 @@ class ExecutorScaling:
     :param startup_s: seconds an executor is taken to need to start until one is seen to (None:
         :data:`DEFAULT_STARTUP_S`; an engine profile's measured start-up).
     :param learn_cores: read cores per executor from the executors Spark lists (False: keep the scaler's).
+    :param state_path: where the scaling keeps what it wants and learned (:func:`saved_state`), written at each
+        change: a restart on the same checkpoint root starts from it (None: nowhere).
     :ivar target: the executors the strategy wants now (the cluster manager's target too).
     :ivar removal_since: when the removal still to be made became due (None: none is).
     """
 
     def __init__(self, scaler: Scaler, spark: Any, *, clock: Callable[[], float] = time.monotonic,
                  live: Callable[[], list[LiveExecutor] | None] | None = None, calls: Calls | None = None,
-                 enact: bool = True, startup_s: float | None = None, learn_cores: bool = True) -> None:
+                 enact: bool = True, startup_s: float | None = None, learn_cores: bool = True,
+                 state_path: Path | None = None) -> None:
         self.scaler = scaler
         self.enact = enact
         self.clock = clock
@@ -86,6 +94,7 @@ class ExecutorScaling:
                                  clock=clock)
         self.calls = calls
         self.learn_cores = learn_cores
+        self.state_path = state_path
         self.target = scaler.initial
         self.startup_s = DEFAULT_STARTUP_S if startup_s is None else startup_s
         self.removal_since: float | None = None
@@ -185,7 +194,9 @@ class ExecutorScaling:
                 self.calls.request_total(wanted)  # fewer: executors asked for and not started are called off first
                 if wanted > self.target:
                     self._asked_at, self._ungranted_since = now, None
-                self.target = wanted
+                if wanted != self.target:
+                    self.target = wanted
+                    self._save()
         self._observe(self._remove(running, now, batches_running=batches_running))
 
     def _answers(self, now: float) -> bool:
@@ -278,6 +289,20 @@ class ExecutorScaling:
             self.removal_since = None
         return len(running) - len(chosen)
 
+    def _save(self) -> None:
+        """Keep what the scaling wants and learned at :attr:`state_path` (written whole, then renamed)."""
+        if self.state_path is None:
+            return
+        state = {"wanted": self.target, "startup_s": round(self.startup_s, 3),
+                 "cores_per_executor": self.scaler.cores_per_executor, "strategy": self.scaler.name}
+        try:
+            self.state_path.parent.mkdir(parents=True, exist_ok=True)
+            partial = self.state_path.with_suffix(".partial")
+            partial.write_text(json.dumps(state) + "\n")
+            os.replace(partial, self.state_path)
+        except OSError as exc:  # a read-only or vanished checkpoint root: the run goes on, a restart starts anew
+            log.warning("pacer: cannot keep the scaling's state at %s (%s)", self.state_path, exc)
+
     def _deferred(self, now: float, why: str) -> None:
         """A due removal stops holding the batches (``why``); it is made the next time none runs."""
         self.removal_since = None
@@ -318,9 +343,24 @@ class ExecutorScaling:
                 "answers_ignored": self.ignored}
 
     def close(self) -> None:
-        """Make no more cluster-manager calls."""
+        """Keep the state (:attr:`state_path`) and make no more cluster-manager calls."""
+        if self.enact:
+            self._save()
         if isinstance(self.calls, ClusterCalls):
             self.calls.close()
+
+
+def saved_state(path: Path) -> dict[str, Any]:
+    """What a previous run's scaling kept at ``path`` (``wanted``, ``startup_s``, ``cores_per_executor``,
+    ``strategy``); empty where there is none or it cannot be read (logged: the run then starts anew)."""
+    try:
+        state = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        log.warning("pacer: the scaling's state at %s cannot be read (%s); the executors start anew", path, exc)
+        return {}
+    return state if isinstance(state, dict) else {}
 
 
 class ScalingClock:
@@ -349,4 +389,4 @@ class ScalingClock:
             self._thread.join(timeout)
 
 
-__all__ = ["GRANT_TIMEOUT_S", "METRICS", "REMOVAL_TIMEOUT_S", "ExecutorScaling", "ScalingClock"]
+__all__ = ["GRANT_TIMEOUT_S", "METRICS", "REMOVAL_TIMEOUT_S", "ExecutorScaling", "ScalingClock", "saved_state"]

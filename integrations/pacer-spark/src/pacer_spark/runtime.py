@@ -131,8 +131,11 @@ class PacerSession:
         self.closed = False
         if self.paced_service is not None:
             self.paced_service.connect()
-        #: the scaler's own clock: executors follow the load while no source asks
-        self.scaling_clock = ScalingClock(self.driver.scaling_turn) if self.scaling is not None else None
+        #: the executors' own clock: on a cluster, the Controller follows the task slots Spark lists and the scaler
+        #: the load while no source asks (a stream thread waits out a batch whose executor was lost)
+        on_cluster = not str(spark.sparkContext.master).startswith("local") and not config.cores
+        self.scaling_clock = ScalingClock(self.driver.scaling_turn) if self.scaling is not None or on_cluster \
+            else None
         if self.scaling_clock is not None:
             self.scaling_clock.start()
 

@@ -385,8 +385,8 @@ class Driver:
             log.warning("pacer: scaling the executors failed (%s: %s); they stay as they are", type(exc).__name__, exc)
 
     def scaling_turn(self) -> None:
-        """The scaler's own clock's turn (:class:`pacer_spark.driver.scaling.ScalingClock`): executors follow the
-        load while no source asks."""
+        """The executors' own clock's turn (:class:`pacer_spark.driver.scaling.ScalingClock`): the scaling follows
+        the load and the Controller the task slots while no source asks."""
         with self.guard.held() as held:
             try:
                 self.follow_scale(held)

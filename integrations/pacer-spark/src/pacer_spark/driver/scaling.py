@@ -364,8 +364,9 @@ def saved_state(path: Path) -> dict[str, Any]:
 
 
 class ScalingClock:
-    """The scaler's own clock: a daemon thread that gives the driver a scaling turn every :data:`TICK_S` seconds,
-    so that executors follow the load while no source asks (the strategy is asked only when its period is due)."""
+    """The executors' own clock: a daemon thread that gives the driver a turn every :data:`TICK_S` seconds, so that
+    the scaling follows the load and the Controller the task slots while no source asks (the strategy is asked only
+    when its period is due)."""
 
     def __init__(self, turn: Callable[[], None], every_s: float = TICK_S) -> None:
         self._turn = turn

@@ -174,3 +174,39 @@ def test_hook_pacer_scale_sees_every_query_and_the_cluster_and_its_answer_is_cla
     priced = scaler.report(0.0, 20.0)["changes"]
     # 3 -> 6 executors of 4 cores for 5 s costs 60 core-s; 6 -> 2 for the last 12 s saves 192
     assert [c["core_s_saved"] for c in priced] == [-60.0, 192.0]
+
+
+def test_recommend_only_asks_the_strategy_records_its_answer_and_keeps_the_executors_held() -> None:
+    c, _ = _controller()
+    pm = get_plugin_manager()
+    wants = _Wants(6)
+    pm.register(wants)
+    scaler = Scaler("wants", plugin_manager=pm, executors=(1, 8), initial=2, recommend_only=True)
+    assert scaler.decide(c, running=2, now=0.0) == 2 and scaler.recommended == 6
+    assert scaler.decide(c, running=2, now=5.0) == 2  # the same recommendation: not recorded again
+    wants.executors = 3
+    assert scaler.decide(c, running=2, pending=1, now=10.0) == 3  # held: 2 running and 1 starting
+    report = scaler.report(0.0, 20.0)
+    assert report["recommend_only"] is True and report["recommended"] == 3 and report["wanted"] == 2
+    assert report["changes"] == [] and report["reconfigurations"] == 0
+    assert report["recommendations"] == [{"at": 0.0, "from": 2, "to": 6, "reason": "planted"},
+                                         {"at": 10.0, "from": 3, "to": 3, "reason": "planted"}]
+    enacted = Scaler("wants", plugin_manager=pm, executors=(1, 8), initial=2)
+    assert enacted.decide(c, running=2, now=0.0) == 3
+    assert enacted.report(0.0, 5.0)["recommend_only"] is False and enacted.report(0.0, 5.0)["recommendations"] == []
+
+
+def test_a_query_load_carries_the_rows_late_and_done_since_the_previous_decision() -> None:
+    c, clock = _controller()
+    scaler = Scaler("fixed", plugin_manager=get_plugin_manager(), executors=(1, 8))
+    c.arrive("q", Dataset("d0", arrival=0.0, bytes=1000, rows=10))
+    batch = c.poll("q")
+    assert batch is not None
+    c.start(batch.id)
+    clock.now = 12.0  # 12 s after its arrival, past the 10 s deadline
+    c.complete(batch.id, engine_s=12.0, busy_core_s=5.0, cores_used=2.0)
+    (load,) = scaler.loads(c, 12.0)
+    assert (load.recent_miss_rows, load.recent_rows, load.miss_rows) == (10, 10, 10)
+    (load,) = scaler.loads(c, 17.0)  # nothing since: recent, not cumulative
+    assert (load.recent_miss_rows, load.recent_rows, load.miss_rows) == (0, 0, 10)
+    assert load.reload_s == 0.0  # not measured by any runtime yet

@@ -5,7 +5,9 @@ A runtime that can change its executors (the simulator; Spark on a cluster manag
 Scaler builds each query's :class:`~pacer.scaling.QueryLoad` from what the Controller measured, calls
 ``pacer_scale``, clamps the answer to the user's bounds and records a change. The runtime enacts it and reports the
 executors it really has through :meth:`Scaler.observe`; :meth:`Scaler.report` is the report's ``scaling`` section
-(executors over time, each change and why, the core-seconds held).
+(executors over time, each change and why, the core-seconds held). With ``recommend_only`` the strategy is asked and
+its answers are recorded (:attr:`Scaler.recommendations`), but the executors stay as they are: what it would hold,
+seen without enacting it.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ class _Sampled:
     bytes_processed: int = 0
     busy_sum: float = 0.0
     bytes_sum: float = 0.0
+    late_rows: int = 0
+    done_rows: int = 0
 
 
 def parse_executors(text: str) -> tuple[int, int]:
@@ -77,11 +81,13 @@ class Scaler:
     :param every_s: seconds between decisions.
     :param fallback: a strategy that raises keeps the executors as they are (logged, counted) instead of failing
         the run with :class:`ScalingError`.
+    :param recommend_only: ask the strategy and record what it recommends (:attr:`recommended`,
+        :attr:`recommendations`), but answer the executors held as they are: the runtime enacts nothing.
     """
 
     def __init__(self, name: str, params: Mapping[str, Any] | None = None, *, plugin_manager: PluginManager,
-                 executors: tuple[int, int], initial: int | None = None, cores_per_executor: int = 1, every_s: float = DEFAULT_EVERY_S,
-                 fallback: bool = True) -> None:
+                 executors: tuple[int, int], initial: int | None = None, cores_per_executor: int = 1,
+                 every_s: float = DEFAULT_EVERY_S, fallback: bool = True, recommend_only: bool = False) -> None:
         if cores_per_executor < 1:
             raise ValueError(f"cores per executor must be >= 1, got {cores_per_executor}")
         if not every_s > 0:
@@ -98,6 +104,10 @@ class Scaler:
         self.every_s = every_s
         self.fallback = fallback
         self.fallbacks = 0
+        self.recommend_only = recommend_only
+        #: the strategy's last answer, clamped (enacted unless ``recommend_only``), and each change of it where not
+        self.recommended: int | None = None
+        self.recommendations: list[dict[str, Any]] = []
         self.wanted: int | None = None
         self.changed_at: float | None = None
         self.last_call: float | None = None
@@ -132,6 +142,9 @@ class Scaler:
             s.busy_sum = s.busy_sum * decay + max(0.0, record.busy_core_s - s.busy_core_s)
             s.bytes_sum = s.bytes_sum * decay + max(0, record.bytes_processed - s.bytes_processed)
             s.busy_core_s, s.bytes_processed = record.busy_core_s, record.bytes_processed
+            late_rows, done_rows = record.miss_rows + record.shed_rows, record.rows_processed + record.shed_rows
+            recent_late, recent_done = max(0, late_rows - s.late_rows), max(0, done_rows - s.done_rows)
+            s.late_rows, s.done_rows = late_rows, done_rows
             buffered = view.buffered
             in_flight = controller.batch(view.in_flight).batch.bytes if view.in_flight is not None else 0
             profile = view.engine_profile  # what the engine measured, until the query measured its own
@@ -147,6 +160,7 @@ class Scaler:
                 backlog_bytes=sum(d.bytes for d in buffered) + in_flight,
                 backlog_age_s=max(0.0, now - buffered[0].arrival) if buffered else 0.0,
                 miss_rows=record.miss_rows, rows_in=record.rows_in,
+                recent_miss_rows=recent_late, recent_rows=recent_done,
             ))
         return tuple(out)
 
@@ -160,7 +174,8 @@ class Scaler:
 
     def decide(self, controller: Any, *, running: int, pending: int = 0, removing: int = 0, startup_s: float = 0.0,
                peak_tasks: int = 0, now: float) -> int:
-        """Ask the strategy at ``now``; returns the executors to hold (clamped to the bounds), recording a change.
+        """Ask the strategy at ``now``; returns the executors to hold (clamped to the bounds), recording a change; with
+        ``recommend_only``, the executors held as they are, recording the recommendation.
 
         :param running: executors running now; ``pending`` starting; ``removing`` leaving.
         :param startup_s: seconds an executor takes to start (observed, else the runtime's estimate).
@@ -190,8 +205,15 @@ class Scaler:
             self.fallbacks += 1
             log.warning("pacer: scaling strategy %r failed (%s: %s); the executors stay as they are",
                         self.info.name, type(exc).__name__, exc)
-            return self.wanted
+            return held if self.recommend_only else self.wanted
         wanted = min(self.max_executors, max(self.min_executors, decision.executors))
+        if self.recommend_only:
+            if wanted != (held if self.recommended is None else self.recommended):
+                self.recommendations.append({"at": round(now, 6), "from": held, "to": wanted,
+                                             "reason": decision.reason})
+            self.recommended = wanted
+            return held
+        self.recommended = wanted
         self.record(now, wanted, decision.reason)
         return wanted
 
@@ -243,6 +265,8 @@ class Scaler:
             "executors": [[round(t, 6), running, held] for t, running, held in self.timeline],
             "changes": self._priced(end), "reconfigurations": len(self.changes), "fallbacks": self.fallbacks,
             "allocated_core_s": round(self.held_core_s(start, end), 6),
+            "wanted": self.wanted, "recommended": self.recommended, "recommend_only": self.recommend_only,
+            "recommendations": list(self.recommendations),
         }
 
 

@@ -29,6 +29,11 @@ class QueryLoad:
     :param backlog_age_s: age of its oldest buffered data (0: none waits).
     :param miss_rows: rows that completed past the deadline so far.
     :param rows_in: rows arrived so far.
+    :param recent_miss_rows: rows late (completed past the deadline, or shed) since the previous decision: what a
+        strategy learns its misses from (the totals above never forget).
+    :param recent_rows: rows completed or shed since the previous decision.
+    :param reload_s: seconds longer the query's next batch takes after an executor leaves (reloading the state it
+        held; 0: not measured, or stateless).
     """
 
     query_id: str
@@ -42,6 +47,9 @@ class QueryLoad:
     backlog_age_s: float = 0.0
     miss_rows: int = 0
     rows_in: int = 0
+    recent_miss_rows: int = 0
+    recent_rows: int = 0
+    reload_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,8 @@ def pacer_strategies() -> Sequence[StrategyInfo]:
             name="deadline",
             provides=frozenset({"scaling"}),
             summary="The fewest executors at which every query meets its deadline at its rate: DS2's rule with the "
-                    "utilization target 1 - 2 x fixed part / deadline, plus a backlog's catch-up",
+                    "utilization target 1 - 2 x fixed part / deadline, plus a backlog's catch-up, priced in task "
+                    "waves and corrected by the misses it sees",
             params=(
                 Param("headroom", 0.15, "extra share of cores for noise in the rate and the cost"),
                 Param("catch_up_s", 60.0, "seconds to drain a backlog beyond one deadline's arrivals (DS2's "
@@ -27,6 +28,18 @@ def pacer_strategies() -> Sequence[StrategyInfo]:
                                         "by at most this share of the rate"),
                 Param("down_band", 0.1, "scale down only when that saves at least this share of the executors "
                                         "(noise in the rate does not flap them)"),
+                Param("miss_share", 0.01, "a query with more than this share of its rows late since the previous "
+                                          "decision (or data older than its deadline less its fixed part) is "
+                                          "missing: the rule learns from it, steps up, and does not scale down"),
+                Param("miss_step", 0.1, "on misses at executors the rule said were enough, it steps up to the next "
+                                        "count that runs the batches faster, and its cores are multiplied by this "
+                                        "much more from then on (a learned correction)"),
+                Param("correction_halflife_s", 900.0, "the learned correction decays back to 1 with this half-life "
+                                                      "while no query is missing"),
+                Param("min_change_interval_s", 60.0, "at most one change of the executors per this many seconds; a "
+                                                     "scale-up while a query is missing does not wait"),
+                Param("down_step", 0.5, "a scale-down keeps at least 1 - down_step of the cores' speed (at most "
+                                        "half the executors go at once)"),
             ),
             state=build_state,
         ),

@@ -52,7 +52,8 @@ METRICS: dict[str, str] = {
     "pacerExecutorsRunning": "executors taking tasks now (Spark's list, less those asked to leave)",
     "pacerExecutorsHeld": "executors the application holds now (Spark's list, leaving ones included)",
     "pacerExecutorsWanted": "executors the scaling strategy wants (the cluster manager's target)",
-    "pacerScalingChanges": "changes of the executors wanted so far",
+    "pacerScalingUps": "changes to more executors wanted so far",
+    "pacerScalingDowns": "changes to fewer executors wanted so far",
     "pacerScalingRefused": "cluster-manager calls refused so far (each made again)",
     "pacerScalingUngrantedExecutors": "executors asked for and not running after the grant timeout",
 }
@@ -330,7 +331,9 @@ class ExecutorScaling:
         """:data:`METRICS`, now."""
         running = self.scaler.timeline[-1][1] if self.scaler.timeline else 0
         return {"pacerExecutorsRunning": str(running), "pacerExecutorsHeld": str(len(self._listed)),
-                "pacerExecutorsWanted": str(self.target), "pacerScalingChanges": str(len(self.scaler.changes)),
+                "pacerExecutorsWanted": str(self.target),
+                "pacerScalingUps": str(sum(c["to"] > c["from"] for c in self.scaler.changes)),
+                "pacerScalingDowns": str(sum(c["to"] < c["from"] for c in self.scaler.changes)),
                 "pacerScalingRefused": str(len(self.refused)),
                 "pacerScalingUngrantedExecutors": str(self.target - running if self._ungranted_since else 0)}
 

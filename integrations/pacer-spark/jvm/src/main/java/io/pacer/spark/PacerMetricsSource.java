@@ -36,8 +36,8 @@ public final class PacerMetricsSource implements Source {
     "pacerAdvicePacedRowsLatePct", "pacerAdvicePacedBatchesRatio", "pacerAdvicePacedBusyRatio",
     "pacerAdviceReplayBusyRatio", "pacerAdviceFewestExecutors",
     // the application's executors, where pacer scales them (pacer_spark.driver.scaling.METRICS)
-    "pacerExecutorsRunning", "pacerExecutorsHeld", "pacerExecutorsWanted", "pacerScalingChanges",
-    "pacerScalingRefused", "pacerScalingUngrantedExecutors"
+    "pacerExecutorsRunning", "pacerExecutorsHeld", "pacerExecutorsWanted", "pacerScalingUps",
+    "pacerScalingDowns", "pacerScalingRefused", "pacerScalingUngrantedExecutors"
   };
 
   private static final Map<String, PacerMetricsSource> SOURCES = new ConcurrentHashMap<>();

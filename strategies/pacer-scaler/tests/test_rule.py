@@ -258,8 +258,8 @@ def test_each_query_past_its_own_partitions_is_said_and_no_executor_is_asked_bey
     assert cores == pytest.approx(8.0 / 0.6)
     assert note == "a: needs 13.3 cores, its batches use at most 4: no executor count meets its deadline"
     assert DeadlineScaler().decide([a, b], _cluster(2), 0.0, PARAMS).executors == 14
-    # both with 8 partitions: both said, and the cores capped at 8 (more would run no batch faster)
-    c, d = _load(query_id="c", partitions=8), _load(query_id="d", partitions=8)
+    # both with 4 partitions: both said, and the cores capped at their 8 tasks (more would run none faster)
+    c, d = _load(query_id="c", partitions=4), _load(query_id="d", partitions=4)
     cores, note = shared_cores([c, d], headroom=0.0, catch_up_s=60, horizon_s=0)
     assert cores == 8.0 and note.count("no executor count meets its deadline") == 2
     assert DeadlineScaler().decide([c, d], _cluster(2), 0.0, PARAMS).executors == 8

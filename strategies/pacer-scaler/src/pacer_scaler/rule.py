@@ -65,7 +65,7 @@ def speed(loads: Sequence[QueryLoad], cores: float) -> float:
 
 
 def executors_for(cores: float, loads: Sequence[QueryLoad], cluster: ClusterView) -> int:
-    """The fewest executors within the bounds whose cores run ``loads``' batches as fast as ``cores`` (as the most
+    """The fewest executors within the bounds whose cores run ``loads``' batches as fast as ``cores`` (as all their
     partitions, where more: no batch runs faster), so no executor is paid for whose cores a wave leaves idle. The
     most allowed where none does."""
     wanted = min(cores, _most(loads))
@@ -81,8 +81,9 @@ def _usable(load: QueryLoad) -> float:
 
 
 def _most(loads: Sequence[QueryLoad]) -> float:
-    """The most cores any batch of ``loads`` uses: more run none faster."""
-    return max(_usable(q) for q in loads)
+    """The most cores ``loads``' batches use at once: all their tasks (a wave's idle slots take the next batch's, as
+    :func:`speed` counts them); more run none faster."""
+    return sum(_usable(q) for q in loads)
 
 
 def cores_for(load: QueryLoad, *, headroom: float, catch_up_s: float, horizon_s: float,
@@ -106,7 +107,7 @@ def shared_cores(loads: Sequence[QueryLoad], *, headroom: float, catch_up_s: flo
     """The cores at which every query of ``loads`` meets its deadline with their batches one at a time on the same
     cores (module docstring), plus each one's backlog catch-up; and notes where a deadline is out of reach: a query
     whose fixed part fills its deadline, or whose partitions are fewer than the cores needed (no executor count meets
-    it; the cores are capped at the most partitions, beyond which no batch runs faster).
+    it; the cores are capped at all the queries' partitions, beyond which no batch runs faster).
 
     Parameters as :func:`cores_for`, which this is for one query.
     """

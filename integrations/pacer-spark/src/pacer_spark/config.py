@@ -19,7 +19,7 @@ from pacer.durations import EXAMPLES as DURATION_EXAMPLES
 from pacer.engine_profile import EngineProfile, EngineProfileError
 from pacer.engine_profile import load as load_engine_profile
 from pacer.plugins import PluginManager
-from pacer.scaler import parse_executors
+from pacer.runtime_api import executor_bounds
 from pacer_spark.options import parse_seconds
 
 #: Seconds a sink-done batch waits for its progress event before it is completed without one.
@@ -133,14 +133,6 @@ def _engine_profile(setting: str) -> Callable[[Any], EngineProfile]:
     return parse
 
 
-def _executor_bounds(value: Any) -> tuple[int, int]:
-    """``executors=(1, 3)`` or ``"1:3"`` as :func:`~pacer_spark.attach` takes it."""
-    if isinstance(value, str):
-        return parse_executors(value)
-    low, high = (int(v) for v in value)
-    return parse_executors(f"{low}:{high}")
-
-
 def _params(decision: str) -> dict[str, _Conf]:
     """Field metadata: the strategy parameters ``spark.pacer.param.<decision>.<name>``."""
     return {"conf": _Conf(lambda spark: conf_params(spark, decision), key=f"param.{decision}.<name>")}
@@ -232,8 +224,8 @@ class PacerConfig:
                                     metadata=_duration_conf("", "progress_timeout"))
     scale: str = field(default="fixed", metadata=_conf("scale"))
     scale_params: Mapping[str, Any] = field(default_factory=_empty, metadata=_params("scale"))
-    executors: tuple[int, int] | None = field(default=None, metadata=_conf("scale.executors", parse_executors,
-                                                                         _not_none, _executor_bounds))
+    executors: tuple[int, int] | None = field(default=None, metadata=_conf("scale.executors", executor_bounds,
+                                                                         _not_none, executor_bounds))
     initial_executors: int | None = field(default=None, metadata=_conf("scale.initial", int, _not_none))
     scale_every: float = field(default=5.0, metadata=_duration_conf("scale.every", "scale_every"))
     engine_profile: EngineProfile | None = field(default=None, metadata=_conf(
@@ -251,9 +243,8 @@ class PacerConfig:
         if self.scale != "fixed" and self.executors is None:
             raise ValueError(f"scale={self.scale!r} changes the executors: give their bounds, executors=(min, max) "
                              "(conf spark.pacer.scale.executors=MIN:MAX)")
-        if self.executors is not None and self.initial_executors is not None and \
-                not self.executors[0] <= self.initial_executors <= self.executors[1]:
-            raise ValueError(f"initial executors {self.initial_executors} outside executors {self.executors}")
+        if self.executors is not None:
+            executor_bounds(self.executors, self.initial_executors, setting="spark.pacer.scale.executors")
 
     @property
     def decide_timeout_s(self) -> float:

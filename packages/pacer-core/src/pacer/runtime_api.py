@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pacer.engine_profile import EngineProfile
 
 __all__ = ["OVERLOAD_CHOICES", "RUN_SCHEMA", "CalibratesEngine", "QueryRun", "RunConfig", "RunResult", "Runtime",
-           "to_toml"]
+           "executor_bounds", "to_toml"]
 
 
 #: A :class:`pacer.controller.Controller` (what a run hands back in :attr:`RunResult.controller`) and a
@@ -94,6 +94,34 @@ class QueryRun:
         return {k: v for k, v in out.items() if v is not None}
 
 
+def executor_bounds(value: str | Sequence[int], initial: int | None = None, *,
+                    setting: str = "executors") -> tuple[int, int]:
+    """``"MIN:MAX"`` (or one number, min = max) or a ``(min, max)`` pair -> ``(min, max)``, checked once for every
+    place that takes them (``pacer run --executors``, :class:`pacer.RunConfig`, pacer-spark's ``executors=`` and
+    ``spark.pacer.scale.executors``), with ``initial`` executors, where given, within them.
+
+    :raises ValueError: naming ``setting`` and the form expected, for bounds that are not it, out of order, or an
+        ``initial`` outside them.
+    """
+    try:
+        if isinstance(value, str):
+            low, _, high = value.partition(":")
+            parts: Sequence[Any] = (low, high or low)
+        else:
+            parts = tuple(value)
+        if len(parts) != 2:
+            raise ValueError
+        bounds = (int(parts[0]), int(parts[1]))
+    except (TypeError, ValueError):
+        raise ValueError(f"{setting} are MIN:MAX (e.g. 1:8) or one count, got {value!r}") from None
+    if bounds[0] < 1 or bounds[1] < bounds[0]:
+        raise ValueError(f"{setting}: executors need 1 <= MIN <= MAX, got {value!r}")
+    if initial is not None and not bounds[0] <= initial <= bounds[1]:
+        raise ValueError(f"initial executors {initial} outside {setting} {bounds[0]}:{bounds[1]}: give a count "
+                         "within them, or none (the runtime's own)")
+    return bounds
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """A run, for every runtime (module docstring: seeds, query ids, files).
@@ -139,12 +167,7 @@ class RunConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "queries", tuple(self.queries))
         if self.executors is not None:
-            bounds = tuple(int(n) for n in self.executors)
-            if len(bounds) != 2 or bounds[0] < 1 or bounds[1] < bounds[0]:
-                raise ValueError(f"executors must be (min, max) with 1 <= min <= max, got {self.executors!r}")
-            object.__setattr__(self, "executors", bounds)
-            if self.initial_executors is not None and not bounds[0] <= self.initial_executors <= bounds[1]:
-                raise ValueError(f"initial_executors must lie within executors {bounds}, got {self.initial_executors}")
+            object.__setattr__(self, "executors", executor_bounds(self.executors, self.initial_executors))
         elif self.initial_executors is not None:
             raise ValueError("initial_executors needs executors (min, max)")
         if self.cores_per_executor < 1:

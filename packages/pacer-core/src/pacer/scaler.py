@@ -12,6 +12,7 @@ seen without enacting it.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 from collections import deque
@@ -21,6 +22,7 @@ from typing import Any
 
 from pacer.model import BatchReport, QueryHistory
 from pacer.plugins import PluginManager
+from pacer.runtime_api import executor_bounds
 from pacer.scaling import ClusterView, QueryLoad, ScaleDecision
 from pacer.strategy import StrategyContext
 
@@ -52,21 +54,13 @@ class _Sampled:
     bytes_sum: float = 0.0
     late_rows: int = 0
     done_rows: int = 0
+    seen_seq: int = -1  # the newest batch looked at for a reload after a removal
+    reload_s: float | None = None  # measured: what the first batch on fewer cores took beyond the usual
 
 
 def parse_executors(text: str) -> tuple[int, int]:
-    """``"MIN:MAX"`` (or one number, min = max) -> ``(min, max)``.
-
-    :raises ValueError: naming the form expected, for text that is not it or bounds out of order.
-    """
-    low, _, high = str(text).partition(":")
-    try:
-        bounds = (int(low), int(high or low))
-    except ValueError:
-        raise ValueError(f"executors are MIN:MAX (e.g. 1:8) or one count, got {text!r}") from None
-    if bounds[0] < 1 or bounds[1] < bounds[0]:
-        raise ValueError(f"executors need 1 <= MIN <= MAX, got {text!r}")
-    return bounds
+    """``"MIN:MAX"`` (or one number) -> ``(min, max)`` (:func:`executor_bounds`)."""
+    return executor_bounds(text)
 
 
 class Scaler:
@@ -148,11 +142,13 @@ class Scaler:
             buffered = view.buffered
             in_flight = controller.batch(view.in_flight).batch.bytes if view.in_flight is not None else 0
             profile = view.engine_profile  # what the engine measured, until the query measured its own
+            reports = controller.reports(query_id)[-FIXED_BATCHES:]
+            fixed = fixed_part(reports, view.spec.partitions, profile.wall_s if profile is not None
+                               else float(view.service_time.get("fixed_ms", 0.0)) / 1000.0)
+            _measure_reload(s, reports, view.spec.partitions, fixed)
             out.append(QueryLoad(
-                query_id=query_id, deadline_s=view.spec.effective_deadline,
-                fixed_s=fixed_part(controller.reports(query_id)[-FIXED_BATCHES:], view.spec.partitions,
-                                   profile.wall_s if profile is not None
-                                   else float(view.service_time.get("fixed_ms", 0.0)) / 1000.0),
+                query_id=query_id, deadline_s=view.spec.effective_deadline, fixed_s=fixed,
+                reload_s=s.reload_s or 0.0,
                 core_s_per_byte=s.busy_sum / s.bytes_sum if s.bytes_sum > 0
                 else profile.core_s_per_byte if profile is not None else 0.0,
                 partitions=view.spec.partitions, rate_bytes_s=_rate(recent if len(recent) >= 2 else list(s.arrived)),
@@ -279,12 +275,32 @@ def fixed_part(reports: Sequence[BatchReport], partitions: int, otherwise: float
     per-byte part into the fixed one (measured: 2.69 s fitted where the simulator's is 0.3 s). ``otherwise`` where
     no batch measured its core-seconds and cores.
     """
-    parts = sorted(
-        max(0.0, r.trigger_s - r.busy_core_s / max(1e-9, min(r.cores_used, float(partitions))))
-        for r in reports if r.busy_core_s is not None and r.cores_used)
+    parts = sorted(part for r in reports if (part := _overhead(r, partitions)) is not None)
     if not parts:
         return otherwise
     return parts[len(parts) // 2]
+
+
+def _overhead(report: BatchReport, partitions: int) -> float | None:
+    """A batch's time beyond its tasks' core-seconds spread over the cores it could use (None: not measured)."""
+    if report.busy_core_s is None or not report.cores_used:
+        return None
+    return max(0.0, report.trigger_s - report.busy_core_s / max(1e-9, min(report.cores_used, float(partitions))))
+
+
+def _measure_reload(sampled: _Sampled, reports: Sequence[BatchReport], partitions: int, fixed_s: float) -> None:
+    """Each first batch that ran on fewer cores than the one before (an executor left): what it took beyond the
+    query's usual fixed part is the state it reloaded (Spark: read back from the checkpoint, after a locality wait);
+    ``sampled.reload_s`` averages them, the newest weighing half."""
+    for before, after in itertools.pairwise(reports):
+        if after.seq <= sampled.seen_seq:
+            continue
+        sampled.seen_seq = after.seq
+        if before.cores_used and after.cores_used and after.cores_used < before.cores_used - 1e-9:
+            overhead = _overhead(after, partitions)
+            if overhead is not None:
+                sample = max(0.0, overhead - fixed_s)
+                sampled.reload_s = sample if sampled.reload_s is None else (sampled.reload_s + sample) / 2.0
 
 
 def _rate(samples: Sequence[tuple[float, int]]) -> float:

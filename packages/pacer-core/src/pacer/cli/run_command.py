@@ -22,7 +22,7 @@ from pacer.controller import StrategyError
 from pacer.plugins import PluginManager, UnknownRuntimeError, UnknownStrategyError
 from pacer.report import summary_table, write_report
 from pacer.run import OVERLOAD_CHOICES, QueryRun, RunConfig, Runtime
-from pacer.scaler import parse_executors
+from pacer.runtime_api import executor_bounds
 
 #: The runtime ``pacer run`` uses without ``--runtime`` (what the README and users run).
 DEFAULT_RUNTIME = "spark"
@@ -217,15 +217,12 @@ def config_from_args(args: argparse.Namespace, *, duration_default: float = DEFA
     executors = None
     if args.executors is not None:
         try:
-            executors = parse_executors(args.executors)
+            executors = executor_bounds(args.executors, args.initial_executors, setting="--executors")
         except ValueError as exc:
-            raise UsageError(f"--executors: {exc}") from None
+            raise UsageError(str(exc)) from None
         if args.cores is not None:
             raise UsageError("--cores and --executors both size the cluster: give --executors MIN:MAX with "
                              "--cores-per-executor N, or --cores alone")
-        if args.initial_executors is not None and not executors[0] <= args.initial_executors <= executors[1]:
-            raise UsageError(f"--initial-executors must lie within --executors {args.executors}, got "
-                             f"{args.initial_executors}")
     elif args.initial_executors is not None:
         raise UsageError("--initial-executors needs --executors MIN:MAX")
     elif args.scale != "fixed" or params["scale"]:

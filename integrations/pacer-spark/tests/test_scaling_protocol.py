@@ -305,3 +305,25 @@ def test_the_scaling_keeps_what_it_wants_for_a_restart(tmp_path: Path, caplog: p
     assert saved_state(path) == {"wanted": 4, "startup_s": 6.5, "cores_per_executor": 1, "strategy": "drawn"}
     path.write_text("{not json")
     assert saved_state(path) == {} and "cannot be read" in caplog.text
+
+
+def test_recommend_only_asks_the_cluster_manager_for_nothing_and_says_what_it_would_hold() -> None:
+    clock = ManualClock()
+    controller = Controller(clock=clock, cores=2, plugin_manager=get_plugin_manager())
+    pm = get_plugin_manager()
+    strategy = Wanted(4)
+    pm.register(strategy)
+    manager = Manager(running=2)
+    calls = QueuedCalls(manager.request, manager.kill, clock=lambda: clock.now)
+    scaler = Scaler("drawn", plugin_manager=pm, executors=(1, 5), every_s=1.0, recommend_only=True)
+    scaling = ExecutorScaling(scaler, None, clock=lambda: clock.now, live=manager.executors, calls=calls)
+    scaling.start()
+    for wanted, now in ((4, 1.0), (1, 2.0)):  # more, then fewer than the 2 running
+        strategy.wanted = wanted
+        clock.now = now
+        scaling.follow(controller, batches_running=False)
+        assert not calls.queue and scaling.target == 2 and scaling.metrics()["pacerExecutorsRecommended"] == \
+            str(wanted)
+    report = scaling.report()
+    assert report["recommend_only"] and [(r["from"], r["to"]) for r in report["recommendations"]] == [(2, 4), (2, 1)]
+    assert report["changes"] == [] and report["removals"] == []

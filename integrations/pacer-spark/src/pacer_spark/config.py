@@ -194,6 +194,8 @@ class PacerConfig:
     :ivar initial_executors: executors at the start (conf ``scale.initial``; None: those Spark runs at attach, within
         the bounds: a restart with a backlog keeps them until the strategy decides).
     :ivar scale_every: seconds between scaling decisions (conf ``scale.every``; ``"5s"`` is parsed).
+    :ivar scale_recommend_only: ask the scaling strategy and report what it would hold, enacting nothing (conf
+        ``scale.recommendOnly``): a first step, beside Spark's dynamic allocation or fixed executors.
     :ivar engine_profile: what this engine measured the session's queries to cost (``pacer calibrate --runtime
         spark``; conf ``engineProfile``, the file's path): each query of its workload starts its service-time model
         from it, and the scaler reads it until the query measured its own costs.
@@ -228,6 +230,8 @@ class PacerConfig:
                                                                          _not_none, executor_bounds))
     initial_executors: int | None = field(default=None, metadata=_conf("scale.initial", int, _not_none))
     scale_every: float = field(default=5.0, metadata=_duration_conf("scale.every", "scale_every"))
+    scale_recommend_only: bool = field(default=False, metadata=_conf("scale.recommendOnly",
+                                                                     lambda v: v.lower() == "true", _not_none))
     engine_profile: EngineProfile | None = field(default=None, metadata=_conf(
         "engineProfile", _engine_profile(CONF_PREFIX + "engineProfile"), _not_none, _engine_profile("engine_profile")))
 

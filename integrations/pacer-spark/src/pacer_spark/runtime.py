@@ -407,7 +407,8 @@ def attach(spark: SparkSession, **options: Any) -> PacerSession:
     ``gate_timeout``, ``operator_metrics`` (default true), ``plugin_manager``, ``checkpoint_root``,
     ``overload``, ``paced`` (default true), ``progress_timeout`` (seconds after a sink's end when a batch
     whose trigger never reported is completed; default 10), and the executors' scaling: ``scale`` (a strategy name),
-    ``executors`` (``(min, max)``), ``initial_executors``, ``scale_params``, ``scale_every``.
+    ``executors`` (``(min, max)``), ``initial_executors``, ``scale_params``, ``scale_every``,
+    ``scale_recommend_only`` (report what the strategy would hold, enact nothing).
 
     With ``paced`` (the default) every ``spark.readStream.format("pacer")`` query of the session is paced
     by it (see :mod:`pacer_spark.driver.protocol.paced`): the JVM source is built (javac, cached per Spark version) and
@@ -419,8 +420,8 @@ def attach(spark: SparkSession, **options: Any) -> PacerSession:
     ``spark.pacer.fallback`` (true: a raising strategy falls back to its baseline),
     ``spark.pacer.param.<admission|scheduler|placement>.<name>``, ``spark.pacer.cores``,
     ``spark.pacer.gpus``, ``spark.pacer.scale`` (``fixed``; ``deadline``, ``spark-dynamic``) with
-    ``spark.pacer.scale.executors`` (``MIN:MAX``), ``spark.pacer.scale.initial``, ``spark.pacer.scale.every`` (5 s)
-    and ``spark.pacer.param.scale.<name>``, ``spark.pacer.gate.concurrency`` (1: batches run one at a time in the
+    ``spark.pacer.scale.executors`` (``MIN:MAX``), ``spark.pacer.scale.initial``, ``spark.pacer.scale.every`` (5 s),
+    ``spark.pacer.scale.recommendOnly`` (false) and ``spark.pacer.param.scale.<name>``, ``spark.pacer.gate.concurrency`` (1: batches run one at a time in the
     scheduler's order), ``spark.pacer.gate.timeout`` (60 s), ``spark.pacer.overload`` (``keep``: only
     report an overload; ``shed``: drop the datasets an overloaded ``pacer-gen`` query can no longer serve
     within its deadline, counted. A ``format("pacer")`` source reads every offset: it never sheds).
@@ -468,7 +469,7 @@ def _scaling(spark: SparkSession, config: PacerConfig, pm: Any) -> ExecutorScali
     """
     if config.scale == "fixed" and config.executors is None:
         return None
-    refusal = executor_requests.scaling_refusal(spark, config.scale)
+    refusal = executor_requests.scaling_refusal(spark, config.scale, recommend_only=config.scale_recommend_only)
     if refusal is not None:
         raise ScalingRefused(refusal)
     cores = conf_cores = int(spark.conf.get("spark.executor.cores", "0") or 0)  # 0: read from Spark's executors
@@ -485,7 +486,8 @@ def _scaling(spark: SparkSession, config: PacerConfig, pm: Any) -> ExecutorScali
         cores = int(saved["cores_per_executor"])
     scaler = Scaler(config.scale, config.scale_params, plugin_manager=pm, executors=bounds,
                     initial=None if watch else initial, cores_per_executor=max(1, cores),
-                    every_s=config.scale_every, fallback=config.fallback)
+                    every_s=config.scale_every, fallback=config.fallback,
+                    recommend_only=config.scale_recommend_only and not watch)
     profile = config.engine_profile
     startup = saved.get("startup_s") or (profile.executor_startup_s if profile is not None else None)
     scaling = ExecutorScaling(scaler, spark, enact=not watch, learn_cores=not conf_cores,

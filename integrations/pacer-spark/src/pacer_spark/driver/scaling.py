@@ -52,6 +52,7 @@ METRICS: dict[str, str] = {
     "pacerExecutorsRunning": "executors taking tasks now (Spark's list, less those asked to leave)",
     "pacerExecutorsHeld": "executors the application holds now (Spark's list, leaving ones included)",
     "pacerExecutorsWanted": "executors the scaling strategy wants (the cluster manager's target)",
+    "pacerExecutorsRecommended": "executors the scaling strategy would hold (with scale.recommendOnly, enacted none)",
     "pacerScalingUps": "changes to more executors wanted so far",
     "pacerScalingDowns": "changes to fewer executors wanted so far",
     "pacerScalingRefused": "cluster-manager calls refused so far (each made again)",
@@ -162,9 +163,13 @@ class ExecutorScaling:
             self._observe(self.target)
             return
         assert self.calls is not None
+        running = self._read() or []
+        if self.scaler.recommend_only:  # what runs is what is held: nothing is asked
+            self.target = len(running)
+            self._observe(self.target)
+            return
         self.calls.request_total(self.target)
         self._asked_at = self.clock()
-        running = self._read() or []
         self._observe(min(len(running), self.target))
 
     def follow(self, controller: Any, *, batches_running: bool) -> None:
@@ -184,6 +189,8 @@ class ExecutorScaling:
         if running is None:
             return
         self._started(now, len(running))
+        if self.scaler.recommend_only:
+            self.target = len(running)  # the executors as they are (Spark's allocation, or fixed)
         if due:
             pending = max(0, self.target - len(running))
             removing = max(0, len(running) - self.target)
@@ -330,8 +337,10 @@ class ExecutorScaling:
     def metrics(self) -> dict[str, str]:
         """:data:`METRICS`, now."""
         running = self.scaler.timeline[-1][1] if self.scaler.timeline else 0
+        recommended = self.scaler.recommended
         return {"pacerExecutorsRunning": str(running), "pacerExecutorsHeld": str(len(self._listed)),
                 "pacerExecutorsWanted": str(self.target),
+                "pacerExecutorsRecommended": "" if recommended is None else str(recommended),
                 "pacerScalingUps": str(sum(c["to"] > c["from"] for c in self.scaler.changes)),
                 "pacerScalingDowns": str(sum(c["to"] < c["from"] for c in self.scaler.changes)),
                 "pacerScalingRefused": str(len(self.refused)),

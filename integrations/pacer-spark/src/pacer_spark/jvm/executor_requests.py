@@ -18,12 +18,13 @@ from typing import Any
 NO_MAX_EXECUTORS = 2**31 - 1
 
 
-def scaling_refusal(spark: Any, strategy: str) -> str | None:
+def scaling_refusal(spark: Any, strategy: str, *, recommend_only: bool = False) -> str | None:
     """Why ``strategy`` cannot scale this session's executors (None: it can).
 
     - local mode: one JVM, no cluster manager to ask;
     - ``spark-dynamic`` hands the executors to Spark's dynamic allocation, which must then be on;
-    - any other strategy asks for executors itself, which Spark refuses while dynamic allocation is on.
+    - any other strategy asks for executors itself, which Spark refuses while dynamic allocation is on (unless
+      ``recommend_only``: it asks for nothing, and says what it would hold beside Spark's allocation).
     """
     master = str(spark.sparkContext.master)
     dynamic = str(spark.conf.get("spark.dynamicAllocation.enabled", "false")).lower() == "true"
@@ -37,10 +38,10 @@ def scaling_refusal(spark: Any, strategy: str) -> str | None:
                     "the session with spark.dynamicAllocation.enabled=true and "
                     "spark.dynamicAllocation.shuffleTracking.enabled=true (or an external shuffle service)")
         return None
-    if dynamic:
+    if dynamic and not recommend_only:
         return (f"scale={strategy!r} asks for executors itself, and Spark's dynamic allocation is on "
                 "(spark.dynamicAllocation.enabled=true): both would change them. Turn dynamic allocation off, or "
-                "use scale='spark-dynamic'")
+                "use scale='spark-dynamic', or see what it would hold with spark.pacer.scale.recommendOnly=true")
     return None
 
 

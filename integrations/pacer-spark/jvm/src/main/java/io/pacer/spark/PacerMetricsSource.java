@@ -36,7 +36,8 @@ public final class PacerMetricsSource implements Source {
     "pacerAdvicePacedRowsLatePct", "pacerAdvicePacedBatchesRatio", "pacerAdvicePacedBusyRatio",
     "pacerAdviceReplayBusyRatio", "pacerAdviceFewestExecutors",
     // the application's executors, where pacer scales them (pacer_spark.driver.scaling.METRICS)
-    "pacerExecutorsRunning", "pacerExecutorsHeld", "pacerExecutorsWanted", "pacerScalingUps",
+    "pacerExecutorsRunning", "pacerExecutorsHeld", "pacerExecutorsWanted", "pacerExecutorsRecommended",
+    "pacerScalingUps",
     "pacerScalingDowns", "pacerScalingRefused", "pacerScalingUngrantedExecutors"
   };
 

@@ -12,7 +12,7 @@ from pacer import StrategyInfo, UnknownStrategyError, get_plugin_manager, hookim
 from pacer.cli import main
 
 BASELINES = {"static", "asap", "pid", "min-rows", "fifo", "fair", "cpu-only", "gpu-only", "static-preference",
-             "fixed", "spark-dynamic"}
+             "fixed", "spark-dynamic", "dstream-ratio", "scheduled"}
 
 
 def test_baselines_are_registered_by_default_and_trylast() -> None:

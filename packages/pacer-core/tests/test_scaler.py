@@ -39,10 +39,12 @@ def test_fixed_keeps_the_executors_and_records_no_change() -> None:
 
 def test_spark_dynamic_ramps_1_2_4_while_tasks_wait_and_lets_idle_executors_go_after_the_timeout() -> None:
     c, _ = _controller()
-    scaler = Scaler("spark-dynamic", {"idle_timeout_s": 60}, plugin_manager=get_plugin_manager(), executors=(1, 16))
+    scaler = Scaler("spark-dynamic", {"idle_timeout_s": 60, "backlog_timeout_s": 5},
+                    plugin_manager=get_plugin_manager(), executors=(1, 16))
     held = 1
     seen = []
-    for t in (0.0, 5.0, 10.0, 15.0):  # 16 tasks wait every time: +1, +2, +4, +8 (capped at what the tasks need)
+    for t in (0.0, 5.0, 10.0, 15.0):  # 16 tasks wait every time: +1, +2, +4, +8 (capped at what the tasks need), one
+        # doubling per backlog timeout (5 s here: one per call)
         held = scaler.decide(c, running=held, peak_tasks=16, now=t)
         seen.append(held)
     assert seen == [2, 4, 8, 16]

@@ -212,15 +212,19 @@ def write_csv(path: Path, rows: Sequence[dict[str, Any]], columns: Sequence[str]
     return path
 
 
-def runs_json(runs: Sequence[BenchRun]) -> list[dict[str, Any]]:
-    """The runs as plain JSON values: label, baseline, group, deadline, tags and every repetition's report."""
+def runs_json(runs: Sequence[BenchRun], report_json: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+              ) -> list[dict[str, Any]]:
+    """The runs as plain JSON values: label, baseline, group, deadline, tags and every repetition's report (as
+    ``report_json`` writes it, e.g. less its per-dataset lists; None: whole)."""
+    keep = report_json or (lambda report: report)
     return [{"label": r.label, "baseline": r.baseline, "group": r.group, "deadline": r.deadline,
-             "tags": dict(r.tags), "report": r.report, "repeats": list(r.repeats)} for r in runs]
+             "tags": dict(r.tags), "report": keep(r.report), "repeats": [keep(x) for x in r.repeats]} for r in runs]
 
 
 def write_outputs(out: str | Path, name: str, runs: Sequence[BenchRun], *, summary: str = "",
                   notes: Sequence[str] = (), machine: str | None = None, sections: Sequence[Section] = (),
-                  extra: Mapping[str, Any] | None = None, plots: Mapping[str, Any] | None = None) -> dict[str, Path]:
+                  extra: Mapping[str, Any] | None = None, plots: Mapping[str, Any] | None = None,
+                  report_json: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> dict[str, Path]:
     """Write ``name``.json / .csv / .md, one PNG per plot and ``name``.html under ``out``.
 
     Ratios in the tables compare each run with the baseline of its group, measured in the same bench run and
@@ -232,6 +236,7 @@ def write_outputs(out: str | Path, name: str, runs: Sequence[BenchRun], *, summa
         README's results section ends after them, ``<!-- readme:end -->``).
     :param extra: more top-level keys of the JSON (a scenario's analysis).
     :param plots: a scenario's own figures (key -> matplotlib figure), written before the common ones.
+    :param report_json: how each report is written to ``name``.json (:func:`runs_json`; None: whole).
     :return: the paths written, by kind (one per plot key, e.g. ``latency_cdf``).
     """
     folder = Path(out)
@@ -243,7 +248,8 @@ def write_outputs(out: str | Path, name: str, runs: Sequence[BenchRun], *, summa
     notes = [*notes, *skipped]
     paths: dict[str, Path] = {"json": folder / f"{name}.json"}
     paths["json"].write_text(json.dumps({"experiment": name, "summary": summary, "notes": notes,
-                                         "settings": dict(settings), **dict(extra or {}), "runs": runs_json(runs)},
+                                         "settings": dict(settings), **dict(extra or {}),
+                                         "runs": runs_json(runs, report_json)},
                                         indent=2, sort_keys=True))
     paths["csv"] = write_csv(folder / f"{name}.csv", rows, csv_columns(rows))
     paths["md"] = folder / f"{name}.md"

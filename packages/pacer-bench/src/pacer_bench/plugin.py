@@ -76,7 +76,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", action="append", default=[], metavar="NAME",
                         help="only configurations of this name or family (repeatable; latency-target: asap, "
                              "static, 'static 10s', zstream, 'zstream @10s', pid, min-rows, fixed-point, lmstream; "
-                             "another scenario: a label of its table such as 'edf + zstream', or a family)")
+                             "another scenario: a label of its table such as 'edf + zstream', a group such as "
+                             "autoscale's 'wave / 1 query', or a family)")
     parser.add_argument("--master", default="local[2]", help="Spark master for --runtime spark")
     parser.add_argument("--engine-profile", metavar="FILE",
                         help="--runtime spark: what Spark measured the workload to cost (`pacer calibrate --runtime "

@@ -123,14 +123,14 @@ def resolve_configs(
 
 def chosen_configs(scenario: str, configs: Sequence[Config], names: Sequence[str]) -> list[Config]:
     """``--config`` for a scenario other than latency-target: the configurations whose label (``edf + zstream``,
-    ``fifo + static 10s``), name or family tag (``fixed at peak``, ``static``) ``names`` lists, e.g. to run a few of
-    them long.
+    ``fifo + static 10s``), group (``wave / 1 query``), name or family tag (``fixed at peak``, ``static``) ``names``
+    lists, e.g. to run a few of them long.
 
     :raises ScenarioError: a name matches no configuration (the error lists the labels).
     """
     wanted = set(names)
-    kept = [c for c in configs if wanted & {c.label, c.tags.get("family"), c.tags.get("name")}]
-    matched = {c.label for c in kept} | {c.tags.get("family") for c in kept} | {c.tags.get("name") for c in kept}
+    kept = [c for c in configs if wanted & {c.label, c.group, c.tags.get("family"), c.tags.get("name")}]
+    matched = {n for c in kept for n in (c.label, c.group, c.tags.get("family"), c.tags.get("name"))}
     missing = sorted(wanted - matched)
     if missing:
         raise ScenarioError(f"--config {', '.join(missing)}: no {scenario} configuration has that label or family; "

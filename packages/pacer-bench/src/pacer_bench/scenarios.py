@@ -45,6 +45,7 @@ class Config:
     tags: Mapping[str, Any] = field(default_factory=dict)  # what the configuration is, for the analysis
     partitions: int = 2  # the most cores one batch uses
     scale: str = "fixed"  # the scaling strategy, with executors (min, max) and the executors the run starts with
+    scale_params: Mapping[str, Any] = field(default_factory=dict)  # the scaling strategy's parameters
     executors: tuple[int, int] | None = None
     initial_executors: int | None = None
     executor_startup: float | None = None  # simulated seconds from asking for an executor to its running
@@ -64,7 +65,8 @@ class Config:
             sim["executor_startup"] = self.executor_startup
         return RunConfig(self.queries, scheduler=self.scheduler, duration=self.duration, seed=self.seed,
                          cores=self.cores, gpus=self.gpus, overload=self.overload, partitions=self.partitions,
-                         scale=self.scale, executors=self.executors, initial_executors=self.initial_executors,
+                         scale=self.scale, scale_params=dict(self.scale_params), executors=self.executors,
+                         initial_executors=self.initial_executors,
                          options={SIMULATOR: sim} if sim else {})
 
     def with_seed(self, seed: int) -> Config:
@@ -515,8 +517,10 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("device-sweep", "Rates 64 KB/s-16 MB/s, every placement strategy (dStream Figs. 6-11)", _device_sweep,
                  needs={GPU: "compares CPU and GPU placements"}, grid=_device_grid),
         Scenario("sinusoidal", "Fixed-point vs static intervals under sinusoidal load (Das Fig. 15)", _sinusoidal),
-        Scenario("autoscale", "How many executors each scaler holds and what the deadlines pay: fixed at peak and at "
-                 "mean, Spark's dynamic allocation and pacer's deadline scaler under step, wave and spike traffic",
+        Scenario("autoscale", "How many executors each scaler holds and what the deadlines pay: pacer's deadline "
+                 "scaler, Spark's dynamic allocation (as documented and tuned), Spark Streaming's ratio rule and fixed "
+                 "counts, against the cheapest fixed count and a perfect-foresight oracle, under step, wave, spike "
+                 "and daily traffic",
                  _autoscale, write=_write_autoscale,
                  needs={EXECUTORS: "changes a run's executors"}),
         Scenario("resource-loss", "25 % of the cores taken away mid-run (Das §5.5, Figs. 19-20)", _resource_loss),

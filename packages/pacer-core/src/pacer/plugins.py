@@ -39,6 +39,8 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "pacer.baselines.scheduling",
     "pacer.baselines.placement",
     "pacer.baselines.scaling",
+    "pacer.baselines.scheduled",
+    "pacer.baselines.dstream_ratio",
 )
 
 log = logging.getLogger("pacer.plugins")

@@ -4,5 +4,6 @@
   (Kafka's ``minOffsetsPerTrigger`` + ``maxTriggerDelay``), ``pid`` (Spark Streaming's backpressure);
 - scheduling: ``fifo``, ``fair``;
 - placement: ``cpu-only``, ``gpu-only``, ``static-preference`` (LMStream Table II);
-- scaling: ``fixed`` (the default), ``spark-dynamic`` (Spark's dynamic allocation).
+- scaling: ``fixed`` (the default), ``spark-dynamic`` (Spark's dynamic allocation), ``dstream-ratio`` (Spark
+  Streaming's dynamic allocation), ``scheduled`` (a timetable of executors).
 """

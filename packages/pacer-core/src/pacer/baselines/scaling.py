@@ -2,10 +2,13 @@
 
 ``spark-dynamic`` on Spark hands the executors to Spark's own ``ExecutorAllocationManager`` (pacer then enacts
 nothing and records what Spark holds); in the simulator it is that manager's rule, seen at the scaler's period:
-while tasks wait for a slot, executors are added 1, 2, 4... per call (``spark.dynamicAllocation.schedulerBacklogTimeout``
-and its sustained twin, both 1 s, are shorter than the period), never beyond what the waiting and running tasks
-need; an executor whose slots no task needed for ``idle_timeout_s`` (``spark.dynamicAllocation.executorIdleTimeout``,
-60 s) leaves.
+while tasks wait for a slot, executors are added 1, 2, 4... once per ``backlog_timeout_s``
+(``spark.dynamicAllocation.schedulerBacklogTimeout`` and its sustained twin, both 1 s) of the time since the
+previous call, never beyond what the waiting and running tasks need; an executor whose slots no task needed for
+``idle_timeout_s`` (``spark.dynamicAllocation.executorIdleTimeout``, 60 s) leaves. ``allocation_ratio``
+(``spark.dynamicAllocation.executorAllocationRatio``, 1) scales what the tasks need (0.5: half the executors, a
+batch's tasks in twice the waves). It starts with the executors the run starts with, as Spark starts at
+``spark.dynamicAllocation.initialExecutors`` (default: ``minExecutors``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,10 @@ class DynamicState:
 
 
 def _dynamic_state(spec: QuerySpec | None, params: Mapping[str, Any]) -> DynamicState:
+    if not float(params["backlog_timeout_s"]) > 0:
+        raise ValueError(f"spark-dynamic: backlog_timeout_s must be > 0, got {params['backlog_timeout_s']}")
+    if not 0 < float(params["allocation_ratio"]) <= 1:
+        raise ValueError(f"spark-dynamic: allocation_ratio must be in (0, 1], got {params['allocation_ratio']}")
     return DynamicState()
 
 
@@ -45,7 +52,11 @@ def pacer_strategies() -> Sequence[StrategyInfo]:
             name="spark-dynamic", provides=frozenset({"scaling"}),
             summary="Spark's dynamic allocation: add executors while tasks wait, remove those idle for 60 s",
             params=(Param("idle_timeout_s", 60.0, "seconds an executor's slots go unneeded before it leaves "
-                                                  "(spark.dynamicAllocation.executorIdleTimeout)"),),
+                                                  "(spark.dynamicAllocation.executorIdleTimeout)"),
+                    Param("backlog_timeout_s", 1.0, "seconds of waiting tasks per doubling of the executors added "
+                                                    "(spark.dynamicAllocation.schedulerBacklogTimeout)"),
+                    Param("allocation_ratio", 1.0, "share of the executors the waiting and running tasks need that it "
+                                                   "asks for (spark.dynamicAllocation.executorAllocationRatio)")),
             state=_dynamic_state,
         ),
     ]
@@ -60,7 +71,8 @@ def pacer_scale(ctx: StrategyContext, queries: Sequence[QueryLoad], cluster: Clu
     if ctx.chosen != "spark-dynamic":
         return None
     state: DynamicState = ctx.state
-    needed = max(cluster.min_executors, math.ceil(cluster.peak_tasks / cluster.cores_per_executor))
+    tasks = cluster.peak_tasks * float(ctx.params["allocation_ratio"])
+    needed = max(cluster.min_executors, math.ceil(tasks / cluster.cores_per_executor - 1e-9))
     state.needed.append((now, needed))
     if state.since is None:
         state.since = now
@@ -68,9 +80,10 @@ def pacer_scale(ctx: StrategyContext, queries: Sequence[QueryLoad], cluster: Clu
     while state.needed and now - state.needed[0][0] > idle:
         state.needed.popleft()
     target = cluster.target
-    if cluster.peak_tasks > target * cluster.cores_per_executor:  # tasks waited for a slot: ramp up
-        wanted = min(needed, target + state.to_add)
-        state.to_add *= 2
+    if needed > target:  # tasks waited for a slot: ramp up, doubling once per backlog timeout since the last call
+        ticks = max(1, min(30, math.floor(cluster.interval_s / float(ctx.params["backlog_timeout_s"]) + 1e-9)))
+        wanted = min(needed, target + state.to_add * (2 ** ticks - 1))
+        state.to_add *= 2 ** ticks
         state.since = now  # an executor's idle clock starts when it joins
         return ScaleDecision(wanted, f"tasks waiting ({cluster.peak_tasks} for {target * cluster.cores_per_executor}"
                                      " slots)")

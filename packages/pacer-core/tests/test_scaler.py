@@ -9,7 +9,8 @@ import pytest
 from pacer import ClusterView, Controller, Dataset, QueryLoad, ScaleDecision, StrategyContext, StrategyInfo, hookimpl
 from pacer.clock import ManualClock
 from pacer.plugins import get_plugin_manager
-from pacer.scaler import Scaler, ScalingError, fixed_part, parse_executors
+from pacer.runtime_api import executor_bounds
+from pacer.scaler import Scaler, ScalingError, fixed_part
 from pacer_workloads import make_query
 
 
@@ -20,12 +21,22 @@ def _controller() -> tuple[Controller, ManualClock]:
     return c, clock
 
 
-def test_executors_parse_as_min_max_or_one_count() -> None:
-    assert parse_executors("1:8") == (1, 8)
-    assert parse_executors("3") == (3, 3)
-    for bad in ("0:4", "4:2", "a:b", ""):
-        with pytest.raises(ValueError, match="executors"):
-            parse_executors(bad)
+def test_executor_bounds_are_checked_in_one_place_as_text_or_pair_with_the_initial_count() -> None:
+    """``pacer run --executors``, RunConfig and pacer-spark's executors= / spark.pacer.scale.executors all read
+    them through :func:`executor_bounds`: the same answers and the same errors, naming the setting."""
+    from pacer import RunConfig
+    from pacer.runtime_api import QueryRun
+
+    assert executor_bounds("1:8") == executor_bounds((1, 8)) == executor_bounds(["1", "8"]) == (1, 8)
+    assert executor_bounds("3") == (3, 3) and executor_bounds("2:4", 3) == (2, 4)
+    for bad in ("0:4", "4:2", "a:b", "", (1, 2, 3), (0, 2), None):
+        with pytest.raises(ValueError, match="^spark.pacer.scale.executors"):
+            executor_bounds(bad, setting="spark.pacer.scale.executors")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="initial executors 5 outside executors 1:4"):
+        executor_bounds((1, 4), 5)
+    with pytest.raises(ValueError, match="initial executors 5 outside executors 1:4"):
+        RunConfig((QueryRun("lr2"),), executors=(1, 4), initial_executors=5)
+    assert RunConfig((QueryRun("lr2"),), executors=["1", "4"]).executors == (1, 4)  # type: ignore[arg-type]
 
 
 def test_fixed_keeps_the_executors_and_records_no_change() -> None:
@@ -132,6 +143,25 @@ def test_the_fixed_part_is_what_more_cores_do_not_shorten() -> None:
     # 0.3 s fixed + 8 core-s on 4 cores (2 s) and on 8 cores capped by 4 partitions (still 2 s)
     assert fixed_part([report(2.3, 8.0, 4.0), report(2.3, 8.0, 8.0)], 4, 9.0) == pytest.approx(0.3)
     assert fixed_part([], 4, 9.0) == 9.0  # nothing measured: the service model's
+
+
+def test_the_reload_after_an_executor_left_is_measured_from_the_first_batch_on_fewer_cores() -> None:
+    """Batches on 4 cores take 0.3 s beyond their core-seconds spread over them; the first on 2 cores (an executor
+    left) takes 3.3 s beyond: 3 s of reloaded state. The next one on 2 cores is usual again."""
+    clock = ManualClock()
+    c = Controller(clock=clock, cores=4, plugin_manager=get_plugin_manager())
+    c.add_query(make_query("lr2", query_id="q", deadline=10.0, partitions=4), admission="asap")
+    scaler = Scaler("fixed", plugin_manager=get_plugin_manager(), executors=(1, 8))
+    for i, (cores, extra) in enumerate([(4.0, 0.3), (4.0, 0.3), (4.0, 0.3), (2.0, 3.3), (2.0, 0.3)]):
+        c.arrive("q", Dataset(f"d{i}", arrival=clock.now, bytes=1000, rows=10))
+        batch = c.poll("q")
+        assert batch is not None
+        c.start(batch.id)
+        clock.now += 4.0 / cores + extra
+        c.complete(batch.id, engine_s=4.0 / cores + extra, busy_core_s=4.0, cores_used=cores)
+        (load,) = scaler.loads(c, clock.now)
+        assert load.reload_s == pytest.approx(3.0 if i >= 3 else 0.0), i
+    assert load.fixed_s == pytest.approx(0.3)
 
 
 def test_unknown_scaling_strategy_is_refused_naming_the_installed_ones() -> None:

@@ -421,7 +421,8 @@ def attach(spark: SparkSession, **options: Any) -> PacerSession:
     ``spark.pacer.param.<admission|scheduler|placement>.<name>``, ``spark.pacer.cores``,
     ``spark.pacer.gpus``, ``spark.pacer.scale`` (``fixed``; ``deadline``, ``spark-dynamic``) with
     ``spark.pacer.scale.executors`` (``MIN:MAX``), ``spark.pacer.scale.initial``, ``spark.pacer.scale.every`` (5 s),
-    ``spark.pacer.scale.recommendOnly`` (false) and ``spark.pacer.param.scale.<name>``, ``spark.pacer.gate.concurrency`` (1: batches run one at a time in the
+    ``spark.pacer.scale.recommendOnly`` (false) and ``spark.pacer.param.scale.<name>``,
+    ``spark.pacer.gate.concurrency`` (1: batches run one at a time in the
     scheduler's order), ``spark.pacer.gate.timeout`` (60 s), ``spark.pacer.overload`` (``keep``: only
     report an overload; ``shed``: drop the datasets an overloaded ``pacer-gen`` query can no longer serve
     within its deadline, counted. A ``format("pacer")`` source reads every offset: it never sheds).

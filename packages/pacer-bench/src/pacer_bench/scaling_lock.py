@@ -182,7 +182,8 @@ def measure(delay_s: float, seconds: float, repeat: int, ask_every_s: float) -> 
 def table(result: dict[str, Any]) -> str:
     lines = [f"# Admission's decision time, cluster-manager calls delayed {result['delay_s']:g} s",
              "", "| round | p99 no delay (ms) | p99 delayed (ms) | ratio | max no delay / delayed (ms) | decisions | "
-                 "scaling decisions | calls made / removals, no delay | delayed |", "|---|---|---|---|---|---|---|---|---|"]
+                 "scaling decisions | calls made / removals, no delay | delayed |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for i, r in enumerate(result["rounds"], 1):
         fast, slow = r["no_delay"], r["delayed"]
         lines.append(f"| {i} | {fast['p99_ms']:.2f} | {slow['p99_ms']:.2f} | {r['p99_ratio']:.2f} | "

@@ -88,19 +88,23 @@ def test_dstream_ratio_refuses_a_down_ratio_not_below_the_up_ratio() -> None:
         _ctx("dstream-ratio", {"scaling_down_ratio": 0.9})
 
 
-def test_spark_dynamic_doubles_once_per_backlog_timeout_since_the_last_call() -> None:
+def test_spark_dynamic_adds_one_then_doubles_once_per_backlog_timeout_the_tasks_kept_waiting() -> None:
     ctx = _ctx("spark-dynamic")
-    first = scaling.pacer_scale(ctx, [], _cluster(2, peak_tasks=64), 0.0)  # the first call: one doubling, +1
-    later = scaling.pacer_scale(ctx, [], _cluster(3, peak_tasks=64, interval_s=3.0), 3.0)  # 3 s: +2 +4 +8
+    first = scaling.pacer_scale(ctx, [], _cluster(2, peak_tasks=64, interval_s=5.0), 5.0)  # first seen waiting: +1
+    later = scaling.pacer_scale(ctx, [], _cluster(3, peak_tasks=64, interval_s=3.0), 8.0)  # 3 s more: +2 +4 +8
     assert (first, later) == (ScaleDecision(3, "tasks waiting (64 for 2 slots)"),
                               ScaleDecision(17, "tasks waiting (64 for 3 slots)"))
-    capped = scaling.pacer_scale(ctx, [], _cluster(17, peak_tasks=64, interval_s=5.0), 8.0)
+    capped = scaling.pacer_scale(ctx, [], _cluster(17, peak_tasks=64, interval_s=5.0), 13.0)
     assert capped is not None and capped.executors == 64  # never beyond what the tasks need
+    idle = scaling.pacer_scale(ctx, [], _cluster(64, peak_tasks=64, interval_s=5.0), 18.0)
+    again = scaling.pacer_scale(ctx, [], _cluster(64, peak_tasks=128, interval_s=5.0), 23.0)
+    assert idle is not None and again is not None and (idle.executors, again.executors) == (64, 65)  # +1 anew
 
 
 def test_spark_dynamic_allocation_ratio_asks_for_that_share_of_the_executors_the_tasks_need() -> None:
     ctx = _ctx("spark-dynamic", {"allocation_ratio": 0.5})
-    decision = scaling.pacer_scale(ctx, [], _cluster(2, peak_tasks=64, interval_s=10.0), 10.0)
+    scaling.pacer_scale(ctx, [], _cluster(2, peak_tasks=64, interval_s=5.0), 5.0)
+    decision = scaling.pacer_scale(ctx, [], _cluster(3, peak_tasks=64, interval_s=10.0), 15.0)
     assert decision is not None and decision.executors == 32
     with pytest.raises(ValueError, match="allocation_ratio"):
         _ctx("spark-dynamic", {"allocation_ratio": 0.0})

@@ -2,13 +2,13 @@
 
 ``spark-dynamic`` on Spark hands the executors to Spark's own ``ExecutorAllocationManager`` (pacer then enacts
 nothing and records what Spark holds); in the simulator it is that manager's rule, seen at the scaler's period:
-while tasks wait for a slot, executors are added 1, 2, 4... once per ``backlog_timeout_s``
-(``spark.dynamicAllocation.schedulerBacklogTimeout`` and its sustained twin, both 1 s) of the time since the
-previous call, never beyond what the waiting and running tasks need; an executor whose slots no task needed for
-``idle_timeout_s`` (``spark.dynamicAllocation.executorIdleTimeout``, 60 s) leaves. ``allocation_ratio``
-(``spark.dynamicAllocation.executorAllocationRatio``, 1) scales what the tasks need (0.5: half the executors, a
-batch's tasks in twice the waves). It starts with the executors the run starts with, as Spark starts at
-``spark.dynamicAllocation.initialExecutors`` (default: ``minExecutors``).
+while tasks wait for a slot, executors are added 1 (the call that first sees them wait), then 2, 4... once per
+``backlog_timeout_s`` (``spark.dynamicAllocation.schedulerBacklogTimeout`` and its sustained twin, both 1 s) they
+kept waiting since the previous call, never beyond what the waiting and running tasks need; an executor whose slots
+no task needed for ``idle_timeout_s`` (``spark.dynamicAllocation.executorIdleTimeout``, 60 s) leaves.
+``allocation_ratio`` (``spark.dynamicAllocation.executorAllocationRatio``, 1) scales what the tasks need (0.5: half
+the executors, a batch's tasks in twice the waves). It starts with the executors the run starts with, as Spark
+starts at ``spark.dynamicAllocation.initialExecutors`` (default: ``minExecutors``).
 """
 
 from __future__ import annotations
@@ -27,9 +27,11 @@ from pacer.strategy import Param, StrategyContext, StrategyInfo
 
 @dataclass
 class DynamicState:
-    """``spark-dynamic``'s memory: the executors the next backlogged call adds, and the executors needed over time."""
+    """``spark-dynamic``'s memory: the executors the next backlogged call adds, whether the last call saw tasks wait,
+    and the executors needed over time."""
 
     to_add: int = 1
+    backlogged: bool = False
     since: float | None = None
     needed: deque[tuple[float, int]] = field(default_factory=deque)
 
@@ -80,14 +82,16 @@ def pacer_scale(ctx: StrategyContext, queries: Sequence[QueryLoad], cluster: Clu
     while state.needed and now - state.needed[0][0] > idle:
         state.needed.popleft()
     target = cluster.target
-    if needed > target:  # tasks waited for a slot: ramp up, doubling once per backlog timeout since the last call
-        ticks = max(1, min(30, math.floor(cluster.interval_s / float(ctx.params["backlog_timeout_s"]) + 1e-9)))
+    if needed > target:  # tasks waited for a slot: ramp up, doubling once per backlog timeout they kept waiting
+        timeouts = math.floor(cluster.interval_s / float(ctx.params["backlog_timeout_s"]) + 1e-9)
+        ticks = max(1, min(30, timeouts)) if state.backlogged else 1  # waiting since the last call, or only since now
+        state.backlogged = True
         wanted = min(needed, target + state.to_add * (2 ** ticks - 1))
         state.to_add *= 2 ** ticks
         state.since = now  # an executor's idle clock starts when it joins
         return ScaleDecision(wanted, f"tasks waiting ({cluster.peak_tasks} for {target * cluster.cores_per_executor}"
                                      " slots)")
-    state.to_add = 1
+    state.to_add, state.backlogged = 1, False
     most = max(n for _, n in state.needed)
     if now - state.since >= idle - 1e-9 and most < target:
         state.since = now

@@ -76,6 +76,24 @@ def test_executors_over_time_and_their_core_seconds_come_from_sparks_spans() -> 
     assert core_s(spans, 100.0, 200.0) == pytest.approx(100.0 + 1.0 + 40.0)
 
 
+def test_executors_asked_together_are_one_change_and_a_scale_up_before_the_rise_is_in_time() -> None:
+    doc = _doc()
+    scaled = doc["runs"][0]
+    # Spark's 4 at attach, pacer keeps 1 (removed 0.2 s apart), asks 3 in the trough: they register 0.4 s apart at
+    # 3 s, and two go 0.3 s apart at 15 s (after the fall)
+    scaled["attach"]["initial_executors"] = 1
+    scaled["spans"] = [_span(0, 900.0), _span(1, 900.0, 1000.5), _span(2, 900.0, 1000.7), _span(3, 900.0, 1000.6),
+                       _span(4, 1003.0), _span(5, 1003.4, 1015.3), _span(6, 1003.2, 1015.0)]
+    scaled["scaling"]["changes"] = [{"at": 11.0, "from": 1, "to": 4, "reason": "deadlines need 4"}]
+    rows, goals = judge(doc)
+    row = rows[0]
+    assert row["executors"] == [[0.0, 4], [0.5, 1], [3.0, 4], [15.0, 2]]
+    assert row["removed_after_peak"] == {"t": 15.0, "from": 4, "to": 2}
+    assert row["added_after_rise_s"] == pytest.approx(3.0 - row["rise_s"]) and row["added_after_rise_s"] < 0
+    assert goals[1].startswith("GOAL adds executors within one start-up + one deadline of the rise: met")
+    assert "before the rise" in goals[1]
+
+
 def _run(config: str, spans: list[dict[str, Any]], late_seconds: int, *, changes: list[dict[str, Any]] | None = None,
          scale: str = "fixed") -> dict[str, Any]:
     """A raw record of 10 rows a second for 20 s from t0 = 1000, ``late_seconds`` of them all late."""

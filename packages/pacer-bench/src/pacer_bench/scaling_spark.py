@@ -174,14 +174,19 @@ def held_at(spans: Sequence[Mapping[str, Any]], t: float) -> int:
 
 
 def executors_over_time(spans: Sequence[Mapping[str, Any]], start: float, end: float) -> list[list[float]]:
-    """``[[seconds from start, executors], ...]`` at ``start`` and at every change up to ``end``."""
+    """``[[seconds from start, executors], ...]`` at ``start`` and at every change up to ``end``; changes within a
+    second of the one before are one change (executors asked for together register a few hundred ms apart)."""
     times = sorted({start, *(float(s["added"]) for s in spans), *(float(s["removed"]) for s in spans
                                                                   if s["removed"] is not None)})
     out: list[list[float]] = []
     for t in times:
         if start <= t <= end:
             n = held_at(spans, t)
-            if not out or out[-1][1] != n:
+            if out and t - start - out[-1][0] < 1.0 and len(out) > 1:
+                out[-1][1] = n
+                if out[-2][1] == n:
+                    out.pop()
+            elif not out or out[-1][1] != n:
                 out.append([round(t - start, 3), n])
     return out
 
@@ -230,22 +235,31 @@ def judge_run(run: Mapping[str, Any], traffic: Mapping[str, Any]) -> dict[str, A
         for s in spans if float(s["added"]) > t0 and s["id"] in tasks}
     if run.get("attach", {}).get("scale") == "fixed":
         return row
+    # the rise: the traffic's first second above what the scaler's starting executors serve; the first executor
+    # added once it held its fewest (at attach it removes what Spark started beyond them), and when it asked
     schedule = traffic["schedule"]
+    start = int(run.get("attach", {}).get("initial_executors") or (min(counts) if counts else 1))
     rise = next((s for s, rate in enumerate(schedule)
-                 if rate > capacity(held_at(spans, t0 + s), wait_ms=wait_ms, deadline_s=deadline,
-                                    fixed_part_s=fixed_part)), None)
-    row["rise_s"] = rise
-    if rise is not None:
-        before = held_at(spans, t0 + rise)
-        row["held_at_rise"] = before
-        up = next((t for t, n in timeline if t >= rise and n > before), None)
+                 if rate > capacity(start, wait_ms=wait_ms, deadline_s=deadline, fixed_part_s=fixed_part)), None)
+    row["rise_s"], row["rise_over"] = rise, start
+    if rise is not None and counts:
+        row["held_at_rise"] = held_at(spans, t0 + rise)
+        floor = next(i for i, n in enumerate(counts) if n == min(counts))
+        up = next((timeline[i][0] for i in range(floor + 1, len(timeline)) if counts[i] > counts[i - 1]), None)
         row["added_after_rise_s"] = None if up is None else round(up - rise, 1)
         asked = next((c["t"] for c in changes if c["t"] is not None and c["to"] > c["from"] and c["t"] >= 0.0), None)
         row["asked_after_rise_s"] = None if asked is None else round(asked - rise, 1)
+        first = [tasks[s["id"]]["first_s"] for s in spans if float(s["added"]) > t0 and s["id"] in tasks]
+        row["first_task_after_rise_s"] = round(min(first) - rise, 1) if first else None
     fall = float(traffic["phases"]["fall"])
-    down = next(({"t": t, "from": int(timeline[i - 1][1]), "to": int(n)} for i, (t, n) in enumerate(timeline)
-                 if i and t > fall and n < timeline[i - 1][1]), None)
-    row["removed_after_peak"] = down
+    first_down = next((i for i in range(1, len(timeline)) if timeline[i][0] > fall and counts[i] < counts[i - 1]),
+                      None)
+    if first_down is None:
+        row["removed_after_peak"] = None
+    else:  # the removals made together (within 5 s) as one
+        t_down = timeline[first_down][0]
+        last = max(i for i in range(first_down, len(timeline)) if timeline[i][0] <= t_down + 5.0)
+        row["removed_after_peak"] = {"t": t_down, "from": counts[first_down - 1], "to": counts[last]}
     row["executors_at_end"] = counts[-1] if counts else None
     return row
 
@@ -272,16 +286,17 @@ def judge(doc: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
     added = scaled.get("added_after_rise_s")
     if rise is None:
         goals.append("GOAL adds executors within one start-up + one deadline of the rise: not judged (the traffic "
-                     "never exceeded what the executors held could serve)")
+                     "never exceeded what the starting executors serve)")
     else:
         limit = float(startup or 0.0) + deadline_s
         ok = added is not None and added <= limit
         cold = scaled.get("first_task_after_added_s") or {}
-        what = (f"the rise at {rise} s ({traffic['schedule'][rise]} rows/s over {scaled['held_at_rise']} "
-                f"executor(s)); asked {_secs(scaled.get('asked_after_rise_s'))}, running {_secs(added)} after it; "
-                f"limit {startup} s start-up + {deadline_s:g} s = {limit:.1f} s"
+        what = (f"the rise at {rise} s: {traffic['schedule'][rise]} rows/s, over what {scaled['rise_over']} "
+                f"executor(s) serve; asked {_secs(scaled.get('asked_after_rise_s'))}, registered {_secs(added)} "
+                f"relative to it{', before the rise' if added is not None and added <= 0 else ''}; limit "
+                f"{startup} s start-up + {deadline_s:g} s = {limit:.1f} s"
                 + (f"; a new executor's first task began {min(cold.values()):.1f}-{max(cold.values()):.1f} s after it "
-                   "registered" if cold else ""))
+                   f"registered ({_secs(scaled.get('first_task_after_rise_s'))} relative to the rise)" if cold else ""))
         goals.append(f"GOAL adds executors within one start-up + one deadline of the rise: {_met(ok)} ({what})")
     down = scaled.get("removed_after_peak")
     goals.append("GOAL removes them after: " + (
@@ -341,7 +356,7 @@ def markdown(doc: Mapping[str, Any]) -> str:
         f"s, trough from {traffic['phases']['trough']:.0f} s). {machine['when']}, {machine['machine']}, PySpark "
         f"{machine['pyspark']}.", "",
         "| config | late | p99 latency | records once | allocated core-s | x cheapest fixed | pacer's allocated core-s "
-        "| executors min-max | scale-up after the rise (asked, running) | changes (pacer) |",
+        "| executors min-max | scale-up after the rise (asked, registered, first task) | changes (pacer) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -349,7 +364,8 @@ def markdown(doc: Mapping[str, Any]) -> str:
             lines.append(f"| {r['config']} | failed: {str(r.get('error'))[:200]} | | | | | | | | |")
             continue
         up = ("-" if "rise_s" not in r else "no rise" if r["rise_s"] is None else
-              f"{_secs(r.get('asked_after_rise_s'))}, {_secs(r.get('added_after_rise_s'))}")
+              f"{_secs(r.get('asked_after_rise_s'))}, {_secs(r.get('added_after_rise_s'))}, "
+              f"{_secs(r.get('first_task_after_rise_s'))}")
         changes = "; ".join(f"{c['from']}->{c['to']} at {c['t']:.0f} s" for c in r["changes"]
                             if c["t"] is not None) or "none"
         lines.append(
@@ -358,10 +374,13 @@ def markdown(doc: Mapping[str, Any]) -> str:
             f"{r.get('x_cheapest_fixed') or '-'} | {_round(r['pacer_allocated_core_s'])} | "
             f"{r['executors_min']}-{r['executors_max']} | {up} | {changes} |")
     lines += ["", "Allocated core-s: the executors Spark listed (its status store) from the first record to the last "
-              f"plus one deadline, the same window for every configuration; pacer's from attach to its report. Times "
-              "are seconds from the first record. The rise: the first second whose rows/s exceed what the executors "
-              f"then listed serve within the deadline (1 core = {capacity(1, **_model(traffic)):.0f} rows/s: a batch's "
-              f"fixed part of {traffic.get('fixed_part_s', FIXED_PART_S):g} s, no headroom).", ""]
+              "plus one deadline, the same window for every configuration; pacer's from attach to its report. Times "
+              "are seconds from the first record; executors min-max count those Spark started and pacer removed at "
+              "attach (gone within seconds). The rise: the first second whose rows/s exceed what the scaler's starting "
+              f"executors serve within the deadline (1 core = {capacity(1, **_model(traffic)):.0f} rows/s: a batch's "
+              f"fixed part of {traffic.get('fixed_part_s', FIXED_PART_S):g} s, no headroom); asked: pacer's first "
+              "scale-up; registered: the first executor Spark listed after the scaler held its fewest; first task: "
+              "when a new executor's first task got its rows (its Python worker and Kafka consumers started).", ""]
     lines += [f"- {g}" for g in goals]
     for r in rows:
         if r.get("judged") and r["changes"]:

@@ -72,7 +72,7 @@ class ScalingConformance:
     def test_answers_on_any_load(self, strategy: str) -> None:
         """Before any batch measured, idle, steady, and with a backlog many times what the cores drain: an answer
         at every turn (one that raises or answers nothing fails the run; the Scaler clamps to the bounds)."""
-        loads = {
+        loads: dict[str, dict[str, list[Dataset]]] = {
             "idle": {"q": []},
             "steady": {"q": steady_arrivals("q", start=0, end=60)},
             "backlog": {"q": steady_arrivals("q", start=0, end=60, nbytes=2_000_000, rows=30_000)},

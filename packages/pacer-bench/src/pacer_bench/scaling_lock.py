@@ -106,6 +106,14 @@ class SourceAsk:
         self.query_id, self.drain, self.whole = "q", False, False
         self.batch_id: str | None = None
 
+    @property
+    def stream_id(self) -> str | None:
+        return None
+
+    @property
+    def own(self) -> Sequence[str]:
+        return ()
+
     def report(self, books: Books) -> bool:
         if self.previous is not None:
             books.start(self.previous)

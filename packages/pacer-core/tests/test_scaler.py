@@ -242,3 +242,21 @@ def test_a_query_load_carries_the_rows_late_and_done_since_the_previous_decision
     (load,) = scaler.loads(c, 17.0)  # nothing since: recent, not cumulative
     assert (load.recent_miss_rows, load.recent_rows, load.miss_rows) == (0, 0, 10)
     assert load.reload_s == 0.0  # not measured by any runtime yet
+
+
+def test_a_query_whose_batches_run_more_tasks_than_its_partitions_can_use_them() -> None:
+    """A format("pacer") Kafka query's spec has the session's shuffle partitions (2); its scan runs a task per topic
+    partition (6 measured): the scaler tells the strategy 6."""
+    clock = ManualClock()
+    c = Controller(clock=clock, cores=4, plugin_manager=get_plugin_manager())
+    c.add_query(make_query("lr2", query_id="q", deadline=10.0, partitions=2), admission="asap")
+    scaler = Scaler("fixed", plugin_manager=get_plugin_manager(), executors=(1, 8))
+    assert scaler.loads(c, 0.0)[0].partitions == 2  # nothing measured: the spec's
+    c.arrive("q", Dataset("d0", arrival=0.0, bytes=1000, rows=10))
+    batch = c.poll("q")
+    assert batch is not None
+    c.start(batch.id)
+    clock.now = 1.0
+    c.reconcile.task_costs(batch.id, cpu_core_s=None, failed_core_s=None, tasks=6)  # as pacer-spark's listener does
+    c.complete(batch.id, engine_s=1.0, busy_core_s=3.0, cores_used=4.0)
+    assert scaler.loads(c, 1.0)[0].partitions == 6

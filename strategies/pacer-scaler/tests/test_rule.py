@@ -388,3 +388,11 @@ def test_a_parameter_out_of_range_is_refused_by_name(key: str, bad: float, span:
     with pytest.raises(ValueError, match=rf"^deadline scaler: {key} must be in {re.escape(span)}, got {bad}$"):
         build_state(None, {**DEFAULTS, key: bad})
     build_state(None, DEFAULTS)
+
+
+def test_out_of_reach_the_fewest_executors_that_run_as_fast_as_the_most_allowed() -> None:
+    """6 tasks need 3.94 cores and 5 executors are allowed: 3, 4 and 5 all run them as 3 (two waves of 3 apiece,
+    or one of 5 and one of 1): 3, not the 5 allowed (measured on a standalone cluster, bench-results/scaling-spark)."""
+    load = _load(partitions=6)
+    assert executors_for(3.94, [load], _cluster(1, max_executors=5)) == 3
+    assert executors_for(6.5, [load], _cluster(1, max_executors=8)) == 6  # 6 tasks: one wave on 6

@@ -143,15 +143,16 @@ class Scaler:
             in_flight = controller.batch(view.in_flight).batch.bytes if view.in_flight is not None else 0
             profile = view.engine_profile  # what the engine measured, until the query measured its own
             reports = controller.reports(query_id)[-FIXED_BATCHES:]
-            fixed = fixed_part(reports, view.spec.partitions, profile.wall_s if profile is not None
+            partitions = usable_partitions(view.spec.partitions, reports)
+            fixed = fixed_part(reports, partitions, profile.wall_s if profile is not None
                                else float(view.service_time.get("fixed_ms", 0.0)) / 1000.0)
-            _measure_reload(s, reports, view.spec.partitions, fixed)
+            _measure_reload(s, reports, partitions, fixed)
             out.append(QueryLoad(
                 query_id=query_id, deadline_s=view.spec.effective_deadline, fixed_s=fixed,
                 reload_s=s.reload_s or 0.0,
                 core_s_per_byte=s.busy_sum / s.bytes_sum if s.bytes_sum > 0
                 else profile.core_s_per_byte if profile is not None else 0.0,
-                partitions=view.spec.partitions, rate_bytes_s=_rate(recent if len(recent) >= 2 else list(s.arrived)),
+                partitions=partitions, rate_bytes_s=_rate(recent if len(recent) >= 2 else list(s.arrived)),
                 trend_bytes_s2=_trend(list(s.arrived)),
                 backlog_bytes=sum(d.bytes for d in buffered) + in_flight,
                 backlog_age_s=max(0.0, now - buffered[0].arrival) if buffered else 0.0,
@@ -279,6 +280,13 @@ def fixed_part(reports: Sequence[BatchReport], partitions: int, otherwise: float
     if not parts:
         return otherwise
     return parts[len(parts) // 2]
+
+
+def usable_partitions(partitions: int, reports: Sequence[BatchReport]) -> int:
+    """The most cores a query's batches can use: its spec's partitions (Spark's shuffle partitions), or the most task
+    attempts a recent batch ran where more (a ``format("pacer")`` Kafka scan runs a task per topic partition, which
+    the spec does not know: 6 where the session's shuffle partitions said 2)."""
+    return max([partitions, *(r.tasks for r in reports if r.tasks)])
 
 
 def _overhead(report: BatchReport, partitions: int) -> float | None:

@@ -66,9 +66,9 @@ def speed(loads: Sequence[QueryLoad], cores: float) -> float:
 
 def executors_for(cores: float, loads: Sequence[QueryLoad], cluster: ClusterView) -> int:
     """The fewest executors within the bounds whose cores run ``loads``' batches as fast as ``cores`` (as all their
-    partitions, where more: no batch runs faster), so no executor is paid for whose cores a wave leaves idle. The
-    most allowed where none does."""
-    wanted = min(cores, _most(loads))
+    partitions, where more: no batch runs faster), so no executor is paid for whose cores a wave leaves idle. Where
+    none does, the fewest that run them as fast as the most allowed do (6 tasks on 3, 4 or 5 executors: 3)."""
+    wanted = min(cores, _most(loads), speed(loads, cluster.max_executors * cluster.cores_per_executor))
     for n in range(cluster.min_executors, cluster.max_executors + 1):
         if speed(loads, n * cluster.cores_per_executor) >= wanted - 1e-9:
             return n

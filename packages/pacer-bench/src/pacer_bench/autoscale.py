@@ -146,13 +146,15 @@ def _probe(config: RunConfig) -> dict[str, Any]:
     return SIM_RUNTIME.run(config).report
 
 
-def sized(queries: Sequence[QueryRun], scheduler: str, level: float) -> int:
-    """The executors the simulator needs to keep a constant ``level`` × every query's mean × (1 + the headroom) on
-    time (the most allowed where none does)."""
+def sized(queries: Sequence[QueryRun], scheduler: str, levels: Sequence[float]) -> list[int]:
+    """The executors the simulator needs to keep each constant level × every query's mean × (1 + the headroom) on
+    time (the most that helps where none does); the levels found together, lowest first, each from the last."""
     from pacer_bench.oracle import rounded_level
 
-    level = rounded_level(level * (1.0 + headroom()))
-    return capacity(queries, scheduler).needs([level], low=1, high=most_useful(queries))[level]
+    share = headroom()
+    rounded = [rounded_level(level * (1.0 + share)) for level in levels]
+    needs = capacity(queries, scheduler).needs(rounded, low=1, high=most_useful(queries))
+    return [needs[level] for level in rounded]
 
 
 def most_useful(queries: Sequence[QueryRun]) -> int:
@@ -184,12 +186,14 @@ def autoscale_plan(quick: bool, *, simulated: bool = True,
     sets = {"1 query": QUERY_SETS["1 query"]} if quick else QUERY_SETS
     for set_name, queries in sets.items():
         scheduler = "edf" if len(queries) > 1 else "fifo"
-        for traffic, (pattern, _, duration) in TRAFFICS.items():
+        levels = [1.0, *(max(peak_rate(traffic, r) / r for _, _, r in queries) for traffic in TRAFFICS)]
+        mean, *peaks = sized(tuple(QueryRun(w, rate=r, deadline=d, admission="zstream", query_id=w)
+                                   for w, d, r in queries), scheduler, levels)
+        mean = max(EXECUTORS[0], mean)
+        for (traffic, (pattern, _, duration)), peak in zip(TRAFFICS.items(), peaks, strict=True):
             duration = min(duration, 900.0) if quick and traffic != "step" else duration
             runs = tuple(QueryRun(w, traffic=pattern, rate=r, traffic_params=_traffic_params(traffic, r),
                                   admission="zstream", deadline=d, query_id=w) for w, d, r in queries)
-            peak = sized(runs, scheduler, max(peak_rate(traffic, r) / r for _, _, r in queries))
-            mean = max(EXECUTORS[0], sized(runs, scheduler, 1.0))
             group = f"{traffic} / {set_name}"
             common: dict[str, Any] = {"queries": runs, "duration": duration, "group": group,
                                       "scheduler": scheduler, "partitions": PARTITIONS}

@@ -23,24 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import pacer
+from pacer_spark.run.cluster import executor_id
 
 TAGS = "executor STRING, pool STRING, query_id STRING, spark_batch BIGINT"
 KAFKA_ROWS_PER_ROUND, KAFKA_PARTITIONS = 200, 2
 SCHEDULE_ROWS, SCHEDULE_FILES = 40, 6
-
-
-def executor_id() -> str:
-    """The ``--executor-id`` of the executor JVM this Python worker descends from (``?`` outside an executor)."""
-    pid = os.getpid()
-    for _ in range(8):
-        try:
-            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if b"--executor-id" in args:
-                return args[args.index(b"--executor-id") + 1].decode()
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    return "?"
 
 
 def tag(work: str, phase: str, hold_s: float) -> Callable[[Iterator[Any]], Iterator[Any]]:

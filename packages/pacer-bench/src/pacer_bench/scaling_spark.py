@@ -403,20 +403,6 @@ def _round(value: Any) -> Any:
 # ---------------------------------------------------------------------- the application (a child process)
 
 
-def executor_id() -> str:
-    """The ``--executor-id`` of the executor JVM this Python worker descends from (``?`` outside an executor)."""
-    pid = os.getpid()
-    for _ in range(8):
-        try:
-            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if b"--executor-id" in args:
-                return args[args.index(b"--executor-id") + 1].decode()
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    return "?"
-
-
 def wait_per_row(wait_s: float, trace: str | None = None) -> Any:
     """The user's per-row work for ``mapInPandas``: each row waits ``wait_s`` (as a call to a service), nothing
     computed. With ``trace``, each task appends its executor, start (its first rows came), end and rows to that
@@ -429,6 +415,8 @@ def wait_per_row(wait_s: float, trace: str | None = None) -> Any:
             rows += len(frame)
             yield frame
         if trace:
+            from pacer_spark.run.cluster import executor_id
+
             with open(trace, "a", encoding="utf-8") as out:
                 out.write(json.dumps({"executor": executor_id(), "start": round(started, 3),
                                       "end": round(time.time(), 3), "rows": rows}) + "\n")

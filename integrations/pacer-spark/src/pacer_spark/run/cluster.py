@@ -389,9 +389,25 @@ def stop_cluster(directory: str | os.PathLike[str], *, timeout_s: float = DEFAUL
     return stopped
 
 
+def executor_id() -> str:
+    """In a Python worker on a cluster (a UDF's, a ``mapInPandas``'): the ``--executor-id`` of the executor JVM it
+    descends from (``?`` outside an executor)."""
+    pid = os.getpid()
+    for _ in range(8):
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if b"--executor-id" in args:
+                return args[args.index(b"--executor-id") + 1].decode()
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return "?"
+
+
 __all__ = [
     "ClusterError",
     "ClusterInfo",
+    "executor_id",
     "executor_pids",
     "master_state",
     "running_cluster",

@@ -451,16 +451,16 @@ class Sink:
 
 
 def _registered(spark: Any) -> int:
-    return int(spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()) - 1
+    from pacer_spark.jvm.status_store import live_executors
+
+    return len(live_executors(spark) or [])
 
 
 def executor_spans(spark: Any) -> list[dict[str, Any]]:
     """Every executor Spark's status store lists, dead ones too: id, cores, added and removed (epoch)."""
-    convert = spark.sparkContext._jvm.scala.jdk.javaapi.CollectionConverters
-    listed = convert.asJava(spark.sparkContext._jsc.sc().statusStore().executorList(False))
-    return [{"id": str(e.id()), "cores": int(e.totalCores()), "added": int(e.addTime().getTime()) / 1000.0,
-             "removed": int(e.removeTime().get().getTime()) / 1000.0 if e.removeTime().isDefined() else None}
-            for e in listed if str(e.id()) != "driver"]
+    from pacer_spark.jvm.status_store import executor_spans as spans
+
+    return spans(spark) or []
 
 
 def _anchor(pacer: Any) -> float | None:

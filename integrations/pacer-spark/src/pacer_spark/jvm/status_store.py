@@ -86,25 +86,34 @@ def task_slots(spark: Any) -> int | None:
     return total or None
 
 
+def executor_spans(spark: Any, *, driver: bool = False) -> list[dict[str, Any]] | None:
+    """Every executor the status store lists, removed ones too (as far as it keeps them): ``id``, ``cores``,
+    ``added`` and ``removed`` (epoch seconds; None while it runs); the driver's own entry only with ``driver``. None
+    when it cannot be read (an internal API that moved, or a stopping JVM)."""
+    try:
+        convert = spark.sparkContext._jvm.scala.jdk.javaapi.CollectionConverters
+        listed = convert.asJava(spark.sparkContext._jsc.sc().statusStore().executorList(False))  # dead ones too
+        spans = []
+        for e in listed:
+            removed = e.removeTime()
+            spans.append({"id": str(e.id()), "cores": int(e.totalCores()), "added": int(e.addTime().getTime()) / 1000.0,
+                          "removed": int(removed.get().getTime()) / 1000.0 if removed.isDefined() else None})
+    except Exception as exc:  # an internal API that moved, or a stopping JVM
+        log.debug("cannot read the executors' lifetimes from Spark's status store: %s", exc)
+        return None
+    return [span for span in spans if driver or span["id"] != "driver"]
+
+
 def allocated_core_s(spark: Any, start: float, end: float) -> float | None:
     """Core-seconds the application held from ``start`` to ``end`` (epoch seconds): each executor's cores times the
     part of that span it was alive (removed executors included, as far as the status store keeps them), the driver's
     own cores in local mode. None when the status store cannot be read."""
-    try:
-        convert = spark.sparkContext._jvm.scala.jdk.javaapi.CollectionConverters
-        listed = convert.asJava(spark.sparkContext._jsc.sc().statusStore().executorList(False))  # dead ones too
-        spans: dict[str, tuple[int, float, float]] = {}
-        for e in listed:
-            added = int(e.addTime().getTime()) / 1000.0
-            removed = e.removeTime()
-            gone = int(removed.get().getTime()) / 1000.0 if removed.isDefined() else end
-            spans[str(e.id())] = (int(e.totalCores()), added, gone)
-    except Exception as exc:  # an internal API that moved, or a stopping JVM
-        log.debug("cannot read the executors' lifetimes from Spark's status store: %s", exc)
+    spans = executor_spans(spark, driver=True)
+    if spans is None:
         return None
-    executors_only = {k: v for k, v in spans.items() if k != "driver"}
-    held = executors_only or {k: v for k, v in spans.items() if k == "driver"}
-    return sum(cores * max(0.0, min(gone, end) - max(added, start)) for cores, added, gone in held.values())
+    held = [s for s in spans if s["id"] != "driver"] or [s for s in spans if s["id"] == "driver"]
+    return float(sum(s["cores"] * max(0.0, min(end if s["removed"] is None else s["removed"], end)
+                                        - max(s["added"], start)) for s in held))
 
 
 def stages_run_time_s(spark: Any, *, since: float = 0.0) -> float | None:
@@ -127,4 +136,4 @@ def stages_run_time_s(spark: Any, *, since: float = 0.0) -> float | None:
         return None
 
 
-__all__ = ["allocated_core_s", "query_executors", "stages_run_time_s", "task_slots"]
+__all__ = ["allocated_core_s", "executor_spans", "query_executors", "stages_run_time_s", "task_slots"]

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pacer
+from pacer_spark.jvm import status_store
 from pacer_spark.run.cluster import executor_id
 
 TAGS = "executor STRING, pool STRING, query_id STRING, spark_batch BIGINT"
@@ -206,11 +207,15 @@ def scale_phase(spark: Any, args: argparse.Namespace, work: Path) -> dict[str, A
     finally:
         pacer.stop()
     ended = time.time()
-    convert = spark.sparkContext._jvm.scala.jdk.javaapi.CollectionConverters
-    listed = convert.asJava(spark.sparkContext._jsc.sc().statusStore().executorList(False))
-    spans = [{"id": str(e.id()), "added": int(e.addTime().getTime()) / 1000.0,
-              "removed": int(e.removeTime().get().getTime()) / 1000.0 if e.removeTime().isDefined() else None}
-             for e in listed if str(e.id()) != "driver"]
+    # Spark's status store hears of a removal after the cluster manager took it: a removal pacer made in the run's
+    # last second is listed as removed a moment later
+    removed = {e for r in report["scaling"]["removals"] for e in r["executors"]}
+    limit = time.monotonic() + 20.0
+    while True:
+        spans = status_store.executor_spans(spark) or []
+        if removed <= {s["id"] for s in spans if s["removed"] is not None} or time.monotonic() > limit:
+            break
+        time.sleep(0.5)
     rows = spark.read.parquet(str(out)).select("key", "value").collect() if out.exists() else []
     return {"produced": produced, "keys": sorted(int(r.key) for r in rows),
             "values_match": all(r.value == f"record-{r.key}" for r in rows), "error": str(error) if error else None,

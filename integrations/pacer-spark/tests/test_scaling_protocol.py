@@ -277,20 +277,30 @@ def test_spark_dynamic_is_watched_not_enacted() -> None:
     assert [point[1] for point in report["executors"]] == [2, 3, 1]
 
 
-def test_the_scaling_keeps_what_it_wants_for_a_restart(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """What the strategy wants and the start-up learned are kept in the checkpoint root at each change and at the
-    end: a restart with a backlog starts from them (pacer_spark.runtime reads them at attach)."""
+def _two_running(*, wanted: int, initial: int | None = None, recommend_only: bool = False,
+                 state_path: Path | None = None) -> tuple[ManualClock, Controller, Wanted, Manager, QueuedCalls,
+                                                          ExecutorScaling]:
+    """A started scaling of 2 running executors (1 to 5 allowed) whose strategy wants ``wanted``, its calls queued."""
     clock = ManualClock()
     controller = Controller(clock=clock, cores=2, plugin_manager=get_plugin_manager())
     pm = get_plugin_manager()
-    strategy = Wanted(4)
+    strategy = Wanted(wanted)
     pm.register(strategy)
     manager = Manager(running=2)
     calls = QueuedCalls(manager.request, manager.kill, clock=lambda: clock.now)
-    path = tmp_path / "root" / "pacer-scaling.json"
-    scaling = ExecutorScaling(Scaler("drawn", plugin_manager=pm, executors=(1, 5), initial=2, every_s=1.0), None,
-                              clock=lambda: clock.now, live=manager.executors, calls=calls, state_path=path)
+    scaler = Scaler("drawn", plugin_manager=pm, executors=(1, 5), initial=initial, every_s=1.0,
+                    recommend_only=recommend_only)
+    scaling = ExecutorScaling(scaler, None, clock=lambda: clock.now, live=manager.executors, calls=calls,
+                              state_path=state_path)
     scaling.start()
+    return clock, controller, strategy, manager, calls, scaling
+
+
+def test_the_scaling_keeps_what_it_wants_for_a_restart(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """What the strategy wants and the start-up learned are kept in the checkpoint root at each change and at the
+    end: a restart with a backlog starts from them (pacer_spark.runtime reads them at attach)."""
+    path = tmp_path / "root" / "pacer-scaling.json"
+    clock, controller, _, manager, calls, scaling = _two_running(wanted=4, initial=2, state_path=path)
     assert saved_state(path) == {}  # nothing changed yet
     clock.now = 1.0
     scaling.follow(controller, batches_running=False)
@@ -308,16 +318,7 @@ def test_the_scaling_keeps_what_it_wants_for_a_restart(tmp_path: Path, caplog: p
 
 
 def test_recommend_only_asks_the_cluster_manager_for_nothing_and_says_what_it_would_hold() -> None:
-    clock = ManualClock()
-    controller = Controller(clock=clock, cores=2, plugin_manager=get_plugin_manager())
-    pm = get_plugin_manager()
-    strategy = Wanted(4)
-    pm.register(strategy)
-    manager = Manager(running=2)
-    calls = QueuedCalls(manager.request, manager.kill, clock=lambda: clock.now)
-    scaler = Scaler("drawn", plugin_manager=pm, executors=(1, 5), every_s=1.0, recommend_only=True)
-    scaling = ExecutorScaling(scaler, None, clock=lambda: clock.now, live=manager.executors, calls=calls)
-    scaling.start()
+    clock, controller, strategy, _, calls, scaling = _two_running(wanted=4, recommend_only=True)
     for wanted, now in ((4, 1.0), (1, 2.0)):  # more, then fewer than the 2 running
         strategy.wanted = wanted
         clock.now = now

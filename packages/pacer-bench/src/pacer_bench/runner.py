@@ -17,7 +17,7 @@ from typing import Any
 
 from pacer import Runtime, UnknownRuntimeError, UnknownStrategyError
 from pacer.plugins import PluginManager, get_plugin_manager
-from pacer.scaler import parse_executors
+from pacer.runtime_api import executor_bounds
 from pacer_bench.progress_bar import ProgressBar
 from pacer_bench.runtime_traits import EXECUTORS, GPU, SIMULATOR, runtime_traits
 from pacer_bench.scenarios import SCENARIOS, Config, Request, ScenarioError, ScenarioResult, find_scenario
@@ -31,7 +31,7 @@ def _request(quick: bool, runtime: str, target: Mapping[str, Any] | None, source
              master: str, executors: str | None, calibrated: Sequence[str] = ()) -> Request:
     """What the scenario builds its configurations (and its writer its outputs) from, on ``runtime``."""
     return Request(quick=quick, simulated=runtime_traits(runtime).simulated, target=dict(target or {}),
-                   source=source, master=master, executors=None if executors is None else parse_executors(executors),
+                   source=source, master=master, executors=None if executors is None else executor_bounds(executors),
                    calibrated=tuple(calibrated))
 
 

@@ -22,7 +22,6 @@ from typing import Any
 
 from pacer.model import BatchReport, QueryHistory
 from pacer.plugins import PluginManager
-from pacer.runtime_api import executor_bounds
 from pacer.scaling import ClusterView, QueryLoad, ScaleDecision
 from pacer.strategy import StrategyContext
 
@@ -56,11 +55,6 @@ class _Sampled:
     done_rows: int = 0
     seen_seq: int = -1  # the newest batch looked at for a reload after a removal
     reload_s: float | None = None  # measured: what the first batch on fewer cores took beyond the usual
-
-
-def parse_executors(text: str) -> tuple[int, int]:
-    """``"MIN:MAX"`` (or one number) -> ``(min, max)`` (:func:`executor_bounds`)."""
-    return executor_bounds(text)
 
 
 class Scaler:

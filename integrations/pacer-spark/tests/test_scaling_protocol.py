@@ -328,3 +328,23 @@ def test_recommend_only_asks_the_cluster_manager_for_nothing_and_says_what_it_wo
     report = scaling.report()
     assert report["recommend_only"] and [(r["from"], r["to"]) for r in report["recommendations"]] == [(2, 4), (2, 1)]
     assert report["changes"] == [] and report["removals"] == []
+
+
+def test_a_turn_and_the_task_slots_after_it_read_the_status_store_once() -> None:
+    """The driver reads the task slots right after each scaling turn: that reads the listing the turn read, with the
+    executors the turn asked to leave left out; without a turn before it, it reads the status store itself."""
+    clock, controller, _, manager, _, scaling = _two_running(wanted=1)
+    reads = 0
+    listing = manager.executors
+
+    def counted() -> list[LiveExecutor]:
+        nonlocal reads
+        reads += 1
+        return listing()
+
+    scaling._live = counted
+    clock.now = 1.0
+    scaling.follow(controller, batches_running=False)  # wants 1 of 2: one removal asked
+    assert reads == 1 and scaling._removal is not None
+    assert scaling.task_slots() == 1 and reads == 1  # the turn's listing, the executor leaving left out
+    assert scaling.task_slots() == 1 and reads == 2  # no turn since: read afresh

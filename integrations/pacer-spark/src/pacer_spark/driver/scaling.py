@@ -117,30 +117,43 @@ class ExecutorScaling:
         self._answered: set[int] = set()
         self._ungranted_since: float | None = None
         self._listed: list[LiveExecutor] = []
+        self._listed_this_turn = False  # the status store was read in this turn (task_slots reuses that reading)
 
     # ------------------------------------------------------------------ what Spark has
 
     def _read(self) -> list[LiveExecutor] | None:
-        """The executors taking tasks: listed, not removed and not named by a removal in flight (None: unreadable)."""
+        """Read Spark's status store: the executors taking tasks (None: unreadable)."""
         listed = self._live()
         if listed is None:
             return None
         self._listed = listed
+        self._listed_this_turn = True
         before = len(self._leaving)
         self._leaving &= {e.id for e in listed}
         self.revision += before != len(self._leaving)
-        going = self._leaving | set(self._removal[1] if self._removal else ())
         if self.learn_cores and listed:
             cores = max(e.cores for e in listed)
             if cores >= 1 and cores != self.scaler.cores_per_executor:
                 log.info("pacer: executors have %d cores each (Spark's list; was taken as %d)", cores,
                          self.scaler.cores_per_executor)
                 self.scaler.cores_per_executor = cores
-        return [e for e in listed if e.id not in going]
+        return self._taking()
+
+    def _taking(self) -> list[LiveExecutor]:
+        """Of the executors last listed, those taking tasks: not removed and not named by a removal in flight."""
+        going = self._leaving | set(self._removal[1] if self._removal else ())
+        return [e for e in self._listed if e.id not in going]
 
     def task_slots(self) -> int | None:
-        """Cores of the executors taking tasks (those asked to leave left out); None: unreadable or none."""
-        running = self._read()
+        """Cores of the executors taking tasks (those asked to leave left out); None: unreadable or none. Right
+        after a turn that read Spark's status store (the driver asks after each turn), that reading is used, with
+        the removal the turn made left out: one read of the status store per turn."""
+        if self._listed_this_turn:
+            self._listed_this_turn = False
+            running: list[LiveExecutor] | None = self._taking()
+        else:
+            running = self._read()
+            self._listed_this_turn = False
         return (sum(e.cores for e in running) or None) if running is not None else None
 
     def holding(self, now: float | None = None) -> bool:
@@ -176,6 +189,7 @@ class ExecutorScaling:
         """One turn (under the driver's lock; never waits on the cluster manager): read what came of the calls and
         what Spark lists, ask the strategy when due, then ask the cluster manager for what it wants."""
         now = self.clock()
+        self._listed_this_turn = False
         due = self.scaler.due(now - self.started)
         if not self.enact:
             if due:

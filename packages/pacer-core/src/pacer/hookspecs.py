@@ -177,7 +177,7 @@ def pacer_scale(
     :return: a :class:`pacer.scaling.ScaleDecision` (the executors wanted; the runtime clamps it to the user's
         bounds), or None when ``ctx.chosen`` is not yours.
 
-    .. versionadded:: 0.3
+    .. versionadded:: 0.2
     """
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from pacer import hookimpl
 from pacer.cli.commands import Command, UsageError
 from pacer.plugins import PluginManager
+from pacer.runtime_api import DEFAULT_OVERLOAD, OVERLOAD_CHOICES
 
 
 def _configure(parser: argparse.ArgumentParser) -> None:
@@ -31,9 +32,10 @@ def _configure(parser: argparse.ArgumentParser) -> None:
                         help="run every configuration N times, interleaved; tables show median [min-max] (default 1)")
     parser.add_argument("--vary-seed", action="store_true",
                         help="give repetition i the seed SEED+i-1 (default: every repetition gets the same traffic)")
-    parser.add_argument("--overload", choices=("keep", "shed"), default="keep",
-                        help="the Controller's overload policy: keep (default; every dataset processed and counted, "
-                             "so runs compare) or shed (pacer's default for users)")
+    parser.add_argument("--overload", choices=OVERLOAD_CHOICES, default=DEFAULT_OVERLOAD,
+                        help="the Controller's overload policy: keep (default, as everywhere in pacer: every dataset "
+                             "processed and counted, so runs compare) or shed (drop the datasets that can no longer "
+                             "make their deadline)")
     parser.add_argument("--rate-scale", type=float, default=1.0, metavar="X",
                         help="multiply every query's input rate by X (default 1; e.g. 1.5 to contend the cores)")
     parser.add_argument("--gpus", type=int, metavar="N",

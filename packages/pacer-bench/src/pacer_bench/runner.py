@@ -47,7 +47,8 @@ def resolve_configs(
     :param gpus: simulated GPUs for every configuration (None: the scenario's own, 1 in device-sweep, else 0).
     :param overload: the Controller's overload policy in every run: ``keep`` (the default: every dataset is
         processed and counted, so a run that ignores the deadline behaves the same whatever the deadline, and
-        placements process the same batches) or ``shed`` (pacer's default for users).
+        placements process the same batches; pacer's default everywhere,
+        :data:`pacer.runtime_api.DEFAULT_OVERLOAD`) or ``shed`` (drop the datasets that can no longer make it).
     :param rate_scale: multiply every query's input rate by this (e.g. to contend the cores harder).
     :param target: latency-target's choices (:func:`pacer_bench.scenarios.narrow_plan`); a ``source`` (other
         than pacer's generator: :mod:`pacer_bench.traffic_sources`) runs on the runtime it names (kafka: Spark).

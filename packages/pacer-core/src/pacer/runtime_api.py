@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
     from pacer.engine_profile import EngineProfile
 
-__all__ = ["OVERLOAD_CHOICES", "RUN_SCHEMA", "CalibratesEngine", "QueryRun", "RunConfig", "RunResult", "Runtime",
-           "executor_bounds", "to_toml"]
+__all__ = ["DEADLINE_ADMISSION", "DEFAULT_ADMISSION", "DEFAULT_OVERLOAD", "OVERLOAD_CHOICES", "RUN_SCHEMA",
+           "CalibratesEngine", "QueryRun", "RunConfig", "RunResult", "Runtime", "default_admission", "executor_bounds",
+           "to_toml"]
 
 
 #: A :class:`pacer.controller.Controller` (what a run hands back in :attr:`RunResult.controller`) and a
@@ -38,6 +39,20 @@ _PluginManager: TypeAlias = Any
 
 RUN_SCHEMA = "pacer.run/1"
 OVERLOAD_CHOICES = ("keep", "shed")
+#: The overload policy wherever none is asked for (``pacer run``, ``pacer sim``, ``pacer bench``, ``attach``): keep,
+#: no data is dropped unless asked, as in Spark; ``shed`` drops the datasets that can no longer make their deadline.
+DEFAULT_OVERLOAD = "keep"
+#: The admission wherever none is named and no deadline is stated: ``asap``, Spark's default trigger.
+DEFAULT_ADMISSION = "asap"
+#: The admission wherever none is named and a deadline is stated (``pacer run --deadline``, ``attach(deadline=...)``):
+#: zStream forms a batch when its predicted completion reaches the deadline, taking the data that still meets it.
+DEADLINE_ADMISSION = "zstream"
+
+
+def default_admission(deadline_stated: bool) -> str:
+    """The admission a query gets when none is named: :data:`DEADLINE_ADMISSION` where a deadline is stated, else
+    :data:`DEFAULT_ADMISSION`."""
+    return DEADLINE_ADMISSION if deadline_stated else DEFAULT_ADMISSION
 
 
 def _plain(value: Any) -> Any:
@@ -68,7 +83,7 @@ class QueryRun:
     traffic: str = "constant"
     rate: float = 1000.0
     traffic_params: Mapping[str, float | str] = field(default_factory=dict)
-    admission: str = "asap"
+    admission: str = DEFAULT_ADMISSION
     admission_params: Mapping[str, Any] = field(default_factory=dict)
     placement: str = "cpu-only"
     placement_params: Mapping[str, Any] = field(default_factory=dict)
@@ -154,7 +169,7 @@ class RunConfig:
     cores: int | None = None
     gpus: int | None = None
     partitions: int = 2
-    overload: str = "keep"
+    overload: str = DEFAULT_OVERLOAD
     fallback: bool = False
     monitor_interval: float = 1.0
     scale: str = "fixed"

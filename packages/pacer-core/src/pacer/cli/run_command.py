@@ -22,7 +22,13 @@ from pacer.controller import StrategyError
 from pacer.plugins import PluginManager, UnknownRuntimeError, UnknownStrategyError
 from pacer.report import summary_table, write_report
 from pacer.run import OVERLOAD_CHOICES, QueryRun, RunConfig, Runtime
-from pacer.runtime_api import executor_bounds
+from pacer.runtime_api import (
+    DEADLINE_ADMISSION,
+    DEFAULT_ADMISSION,
+    DEFAULT_OVERLOAD,
+    default_admission,
+    executor_bounds,
+)
 
 #: The runtime ``pacer run`` uses without ``--runtime`` (what the README and users run).
 DEFAULT_RUNTIME = "spark"
@@ -120,8 +126,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--traffic-param", action="append", default=[], metavar="KEY=VALUE",
                    help="traffic parameter, e.g. period=30, noise=0 (the exact shape, the same for every seed; "
                         "default 1: Poisson rows, burst onsets drawn from the seed) or file=my.csv (trace)")
-    p.add_argument("--admission", help="admission strategy (default asap: Spark's default trigger); `pacer strategies` "
-                                       "lists them, e.g. zstream, fixed-point, lmstream, static, pid, min-rows")
+    p.add_argument("--admission", help=f"admission strategy (default {DEADLINE_ADMISSION} with --deadline, which "
+                                       f"meets it with the fewest batches, as attach(deadline=...) does; else "
+                                       f"{DEFAULT_ADMISSION}: Spark's default trigger); `pacer strategies` lists them, "
+                                       "e.g. zstream, fixed-point, lmstream, static, pid, min-rows")
     p.add_argument("--interval", help="the batch interval of admission static or pid, e.g. 10s, 500ms or 2 (seconds)")
     p.add_argument("--scheduler", default="fifo", help="scheduling strategy (default fifo)")
     p.add_argument("--placement", default="cpu-only", help="placement strategy (default cpu-only)")
@@ -141,8 +149,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--deadline", help="deadline for every query, e.g. 10s, 500ms or 10 (seconds); "
                                       "default: its window slide")
     p.add_argument("--overload", choices=OVERLOAD_CHOICES[::-1],
-                   help="when a query's offered load cannot be served within its deadline by any batch size: keep "
-                        "(default, for pacer run and pacer sim alike: no data is dropped unless asked, as in Spark) "
+                   help=f"when a query's offered load cannot be served within its deadline by any batch size: keep "
+                        f"(default {DEFAULT_OVERLOAD} for pacer run, pacer sim, pacer bench and attach alike: no data "
+                        "is dropped unless asked, as in Spark) "
                         "drops nothing and only reports the overload; shed drops the buffered datasets that can no "
                         "longer make it (counted as missed, never read), so latency stays bounded for the rest")
     p.add_argument("--max-rows", type=int, default=0, metavar="N",
@@ -209,7 +218,8 @@ def config_from_args(args: argparse.Namespace, *, duration_default: float = DEFA
                       for key, value in parse_assignments(args.traffic_param, "--traffic-param").items()}
     queries = tuple(
         QueryRun(workload, traffic=args.traffic, rate=args.rate, traffic_params=traffic_params,
-                 admission=args.admission or "asap", admission_params=params["admission"], placement=args.placement,
+                 admission=args.admission or default_admission(deadline is not None),
+                 admission_params=params["admission"], placement=args.placement,
                  placement_params=params["placement"], deadline=deadline, max_rows=args.max_rows,
                  max_bytes=args.max_bytes)
         for workload in args.workload
@@ -231,7 +241,8 @@ def config_from_args(args: argparse.Namespace, *, duration_default: float = DEFA
         raise UsageError(f"--cores-per-executor must be >= 1, got {args.cores_per_executor}")
     return RunConfig(queries, scheduler=args.scheduler, scheduler_params=params["scheduler"], duration=duration,
                      seed=args.seed, cores=args.cores, gpus=args.gpus, partitions=args.partitions,
-                     overload=args.overload or "keep", fallback=args.fallback, monitor_interval=args.monitor_interval,
+                     overload=args.overload or DEFAULT_OVERLOAD, fallback=args.fallback,
+                     monitor_interval=args.monitor_interval,
                      scale=args.scale, scale_params=params["scale"], executors=executors,
                      cores_per_executor=args.cores_per_executor, initial_executors=args.initial_executors)
 

@@ -2,12 +2,16 @@
 
 Every :func:`~pacer_spark.attach` keyword is a field of :class:`PacerConfig`; :meth:`PacerConfig.from_spark`
 builds one from those keywords, reading each one left out from the session's ``spark.pacer.*`` confs
-(see the field's ``conf`` below), then the field's default. Every duration, conf or keyword, is read by pacer's one
-duration parser (:func:`~pacer_spark.options.parse_seconds`: ``"60s"``, ``"500ms"``, ``"2min"``, ``"60"``).
+(see the field's ``conf`` below), then the field's default. Every value, conf or keyword, is read by its field's
+reader, which refuses a bad one naming the setting, the value and what it takes: a duration by pacer's one duration
+parser (:func:`~pacer_spark.options.parse_seconds`: ``"60s"``, ``"500ms"``, ``"2min"``, ``"60"``, Spark's
+``"1 minute"``), a boolean as Spark reads one (``true``/``false``), a count as a whole number, ``overload`` as one of
+its choices.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
@@ -19,7 +23,7 @@ from pacer.durations import EXAMPLES as DURATION_EXAMPLES
 from pacer.engine_profile import EngineProfile, EngineProfileError
 from pacer.engine_profile import load as load_engine_profile
 from pacer.plugins import PluginManager
-from pacer.runtime_api import executor_bounds
+from pacer.runtime_api import OVERLOAD_CHOICES, executor_bounds
 from pacer_spark.options import parse_seconds
 
 #: Seconds a sink-done batch waits for its progress event before it is completed without one.
@@ -48,69 +52,126 @@ def _not_none(value: Any) -> bool:
     return value is not None
 
 
-def _as_given(value: Any) -> Any:
+#: A setting's reader: ``(value, setting)`` -> the value the field holds; ``setting`` is where the value was given
+#: (the keyword, or the conf ``spark.pacer.<key>``), which an error names with the value and what is allowed.
+Reader = Callable[[Any, str], Any]
+
+
+def _object(value: Any, setting: str) -> Any:
+    """A value taken as given (a plugin manager)."""
     return value
+
+
+def _text(value: Any, setting: str) -> Any:
+    """A strategy's name, as given (attach checks it against the installed strategies, naming the setting)."""
+    return value if value is None else str(value)
+
+
+def _boolean(value: Any, setting: str) -> bool:
+    """``true``/``false`` (any case, as Spark reads a boolean conf) or a bool -> a bool."""
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in ("true", "false"):
+        return word == "true"
+    raise ValueError(f"{setting} expects true or false, got {value!r}")
+
+
+def _whole(low: int) -> Reader:
+    """A whole number >= ``low`` (an int, or its digits as a string) -> an int."""
+
+    def read(value: Any, setting: str) -> int:
+        try:
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError
+            number = int(str(value).strip()) if isinstance(value, str) else int(value)
+        except (TypeError, ValueError, OverflowError):
+            number = None
+        if number is None or number < low:
+            raise ValueError(f"{setting} expects a whole number >= {low}, got {value!r}")
+        return number
+
+    return read
+
+
+def _choice(*allowed: str) -> Reader:
+    """One of ``allowed`` (any case) -> its lower-case spelling."""
+
+    def read(value: Any, setting: str) -> str:
+        word = str(value).strip().lower()
+        if word not in allowed:
+            raise ValueError(f"{setting} must be one of {', '.join(allowed)}, got {value!r}")
+        return word
+
+    return read
+
+
+def _bounds(value: Any, setting: str) -> tuple[int, int]:
+    """``"MIN:MAX"``, one count or a ``(min, max)`` pair -> ``(min, max)`` (:func:`~pacer.runtime_api.executor_bounds`,
+    naming ``setting``)."""
+    return executor_bounds(value, setting=setting)
+
+
+def _seconds(value: Any, setting: str) -> float | None:
+    """A duration given for ``setting`` (a conf or a keyword) -> seconds, None staying None, read by
+    :func:`~pacer_spark.options.parse_seconds` as every pacer duration is (Spark's wording too: ``"1 minute"``).
+
+    A value that is no finite duration, or is not > 0 (no deadline, timeout or period of pacer's means anything at
+    0 or below), raises a ``ValueError`` naming ``setting``, the value and what to write instead.
+    """
+    seconds = parse_seconds(value, setting)
+    if seconds is not None and not seconds > 0:
+        raise ValueError(f"{setting} must be > 0 seconds, got {value!r}; write a duration such as "
+                         f"{DURATION_EXAMPLES}, or leave it out for its default")
+    return seconds
+
+
+def _engine_profile(value: Any, setting: str) -> EngineProfile:
+    """An engine profile as given: an :class:`~pacer.engine_profile.EngineProfile`, or the path of its file (a file
+    that cannot be read as one raises, naming ``setting``, the file and what to do)."""
+    if isinstance(value, EngineProfile):
+        return value
+    try:
+        return load_engine_profile(str(value))
+    except EngineProfileError as exc:
+        raise ValueError(f"{setting}: {exc}") from None
+
+
+def _path(value: Any, setting: str) -> str:
+    """A folder's path (a string or a path) -> a string."""
+    try:
+        return os.fspath(value) if isinstance(value, str) else str(os.fspath(value))
+    except TypeError:
+        raise ValueError(f"{setting} expects a folder's path, got {value!r}") from None
 
 
 @dataclass(frozen=True)
 class _Conf:
-    """Where a :class:`PacerConfig` field comes from when :func:`~pacer_spark.attach` leaves it out.
+    """Where a :class:`PacerConfig` field comes from when :func:`~pacer_spark.attach` leaves it out, and how a value
+    of it is read, however given.
 
-    :ivar read: the field's value from the session (None: not set there, the field's default applies).
+    :ivar key: the conf's name after ``spark.pacer.`` ("": the field has no conf, only its keyword).
+    :ivar reader: reads a value given for the field (the conf's string, a keyword's value, a value a config was built
+        with by hand), naming where it was given in an error: :class:`PacerConfig` applies it to every field that has
+        one, so a config built by hand is checked as one built from keywords.
     :ivar given: whether a keyword's value counts as given (else the conf is read).
-    :ivar parse: applied to a given keyword's value.
-    :ivar key: the conf's name after ``spark.pacer.`` (for the documentation).
-    :ivar duration: the field holds a duration in seconds, > 0: :class:`PacerConfig` reads it with ``parse`` however
-        it was built (a config built by hand is checked as one built from keywords).
     """
 
-    read: Callable[[SparkSession], Any]
-    given: Callable[[Any], bool] = _is_set
-    parse: Callable[[Any], Any] = _as_given
-    key: str = ""
-    duration: bool = False
+    key: str
+    reader: Reader = _text
+    given: Callable[[Any], bool] = _not_none
+
+    def read(self, spark: SparkSession) -> Any:
+        """The field's value from the session's conf (None: not set there, the field's default applies)."""
+        if not self.key:
+            return None
+        value = conf(spark, self.key)
+        return None if value is None else self.reader(value, CONF_PREFIX + self.key)
 
 
-def _conf(key: str, parse: Callable[[str], Any] = str, given: Callable[[Any], bool] = _is_set,
-          parse_given: Callable[[Any], Any] = _as_given) -> dict[str, _Conf]:
-    """Field metadata: the field reads ``spark.pacer.<key>`` (parsed with ``parse``) when left out."""
-
-    def read(spark: SparkSession) -> Any:
-        value = conf(spark, key)
-        return None if value is None else parse(value)
-
-    return {"conf": _Conf(read, given, parse_given, key)}
-
-
-def _seconds(option: str) -> Callable[[Any], float | None]:
-    """A duration given for ``option`` (a conf or a keyword) -> seconds, None staying None, read by
-    :func:`~pacer_spark.options.parse_seconds` as every pacer duration is.
-
-    A value that is no finite duration, or is not > 0 (no deadline, timeout or period of pacer's means anything at
-    0 or below), raises a ``ValueError`` naming ``option``, the value and what to write instead.
-    """
-
-    def parse(value: Any) -> float | None:
-        seconds = parse_seconds(value, option)
-        if seconds is not None and not seconds > 0:
-            raise ValueError(f"{option} must be > 0 seconds, got {value!r}; write a duration such as "
-                             f"{DURATION_EXAMPLES}, or leave it out for its default")
-        return seconds
-
-    return parse
-
-
-def _no_conf(spark: SparkSession) -> None:
-    """The session's value of a keyword that has no ``spark.pacer.*`` conf: none (the field's default applies)."""
-    return None
-
-
-def _duration_conf(key: str, keyword: str) -> dict[str, _Conf]:
-    """Field metadata of a duration > 0 in seconds: the conf ``spark.pacer.<key>`` (none for ``key=""``) or the
-    :func:`~pacer_spark.attach` ``keyword``, each ``"10s"``, ``"500ms"``, ``"2min"`` or a number of seconds, read
-    by :func:`_seconds` naming where it was given; None counts as left out."""
-    read = _conf(key, _seconds(CONF_PREFIX + key))["conf"].read if key else _no_conf
-    return {"conf": _Conf(read, _not_none, _seconds(keyword), key, duration=True)}
+def _conf(key: str, reader: Reader = _text, given: Callable[[Any], bool] = _not_none) -> dict[str, _Conf]:
+    """Field metadata: the field reads ``spark.pacer.<key>`` (none for ``key=""``) with ``reader`` when left out."""
+    return {"conf": _Conf(key, reader, given)}
 
 
 #: The admission a stated deadline gets when none is named: zStream forms a batch when its predicted completion
@@ -118,24 +179,26 @@ def _duration_conf(key: str, keyword: str) -> dict[str, _Conf]:
 DEADLINE_ADMISSION = "zstream"
 
 
-def _engine_profile(setting: str) -> Callable[[Any], EngineProfile]:
-    """An engine profile as given: an :class:`~pacer.engine_profile.EngineProfile`, or the path of its file (a file
-    that cannot be read as one raises, naming ``setting``, the file and what to do)."""
+def _mapping(value: Any, setting: str) -> Mapping[str, Any]:
+    """Strategy parameters: a mapping of their names to values."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{setting} expects a mapping of parameter names to values, got {value!r}")
+    return value
 
-    def parse(value: Any) -> EngineProfile:
-        if isinstance(value, EngineProfile):
-            return value
-        try:
-            return load_engine_profile(str(value))
-        except EngineProfileError as exc:
-            raise ValueError(f"{setting}: {exc}") from None
 
-    return parse
+@dataclass(frozen=True)
+class _ParamsConf(_Conf):
+    """The strategy parameters of one decision: the confs ``spark.pacer.param.<decision>.<name>``."""
+
+    decision: str = ""
+
+    def read(self, spark: SparkSession) -> Any:
+        return conf_params(spark, self.decision)
 
 
 def _params(decision: str) -> dict[str, _Conf]:
     """Field metadata: the strategy parameters ``spark.pacer.param.<decision>.<name>``."""
-    return {"conf": _Conf(lambda spark: conf_params(spark, decision), key=f"param.{decision}.<name>")}
+    return {"conf": _ParamsConf(f"param.{decision}.<name>", _mapping, _is_set, decision)}
 
 
 def conf(spark: SparkSession, key: str, default: str | None = None) -> str | None:
@@ -199,51 +262,47 @@ class PacerConfig:
     :ivar engine_profile: what this engine measured the session's queries to cost (``pacer calibrate --runtime
         spark``; conf ``engineProfile``, the file's path): each query of its workload starts its service-time model
         from it, and the scaler reads it until the query measured its own costs.
-    :raises ValueError: for a duration (deadline, timeout, ``scale_every``) that is not a finite number of seconds
-        > 0, or a concurrency < 1.
+    :raises ValueError: for a value its field does not take (a duration that is not a finite number of seconds > 0,
+        a boolean that is not one, a count that is no whole number in range, an overload that is neither ``keep`` nor
+        ``shed``), naming the field, the value and what it takes.
     """
 
-    admission: str = field(default="asap", metadata=_conf("admission"))
+    admission: str = field(default="asap", metadata=_conf("admission", given=_is_set))
     admission_source: str = "given"
-    scheduler: str = field(default="fifo", metadata=_conf("scheduler"))
-    placement: str = field(default="cpu-only", metadata=_conf("placement"))
-    deadline: float | None = field(default=None, metadata=_duration_conf("deadline", "deadline"))
-    fallback: bool = field(default=True, metadata=_conf("fallback", lambda v: v.lower() == "true", _not_none))
+    scheduler: str = field(default="fifo", metadata=_conf("scheduler", given=_is_set))
+    placement: str = field(default="cpu-only", metadata=_conf("placement", given=_is_set))
+    deadline: float | None = field(default=None, metadata=_conf("deadline", _seconds))
+    fallback: bool = field(default=True, metadata=_conf("fallback", _boolean))
     admission_params: Mapping[str, Any] = field(default_factory=_empty, metadata=_params("admission"))
     scheduler_params: Mapping[str, Any] = field(default_factory=_empty, metadata=_params("scheduler"))
     placement_params: Mapping[str, Any] = field(default_factory=_empty, metadata=_params("placement"))
-    cores: int | None = field(default=None, metadata=_conf("cores", int))
-    gpus: int | None = field(default=None, metadata=_conf("gpus", int, _not_none))
-    concurrency: int = field(default=1, metadata=_conf("gate.concurrency", int))
-    gate_timeout: float = field(default=60.0, metadata=_duration_conf("gate.timeout", "gate_timeout"))
-    decide_timeout: float | None = field(default=None, metadata=_duration_conf("decide.timeout", "decide_timeout"))
-    operator_metrics: bool = True
-    plugin_manager: PluginManager | None = None
-    checkpoint_root: str | None = None
-    overload: str = field(default="keep", metadata=_conf("overload"))
-    paced: bool = True
-    progress_timeout: float = field(default=DEFAULT_PROGRESS_TIMEOUT_S,
-                                    metadata=_duration_conf("", "progress_timeout"))
-    scale: str = field(default="fixed", metadata=_conf("scale"))
+    cores: int | None = field(default=None, metadata=_conf("cores", _whole(1), _is_set))
+    gpus: int | None = field(default=None, metadata=_conf("gpus", _whole(0)))
+    concurrency: int = field(default=1, metadata=_conf("gate.concurrency", _whole(1), _is_set))
+    gate_timeout: float = field(default=60.0, metadata=_conf("gate.timeout", _seconds))
+    decide_timeout: float | None = field(default=None, metadata=_conf("decide.timeout", _seconds))
+    operator_metrics: bool = field(default=True, metadata=_conf("", _boolean))
+    plugin_manager: PluginManager | None = field(default=None, metadata=_conf("", _object))
+    checkpoint_root: str | None = field(default=None, metadata=_conf("", _path))
+    overload: str = field(default="keep", metadata=_conf("overload", _choice(*OVERLOAD_CHOICES), _is_set))
+    paced: bool = field(default=True, metadata=_conf("", _boolean))
+    progress_timeout: float = field(default=DEFAULT_PROGRESS_TIMEOUT_S, metadata=_conf("", _seconds))
+    scale: str = field(default="fixed", metadata=_conf("scale", given=_is_set))
     scale_params: Mapping[str, Any] = field(default_factory=_empty, metadata=_params("scale"))
-    executors: tuple[int, int] | None = field(default=None, metadata=_conf("scale.executors", executor_bounds,
-                                                                         _not_none, executor_bounds))
-    initial_executors: int | None = field(default=None, metadata=_conf("scale.initial", int, _not_none))
-    scale_every: float = field(default=5.0, metadata=_duration_conf("scale.every", "scale_every"))
-    scale_recommend_only: bool = field(default=False, metadata=_conf("scale.recommendOnly",
-                                                                     lambda v: v.lower() == "true", _not_none))
-    engine_profile: EngineProfile | None = field(default=None, metadata=_conf(
-        "engineProfile", _engine_profile(CONF_PREFIX + "engineProfile"), _not_none, _engine_profile("engine_profile")))
+    executors: tuple[int, int] | None = field(default=None, metadata=_conf("scale.executors", _bounds))
+    initial_executors: int | None = field(default=None, metadata=_conf("scale.initial", _whole(0)))
+    scale_every: float = field(default=5.0, metadata=_conf("scale.every", _seconds))
+    scale_recommend_only: bool = field(default=False, metadata=_conf("scale.recommendOnly", _boolean))
+    engine_profile: EngineProfile | None = field(default=None, metadata=_conf("engineProfile", _engine_profile))
 
     def __post_init__(self) -> None:
+        for f in fields(self):  # every value, however given, read as its keyword's (a bad one raises naming it)
+            source: _Conf | None = f.metadata.get("conf")
+            value = getattr(self, f.name)
+            if source is not None and value is not None:
+                object.__setattr__(self, f.name, source.reader(value, f.name))
         for name in ("admission_params", "scheduler_params", "placement_params", "scale_params"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
-        for f in fields(self):  # every duration, however given: seconds > 0 (a bad one raises naming the keyword)
-            source: _Conf | None = f.metadata.get("conf")
-            if source is not None and source.duration:
-                object.__setattr__(self, f.name, source.parse(getattr(self, f.name)))
-        if self.concurrency < 1:
-            raise ValueError(f"gate concurrency must be >= 1, got {self.concurrency}")
         if self.scale != "fixed" and self.executors is None:
             raise ValueError(f"scale={self.scale!r} changes the executors: give their bounds, executors=(min, max) "
                              "(conf spark.pacer.scale.executors=MIN:MAX)")
@@ -261,22 +320,19 @@ class PacerConfig:
         read from ``spark``'s ``spark.pacer.*`` confs, then defaulted.
 
         :raises TypeError: for a keyword that is not a field.
-        :raises ValueError: for a malformed conf or keyword (naming it), a duration <= 0 or a concurrency < 1.
+        :raises ValueError: for a malformed conf or keyword, naming it, its value and what it takes.
         """
-        known = {f.name: f for f in fields(cls)}
+        known = {f.name: f for f in fields(cls) if f.name in KEYWORDS}
         unknown = sorted(set(options) - set(known))
         if unknown:
             raise TypeError(f"unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
                             f"pacer_spark.attach takes {', '.join(known)}")
         values: dict[str, Any] = {}
         for name, f in known.items():
-            source: _Conf | None = f.metadata.get("conf")
+            source: _Conf = f.metadata["conf"]
             value = options.get(name)
-            if source is None:
-                if name in options:
-                    values[name] = value
-            elif source.given(value):
-                values[name] = source.parse(value)
+            if source.given(value):
+                values[name] = source.reader(value, name)
             elif (read := source.read(spark)) is not None:
                 values[name] = read
         if "admission" not in values:
@@ -291,4 +347,17 @@ class PacerConfig:
                 "scaling": self.scale}
 
 
-__all__ = ["CONF_PREFIX", "DEADLINE_ADMISSION", "PacerConfig", "conf", "conf_params"]
+#: :func:`~pacer_spark.attach`'s keywords: every field of :class:`PacerConfig` but how its admission was chosen, in
+#: order (attach's signature lists exactly these).
+KEYWORDS = tuple(f.name for f in fields(PacerConfig) if "conf" in f.metadata)
+
+
+def setting_names(keyword: str) -> str:
+    """How a user gives a :class:`PacerConfig` field: ``"scale=... (conf spark.pacer.scale)"``, for errors."""
+    source: _Conf | None = next((f.metadata.get("conf") for f in fields(PacerConfig) if f.name == keyword), None)
+    if source is None or not source.key:
+        return f"{keyword}=..."
+    return f"{keyword}=... (conf {CONF_PREFIX}{source.key})"
+
+
+__all__ = ["CONF_PREFIX", "DEADLINE_ADMISSION", "KEYWORDS", "PacerConfig", "conf", "conf_params", "setting_names"]

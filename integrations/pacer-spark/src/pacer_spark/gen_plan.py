@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 
+from pacer.durations import parse_seconds
 from pacer.model import Dataset
 from pacer.run import arrival_dataset
 from pacer_workloads import STREAMS, Arrival, bytes_per_row, make_traffic, schedule_arrivals
@@ -44,7 +45,7 @@ class GenPlan:
     def from_options(cls, options: Mapping[str, str]) -> GenPlan:
         """Parse the source options; ``traffic.<name>`` keys are traffic parameters.
 
-        :raises ValueError: for an unknown stream or a malformed number.
+        :raises ValueError: for an unknown stream, a malformed number or duration (naming the option).
         """
         stream = options.get("stream", "linear_road")
         if stream not in STREAMS:
@@ -55,10 +56,10 @@ class GenPlan:
             stream=stream,
             traffic=options.get("traffic", "constant"),
             rate=float(options.get("rate", "1000")),
-            duration=float(options.get("duration", "600")),
+            duration=_seconds(options, "duration", "600"),
             seed=int(options.get("seed", "7")),
             start=float(options["start"]) if "start" in options else time.time(),
-            period=float(options.get("period", "1.0")),
+            period=_seconds(options, "period", "1.0"),
             partitions=max(1, int(options.get("numPartitions", options.get("partitions", "2")))),
             params=params,
         )
@@ -88,6 +89,12 @@ class GenPlan:
             else:
                 hi = mid
         return lo
+
+
+def _seconds(options: Mapping[str, str], name: str, default: str) -> float:
+    """A pacer-gen duration option (``"10 minutes"``, ``"500ms"``, ``"600"``), > 0, read by pacer's one duration
+    parser; a bad one is refused naming the option."""
+    return parse_seconds(options.get(name, default), f"pacer-gen option {name}", positive=True) or float(default)
 
 
 @cache

@@ -20,6 +20,7 @@ is wrapped in the scheduling gate. The parts, one module each:
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import tempfile
 import time
@@ -32,10 +33,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from pacer import BatchReport, Controller, Devices, OperatorDAG, QuerySpec
-from pacer.plugins import get_plugin_manager
+from pacer.engine_profile import EngineProfile
+from pacer.plugins import PluginManager, UnknownStrategyError, get_plugin_manager
 from pacer.scaler import Scaler
 from pacer_spark.checkpoint import clear_interrupted_first_batch
-from pacer_spark.config import PacerConfig, no_data_batches_enabled
+from pacer_spark.config import PacerConfig, no_data_batches_enabled, setting_names
 from pacer_spark.driver.clock import PinnedClock
 from pacer_spark.driver.listener import ProgressListener
 from pacer_spark.driver.loop import Driver
@@ -398,42 +400,89 @@ def _task_time(spark: SparkSession) -> task_time.TaskTime | None:
     return task_time.add_task_time(spark)
 
 
-def attach(spark: SparkSession, **options: Any) -> PacerSession:
+def attach(
+    spark: SparkSession,
+    *,
+    admission: str | None = None,
+    scheduler: str | None = None,
+    placement: str | None = None,
+    deadline: float | str | None = None,
+    fallback: bool | None = None,
+    admission_params: Mapping[str, Any] | None = None,
+    scheduler_params: Mapping[str, Any] | None = None,
+    placement_params: Mapping[str, Any] | None = None,
+    cores: int | None = None,
+    gpus: int | None = None,
+    concurrency: int | None = None,
+    gate_timeout: float | str | None = None,
+    decide_timeout: float | str | None = None,
+    operator_metrics: bool | None = None,
+    plugin_manager: PluginManager | None = None,
+    checkpoint_root: str | os.PathLike[str] | None = None,
+    overload: str | None = None,
+    paced: bool | None = None,
+    progress_timeout: float | str | None = None,
+    scale: str | None = None,
+    scale_params: Mapping[str, Any] | None = None,
+    executors: tuple[int, int] | str | None = None,
+    initial_executors: int | None = None,
+    scale_every: float | str | None = None,
+    scale_recommend_only: bool | None = None,
+    engine_profile: EngineProfile | str | os.PathLike[str] | None = None,
+) -> PacerSession:
     """Attach pacer to ``spark``: a Controller, its RPC server, the gate, the listener and the pacer sources.
 
-    The keywords are :class:`~pacer_spark.config.PacerConfig`'s fields: ``admission``, ``scheduler``,
-    ``placement`` (strategy names), ``deadline`` (seconds, or ``"10s"``), ``fallback``, ``admission_params``,
-    ``scheduler_params``, ``placement_params`` (mappings), ``cores``, ``gpus``, ``concurrency``,
-    ``gate_timeout``, ``operator_metrics`` (default true), ``plugin_manager``, ``checkpoint_root``,
-    ``overload``, ``paced`` (default true), ``progress_timeout`` (seconds after a sink's end when a batch
-    whose trigger never reported is completed; default 10), and the executors' scaling: ``scale`` (a strategy name),
-    ``executors`` (``(min, max)``), ``initial_executors``, ``scale_params``, ``scale_every``,
-    ``scale_recommend_only`` (report what the strategy would hold, enact nothing).
+    Every keyword is a field of :class:`~pacer_spark.config.PacerConfig`. One left out (None) is read from the
+    session's conf named beside it, then takes its default. Every value, keyword or conf, is checked here, before
+    anything starts: a bad one raises naming the setting, the value and what it takes. A duration is seconds, or a
+    string in Spark's wording: ``"10s"``, ``"500ms"``, ``"2min"``, ``"1h"``, ``"7d"``, ``"10 seconds"``,
+    ``"500 milliseconds"``, ``"1 minute"``; a boolean conf is ``true`` or ``false``.
 
-    With ``paced`` (the default) every ``spark.readStream.format("pacer")`` query of the session is paced
-    by it (see :mod:`pacer_spark.driver.protocol.paced`): the JVM source is built (javac, cached per Spark version) and
-    loaded. Without a JDK that fails: ``paced=False`` attaches for ``pacer-gen``/``pacer-files`` only.
-
-    Every argument left None is read from the session's ``spark.pacer.*`` confs, then defaults:
-    ``spark.pacer.admission`` (asap), ``spark.pacer.scheduler`` (fifo), ``spark.pacer.placement``
-    (cpu-only), ``spark.pacer.deadline`` (e.g. ``10s``; default each window's slide),
-    ``spark.pacer.fallback`` (true: a raising strategy falls back to its baseline),
-    ``spark.pacer.param.<admission|scheduler|placement>.<name>``, ``spark.pacer.cores``,
-    ``spark.pacer.gpus``, ``spark.pacer.scale`` (``fixed``; ``deadline``, ``spark-dynamic``) with
-    ``spark.pacer.scale.executors`` (``MIN:MAX``), ``spark.pacer.scale.initial``, ``spark.pacer.scale.every`` (5 s),
-    ``spark.pacer.scale.recommendOnly`` (false) and ``spark.pacer.param.scale.<name>``,
-    ``spark.pacer.gate.concurrency`` (1: batches run one at a time in the
-    scheduler's order), ``spark.pacer.gate.timeout`` (60 s), ``spark.pacer.overload`` (``keep``: only
-    report an overload; ``shed``: drop the datasets an overloaded ``pacer-gen`` query can no longer serve
-    within its deadline, counted. A ``format("pacer")`` source reads every offset: it never sheds).
-
+    :param admission: the admission strategy of a query that names none (``spark.pacer.admission``; default
+        ``zstream`` where a deadline is stated, else ``asap``, Spark's default trigger).
+    :param scheduler: the scheduling strategy (``spark.pacer.scheduler``; default ``fifo``).
+    :param placement: the placement strategy of a query that names none (``spark.pacer.placement``; default
+        ``cpu-only``).
+    :param deadline: every query's deadline, a duration (``spark.pacer.deadline``; default each window's slide).
+    :param fallback: a raising strategy falls back to its baseline (``spark.pacer.fallback``; default true).
+    :param admission_params: admission parameters by name (``spark.pacer.param.admission.<name>``).
+    :param scheduler_params: scheduling parameters (``spark.pacer.param.scheduler.<name>``).
+    :param placement_params: placement parameters (``spark.pacer.param.placement.<name>``).
+    :param cores: the cores the Controller plans for, >= 1 (``spark.pacer.cores``; default Spark's parallelism).
+    :param gpus: the GPUs it plans for, >= 0 (``spark.pacer.gpus``; default 1 with RAPIDS loaded, else 0).
+    :param concurrency: batches of an ordered schedule running at once, >= 1 (``spark.pacer.gate.concurrency``;
+        default 1: one at a time in the scheduler's order).
+    :param gate_timeout: the longest a batch waits for its turn, a duration (``spark.pacer.gate.timeout``; 60 s).
+    :param decide_timeout: the longest a ``format("pacer")`` source waits for the driver's answer, a duration
+        (``spark.pacer.decide.timeout``; default the gate's timeout + 30 s).
+    :param operator_metrics: read per-operator metrics from each batch's executed plan (default true).
+    :param plugin_manager: where strategies come from (default every installed plugin).
+    :param checkpoint_root: where queries keep checkpoints and manifests (default a temporary folder).
+    :param overload: ``keep`` (only report an overload) or ``shed`` (drop the datasets an overloaded ``pacer-gen``
+        query can no longer serve within its deadline, counted; a ``format("pacer")`` source never sheds)
+        (``spark.pacer.overload``; default ``keep``).
+    :param paced: pace every ``spark.readStream.format("pacer")`` query of the session (default true): the JVM
+        source is built (javac, cached per Spark version) and loaded, which needs a JDK; ``paced=False`` attaches
+        for ``pacer-gen``/``pacer-files`` only (see :mod:`pacer_spark.driver.protocol.paced`).
+    :param progress_timeout: how long after a sink's end a batch whose trigger never reported is completed, a
+        duration (default 10 s).
+    :param scale: the scaling strategy: ``fixed`` (default: the executors stay), ``deadline`` (pacer-scaler),
+        ``spark-dynamic`` (Spark's dynamic allocation) (``spark.pacer.scale``).
+    :param scale_params: scaling parameters (``spark.pacer.param.scale.<name>``).
+    :param executors: ``(min, max)`` executors a scaler may hold (``spark.pacer.scale.executors``, ``MIN:MAX``).
+    :param initial_executors: executors at the start (``spark.pacer.scale.initial``; default those Spark runs).
+    :param scale_every: the time between scaling decisions, a duration (``spark.pacer.scale.every``; 5 s).
+    :param scale_recommend_only: report what the scaling strategy would hold, enact nothing
+        (``spark.pacer.scale.recommendOnly``; default false).
+    :param engine_profile: an engine profile or its file (``pacer calibrate --runtime spark``;
+        ``spark.pacer.engineProfile``).
     :raises UnsupportedSessionError: for a Spark Connect session (no Py4J: see :mod:`pacer_spark.session_kind`).
     :raises ScalingRefused: for a ``scale`` this session cannot enact (local mode; Spark's dynamic allocation on for a
         pacer strategy, off for ``spark-dynamic``), naming what to do.
-    :raises UnknownStrategyError: for a strategy no installed plugin provides.
-    :raises ValueError: for a deadline <= 0 or a malformed value.
-    :raises TypeError: for an unknown keyword.
+    :raises UnknownStrategyError: for a strategy no installed plugin provides, naming the setting.
+    :raises ValueError: for a malformed value or one out of range, naming the setting, the value and what it takes.
     """
+    options = {name: value for name, value in locals().items() if name != "spark" and value is not None}
     from pacer_spark.compat import check_spark_version
 
     require_classic(spark)  # a Spark Connect session is refused by name, before anything is asked of it
@@ -450,8 +499,12 @@ def attach(spark: SparkSession, **options: Any) -> PacerSession:
                     "installed, so Spark's default trigger (asap) paces the queries: pip install pacer-zstream, or "
                     "name one (admission=..., spark.pacer.admission)", config.admission)
         config = replace(config, admission="asap", admission_source="default (zstream not installed)")
+    keywords = {"admission": "admission", "scheduling": "scheduler", "placement": "placement", "scaling": "scale"}
     for decision, name in config.strategies().items():
-        pm.find(name, decision)  # fail now, with the list of installed strategies
+        try:
+            pm.find(name, decision)  # fail now, with the list of installed strategies
+        except UnknownStrategyError as exc:
+            raise UnknownStrategyError(f"{setting_names(keywords[decision])}: {exc}") from None
     session = PacerSession(spark, replace(config, plugin_manager=pm))
     _ATTACHED[id(spark)] = session
     return session

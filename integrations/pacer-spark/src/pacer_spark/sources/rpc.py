@@ -29,7 +29,14 @@ from multiprocessing.connection import Connection, Listener, answer_challenge, d
 from pathlib import Path
 from typing import Any
 
-from pacer_spark.options import OPT_ADDRESS, OPT_AUTHKEY, OPT_AUTHKEY_FILE, OPT_TIMEOUT, parse_address
+from pacer_spark.options import (
+    OPT_ADDRESS,
+    OPT_AUTHKEY,
+    OPT_AUTHKEY_FILE,
+    OPT_TIMEOUT,
+    parse_address,
+    parse_seconds,
+)
 
 log = logging.getLogger("pacer_spark.sources.rpc")
 
@@ -247,7 +254,8 @@ class ControllerClient:
         the options name no Controller."""
         if OPT_ADDRESS not in options:
             return None
-        address, timeout = parse_address(options[OPT_ADDRESS]), float(options.get(OPT_TIMEOUT, "10"))
+        address = parse_address(options[OPT_ADDRESS])
+        timeout = parse_seconds(options.get(OPT_TIMEOUT, "10"), OPT_TIMEOUT, positive=True) or 10.0
         if OPT_AUTHKEY_FILE in options:
             return cls(address, authkey_file=options[OPT_AUTHKEY_FILE], timeout=timeout)
         if OPT_AUTHKEY in options:

@@ -37,8 +37,8 @@ DEFAULT_MAX_AGE_S = 7 * 24 * 3600.0
 
 
 def check_options(given: Mapping[str, str]) -> dict[str, str]:
-    """A source's ``pacer.*`` options, checked: unknown names, a deadline <= 0 and ``pacer.overload=shed`` are
-    refused with what to do instead (``ValueError``). Names are read as Spark reads a source's options, whatever
+    """A source's ``pacer.*`` options, checked: unknown names, a duration that is none (or <= 0) and
+    ``pacer.overload=shed`` are refused, naming the option, the value and what to do instead (``ValueError``). Names are read as Spark reads a source's options, whatever
     their case (Spark hands a V2 source its options lowercased): the result spells them as :data:`KNOWN_OPTIONS`
     does."""
     spelled = {name.lower(): name for name in KNOWN_OPTIONS}
@@ -47,10 +47,9 @@ def check_options(given: Mapping[str, str]) -> dict[str, str]:
     if unknown:
         raise ValueError(f"unknown option(s) {', '.join(unknown)}; format('pacer') reads "
                          f"{', '.join(sorted(KNOWN_OPTIONS))} and pacer.param.<admission|placement>.<name>")
-    if "pacer.deadline" in options:
-        deadline = parse_seconds(options["pacer.deadline"])
-        if deadline is None or not deadline > 0:
-            raise ValueError(f"pacer.deadline must be > 0 seconds, got {options['pacer.deadline']!r}")
+    for name in ("pacer.deadline", "pacer.arrival.maxAge"):  # durations > 0, in Spark's wording too ("1 minute")
+        if name in options:
+            parse_seconds(options[name], name, positive=True)
     overload = options.get("pacer.overload", "keep").strip().lower()
     if overload == "shed":
         raise ValueError("pacer.overload=shed is refused: Spark reads every offset a format('pacer') source "
@@ -63,10 +62,6 @@ def check_options(given: Mapping[str, str]) -> dict[str, str]:
     arrival = options.get("pacer.arrival", "source").strip().lower()
     if arrival not in ARRIVAL_MODES:
         raise ValueError(f"pacer.arrival must be one of {', '.join(ARRIVAL_MODES)}, got {options['pacer.arrival']!r}")
-    if "pacer.arrival.maxAge" in options:
-        age = parse_seconds(options["pacer.arrival.maxAge"])
-        if age is None or not age > 0:
-            raise ValueError(f"pacer.arrival.maxAge must be > 0 seconds, got {options['pacer.arrival.maxAge']!r}")
     advise_every(options)
     return options
 
@@ -341,8 +336,8 @@ class PacedQuery:
                 "source_time_clamped": self.source_time_clamped, "source_time_missing": self.source_time_missing,
                 # the JVM source's time reading the data's own times (Kafka: one fetch per partition of each new
                 # snapshot), and how many snapshots it read them for
-                "source_time_ms": metric("pacer.sourceTimeMs"),
-                "source_time_fetches": metric("pacer.sourceTimeFetches"),
+                "source_time_ms": metric("pacerSourceTimeMs"),
+                "source_time_fetches": metric("pacerSourceTimeFetches"),
                 "error": self.error,
                 # observe mode: where its batches are recorded (``pacer advise PATH`` replays them), else None
                 "observed": None if self.recorder is None else str(self.recorder.path),

@@ -115,7 +115,7 @@ def assert_exact(handle: Any, query: Any, query_id: str, before: int = 0) -> Non
     limit = time.time() + 20
     while True:
         metrics = source_metrics(query)
-        observed, pending = int(metrics["pacer.observedSnapshots"]), int(metrics["pacer.pendingSnapshots"])
+        observed, pending = int(metrics["pacerObservedSnapshots"]), int(metrics["pacerPendingSnapshots"])
         done, busy, buffered = accounting(handle, query_id)
         if (done - before == observed - pending and not busy) or time.time() >= limit:
             break

@@ -59,7 +59,7 @@ def test_a_restart_whose_old_stop_event_comes_late_writes_every_row_once_and_sta
         """Put file ``index`` and wait until the source holds it (its own snapshot: the strategy counts them)."""
         put_csv(inbox, index)
         wait_for(lambda: query.lastProgress is not None
-                 and int(_helpers.source_metrics(query).get("pacer.pendingSnapshots", "0") or 0) >= 1)
+                 and int(_helpers.source_metrics(query).get("pacerPendingSnapshots", "0") or 0) >= 1)
 
     handle.driver.step = late_stop  # what PacedService hands every JVM call to
     try:

@@ -170,7 +170,7 @@ def _progress(spark_run: str, batch_id: int, rows_per_source: Sequence[int],
     return {"id": "stream-1", "runId": spark_run, "name": "q", "batchId": batch_id,
             "timestamp": "2026-11-27T10:00:00.000Z", "numInputRows": sum(rows_per_source),
             "durationMs": {"triggerExecution": 100, "addBatch": 60},
-            "sources": [{"numInputRows": r, "metrics": {"pacer.unanswered": str(f).lower()}}
+            "sources": [{"numInputRows": r, "metrics": {"pacerUnanswered": str(f).lower()}}
                         for r, f in zip(rows_per_source, flags, strict=True)]}
 
 

@@ -62,7 +62,7 @@ def test_a_paced_rate_query_runs_batches_the_controller_decides(spark: Any, tmp_
     assert values == list(range(len(values))) and len(values) == sum(batch_rows(query))  # none lost, none twice
     source = next(p for p in query.recentProgress if p["numInputRows"] > 0)["sources"][0]
     assert source["description"].startswith("PacerMicroBatchStream[query=pacer_rate, source=rate")
-    assert source["metrics"]["pacer.fallback"] == "false"
+    assert source["metrics"]["pacerFallback"] == "false"
 
 
 def test_each_batch_reads_the_rows_of_the_snapshots_it_admitted(spark: Any, tmp_path: Path) -> None:

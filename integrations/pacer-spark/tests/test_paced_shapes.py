@@ -40,7 +40,7 @@ def test_process_all_available_returns_with_every_held_row_written(spark: Any, t
         query = to_parquet(paced_csv(spark, inbox, "60s"), out, "held")
         for index in range(6):
             put_csv(inbox, index)
-        wait_for(lambda: int(_helpers.source_metrics(query).get("pacer.pendingSnapshots", "0") or 0) >= 1
+        wait_for(lambda: int(_helpers.source_metrics(query).get("pacerPendingSnapshots", "0") or 0) >= 1
                  if query.lastProgress else False)
         assert written_ids(spark, out) == []  # held: the deadline is far
         t0 = time.monotonic()

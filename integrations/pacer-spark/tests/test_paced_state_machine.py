@@ -140,11 +140,11 @@ class CountingScripted(Scripted):
 def entry(spark_run: str, batch_id: int, rows: Sequence[int], unanswered: Sequence[bool], *, ran: bool = True,
           stream: str = "stream-1") -> dict[str, Any]:
     """A progress entry as Spark writes it: a trigger that ran a batch (``addBatch`` timed), or an idle one (kept
-    after 10 s of idleness under the id of the batch still to come); each source's ``pacer.unanswered``."""
+    after 10 s of idleness under the id of the batch still to come); each source's ``pacerUnanswered``."""
     durations = {"triggerExecution": 100, "addBatch": 60} if ran else {"triggerExecution": 2}
     return {"id": stream, "runId": spark_run, "name": "q", "batchId": batch_id,
             "timestamp": "2026-11-27T10:00:00.000Z", "numInputRows": sum(rows), "durationMs": durations,
-            "sources": [{"numInputRows": r, "metrics": {"pacer.unanswered": str(f).lower()}}
+            "sources": [{"numInputRows": r, "metrics": {"pacerUnanswered": str(f).lower()}}
                         for r, f in zip(rows, unanswered, strict=True)]}
 
 
@@ -156,7 +156,7 @@ class JvmSource(ModelSource):
     limit: int | None = None  # snapshots per batch at most (None: ReadAllAvailable)
     available_now: bool = False
     single_batch: bool = False
-    unanswered: bool = False  # this trigger's admission was made without an answer (metric pacer.unanswered)
+    unanswered: bool = False  # this trigger's admission was made without an answer (metric pacerUnanswered)
     forced: int = 0  # availableNow's one-snapshot admissions after an answered "wait"
     answered: tuple[int, int] | None = None  # this trigger's answer to an ask with data: (index, admissible)
     told_wait: int = 0  # answered "wait" with admissible data under a drain
@@ -767,11 +767,11 @@ def test_found_an_idle_entry_before_a_restart_mid_batch_counts_rows_twice() -> N
 
 
 # fixed: the listener's terminated event completed the batch in flight as decided when its progress came with
-# pacer.unanswered (PacedQueries.on_terminated waited for the stop events only without progress); the stop event's
+# pacerUnanswered (PacedQueries.on_terminated waited for the stop events only without progress); the stop event's
 # record then completed the rest with the whole Spark batch's progress, whose rows were counted again
 def test_found_terminated_completes_an_unanswered_batch_and_its_rows_count_twice() -> None:
     """The driver admits snapshot 0 of 2 into batch 0, its answer comes past the timeout and the source admits both
-    (20 rows); the run stops, its stop event is late, and the listener's progress (pacer.unanswered) and terminated
+    (20 rows); the run stops, its stop event is late, and the listener's progress (pacerUnanswered) and terminated
     events come first: batch 0 completes as decided (10 rows). The late stop event's record completes snapshot 1
     with batch 0's progress: 20 rows more (accounted 40 rows with unit 2's batch, Spark read 30)."""
     with replayed() as state:
@@ -853,7 +853,7 @@ def test_found_trigger_once_reads_only_a_probe_of_what_is_held() -> None:
 
 
 # fixed (SourceTruth.drain_ahead): under a drain, the first source with data found the query busy with a batch whose
-# trigger ended with pacer.unanswered, which only a source asked after it reports; it was told to wait, the trigger
+# trigger ended with pacerUnanswered, which only a source asked after it reports; it was told to wait, the trigger
 # read nothing and processAllAvailable() returned with its data held. Two fixes were taken back: completing the batch
 # as decided counted a part its source had read earlier without an answer, and parking the other sources' parts until
 # they report left a batch completed with a part never read (deep profile). Now the source admits all it may ahead,
@@ -861,7 +861,7 @@ def test_found_trigger_once_reads_only_a_probe_of_what_is_held() -> None:
 def test_found_a_drain_ends_while_a_later_source_s_unanswered_admission_holds_the_batch() -> None:
     """Three sources; source 2's answer for batch 0 comes past the timeout (it admits unit 0 unanswered). Unit 1 comes
     at source 0 and processAllAvailable() is called: in its first trigger source 0 asks first, batch 0 still waits
-    for source 2's report (its progress says pacer.unanswered), so source 0 is told to wait; source 2's ask then
+    for source 2's report (its progress says pacerUnanswered), so source 0 is told to wait; source 2's ask then
     settles batch 0, too late: no source admitted anything, Spark returns with unit 1 never committed."""
     with replayed() as state:
         state.setup(sources=3, idle=None, limits=[None, None, None], counts=[1])

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from pacer_spark.driver.advice import METRICS as ADVICE_METRICS
-from pacer_spark.driver.protocol.progress_metrics import METRICS
+from pacer_spark.driver.protocol.progress_metrics import METRICS, SOURCE_METRICS
 from pacer_spark.driver.scaling import METRICS as SCALING_METRICS
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -17,7 +17,7 @@ ROW = re.compile(r"^\| `(pacer[A-Z][A-Za-z]+)` \| (.+?) \|$")
 
 def test_the_readme_s_progress_metrics_table_is_the_code_s() -> None:
     documented = {m.group(1): m.group(2) for line in README.read_text().splitlines() if (m := ROW.match(line))}
-    assert documented == {**METRICS, **ADVICE_METRICS, **SCALING_METRICS}
+    assert documented == {**METRICS, **SOURCE_METRICS, **ADVICE_METRICS, **SCALING_METRICS}
 
 
 def test_the_metrics_source_exports_every_gauge_the_driver_sends() -> None:

@@ -80,7 +80,7 @@ def _ask(run: str, spark_run: str, ask: int, batch_id: int, seqs: range, progres
 def _progress(spark_run: str, batch_id: int) -> dict[str, Any]:
     return {"id": "stream-1", "runId": spark_run, "name": "q", "batchId": batch_id,
             "timestamp": "2026-11-27T10:00:00.000Z", "numInputRows": 20, "durationMs": {"triggerExecution": 100, "addBatch": 60},
-            "sources": [{"numInputRows": 20, "metrics": {"pacer.unanswered": "false"}}]}
+            "sources": [{"numInputRows": 20, "metrics": {"pacerUnanswered": "false"}}]}
 
 
 def crossings(call: Callable[[], Any]) -> tuple[int, Any]:

@@ -166,7 +166,7 @@ def test_available_now_drains_the_backlog_in_pacer_sized_batches(
     first = query.recentProgress[0]["sources"][0]
     assert json.loads(first["endOffset"]) == {"logOffset": 0}
     assert json.loads(first["latestOffset"]) == {"logOffset": 2}  # the backlog, as limit-sized snapshots
-    assert first["metrics"]["pacer.pendingSnapshots"] == "2"
+    assert first["metrics"]["pacerPendingSnapshots"] == "2"
     assert len(rows_of(spark, tmp_path / "out")) == 5 * ROWS_PER_FILE
 
 
@@ -185,7 +185,7 @@ def test_without_a_decider_it_admits_everything_and_warns_once(spark: Any, bridg
     assert len(rows_of(spark, tmp_path / "out")) == 5 * ROWS_PER_FILE
     assert batch_rows(query) == [20, 20, 10]  # everything admitted, the read limit still a cap
     assert bridge.fallback_warnings("pacer_orphan") == 1
-    assert query.lastProgress["sources"][0]["metrics"]["pacer.fallback"] == "true"
+    assert query.lastProgress["sources"][0]["metrics"]["pacerFallback"] == "true"
 
 
 def test_a_source_name_spark_does_not_know_is_named_in_the_error(

@@ -41,7 +41,7 @@ class TriggerProgress:
     :ivar source_rows: the batch's rows as Spark counted them, where they are one source's (a query reading one
         source); None where it read several, or the trigger's rows belong to more than one of pacer's batches.
     :ivar unanswered: a ``format("pacer")`` source of the query admitted into this batch without the driver's
-        answer (its metric ``pacer.unanswered``): the batch ran as the source's next ask reports, not as decided.
+        answer (its metric ``pacerUnanswered``): the batch ran as the source's next ask reports, not as decided.
     :ivar no_data: a batch Spark formed itself without new data (it ran, every source's ``startOffset`` equals its
         ``endOffset``, no input row): a stateful query's no-data batch, run after its watermark moved to evict state
         and emit what the watermark closed (``spark.sql.streaming.noDataMicroBatches.enabled``). Not a trigger that
@@ -137,7 +137,7 @@ def _first_source_metrics(sources: Any) -> dict[str, str]:
 
 def _unanswered(sources: Any) -> bool:
     """Whether a source of the progress says it admitted into the batch without the driver's answer."""
-    return any(str(dict(source.get("metrics") or {}).get("pacer.unanswered")) == "true" for source in sources)
+    return any(str(dict(source.get("metrics") or {}).get("pacerUnanswered")) == "true" for source in sources)
 
 
 def _ran(durations_ms: Mapping[str, Any]) -> bool:

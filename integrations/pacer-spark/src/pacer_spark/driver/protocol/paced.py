@@ -490,7 +490,7 @@ class PacedQueries:
         """A trigger of the current run of a paced query ended: complete its batch.
 
         Batches Spark replays from its offset log, and admissions the source made without an answer (its progress
-        says ``pacer.unanswered``), are accounted from the source's next request, which reports both
+        says ``pacerUnanswered``), are accounted from the source's next request, which reports both
         (:meth:`take_reports`).
         """
         q = self.queries[query_id]

@@ -5,7 +5,8 @@ its answer; the JVM source returns them from ``ReportsSourceMetrics.metrics`` wh
 so every ``StreamingQueryListener`` and whatever reads progress (the UI's JSON, a user's monitoring) sees them. Names
 follow Spark's (camelCase, as the Kafka source's ``avgOffsetsBehindLatest``), prefixed ``pacer``; values are strings,
 as Spark's source metrics are. The batch's own lateness and cost are known only once it completed: the progress of
-batch N carries them for the query's previous completed batch (``pacerPreviousBatch...``).
+batch N carries them for the query's previous completed batch (``pacerPreviousBatch...``). The JVM source adds its own
+(:data:`SOURCE_METRICS`), named the same way (until 0.2 some were dotted: ``pacer.fallbacks``, ``pacer.unanswered``...).
 """
 
 from __future__ import annotations
@@ -34,6 +35,21 @@ METRICS: dict[str, str] = {
     "pacerPreviousBatchRowsLate": "rows of the query's previous completed batch that finished past the deadline",
     "pacerPreviousBatchBusyCoreSeconds": "core-seconds the previous completed batch's tasks executed",
     "pacerPreviousBatchTriggerMs": "the previous completed batch's engine time, waits at pacer's gate excluded",
+}
+
+#: The metrics the JVM source itself adds to every batch's progress (``PacedStream.metrics``/``PacerSource``), whatever
+#: the driver answered, with what they hold (for the docs and the test).
+SOURCE_METRICS: dict[str, str] = {
+    "pacerQuery": "the query pacer paces the source as (its name, or pacer.query)",
+    "pacerPendingSnapshots": "snapshots of the source seen and not yet admitted",
+    "pacerObservedSnapshots": "snapshots of the source seen so far",
+    "pacerFallback": "true once the source admitted without a decision (the decider failed, timed out or named no "
+                     "pending snapshot), as plain Spark would",
+    "pacerFallbacks": "admissions made without a decision so far",
+    "pacerFailedOpen": "failed-open records so far (admissions the driver accounts once it answers again)",
+    "pacerUnanswered": "whether this batch was admitted without the driver's answer",
+    "pacerSourceTimeMs": "time spent fetching Kafka records' timestamps for arrivals (Kafka only)",
+    "pacerSourceTimeFetches": "fetches of Kafka records' timestamps so far (Kafka only)",
 }
 
 

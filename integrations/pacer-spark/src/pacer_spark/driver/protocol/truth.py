@@ -122,7 +122,7 @@ class SourceTruth:
 
     def drain_ahead(self, books: Books, q: PacedQuery, request: DecisionRequest) -> int | None:
         """Under a drain, an ask with data for a later Spark batch than the one in flight: that batch ran (Spark went
-        on) but is not settled yet (its trigger ended with ``pacer.unanswered`` and the source that admitted into it
+        on) but is not settled yet (its trigger ended with ``pacerUnanswered`` and the source that admitted into it
         without an answer asks after this one, or its progress has not come): no batch can be formed before that,
         and a "wait" would end the drain with this source's data held. The source admits all it may; the driver
         keeps that admission as the source's own record of one made without a decision (:attr:`PacedQuery.ahead`),

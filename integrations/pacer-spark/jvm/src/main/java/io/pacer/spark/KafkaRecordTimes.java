@@ -28,7 +28,7 @@ import org.slf4j.LoggerFactory;
  * nothing. Every failure (no client, an unreachable broker, a fetch that times out) gives null:
  * the snapshot keeps the moment it was first seen as its arrival, and the reason is logged once.
  * The time spent fetching is counted ({@link #spentMs}, the source metric
- * {@code pacer.sourceTimeMs}).
+ * {@code pacerSourceTimeMs}).
  */
 final class KafkaRecordTimes implements AutoCloseable {
 

@@ -99,7 +99,7 @@ abstract class PacedStream {
   private long fallbacks;
   /**
    * Whether this trigger's admission was made without the decider's answer: reported in the batch's
-   * progress (metric {@code pacer.unanswered}), so the driver's listener does not complete the batch
+   * progress (metric {@code pacerUnanswered}), so the driver's listener does not complete the batch
    * it decided for a batch that ran otherwise.
    */
   private boolean admittedUnanswered;
@@ -221,13 +221,13 @@ abstract class PacedStream {
     if (delegate instanceof ReportsSourceMetrics) {
       metrics.putAll(((ReportsSourceMetrics) delegate).metrics(latestConsumedOffset));
     }
-    metrics.put("pacer.query", String.valueOf(queryName));
-    metrics.put("pacer.pendingSnapshots", Integer.toString(pending.size()));
-    metrics.put("pacer.observedSnapshots", Long.toString(nextSeq));
-    metrics.put("pacer.fallback", Boolean.toString(warned));
-    metrics.put("pacer.fallbacks", Long.toString(fallbacks));
-    metrics.put("pacer.failedOpen", Long.toString(channel.failedOpenTotal()));
-    metrics.put("pacer.unanswered", Boolean.toString(admittedUnanswered));
+    metrics.put("pacerQuery", String.valueOf(queryName));
+    metrics.put("pacerPendingSnapshots", Integer.toString(pending.size()));
+    metrics.put("pacerObservedSnapshots", Long.toString(nextSeq));
+    metrics.put("pacerFallback", Boolean.toString(warned));
+    metrics.put("pacerFallbacks", Long.toString(fallbacks));
+    metrics.put("pacerFailedOpen", Long.toString(channel.failedOpenTotal()));
+    metrics.put("pacerUnanswered", Boolean.toString(admittedUnanswered));
     metrics.putAll(batchMetrics); // the driver's figures of the last admitted batch (camelCase, pacer*)
     if (admittedUnanswered) {
       metrics.put("pacerReason", "fail-open");
@@ -427,7 +427,7 @@ abstract class PacedStream {
       PacerRegistry.recordFallbackWarning(queryName());
       LOG.warn("{}: {}; admitting what is pending without a decision, as plain Spark would (never"
           + " stalls, never drops; the driver is told later). Further fallbacks are logged at"
-          + " DEBUG and counted in the source metric pacer.fallbacks", this, lastFailure);
+          + " DEBUG and counted in the source metric pacerFallbacks", this, lastFailure);
     } else {
       LOG.debug("{}: {}", this, lastFailure);
     }

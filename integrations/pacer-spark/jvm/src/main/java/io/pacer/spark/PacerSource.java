@@ -116,8 +116,8 @@ public final class PacerSource extends PacedStream implements Source,
   @Override
   void sourceTimeMetrics(Map<String, String> metrics) {
     if (kafkaTimes != null) {
-      metrics.put("pacer.sourceTimeMs", Long.toString(kafkaTimes.spentMs()));
-      metrics.put("pacer.sourceTimeFetches", Long.toString(kafkaTimes.fetches()));
+      metrics.put("pacerSourceTimeMs", Long.toString(kafkaTimes.spentMs()));
+      metrics.put("pacerSourceTimeFetches", Long.toString(kafkaTimes.fetches()));
     }
   }
 

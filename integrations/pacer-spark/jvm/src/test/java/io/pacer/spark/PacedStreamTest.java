@@ -81,9 +81,9 @@ class PacedStreamTest {
     JsonNode arrivals = decider.requests.get(2).get("snapshots");
     assertTrue(arrivals.get(0).get("arrival").asDouble() <= arrivals.get(1).get("arrival").asDouble(),
         "snapshots are dated oldest first");
-    assertEquals("0", stream.metrics(Optional.empty()).get("pacer.pendingSnapshots"));
-    assertEquals("2", stream.metrics(Optional.empty()).get("pacer.observedSnapshots"));
-    assertEquals("0", stream.metrics(Optional.empty()).get("pacer.fallbacks"));
+    assertEquals("0", stream.metrics(Optional.empty()).get("pacerPendingSnapshots"));
+    assertEquals("2", stream.metrics(Optional.empty()).get("pacerObservedSnapshots"));
+    assertEquals("0", stream.metrics(Optional.empty()).get("pacerFallbacks"));
   }
 
   @Test
@@ -182,10 +182,10 @@ class PacedStreamTest {
       assertEquals(0, stream.next(0, ReadLimit.maxRows(1)));
     }
     assertEquals(String.valueOf(PacedStream.MAX_PENDING),
-        stream.metrics(Optional.empty()).get("pacer.pendingSnapshots"));
+        stream.metrics(Optional.empty()).get("pacerPendingSnapshots"));
     assertEquals(PacedStream.MAX_PENDING, decider.last().get("snapshots").size());
     assertEquals(PacedStream.MAX_PENDING + 0L, Long.parseLong(
-        stream.metrics(Optional.empty()).get("pacer.observedSnapshots")), "no look once the list is full");
+        stream.metrics(Optional.empty()).get("pacerObservedSnapshots")), "no look once the list is full");
   }
 
   @Test
@@ -231,7 +231,7 @@ class PacedStreamTest {
       assertEquals(0, stream.next(0));
     }
     assertEquals(String.valueOf(PacedStream.MAX_PENDING_UNLIMITED),
-        stream.metrics(Optional.empty()).get("pacer.pendingSnapshots"));
+        stream.metrics(Optional.empty()).get("pacerPendingSnapshots"));
     decider.answer = Fakes.Decider::newest;
     assertEquals(PacedStream.MAX_PENDING_UNLIMITED, stream.next(0), "the batch ends at the last snapshot seen");
     assertEquals(PacedStream.MAX_PENDING_UNLIMITED + 10, stream.next(PacedStream.MAX_PENDING_UNLIMITED),

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import pacer_spark
 
-    spark = (pacer_spark.session_builder("local[2]", "kafka-app", kafka=True, conf=FAST_START)
+    spark = (pacer_spark.session_builder("local[2]", "kafka-app", kafka=True, shuffle_partitions=2, conf=FAST_START)
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     handle = pacer_spark.attach(spark)

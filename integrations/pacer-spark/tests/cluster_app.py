@@ -323,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
 
     cluster = running_cluster(args.cluster_dir)
     assert cluster is not None, f"no cluster runs in {args.cluster_dir}"
-    spark = pacer_spark.session_builder(args.master, f"pacer-cluster-{uuid.uuid4().hex[:6]}", kafka=True, conf={
+    spark = pacer_spark.session_builder(args.master, f"pacer-cluster-{uuid.uuid4().hex[:6]}", kafka=True,
+                                        shuffle_partitions=2, conf={
         "spark.executor.memory": "512m", "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
         "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
         **cluster.app_conf()}).getOrCreate()  # the cluster runs with spark.authenticate

@@ -79,7 +79,7 @@ def spark() -> Iterator[Any]:
         del os.environ["PYSPARK_SUBMIT_ARGS"]
     try:
         session = (
-            pacer_spark.session_builder(master, "pacer-spark-tests")
+            pacer_spark.session_builder(master, "pacer-spark-tests", shuffle_partitions=2)
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .getOrCreate()

@@ -13,7 +13,7 @@ import urllib.request
 def main() -> int:
     import pacer_spark
 
-    spark = pacer_spark.session_builder("local[1]", "pacer-metrics-system", conf={
+    spark = pacer_spark.session_builder("local[1]", "pacer-metrics-system", shuffle_partitions=2, conf={
         "spark.ui.enabled": "true", "spark.ui.port": "0", "spark.ui.showConsoleProgress": "false",
         "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
         "spark.metrics.conf.*.sink.prometheusServlet.class": "org.apache.spark.metrics.sink.PrometheusServlet",

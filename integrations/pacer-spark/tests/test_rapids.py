@@ -41,7 +41,7 @@ def gpu_spark() -> Iterator[Any]:
     import pacer_spark
 
     session = (
-        pacer_spark.session_builder("local[2]", "pacer-spark-rapids-tests", rapids_jars=jars)
+        pacer_spark.session_builder("local[2]", "pacer-spark-rapids-tests", shuffle_partitions=2, rapids_jars=jars)
         .config("spark.ui.enabled", "false")
         .getOrCreate()
     )

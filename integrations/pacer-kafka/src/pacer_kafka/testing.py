@@ -86,7 +86,8 @@ def kafka_spark_session(app_name: str, conf: dict[str, str] | None = None) -> It
     without the connector is already active in this process."""
     pytest.importorskip("pyspark")
     pacer_spark = pytest.importorskip("pacer_spark")
-    session = (pacer_spark.session_builder("local[2]", app_name, kafka=True, **({"conf": conf} if conf else {}))
+    session = (pacer_spark.session_builder("local[2]", app_name, kafka=True, shuffle_partitions=2,
+                                           **({"conf": conf} if conf else {}))
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     if "spark-sql-kafka-0-10" not in session.sparkContext.getConf().get("spark.jars", ""):

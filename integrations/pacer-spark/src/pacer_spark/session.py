@@ -4,6 +4,9 @@ RAPIDS plugin in ``explainOnly`` mode."""
 
 from __future__ import annotations
 
+import logging
+import os
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,12 +16,18 @@ from pacer_spark.driver.pools import DEFAULT_LADDER, write_allocation_file
 from pacer_spark.jvm import classpath
 from pacer_spark.plan.rapids_explain import EXPLAIN_ONLY_CONFS
 
+log = logging.getLogger("pacer_spark.session")
+
+#: The master :func:`session_builder` runs when none is given anywhere (its argument, ``spark.master`` in ``conf``,
+#: spark-submit's ``--master``, ``PYSPARK_SUBMIT_ARGS``, ``spark-defaults.conf``).
+DEFAULT_MASTER = "local[2]"
+
 
 def session_builder(
-    master: str = "local[2]",
+    master: str | None = None,
     app_name: str = "pacer",
     *,
-    shuffle_partitions: int = 2,
+    shuffle_partitions: int | None = None,
     ladder: Sequence[int] = DEFAULT_LADDER,
     rapids_jars: Sequence[str] = (),
     kafka: bool = False,
@@ -26,12 +35,26 @@ def session_builder(
 ) -> Any:
     """A ``SparkSession.Builder`` set up for pacer.
 
-    Sets ``spark.scheduler.mode=FAIR`` with an allocation file holding the pool ladder (these must
-    be set before the SparkContext starts, which is why this is a builder), the shuffle partitions,
-    and, with ``rapids_jars``, the RAPIDS Accelerator plugin (``spark.plugins``). With ``kafka``,
-    Spark's Kafka connector (:func:`kafka_jars`) joins ``spark.jars`` so that ``format("kafka")``
-    and ``format("pacer").option("pacer.source", "kafka")`` work; jars from ``rapids_jars`` and a
-    ``spark.jars`` in ``conf`` are kept beside it.
+    What it sets beyond the user's own settings (``conf``, and ``master``/``shuffle_partitions`` where given), each
+    named with its reason in one INFO line of the ``pacer_spark.session`` logger when called; a key ``conf`` gives
+    is the user's and is never replaced:
+
+    * ``spark.scheduler.mode=FAIR`` and ``spark.scheduler.allocation.file`` (the pool ladder ``ladder``, written to
+      a file): pacer runs each batch in the pool its scheduler picks. These must be set before the SparkContext
+      starts, which is why this is a builder.
+    * ``spark.sql.streaming.stateStore.stateSchemaCheck=true`` (Spark's default, kept on: a restarted stateful query
+      whose state no longer fits its checkpoint fails at once).
+    * ``spark.master=local[2]`` only where no master is given anywhere: ``master=None`` (the default) leaves the
+      master to spark-submit (``--master``, ``--conf spark.master``), ``PYSPARK_SUBMIT_ARGS``, ``spark-defaults.conf``
+      or ``conf["spark.master"]`` when one of them names it.
+    * with ``rapids_jars``, the RAPIDS Accelerator plugin (``spark.plugins``, ``spark.rapids.sql.enabled``); with
+      ``kafka``, Spark's Kafka connector (:func:`kafka_jars`) joins ``spark.jars`` so that ``format("kafka")`` and
+      ``format("pacer").option("pacer.source", "kafka")`` work; jars from ``rapids_jars`` and a ``spark.jars`` in
+      ``conf`` are kept beside it.
+
+    ``spark.sql.shuffle.partitions`` is set only when ``shuffle_partitions`` is given (Spark's own, or the user's,
+    otherwise): a stateful query keeps the number it started with in its checkpoint for good, so pacer does not
+    choose it silently. ``shuffle_partitions=2`` suits a laptop's ``local[2]``.
 
     :raises ImportError: ``kafka`` without pacer-kafka installed (the message says what to install).
     """
@@ -41,24 +64,64 @@ def session_builder(
     jars = [*rapids_jars, *(kafka_jars() if kafka else ())]
     jars += [j for j in conf.pop("spark.jars", "").split(",") if j.strip() and j not in jars]
 
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.scheduler.mode", "FAIR")
-        .config("spark.scheduler.allocation.file", str(write_allocation_file(ladder=ladder)))
-        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-        .config("spark.sql.streaming.stateStore.stateSchemaCheck", "true")
-    )
-    if jars:
-        builder = builder.config("spark.jars", ",".join(jars))
+    pool_file = str(write_allocation_file(ladder=ladder))
+    sets: dict[str, tuple[str, str]] = {  # what pacer sets: key -> (value, why)
+        "spark.scheduler.mode": ("FAIR", "pacer runs each batch in its scheduler's pool"),
+        "spark.scheduler.allocation.file": (pool_file, f"pacer's pool ladder {list(ladder)}"),
+        "spark.sql.streaming.stateStore.stateSchemaCheck": ("true", "Spark's default, kept on"),
+    }
+    if shuffle_partitions is not None:
+        sets["spark.sql.shuffle.partitions"] = (str(shuffle_partitions), "shuffle_partitions given")
     if rapids_jars:
-        builder = (
-            builder.config("spark.plugins", "com.nvidia.spark.SQLPlugin")
-            .config("spark.rapids.sql.enabled", "true")
-        )
+        sets["spark.plugins"] = ("com.nvidia.spark.SQLPlugin", "rapids_jars given")
+        sets["spark.rapids.sql.enabled"] = ("true", "rapids_jars given")
+    if jars:
+        sets["spark.jars"] = (",".join(jars), "jars asked for (rapids_jars, kafka, conf's spark.jars)")
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    elif not submitted_master(conf):
+        sets["spark.master"] = (DEFAULT_MASTER, "no master given (argument, spark-submit, PYSPARK_SUBMIT_ARGS, "
+                                                "spark-defaults.conf or conf)")
+    sets = {key: value for key, value in sets.items() if key not in conf}
+    for key, (value, _) in sets.items():
+        builder = builder.config(key, value)
     for key, value in conf.items():
         builder = builder.config(key, value)
+    log.info("pacer_spark.session_builder sets %s", "; ".join(f"{key}={value} ({why})"
+                                                              for key, (value, why) in sets.items()))
     return builder
+
+
+def submitted_master(conf: Mapping[str, str] | None = None) -> str | None:
+    """The master the user named outside :func:`session_builder`'s ``master``: ``conf["spark.master"]``, the one
+    spark-submit launched this driver with (``--master`` or ``--conf spark.master``), ``--master`` in
+    ``PYSPARK_SUBMIT_ARGS``, or ``spark.master`` in ``spark-defaults.conf`` (``SPARK_CONF_DIR``, else
+    ``SPARK_HOME/conf``); None when none does."""
+    if conf and conf.get("spark.master"):
+        return conf["spark.master"]
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):  # launched by spark-submit: its JVM holds the driver's conf
+        from pyspark import SparkConf, SparkContext
+
+        SparkContext._ensure_initialized()
+        master = SparkConf().get("spark.master", None)
+        if master:
+            return master
+    args = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    for flag, value in zip(args, [*args[1:], ""], strict=True):
+        if flag == "--master" and value:
+            return value
+        if flag.startswith("--master="):
+            return flag.partition("=")[2]
+    folder = os.environ.get("SPARK_CONF_DIR") or (os.path.join(os.environ["SPARK_HOME"], "conf")
+                                                  if os.environ.get("SPARK_HOME") else None)
+    defaults = Path(folder, "spark-defaults.conf") if folder else None
+    if defaults is not None and defaults.is_file():
+        for line in defaults.read_text(errors="replace").splitlines():
+            key, _, value = line.strip().replace("=", " ", 1).partition(" ")
+            if key == "spark.master" and value.strip():
+                return value.strip()
+    return None
 
 
 def kafka_jars() -> list[str]:
@@ -102,7 +165,7 @@ def add_kafka_connector(session: Any) -> bool:
     return True
 
 
-def explain_only_builder(master: str = "local[2]", app: str = "pacer", *, jar: Path | None = None,
+def explain_only_builder(master: str | None = None, app: str = "pacer", *, jar: Path | None = None,
                          **kwargs: Any) -> Any:
     """A ``SparkSession.Builder`` (:func:`pacer_spark.session_builder`, ``kwargs`` passed on) with the RAPIDS plugin in
     ``explainOnly`` mode: the jar from Maven Central (:func:`pacer_spark.plan.rapids_jar.resolve_rapids_jar`, fetched once

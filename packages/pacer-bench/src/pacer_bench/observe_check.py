@@ -312,7 +312,8 @@ def measure(args: argparse.Namespace, out: Path) -> tuple[list[dict[str, Any]], 
     config = {"source": args.source, "duration_s": args.duration, "deadline_s": args.deadline,
               "admission": args.admission}
     with _source(args.source) as source:
-        spark = pacer_spark.session_builder("local[2]", "observe-check", kafka=args.source == "kafka").getOrCreate()
+        spark = pacer_spark.session_builder("local[2]", "observe-check", kafka=args.source == "kafka",
+                                            shuffle_partitions=2).getOrCreate()
         try:
             if args.warmup > 0:  # the JVM's first minute (classes loaded, code compiled) is neither side's
                 observe(spark, pacer_spark.attach, source, out / "work", args.warmup, args.deadline)

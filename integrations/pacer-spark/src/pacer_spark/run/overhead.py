@@ -115,7 +115,8 @@ def comparison_session(master: str, app: str, *, kafka: bool = False) -> Any:
     """A SparkSession for a comparison: pacer's builder, no UI or console progress, Spark's log at ERROR."""
     import pacer_spark
 
-    spark = (pacer_spark.session_builder(master, app, kafka=kafka).config("spark.ui.enabled", "false")
+    spark = (pacer_spark.session_builder(master, app, kafka=kafka, shuffle_partitions=2)
+             .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     if kafka:

@@ -43,14 +43,16 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trigger", help="the interval of Spark's processing-time trigger (default: the deadline)")
     p.add_argument("--admission", default=DEFAULT_ADMISSION,
                    help=f"pacer's admission strategy (default {DEFAULT_ADMISSION})")
-    p.add_argument("--duration", type=float, default=DEFAULT_DURATION,
-                   help=f"seconds of traffic per configuration (default {DEFAULT_DURATION:g})")
-    p.add_argument("--drain-timeout", type=float, default=180.0,
-                   help="seconds to wait for a configuration's backlog after its traffic ended (default 180)")
+    p.add_argument("--duration", type=durations.flag_seconds, default=DEFAULT_DURATION,
+                   help=f"traffic per configuration, e.g. 2m or 120 (seconds) (default {DEFAULT_DURATION:g} s)")
+    p.add_argument("--drain-timeout", type=durations.flag_seconds, default=180.0,
+                   help="how long to wait for a configuration's backlog after its traffic ended, e.g. 3m "
+                        "(default 180 s)")
     p.add_argument("--seed", type=int, default=7, help="seed of the generated traffic (default 7)")
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     p.add_argument("--partitions", type=int, default=2, help="shuffle partitions (default 2)")
-    p.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines (0: none)")
+    p.add_argument("--progress-every", type=durations.flag_seconds, default=10.0,
+                   help="time between progress lines, e.g. 10s (0: none)")
 
 
 def _run_args(args: argparse.Namespace, *, admission: str | None, scheduler: str = "fifo",

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pacer import hookimpl
+from pacer import durations, hookimpl
 from pacer.cli.commands import Command, UsageError
 from pacer.plugins import PluginManager
 from pacer.runtime_api import DEFAULT_OVERLOAD, OVERLOAD_CHOICES
@@ -26,7 +26,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
                         help="where to run it: an installed runtime, e.g. sim or spark (default: sim)")
     parser.add_argument("--out", required=True, help="folder for JSON, CSV, Markdown, PNG plots and the HTML page")
     parser.add_argument("--quick", action="store_true", help="a reduced version that finishes in minutes")
-    parser.add_argument("--duration", type=float, help="override every configuration's duration (seconds)")
+    parser.add_argument("--duration", type=durations.flag_seconds,
+                        help="override every configuration's duration, e.g. 10m or 600 (seconds)")
     parser.add_argument("--seed", type=int, default=7, help="seed for traffic and noise (default 7)")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="run every configuration N times, interleaved; tables show median [min-max] (default 1)")

@@ -5,14 +5,16 @@ Every command-line flag, run configuration, Spark conf and source option that ta
 :func:`parse_duration` for a value that must be one, :func:`parse_seconds` for an optional one (None stays None),
 named after the option it was given for so that an error says which option and what a valid value looks like.
 A leaf module: it imports nothing of pacer's. Library code gets ``ValueError``; a command turns it into a usage
-error (:func:`pacer.cli.run_command.seconds_flag` does for a duration flag).
+error (:func:`pacer.cli.run_command.seconds_flag` does for a duration flag; :func:`flag_seconds` is an ``argparse``
+``type=`` for one).
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 
-__all__ = ["parse_duration", "parse_seconds"]
+__all__ = ["flag_seconds", "parse_duration", "parse_seconds"]
 
 #: Units, as Spark writes them in its confs (``ms``, ``s``, ``min``, ``h``, ``d``) and in a trigger's interval
 #: (``"1 minute"``, ``"500 milliseconds"``), to seconds.
@@ -64,3 +66,15 @@ def parse_seconds(value: str | float | None, option: str | None = None, *, posit
     if positive and not seconds > 0:
         raise ValueError(f"{option or 'a duration'} must be > 0 seconds, got {value!r}")
     return seconds
+
+
+def flag_seconds(value: str) -> float:
+    """A command-line flag's duration (an ``argparse`` ``type=``): ``--duration 10m``, ``--duration "1 minute"``,
+    ``--duration 600`` -> seconds (a flag's range, > 0 or >= 0, is its command's to check).
+
+    :raises argparse.ArgumentTypeError: argparse's usage error, naming the flag, the value and what to write.
+    """
+    try:
+        return parse_duration(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expects a duration such as {EXAMPLES}, got {value!r}") from None

@@ -11,6 +11,7 @@ from pathlib import Path
 from pacer import RunConfig
 from pacer.cli.commands import UsageError
 from pacer.cli.run_command import default_trigger_or_seconds_flag
+from pacer.durations import flag_seconds
 from pacer.plugins import PluginManager
 
 #: Seconds of traffic of ``pacer run --runtime spark`` without ``--duration``.
@@ -33,8 +34,8 @@ def configure_spark(p: argparse._ArgumentGroup) -> None:
                                      "default trigger, a batch as soon as the previous one ends) as the baseline; "
                                      "pacer then only observes. An alternative to --admission: not both (and "
                                      "--overload is keep: Spark's trigger drops nothing)")
-    p.add_argument("--drain-timeout", type=float, default=120.0,
-                   help="seconds to wait after the traffic for the backlog to finish (default 120)")
+    p.add_argument("--drain-timeout", type=flag_seconds, default=120.0,
+                   help="how long to wait after the traffic for the backlog to finish, e.g. 2m (default 120 s)")
     p.add_argument("--input", metavar="DIR", help="read every workload from this directory with pacer-files "
                                                    "(one dataset per file) instead of generating traffic")
     p.add_argument("--input-format", default="csv", choices=("csv", "json", "parquet"), help="format of --input files")
@@ -64,7 +65,7 @@ def configure_spark(p: argparse._ArgumentGroup) -> None:
     p.add_argument("--engine-profile", metavar="FILE",
                    help="what this Spark measured the workload's batches to cost (`pacer calibrate --runtime spark "
                         "--workload W --out FILE`): its queries' service models start from it, the scaler reads it")
-    p.add_argument("--progress-every", type=float, default=DEFAULT_PROGRESS_EVERY,
+    p.add_argument("--progress-every", type=flag_seconds, default=DEFAULT_PROGRESS_EVERY,
                    help="seconds between progress lines (0: none)")
     p.add_argument("--no-warm-up", dest="warm_up", action="store_false",
                    help="skip the small stateful job run before the stream to pay the JVM's JIT cost")

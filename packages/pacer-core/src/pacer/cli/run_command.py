@@ -159,14 +159,17 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                         "default 0: none)")
     p.add_argument("--max-bytes", type=int, default=0, metavar="N",
                    help="read cap: at most N bytes per batch (Spark's maxBytesPerTrigger; default 0: none)")
-    p.add_argument("--duration", type=float, help="seconds of traffic (default: the runtime's, sim 600, spark 120)")
+    p.add_argument("--duration", type=durations.flag_seconds,
+                   help="how long the traffic runs, e.g. 10m, '2 minutes' or 600 (seconds) (default: the runtime's, "
+                        "sim 600 s, spark 120 s)")
     p.add_argument("--seed", type=int, default=7,
                    help="seed of the traffic (query i gets SEED+i) and of the simulator's noise (default 7)")
     p.add_argument("--cores", type=int, help="task slots (default: the runtime's; sim 2, Spark its parallelism)")
     p.add_argument("--gpus", type=int, help="GPUs (default: the runtime's; sim 0, Spark 1 when RAPIDS is loaded)")
     p.add_argument("--partitions", type=int, default=2,
                    help="partitions per batch: the most cores one batch uses (Spark's shuffle partitions; default 2)")
-    p.add_argument("--monitor-interval", type=float, default=1.0, help="seconds per row of the report's series")
+    p.add_argument("--monitor-interval", type=durations.flag_seconds, default=1.0,
+                   help="time per row of the report's series, e.g. 1s or 500ms (default 1 s)")
     p.add_argument("--no-fallback", dest="fallback", action="store_false",
                    help="fallback is on by default: a strategy that raises is logged, counted and replaced by its "
                         "baseline (asap, fifo, cpu-only) for that decision; --no-fallback stops the run instead")

@@ -35,6 +35,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pacer import BatchReport, Controller, Devices, OperatorDAG, QuerySpec
 from pacer.engine_profile import EngineProfile
 from pacer.plugins import PluginManager, UnknownStrategyError, get_plugin_manager
+from pacer.report_types import Report
 from pacer.scaler import Scaler
 from pacer_spark.checkpoint import clear_interrupted_first_batch
 from pacer_spark.config import PacerConfig, no_data_batches_enabled, setting_names
@@ -336,9 +337,22 @@ class PacerSession:
         return self.observer.overhead()
 
     def report(self, config: Mapping[str, Any] | None = None, *, interval: float = 1.0,
-               end: float | None = None) -> dict[str, Any]:
-        """The run as a ``pacer.report/1`` document with ``runtime: "spark"``; ``spark.executors`` names, per query,
-        the executors whose tasks ran it (``driver`` in local mode; :func:`pacer_spark.jvm.status_store.query_executors`)."""
+               end: float | None = None) -> Report:
+        """The run so far (or, after :meth:`stop`, the whole run) as a ``pacer.report/1`` document.
+
+        A :class:`pacer.report_types.Report`: a ``dict`` (``report()["queries"][name]["latency_ms"]["p99"]``, and
+        ``json.dump`` as before) with typed views: ``.version`` (1; the ``schema`` key, ``"pacer.report/1"``, carries
+        it: within a version keys are only added), ``.queries`` / ``.query(name)`` (each a
+        :class:`pacer.report_types.QueryReport`), ``.to_json()``, ``.as_dict()``. The keys are named by
+        :class:`pacer.report_types.ReportDocument` and explained in :mod:`pacer.report`; Spark adds ``runtime:
+        "spark"``, ``spark`` (Spark's side: ``spark.paced`` per ``format("pacer")`` query, ``spark.executors`` the
+        executors whose tasks ran each query, ``driver`` in local mode) and, where pacer scales executors,
+        ``scaling``.
+
+        :param config: what to record as the run's ``config`` (a run's settings, for a reader to repeat it).
+        :param interval: the per-query ``series``'s interval, seconds.
+        :param end: the clock time the report runs to (default: now).
+        """
         end = end or time.time()
         executors = status_store.query_executors(self.spark)  # Py4J calls to Spark's status store: outside the Controller's lock
         allocated = status_store.allocated_core_s(self.spark, self.started_at, end)

@@ -1,5 +1,9 @@
 """The ``pacer.report/1`` JSON format shared by every runtime.
 
+:func:`build_report` gives a :class:`pacer.report_types.Report`: a ``dict`` with typed views (``version``,
+``queries``, ``to_json()``), its keys named by :class:`pacer.report_types.ReportDocument`; the ``schema`` key carries
+the format's version (``pacer.report/1``: keys are only added within a version).
+
 Top level: ``schema``, ``runtime`` (``sim`` or ``spark``), ``config``,
 ``overhead`` (``admission_poll_us_p99``, ``per_batch_ms_avg``, measured or null)
 and ``queries`` (query id -> latency, processing, throughput, counts,
@@ -36,10 +40,10 @@ from typing import Any
 from pacer.controller import Controller
 from pacer.metrics import series
 from pacer.recorder import QueryRecord
+from pacer.report_types import SCHEMA, Report
 from pacer.series import MAX_POINTS
 from pacer.summary import StreamingSummary
 
-SCHEMA = "pacer.report/1"
 REQUIRED_QUERY_KEYS = (
     "latency_ms",
     "processing_ms",
@@ -131,7 +135,7 @@ def build_report(
     interval: float = 1.0,
     extra: Mapping[str, Any] | None = None,
     allocated_core_s: float | None = None,
-) -> dict[str, Any]:
+) -> Report:
     """Assemble a ``pacer.report/1`` document from a Controller after a run: its query views
     (:meth:`pacer.Controller.query`), its recorder (arrivals and completed batches), ledger and overhead.
 
@@ -245,7 +249,7 @@ def build_report(
     }
     if extra:
         doc.update(extra)
-    return _clean(doc)  # type: ignore[no-any-return]
+    return Report(_clean(doc))
 
 
 def _total(values: Iterable[float | None]) -> float | None:

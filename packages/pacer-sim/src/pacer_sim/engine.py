@@ -20,6 +20,7 @@ from pacer.engine_profile import EngineProfile
 from pacer.event_loop import EMPTY, FINISHED, POLL_INTERVAL, EventLoop
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.report import build_report
+from pacer.report_types import Report
 from pacer.scaler import Scaler
 from pacer_sim.calibrated import calibrated_model, calibrated_no_data_work, calibrated_work, config_entry, profile_for
 from pacer_sim.costs import BatchWork, CostModel, batch_work, no_data_work
@@ -292,7 +293,7 @@ class Simulation:
         cuts = sorted({0.0, end, *(t for c in self.resource_changes for t in (c.start, c.end) if 0.0 < t < end)})
         return sum(self.cores_available(a) * (b - a) for a, b in itertools.pairwise(cuts))
 
-    def run(self, duration: float, *, drain: float | None = None) -> dict[str, Any]:
+    def run(self, duration: float, *, drain: float | None = None) -> Report:
         """Simulate ``duration`` seconds of traffic, then drain buffered and running data.
 
         Arrivals stop at ``duration`` (the queries' own durations); the run goes on until

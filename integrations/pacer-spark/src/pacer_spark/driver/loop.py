@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pacer import BatchReport, Controller, MicroBatch, OperatorMetric, QuerySpec
 from pacer.report import build_report
+from pacer.report_types import Report
 from pacer.scaler import ScalingError
 from pacer_spark.driver.batch_costs import BatchCosts
 from pacer_spark.driver.books import Books
@@ -231,7 +232,7 @@ class Driver:
         with self.guard.held():
             return self.controller.reports(query_id)
 
-    def report(self, extra_of: Callable[[list[BatchReport]], dict[str, Any]], **fields: Any) -> dict[str, Any]:
+    def report(self, extra_of: Callable[[list[BatchReport]], dict[str, Any]], **fields: Any) -> Report:
         """The run as a ``pacer.report/1`` document (:func:`pacer.report.build_report`'s keywords), its ``extra``
         part read by ``extra_of`` from the completed batches' reports under the same lock (one consistent view)."""
         with self.guard.held():

@@ -161,3 +161,16 @@ def test_an_unknown_strategy_is_refused_naming_the_setting_and_the_installed_one
     with pytest.raises(UnknownStrategyError, match=rf"^{keyword}=\.\.\. \(conf {re.escape(CONF_PREFIX + conf)}\)"):
         pacer_spark.attach(session(**{CONF_PREFIX + conf: "nope"}))
     assert not attached
+
+
+def test_the_readme_lists_attachs_keywords_and_quotes_its_error() -> None:
+    from pathlib import Path
+
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    listed = re.search(r"`attach\(spark, \*, (.*?)\)` \(keyword-only", readme)
+    assert listed is not None and tuple(listed.group(1).split(", ")) == KEYWORDS
+    quoted = re.search(r"naming the setting, the value and what it takes \(`(.*?)`\)", readme)
+    assert quoted is not None
+    with pytest.raises(ValueError) as refused:
+        from_conf("fallback", "yes")
+    assert str(refused.value) == quoted.group(1)

@@ -1,4 +1,8 @@
-"""Registers ``deadline`` (scaling)."""
+"""Registers ``deadline`` (scaling): the deadline scaler, chosen with ``scale="deadline"`` / ``--scale deadline``.
+
+Its name is that of the latency target it sizes the executors to meet (``deadline="10s"`` / ``--deadline``), which
+it does not set: see the README's "Two things called deadline".
+"""
 
 from __future__ import annotations
 
@@ -15,7 +19,8 @@ def pacer_strategies() -> Sequence[StrategyInfo]:
         StrategyInfo(
             name="deadline",
             provides=frozenset({"scaling"}),
-            summary="The fewest executors at which every query meets its deadline at its rate: DS2's rule with the "
+            summary="The deadline scaler (scale=deadline; the target is deadline=): the fewest executors at which "
+                    "every query meets its deadline at its rate: DS2's rule with the "
                     "utilization target 1 - 2 x fixed part / deadline, plus a backlog's catch-up, priced in task "
                     "waves and corrected by the misses it sees",
             params=(

@@ -135,7 +135,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--placement", default="cpu-only", help="placement strategy (default cpu-only)")
     p.add_argument("--scale", default="fixed",
                    help="scaling strategy: how many executors to hold (default fixed; spark-dynamic is Spark's "
-                        "dynamic allocation, deadline pacer's deadline scaler); needs --executors")
+                        "dynamic allocation; deadline is pacer's deadline scaler, which holds the fewest executors "
+                        "that meet each query's --deadline, the target it is named for); needs --executors")
     p.add_argument("--executors", metavar="MIN:MAX",
                    help="executors the scaler may hold, e.g. 1:8 (the run starts with MIN); each has "
                         "--cores-per-executor task slots")

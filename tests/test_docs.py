@@ -1,11 +1,22 @@
-"""The documentation site, checked as a reader would: built with MkDocs ``--strict`` (a broken link, a missing page
-or a missing snippet fails), then every page opened in headless Chromium (Debian's package, driven by Playwright):
-each renders its content, its images load, and its internal links and their anchors resolve."""
+"""The documentation, checked as a reader would: the committed pages are what the code generates now
+(``scripts/gen_docs.py --check``); the site built with MkDocs ``--strict`` (a broken link, a missing page or a missing
+snippet fails), then every page opened in headless Chromium (Debian's package, driven by Playwright): each renders
+its content, its images load, and its internal links and their anchors resolve. Every shell command shown in the
+README and the pages parses against pacer's own CLI (or names a folder and file that exist), every Python block
+compiles and calls pacer_spark with keywords its functions take, and the quick start's Python block runs on Spark
+exactly as shown."""
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import functools
 import http.server
+import inspect
+import io
+import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -18,12 +29,124 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+#: The pages a reader runs commands from: the README and the hand-written pages (not the generated reference).
+READ_AND_RUN = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def blocks(path: Path, *languages: str) -> list[str]:
+    """The fenced code blocks of ``path`` in one of ``languages`` ("" for a block that names none)."""
+    return [body for lang, body in re.findall(r"^```(\w*)\n(.*?)^```", path.read_text(), re.S | re.M)
+            if lang in languages]
+
+
+def shell_commands(text: str) -> list[str]:
+    """The commands of a shell block: continuation lines joined, comments dropped, ``a && b`` as two."""
+    out = []
+    for line in text.replace("\\\n", " ").splitlines():
+        words = shlex.split(line, comments=True)
+        command: list[str] = []
+        for word in [*words, "&&"]:
+            if word == "&&":
+                if command:
+                    out.append(shlex.join(command))
+                command = []
+            else:
+                command.append(word)
+    return out
+
+
+def test_the_committed_pages_are_what_the_code_generates() -> None:
+    checked = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_docs.py"), "--check"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=300)
+    assert checked.returncode == 0, checked.stderr[-3000:]
+
+
+def test_every_shell_command_shown_parses_against_what_it_runs() -> None:
+    from pacer.cli.program import build_parser
+    from pacer.plugins import get_plugin_manager
+
+    parser, _ = build_parser(get_plugin_manager())
+    sessions = set(re.findall(r"^def (\w+)\(session", (ROOT / "noxfile.py").read_text(), re.M))
+    checked = 0
+    for path in READ_AND_RUN:
+        shown = [(b, True) for b in blocks(path, "bash", "sh")] + [(b, False) for b in blocks(path, "")]
+        for block, shell in shown:  # a block naming no language: only its pacer commands (else output, a transcript)
+            for command in shell_commands(block) if shell else [c for c in block.replace("\\\n", " ").splitlines()
+                                                                 if c.startswith("pacer ")]:
+                words = shlex.split(command, comments=True)
+                while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):
+                    words = words[1:]  # an environment variable set for the command
+                where = f"{path.relative_to(ROOT)}: {command}"
+                if words[0] == "pacer":
+                    said = io.StringIO()
+                    with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
+                        try:
+                            parser.parse_args(words[1:])
+                        except SystemExit as exc:
+                            assert exc.code == 0, f"{where}: {said.getvalue()}"
+                elif words[:4] == ["python", "-m", "pip", "install"]:
+                    for arg in words[4:]:
+                        if arg.startswith("./"):
+                            assert (ROOT / arg.split("[")[0] / "pyproject.toml").is_file(), where
+                    if "-r" in words:
+                        assert (ROOT / words[words.index("-r") + 1]).is_file(), where
+                elif words[:3] == ["python", "-m", "pytest"]:
+                    assert all((ROOT / w).exists() for w in words[3:] if not w.startswith("-")), where
+                elif words[0] == "nox":
+                    assert words[1:2] in (["--list"], ["-s"]), where
+                    assert words[1] == "--list" or words[2] in sessions, where
+                elif words[0] in ("git", "cd", ".", "source") or words[:3] == ["python3", "-m", "venv"]:
+                    pass  # getting the code and a virtual environment: the shell's own
+                else:
+                    pytest.fail(f"{where}: a command this test does not know how to check; teach it")
+                checked += 1
+    assert checked >= 15, checked
+
+
+def _calls(tree: ast.AST) -> Iterator[ast.Call]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "pacer_spark":
+            yield node
+
+
+def test_every_python_block_compiles_and_calls_pacer_spark_as_it_takes() -> None:
+    import pacer_spark
+
+    checked = 0
+    for path in READ_AND_RUN:
+        for block in blocks(path, "python"):
+            code = block.replace("\n...\n", "\n")  # "..." stands for the rest of a job
+            tree = ast.parse(code, filename=str(path))
+            for call in _calls(tree):
+                fn = getattr(pacer_spark, call.func.attr)  # type: ignore[attr-defined]
+                args = [None] * len(call.args)
+                kwargs = {k.arg: None for k in call.keywords if k.arg}
+                inspect.signature(fn).bind(*args, **kwargs)  # a keyword it does not take raises
+                checked += 1
+    assert checked >= 8, checked
+
+
+@pytest.mark.spark
+def test_the_quick_start_runs_as_shown(tmp_path: Path) -> None:
+    (code,) = blocks(ROOT / "docs" / "quickstart.md", "python")
+    script = tmp_path / "quickstart.py"
+    script.write_text(code)
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    ran = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=400,
+                         env=env)
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-4000:]
+    line = ran.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(r"\d+ batches, [\d.]+% of rows later than 5 s, p99 latency [\d.]+ s, [\d.]+ busy core-s",
+                        line), ran.stdout[-2000:]
+    assert int(line.split()[0]) >= 2, line  # paced: batches formed, not one
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")
-    built = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_docs.py"), "--build", "--site", str(out)],
+    built = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_docs.py"), "--check", "--build", "--site",
+                            str(out)],
                            cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-4000:]
     assert "WARNING -" not in built.stderr, built.stderr[-4000:]
@@ -42,12 +165,16 @@ def served(site: Path) -> Iterator[str]:
 
 
 def test_the_site_has_every_page_of_its_navigation(site: Path) -> None:
-    for page in ("getting-started", "your-query", "kafka", "choosing", "monitoring", "deploying", "operations",
-                 "compatibility", "writing-a-strategy", "architecture", "changelog", "reference/results",
-                 "reference/options", "reference/strategies", "reference/hooks", "reference/errors"):
+    for page in ("quickstart", "getting-started", "your-query", "kafka", "choosing", "monitoring", "deploying",
+                 "operations", "tuning", "troubleshooting", "compatibility", "writing-a-strategy", "architecture",
+                 "changelog", "reference/results", "reference/options", "reference/api", "reference/strategies",
+                 "reference/hooks", "reference/errors", "reference/upgrade-notes"):
         assert (site / page / "index.html").is_file(), page
     errors = (site / "reference" / "errors" / "index.html").read_text()
     assert "ScalingRefused" in errors and "KafkaSourceError" in errors  # generated from every package's raises
+    assert "cannot attach to a Spark Connect session" in errors  # a message kept in a constant, shown whole
+    options = (site / "reference" / "options" / "index.html").read_text()
+    assert "spark.pacer.deadline" in options and "spark.pacer.scale.executors" in options
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium: apt-get install chromium (CI's .ci/run installs it)")
@@ -55,7 +182,7 @@ def test_every_page_renders_with_its_images_and_internal_links(site: Path, serve
     playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (requirements-dev.txt)")
     pages = sorted(p.relative_to(site).parent.as_posix() for p in site.rglob("index.html")
                    if "assets" not in p.parts and "search" not in p.parts)
-    assert len(pages) >= 17, pages
+    assert len(pages) >= 22, pages
     linked: dict[str, set[str]] = {}
     with playwright.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])

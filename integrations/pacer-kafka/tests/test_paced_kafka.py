@@ -67,7 +67,7 @@ def test_session_builder_puts_the_connector_into_spark_jars() -> None:
 def test_session_builder_kafka_without_pacer_kafka_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     pacer_spark = pytest.importorskip("pacer_spark")
     monkeypatch.setattr("pacer_spark.connectors.entry_points", lambda **_: [])  # as if pacer-kafka were not installed
-    with pytest.raises(ImportError, match="pip install pacer-kafka"):
+    with pytest.raises(ImportError, match="pip install ./integrations/pacer-kafka"):
         pacer_spark.session_builder(kafka=True)
 
 

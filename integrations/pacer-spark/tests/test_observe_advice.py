@@ -96,7 +96,7 @@ def test_without_a_deadline_pacer_sim_or_a_recording_it_says_why(recording: Path
     without_sim = _due(recording)
     assert without_sim.poll()
     without_sim.wait(60)
-    assert without_sim.latest is None and "pip install pacer-sim" in str(without_sim.error)
+    assert without_sim.latest is None and "pip install ./packages/pacer-sim" in str(without_sim.error)
     assert f"pacer advise {recording}" in str(without_sim.error)
 
 

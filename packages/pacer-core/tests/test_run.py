@@ -198,7 +198,8 @@ def test_hook_pacer_runtimes() -> None:
     result = runtime.run(RunConfig((QueryRun("any", admission="asap"),), duration=5.0), plugin_manager=pm)
     assert result.report["queries"]["any"]["datasets_processed"] == 5
     result.controller.ledger.check_complete()
-    with pytest.raises(UnknownRuntimeError, match="unknown runtime 'spark'.*pip install pacer-spark.*Installed "
+    with pytest.raises(UnknownRuntimeError, match="unknown runtime 'spark'.*pip install ./integrations/pacer-spark"
+                                                  ".*Installed "
                                                   "runtimes: tick"):
         pm.find_runtime("spark")
     pm.register(TickPlugin())

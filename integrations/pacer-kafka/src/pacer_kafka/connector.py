@@ -40,7 +40,8 @@ def installed_spark_version() -> str:
     try:
         import pyspark
     except ImportError as exc:
-        raise KafkaSetupError("PySpark is not installed: pip install 'pacer-kafka[spark]' (or pyspark)") from exc
+        raise KafkaSetupError("PySpark is not installed: pip install pyspark (or, from the checkout, "
+                              "'./integrations/pacer-kafka[spark]')") from exc
     return str(pyspark.__version__)
 
 

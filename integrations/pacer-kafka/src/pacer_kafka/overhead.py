@@ -69,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
             write_result,
         )
     except ImportError as exc:
-        print(f"pacer_kafka.overhead needs pacer-spark: pip install pacer-spark ({exc})", file=sys.stderr)
+        print(f"pacer_kafka.overhead needs pacer-spark: from the checkout, pip install ./integrations/pacer-spark "
+              f"({exc})", file=sys.stderr)
         return 2
     parser = comparison_parser("python -m pacer_kafka.overhead", __doc__, repeat=3, json_default=str(DEFAULT_JSON))
     parser.add_argument("--records", type=int, default=1_000_000)

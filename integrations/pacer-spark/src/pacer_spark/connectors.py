@@ -37,7 +37,7 @@ def connector(name: str) -> Connector:
     """
     found = entry_points(group=GROUP, name=name)
     if not found:
-        raise ImportError(f"no Spark connector {name!r} is installed (entry point group {GROUP}): pip install "
-                          f"pacer-{name} (from this repository: pip install -e integrations/pacer-{name})")
+        raise ImportError(f"no Spark connector {name!r} is installed (entry point group {GROUP}): it is "
+                          f"pacer-{name}, not on PyPI: from the checkout, pip install ./integrations/pacer-{name}")
     loaded: Connector = next(iter(found)).load()
     return loaded

@@ -510,7 +510,8 @@ def attach(
     pm = config.plugin_manager or get_plugin_manager()
     if config.admission_source == "deadline default" and not pm.provides(config.admission, "admission"):
         log.warning("pacer: a deadline is stated and no admission named; %r (pacer's default for a deadline) is not "
-                    "installed, so Spark's default trigger (asap) paces the queries: pip install pacer-zstream, or "
+                    "installed, so Spark's default trigger (asap) paces the queries: pip install "
+                    "./strategies/pacer-zstream from the checkout, or "
                     "name one (admission=..., spark.pacer.admission)", config.admission)
         config = replace(config, admission="asap", admission_source="default (zstream not installed)")
     keywords = {"admission": "admission", "scheduling": "scheduler", "placement": "placement", "scaling": "scale"}

@@ -175,7 +175,7 @@ def autoscale_plan(quick: bool, *, simulated: bool = True,
 
     if importlib.util.find_spec("pacer_scaler") is None:
         raise ValueError("autoscale compares pacer's deadline scaler, which is not installed: "
-                         "pip install 'pacer-bench[autoscale]' (pacer-scaler)")
+                         "from the checkout, pip install ./strategies/pacer-scaler")
     if not simulated:
         return spark_plan(quick, executors or SPARK_EXECUTORS)
     if executors is not None:

@@ -122,7 +122,8 @@ RUNTIME_TRAITS: dict[str, RuntimeTraits] = {
     SIMULATOR: RuntimeTraits(" — simulated (pacer-sim)", simulated=True),
     "spark": RuntimeTraits(
         " — real Spark",
-        install_hint=" (pip install 'pacer-bench[spark]', or the README's development install)",
+        install_hint=" (from the checkout: pip install ./integrations/pacer-spark, or the README's development "
+                     "install)",
         run_options=spark_options, adapt=on_spark, machine=spark_machine,
         lacks={GPU: "placement on Spark needs a GPU and the RAPIDS Accelerator jar (--rapids-jar), and neither is "
                     "here",

@@ -28,7 +28,8 @@ ENTRY_POINT_GROUP = "pacer_bench.sources"
 #: The ``--source`` of pacer's own generated traffic (no source object: the runtime generates it).
 GENERATED = "gen"
 #: What to install for a source pacer-bench knows of when it is not installed (added to the error).
-INSTALL_HINTS = {"kafka": " (pip install 'pacer-bench[kafka]', or the README's development install)"}
+INSTALL_HINTS = {"kafka": " (from the checkout: pip install ./integrations/pacer-kafka, or the README's development "
+                          "install)"}
 
 
 class UnknownSourceError(ValueError):

@@ -181,7 +181,9 @@ class PluginManager(pluggy.PluginManager):
         runtimes = self.runtimes()
         if name not in runtimes:
             installed = ", ".join(sorted(runtimes)) or "none"
-            hint = {"sim": "pip install pacer-sim", "spark": "pip install pacer-spark"}.get(name, "install its package")
+            hint = {"sim": "from the checkout: pip install ./packages/pacer-sim",
+                    "spark": "from the checkout: pip install ./integrations/pacer-spark"}.get(name,
+                                                                                             "install its package")
             raise UnknownRuntimeError(
                 f"unknown runtime {name!r}: no installed package provides it ({hint}, or check {PLUGINS_ENV}). "
                 f"Installed runtimes: {installed}"

@@ -83,7 +83,7 @@ def gpu_backend() -> tuple[Any | None, str]:
         import cupy  # type: ignore[import-not-found, unused-ignore]
     except Exception as exc:  # ImportError, or a CUDA library that fails to load
         return None, (f"CuPy is not importable ({type(exc).__name__}: {exc}); install cupy-cuda12x/13x on a GPU "
-                      "machine (pip install 'pacer-sim[cuda]')")
+                      "machine (pip install './packages/pacer-sim[cuda]' from the checkout)")
     try:
         count = int(cupy.cuda.runtime.getDeviceCount())
     except Exception as exc:

@@ -157,7 +157,8 @@ def _leaf(a: Any) -> list[np.ndarray]:
 def gpu_reason() -> str | None:
     """None when numba-cuda sees a real GPU; else why its kernels cannot be timed here."""
     if cuda is None:
-        return "numba is not importable; pip install 'pacer-sim[numba]' (and on a GPU machine 'pacer-sim[cuda]')"
+        return ("numba is not importable; from the checkout, pip install './packages/pacer-sim[numba]' (and on a GPU "
+                "machine './packages/pacer-sim[cuda]')")
     from numba import config
 
     if getattr(config, "ENABLE_CUDASIM", False):

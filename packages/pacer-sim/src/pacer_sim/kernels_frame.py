@@ -75,7 +75,8 @@ def load_pandas() -> Implementation | str:
     try:
         import pandas
     except Exception as exc:
-        return f"pandas is not importable ({type(exc).__name__}: {exc}); pip install 'pacer-sim[pandas]'"
+        return (f"pandas is not importable ({type(exc).__name__}: {exc}); pip install './packages/pacer-sim[pandas]' "
+                "from the checkout")
     return Implementation("pandas", "cpu", f"pandas {pandas.__version__}", pandas.DataFrame,
                           _kinds(pandas, np, stable={"kind": "stable"}), lambda: None, _host,
                           lambda df: int(df.memory_usage(index=False).sum()))
@@ -88,7 +89,8 @@ def load_cudf() -> Implementation | str:
         import cupy  # type: ignore[import-not-found, unused-ignore]
     except Exception as exc:  # ImportError, or cudf failing to find a GPU or its CUDA libraries
         return (f"cudf is not importable ({type(exc).__name__}: {exc}); it needs an NVIDIA GPU and CUDA 12: "
-                "pip install 'pacer-sim[cudf]' (a large wheel; the lent GPU machines lack it)")
+                "pip install './packages/pacer-sim[cudf]' from the checkout (a large wheel; the lent GPU machines "
+                "lack it)")
     try:
         if int(cupy.cuda.runtime.getDeviceCount()) < 1:
             return "cudf is installed but no CUDA device is visible"

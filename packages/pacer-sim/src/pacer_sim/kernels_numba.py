@@ -183,7 +183,8 @@ def load() -> Implementation | str:
     try:
         import numba
     except Exception as exc:  # ImportError, or a numba built for another NumPy
-        return f"numba is not importable ({type(exc).__name__}: {exc}); pip install 'pacer-sim[numba]'"
+        return (f"numba is not importable ({type(exc).__name__}: {exc}); pip install './packages/pacer-sim[numba]' "
+                "from the checkout")
     return Implementation("numba", "cpu", f"numba {numba.__version__}", lambda host: dict(host),
                           _kinds(lambda f: numba.njit(cache=_CACHE, nogil=True)(f)), lambda: None,
                           lambda a: [np.asarray(a)], lambda b: sum(int(c.nbytes) for c in b.values()))

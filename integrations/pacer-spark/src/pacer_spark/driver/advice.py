@@ -90,7 +90,8 @@ class Advisor:
         try:
             from pacer_sim.advise import AdviseConfig, advise
         except ImportError:
-            self.error = ("no advice: pacer-sim is not installed on the driver (pip install pacer-sim); the "
+            self.error = ("no advice: pacer-sim is not installed on the driver (from the checkout: pip install "
+                          "./packages/pacer-sim); the "
                           f"recording is kept: pacer advise {self.path} answers on any machine that has it")
             return
         try:

@@ -445,12 +445,12 @@ def _commands(text: str) -> Iterator[str]:
     span, whitespace collapsed."""
     for block in re.findall(r"```[^\n]*\n(.*?)```", text, re.S):
         for command in re.sub(r"\\\n\s*", " ", block).splitlines():
-            yield " ".join(command.split("#  ")[0].split())
+            yield " ".join(re.split(r"\s#\s", f"{command} ")[0].split())
     for span in re.findall(r"(?<!`)`([^`]+)`(?!`)", re.sub(r"```.*?```", "", text, flags=re.S)):
         yield " ".join(span.split())
 
 
-COMMAND = re.compile(r"^(\S+=\S+ )*(pacer |python -m |bash )")
+COMMAND = re.compile(r"^([A-Z_]+=(\"[^\"]*\"|\S+) )*(pacer |python -m |bash )")
 _TEXTS: dict[Path, str] = {}
 
 
@@ -468,9 +468,13 @@ def _command_for(folder: Path) -> str | None:
         for command in _commands(_TEXTS[path]):
             if COMMAND.match(command) and writes.search(command):
                 return command
+    if (folder / "run.sh").exists():
+        return f"bash bench-results/{folder.name}/run.sh"
     readme = folder / "README.md"
-    if readme.exists():
-        return next((c for c in _commands(readme.read_text()) if COMMAND.match(c) and " " in c.strip()), None)
+    if readme.exists():  # the first command it shows that runs something (a broker or a producer only sets up)
+        shown = [c for c in _commands(readme.read_text()) if COMMAND.match(c) and " " in c.strip()]
+        setup = re.compile(r"^pacer (kafka|produce|cluster) ")
+        return next((c for c in shown if not setup.match(c)), shown[0] if shown else None)
     return None
 
 
@@ -511,8 +515,11 @@ def _command_lines(folder: Path, meta: dict | None) -> list[str]:
 def _flat(text: str, shift: int) -> str:
     """A bench folder's Markdown inside the page: headings ``shift`` levels down, links into the repository their
     text."""
-    text = re.sub(r"^(#+) ", lambda m: "#" * min(6, len(m.group(1)) + shift) + " ", text, flags=re.M)
-    return re.sub(r"(?<!!)\[([^\]]+)\]\((?!https?:)[^)]*\)", r"\1", text).strip()
+    pieces = re.split(r"(^```.*?^```)", text, flags=re.S | re.M)  # code blocks (a shell's # comments) stay as they are
+    for i in range(0, len(pieces), 2):
+        piece = re.sub(r"^(#+) ", lambda m: "#" * min(6, len(m.group(1)) + shift) + " ", pieces[i], flags=re.M)
+        pieces[i] = re.sub(r"(?<!!)\[([^\]]+)\]\((?!https?:)[^)]*\)", r"\1", piece)
+    return "".join(pieces).strip()
 
 
 #: Bench outputs without a ``pacer bench`` scenario's ``meta.json`` that other pages point to, by folder: the title
@@ -523,7 +530,9 @@ EXTRA = {
     "format-pacer-overhead": ("Overhead: `format(\"pacer\")` against Spark's csv source",
                               "python -m pacer_spark.run.overhead --files 200 --rows 10000 --repeat 3 "
                               "--json bench-results/format-pacer-overhead/overhead.json"),
-    "kafka-overhead": ("Overhead: `format(\"pacer\")` against Spark's Kafka source", None),
+    "kafka-overhead": ("Overhead: `format(\"pacer\")` against Spark's Kafka source",
+                       "python -m pacer_kafka.overhead --records 1000000 --repeat 3 "
+                       "--json bench-results/kafka-overhead/overhead.json"),
     "kafka-restart-live-topic": ("Restarts on a live Kafka topic", None),
     "kafka-zstream-vs-asap-180s": ("Kafka: zStream against Spark's default trigger, 180 s", None),
     "no-data-batches": ("Spark's no-data batches", None),
@@ -574,6 +583,7 @@ def results_page() -> tuple[str, dict[str, bytes]]:
                 text = re.sub(r"^#+ ", "## ", section.read_text(), count=1)  # a scenario of its own, as the others
                 text = re.sub(r"\[([^\]]+)\]\((?!https?:)[^)]*\)", r"\1", text).strip()
                 title, _, rest = text.partition("\n")
+                rest = re.sub(r"^#{1,2} ", "### ", rest, flags=re.M)  # its own sections, under its title
                 command = [] if any(COMMAND.match(c) for c in _commands(text)) else _command_lines(folder, meta)
                 parts += [title, "", *command, rest.strip(), ""]
             continue

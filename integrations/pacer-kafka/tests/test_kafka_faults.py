@@ -213,20 +213,35 @@ def test_a_checkpoint_moved_from_kafka_to_pacer_and_back_reads_every_record_once
 
 def test_a_query_on_a_missing_topic_fails_naming_it(spark: Any, paced: Any, kafka_broker: BrokerInfo,
                                                     tmp_path: Path) -> None:
-    """What ``pacer run`` makes of Spark's error when the topic is gone after its check (or was never there)."""
+    """A ``format("pacer")`` query on a topic that does not exist fails as it starts, naming the topic, the servers
+    and how to create it (the JVM source asks the cluster, as ``pacer run`` does), where Spark's Kafka source fails
+    only once its offset requests timed out (minutes by default), with an exception that names no topic."""
     from pacer_spark.run.kafka_run import explain_failure
 
     servers, topic = kafka_broker.bootstrap_servers, f"never-{uuid.uuid4().hex[:8]}"
-    query = start(spark, "pacer", servers, topic, tmp_path / "missing", "missing_topic", options=IMPATIENT)
-    limit = time.monotonic() + 120
+    there = new_topic(servers, "there")
+    produce(servers, there, 0, 1)
+    started = time.monotonic()
+    query = start(spark, "pacer", servers, topic, tmp_path / "missing", "missing_topic")  # Spark's default patience
+    limit = started + 60
     while query.isActive and time.monotonic() < limit:
         time.sleep(0.2)
-    assert not query.isActive, f"a query on a missing topic still runs after 120 s: {query.status}"
+    assert not query.isActive, f"a query on a missing topic still runs after 60 s: {query.status}"
     error = str(query.exception())
-    assert "UnknownTopicOrPartitionException" in error.splitlines()[0]
-    said = explain_failure(error, bootstrap_servers=servers, topic=topic)
-    assert said is not None and said.startswith(f"Kafka topic '{topic}' does not exist on the cluster at {servers}")
-    assert f"pacer kafka create-topic --bootstrap-servers {servers} --topic {topic}" in said
+    said = f"Kafka topic '{topic}' does not exist on the cluster at {servers} (it has "
+    assert said in error.splitlines()[0] and there in error.splitlines()[0], error[:2000]
+    assert f"pacer kafka create-topic --bootstrap-servers {servers} --topic {topic}" in error
+    assert "UnknownTopicOrPartitionException" not in error
+    explained = explain_failure(error, bootstrap_servers=servers, topic=topic)
+    assert explained is not None and explained.startswith(said), explained
+
+    # Spark's own error for a topic deleted while a query ran (or a check that could not be made) is explained alike
+    spark_error = ("org.apache.spark.sql.streaming.StreamingQueryException: [STREAM_FAILED] ...\n"
+                   "Caused by: org.apache.kafka.common.errors.UnknownTopicOrPartitionException: This server does not "
+                   "host this topic-partition.")
+    again = explain_failure(spark_error, bootstrap_servers=servers, topic=topic)
+    assert again is not None and again.startswith(f"Kafka topic '{topic}' does not exist on the cluster at {servers}")
+    assert f"pacer kafka create-topic --bootstrap-servers {servers} --topic {topic}" in again
 
 
 def test_pacer_run_on_a_topic_that_does_not_exist_says_so_and_how_to_create_it(

@@ -18,6 +18,7 @@ moved), and its own tasks' busy and CPU core-seconds, read from pacer's task-tim
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -322,6 +323,8 @@ _UNREACHABLE = ("Timed out waiting for a node assignment", "Timed out waiting to
 def explain_failure(trace: str, *, bootstrap_servers: str, topic: str, checkpoint: str | None = None) -> str | None:
     """One line saying why a Kafka query failed, when its error text is a Kafka cause pacer knows; else None.
 
+    - A ``format("pacer")`` query's own check at its start (``KafkaTopicCheck`` in the JVM source: a subscribed
+      topic that does not exist): its line, which names the topic, the servers and how to create it.
     - ``UnknownTopicOrPartitionException`` (the topic does not exist, or was deleted while the query ran):
       which topic and how to create it.
     - Kafka's ``TimeoutException`` waiting for a broker (the broker stopped longer than the source's
@@ -331,6 +334,9 @@ def explain_failure(trace: str, *, bootstrap_servers: str, topic: str, checkpoin
     from pacer_spark.errors import root_cause
 
     cause = root_cause(trace)
+    checked = re.search(r"Kafka topic '[^'\n]*' does not exist on the cluster at [^\n]*", trace)
+    if checked:
+        return checked.group(0).strip()
     if "UnknownTopicOrPartitionException" in trace:
         names = topic_names(topic)
         which = names[0] if len(names) == 1 else ", ".join(names)

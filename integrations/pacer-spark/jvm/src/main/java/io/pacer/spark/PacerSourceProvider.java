@@ -79,6 +79,10 @@ public final class PacerSourceProvider implements StreamSourceProvider, TablePro
           + " Spark asked for a V1 source instead: remove " + PacerSourceProvider.class.getName()
           + " from spark.sql.streaming.disabledV2MicroBatchReaders");
     }
+    if (sourceName(options).equalsIgnoreCase("kafka")) { // a missing topic said now, naming it
+      KafkaTopicCheck.check(forwarded(options), Boolean.parseBoolean(session.conf().get(
+          "spark.sql.streaming.kafka.useDeprecatedOffsetFetching", "false").trim()));
+    }
     PacerSource source = new PacerSource(session, delegate.createSource(metadataPath),
         sourceName(options), options.get(QUERY_OPTION), pacerOptions(options), forwarded(options));
     source.sourceCheckpoint = metadataPath;

@@ -23,6 +23,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
@@ -221,3 +222,31 @@ def test_every_page_renders_with_its_images_and_internal_links(site: Path, serve
                 assert fragment in anchors[target], (href, sorted(sources))
         browser.close()
     assert (tmp_path / "getting-started.png").stat().st_size > 10_000
+
+
+@pytest.mark.spark
+def test_the_readme_python_block_runs_against_a_kafka_broker(kafka_broker: Any, tmp_path: Path) -> None:
+    """The README's block as shown, its broker, folders and ``...`` (the rest of a job) given: records written while
+    the query runs, then read."""
+    (code,) = blocks(ROOT / "README.md", "python")
+    assert "\n...\n" in code and code.count("localhost:9092") == 1
+    servers = kafka_broker.bootstrap_servers
+    produce = (f"import subprocess, sys\nsubprocess.run([sys.executable, '-m', 'pacer.cli', 'produce', "
+               f"'--bootstrap-servers', {servers!r}, '--topic', 'events', '--workload', 'lr2', '--rate', '500', "
+               f"'--duration', '3', '--quiet'], check=True)\nquery.processAllAvailable()\n")
+    code = (code.replace("localhost:9092", servers).replace("/data/out", str(tmp_path / "out"))
+            .replace("/data/ckpt", str(tmp_path / "ckpt")).replace("\n...\n", "\n" + produce))
+    lines = code.rstrip().splitlines()  # its last two lines show values: print them
+    code = "\n".join([*lines[:-2], *(f"print(repr({line.split('#')[0].strip()}))" for line in lines[-2:])])
+    code += "\nquery.stop()\npacer.stop()\nspark.stop()\n"
+    script = tmp_path / "readme.py"
+    script.write_text(code)
+    created = subprocess.run([sys.executable, "-m", "pacer.cli", "kafka", "create-topic", "--bootstrap-servers",
+                              servers, "--topic", "events", "--partitions", "2"], capture_output=True, text=True,
+                             timeout=120)  # the topic the README's job reads exists, as a user's would
+    assert created.returncode == 0 or "exists" in created.stderr, created.stderr
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    ran = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=500,
+                         env=env)
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-4000:]
+    assert "pacerReason" in ran.stdout and "'queries'" in ran.stdout, ran.stdout[-2000:]

@@ -1,17 +1,31 @@
-"""Repository-wide pytest hooks: the default run (CI's ``python -m pytest``) and the full suite.
+"""Repository-wide pytest hooks: the fast tier, the default run (CI's) and the full suite, and the checks that keep
+them honest.
 
-A test marked ``full`` is a longer variant of behaviour that the default run already proves with another test
-(another source format, the other signal, another strategy of the same kind). The default run skips it, saying
-why and how to run it; ``PACER_FULL_SUITE=1`` runs it, as the Spark sessions of nox do (``nox -s spark``,
-``nox -s cluster``). The default run has to fit CI's 45 minutes on 2 cores.
+- **The fast tier**, ``python -m pytest -m "not jvm"``: no JVM. A test that starts one (Spark, the Kafka broker, a
+  standalone cluster, Maven, ``javac``) is marked ``jvm``: derived here from the fixtures that start one
+  (:data:`JVM_FIXTURES`) and from the ``spark``, ``cluster`` and ``gpu`` marks. A test without the mark that starts
+  a JVM anyway fails, saying so: its ``java``, ``javac`` and ``mvn`` are a stand-in that refuses (:func:`_no_jvm`).
+- **The default run**, ``python -m pytest`` (CI runs it as the two tiers, one after the other): a test marked
+  ``full`` is a longer variant of behaviour that the default run already proves with another test (another source
+  format, the other signal, another strategy of the same kind); it is skipped, saying why and how to run it;
+  ``PACER_FULL_SUITE=1`` runs it, as the Spark sessions of nox do (``nox -s spark``, ``nox -s cluster``).
+- **Under** ``CI=true`` a skipped test fails unless its reason is one CI expects (:data:`SKIPS_CI_EXPECTS`: no GPU,
+  the full suite's variants): a prerequisite missing on CI (Java, Maven, Chromium, a plugin) is a failure there.
+- **Hypothesis** draws with the ``ci`` profile under ``CI=true`` (derandomized: the same draws on every run, no
+  example database) and ``deep`` with ``HYPOTHESIS_PROFILE=deep`` (ten times the examples), else its defaults.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import stat
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 #: The environment variable that asks for the full suite.
 FULL_SUITE_ENV = "PACER_FULL_SUITE"
@@ -24,13 +38,41 @@ FULL_SUITE_ENV = "PACER_FULL_SUITE"
 os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 pyspark-shell")
 
 
+#: Fixtures that start a JVM (Spark's driver, the Kafka broker, a standalone cluster): a test taking one is ``jvm``.
+JVM_FIXTURES = frozenset({"spark", "spark_cluster", "kafka_broker", "own_broker", "rapids_spark", "gpu_spark", "wheels"})
+
+#: Marks whose tests start a JVM.
+JVM_MARKS = ("spark", "cluster", "gpu")
+
+#: Skip reasons CI expects (a regular expression): there is no GPU (nor the RAPIDS jar it needs), a variant runs in the
+#: full suite only, a branch another test covers on this machine, giving a file away needs root.
+SKIPS_CI_EXPECTS = re.compile(r"GPU|RAPIDS|NVVM|nvidia|full suite only|covers it|needs root|is a Spark the jar supports",
+                              re.IGNORECASE)
+
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("deep", max_examples=1000, print_blob=True)
+if os.environ.get("HYPOTHESIS_PROFILE"):
+    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
+elif os.environ.get("CI", "").lower() == "true":
+    settings.load_profile("ci")
+
+
+def on_ci() -> bool:
+    """Whether this run is CI's (``CI=true``, as CI services set it; ``.ci/run`` does too)."""
+    return os.environ.get("CI", "").lower() == "true"
+
+
 def full_suite() -> bool:
     """True when ``PACER_FULL_SUITE`` asks for every test, those marked ``full`` included."""
     return os.environ.get(FULL_SUITE_ENV, "") not in ("", "0")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip the tests marked ``full`` outside the full suite, naming what covers them in the default run."""
+    """Mark ``jvm`` the tests that start a JVM (module docstring); skip the tests marked ``full`` outside the full
+    suite, naming what covers them in the default run."""
+    for item in items:
+        if JVM_FIXTURES & set(getattr(item, "fixturenames", ())) or any(item.get_closest_marker(m) for m in JVM_MARKS):
+            item.add_marker(pytest.mark.jvm)
     if full_suite():
         return
     for item in items:
@@ -49,3 +91,81 @@ def umask_002() -> Iterator[None]:
         yield
     finally:
         os.umask(old)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Under ``CI=true``, a skip CI does not expect (:data:`SKIPS_CI_EXPECTS`) is a failure."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if report.skipped and on_ci() and not isinstance(report.longrepr, str):
+        reason = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        if not SKIPS_CI_EXPECTS.search(reason):
+            report.outcome = "failed"
+            report.longrepr = (f"skipped on CI, where every prerequisite is installed (CI=true): {reason}\n"
+                               "install what it names, or add the reason to conftest.SKIPS_CI_EXPECTS if CI cannot "
+                               "have it")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    """Under ``CI=true``, a module skipped whole (``pytest.importorskip``) for a reason CI does not expect fails."""
+    outcome = yield
+    report: pytest.CollectReport = outcome.get_result()
+    if report.skipped and on_ci() and isinstance(report.longrepr, tuple):
+        reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+        if not SKIPS_CI_EXPECTS.search(reason):
+            report.outcome = "failed"
+            report.longrepr = f"{collector.nodeid} skipped on CI, where every prerequisite is installed: {reason}"
+
+
+_REFUSING_JVM = """#!/bin/sh
+echo "$0 $*" >> "{log}"
+echo "pacer's test suite: this test is not marked jvm, and it started $(basename "$0"): mark it" \
+     "@pytest.mark.jvm, or take a fixture that starts the JVM (conftest.JVM_FIXTURES)" >&2
+exit 97
+"""
+
+
+@pytest.fixture(scope="session")
+def _refusing_java(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A JAVA_HOME whose ``java``, ``javac`` and ``mvn`` refuse, logging each call (for :func:`_no_jvm`)."""
+    home = tmp_path_factory.mktemp("no-jvm")
+    (home / "bin").mkdir()
+    for tool in ("java", "javac", "mvn"):
+        path = home / "bin" / tool
+        path.write_text(_REFUSING_JVM.format(log=home / "calls.log"))
+        path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return home
+
+
+@pytest.fixture(autouse=True)
+def _no_jvm(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A test not marked ``jvm`` gets Java and Maven that refuse (JAVA_HOME and the front of PATH), so that one
+    starting a JVM fails, saying it should be marked: the fast tier (``-m "not jvm"``) then never starts one."""
+    if request.node.get_closest_marker("jvm") is not None:
+        yield
+        return
+    home: Path = request.getfixturevalue("_refusing_java")
+    log = home / "calls.log"
+    before = log.read_text() if log.exists() else ""
+    started = time.time()
+    monkeypatch.setenv("JAVA_HOME", str(home))
+    monkeypatch.setenv("PATH", f"{home / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+    yield
+    calls = (log.read_text() if log.exists() else "")[len(before):]
+    if calls:
+        _forget_refusals(started)
+        pytest.fail(f"{request.node.nodeid} is not marked jvm and started a JVM ({calls.strip().splitlines()[0]}): "
+                    "mark it @pytest.mark.jvm or take a fixture that starts one (conftest.JVM_FIXTURES)")
+
+
+def _forget_refusals(since: float) -> None:
+    """Delete the failures pacer's jar cache remembered since ``since`` (the refusing ``mvn``'s, which would make
+    the marked tests after it fail without asking Maven)."""
+    from pacer.infra.jars import cache_dir
+
+    for marker in cache_dir().rglob(".failed*"):
+        if marker.is_file() and not marker.is_symlink() and marker.stat().st_mtime >= since - 1:
+            marker.unlink()

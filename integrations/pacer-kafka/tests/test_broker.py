@@ -21,6 +21,7 @@ def last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
+@pytest.mark.jvm  # starts the broker
 def test_up_answers_then_down_leaves_nothing_running(workdir: Path, run_pacer: Any) -> None:
     require_kafka()
     up = run_pacer("kafka", "up", "--dir", str(workdir))
@@ -66,6 +67,7 @@ def test_busy_port_is_refused_before_anything_starts(workdir: Path, run_pacer: A
     assert not (workdir / "broker.pid").exists()
 
 
+@pytest.mark.jvm  # starts the broker
 def test_failed_start_reports_the_root_cause_first(workdir: Path) -> None:
     require_kafka()
     with pytest.raises(BrokerError) as failure:
@@ -76,6 +78,7 @@ def test_failed_start_reports_the_root_cause_first(workdir: Path) -> None:
     assert running_broker(workdir) is None and stop_broker(workdir) is None
 
 
+@pytest.mark.jvm  # starts the broker
 def test_storage_of_another_node_is_reported(workdir: Path) -> None:
     require_kafka()
     meta = workdir / "data" / "meta.properties"

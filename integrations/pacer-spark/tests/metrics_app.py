@@ -20,7 +20,7 @@ def main() -> int:
         "spark.metrics.conf.*.sink.prometheusServlet.path": "/metrics/prometheus",
     }).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    pacer = pacer_spark.attach(spark, admission="asap", deadline="3s")
+    pacer = pacer_spark.attach(spark, admission="asap", deadline="1 minute")  # no row waits that long: none late
     query = (spark.readStream.format("pacer").option("pacer.source", "rate").option("rowsPerSecond", 20)
              .option("numPartitions", 1).load().writeStream.format("noop").queryName("paced_metrics")
              .option("checkpointLocation", sys.argv[1]).trigger(processingTime="0 seconds").start())

@@ -19,6 +19,7 @@ from pacer_spark.jvm import jar as jvm
 PACER_SPARK = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.jvm  # Maven runs the JUnit tests
 def test_the_java_unit_tests_of_the_decision_logic_pass(tmp_path: Path) -> None:
     """``mvn test`` in ``jvm/`` (PacedStream: snapshots, caps, fail-open; KafkaPieces), built outside the source tree."""
     mvn = shutil.which("mvn")

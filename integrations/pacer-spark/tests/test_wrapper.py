@@ -82,6 +82,7 @@ def bridge(spark: Any) -> Iterator[PacerBridge]:
     b.close()
 
 
+@pytest.mark.jvm  # javac
 def test_build_jar_compiles_once_then_reuses_the_cache(tmp_path: Path) -> None:
     first = jvm.build_jar(cache=tmp_path)
     second = jvm.build_jar(cache=tmp_path)

@@ -23,6 +23,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @needs_mvn
+@pytest.mark.jvm  # runs Maven
 def test_resolve_fetches_once_into_the_cache(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     jar = jars.resolve("com.google.code.gson", "gson", "2.10.1")
     assert jar == cache / "com.google.code.gson" / "gson" / "2.10.1" / "gson-2.10.1.jar"
@@ -33,6 +34,7 @@ def test_resolve_fetches_once_into_the_cache(cache: Path, monkeypatch: pytest.Mo
 
 
 @needs_mvn
+@pytest.mark.jvm  # runs Maven
 def test_resolve_with_dependencies_returns_a_classpath(cache: Path, umask_002: None) -> None:
     paths = jars.resolve_with_dependencies("org.slf4j", "slf4j-simple", "2.0.9")
     assert [p.name for p in paths] == ["slf4j-api-2.0.9.jar", "slf4j-simple-2.0.9.jar"]
@@ -43,6 +45,7 @@ def test_resolve_with_dependencies_returns_a_classpath(cache: Path, umask_002: N
 
 
 @needs_mvn
+@pytest.mark.jvm  # runs Maven
 def test_a_missing_artifact_says_so_and_is_remembered(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(jars.JarResolutionError, match=r"com\.google\.code\.gson:gson:jar:0\.0\.404.*does not hold it"):
         jars.resolve("com.google.code.gson", "gson", "0.0.404")

@@ -23,7 +23,14 @@ from pacer.durations import EXAMPLES as DURATION_EXAMPLES
 from pacer.engine_profile import EngineProfile, EngineProfileError
 from pacer.engine_profile import load as load_engine_profile
 from pacer.plugins import PluginManager
-from pacer.runtime_api import OVERLOAD_CHOICES, executor_bounds
+from pacer.runtime_api import (
+    DEADLINE_ADMISSION,
+    DEFAULT_ADMISSION,
+    DEFAULT_OVERLOAD,
+    OVERLOAD_CHOICES,
+    default_admission,
+    executor_bounds,
+)
 from pacer_spark.options import parse_seconds
 
 #: Seconds a sink-done batch waits for its progress event before it is completed without one.
@@ -174,11 +181,6 @@ def _conf(key: str, reader: Reader = _text, given: Callable[[Any], bool] = _not_
     return {"conf": _Conf(key, reader, given)}
 
 
-#: The admission a stated deadline gets when none is named: zStream forms a batch when its predicted completion
-#: reaches the deadline, taking the data that still meets it (the fewest, largest batches that keep the target).
-DEADLINE_ADMISSION = "zstream"
-
-
 def _mapping(value: Any, setting: str) -> Mapping[str, Any]:
     """Strategy parameters: a mapping of their names to values."""
     if not isinstance(value, Mapping):
@@ -267,7 +269,7 @@ class PacerConfig:
         ``shed``), naming the field, the value and what it takes.
     """
 
-    admission: str = field(default="asap", metadata=_conf("admission", given=_is_set))
+    admission: str = field(default=DEFAULT_ADMISSION, metadata=_conf("admission", given=_is_set))
     admission_source: str = "given"
     scheduler: str = field(default="fifo", metadata=_conf("scheduler", given=_is_set))
     placement: str = field(default="cpu-only", metadata=_conf("placement", given=_is_set))
@@ -284,7 +286,7 @@ class PacerConfig:
     operator_metrics: bool = field(default=True, metadata=_conf("", _boolean))
     plugin_manager: PluginManager | None = field(default=None, metadata=_conf("", _object))
     checkpoint_root: str | None = field(default=None, metadata=_conf("", _path))
-    overload: str = field(default="keep", metadata=_conf("overload", _choice(*OVERLOAD_CHOICES), _is_set))
+    overload: str = field(default=DEFAULT_OVERLOAD, metadata=_conf("overload", _choice(*OVERLOAD_CHOICES), _is_set))
     paced: bool = field(default=True, metadata=_conf("", _boolean))
     progress_timeout: float = field(default=DEFAULT_PROGRESS_TIMEOUT_S, metadata=_conf("", _seconds))
     scale: str = field(default="fixed", metadata=_conf("scale", given=_is_set))
@@ -337,7 +339,7 @@ class PacerConfig:
                 values[name] = read
         if "admission" not in values:
             stated = values.get("deadline") is not None
-            values["admission"] = DEADLINE_ADMISSION if stated else "asap"
+            values["admission"] = default_admission(stated)
             values["admission_source"] = "deadline default" if stated else "default"
         return cls(**values)
 

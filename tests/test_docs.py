@@ -12,6 +12,7 @@ import ast
 import contextlib
 import functools
 import http.server
+import importlib.util
 import inspect
 import io
 import os
@@ -21,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -92,7 +94,7 @@ def test_every_shell_command_shown_parses_against_what_it_runs() -> None:
                     if "-r" in words:
                         assert (ROOT / words[words.index("-r") + 1]).is_file(), where
                 elif words[:3] == ["python", "-m", "pytest"]:
-                    assert all((ROOT / w).exists() for w in words[3:] if not w.startswith("-")), where
+                    _check_pytest_arguments(words[3:], where)
                 elif words[0] == "nox":
                     assert words[1:2] in (["--list"], ["-s"]), where
                     assert words[1] == "--list" or words[2] in sessions, where
@@ -126,6 +128,24 @@ def test_every_python_block_compiles_and_calls_pacer_spark_as_it_takes() -> None
                 inspect.signature(fn).bind(*args, **kwargs)  # a keyword it does not take raises
                 checked += 1
     assert checked >= 8, checked
+
+
+def _check_pytest_arguments(args: list[str], where: str) -> None:
+    """A ``python -m pytest`` line's arguments: a ``-m`` expression names registered marks only, ``-n`` (xdist) is a
+    count or ``auto``, and any other word is a path of the repository."""
+    registered = {line.split(":")[0].split("(")[0].strip() for line in
+                  tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]}
+    words = iter(args)
+    for word in words:
+        if word == "-m":
+            marks = set(re.findall(r"\w+", next(words))) - {"and", "or", "not"}
+            assert marks and marks <= registered, (where, marks - registered)
+        elif word == "-n":
+            value = next(words)
+            assert value == "auto" or value.isdigit(), where
+            assert importlib.util.find_spec("xdist") is not None, f"{where}: pytest-xdist is not installed"
+        else:
+            assert word.startswith("-") or (ROOT / word).exists(), where
 
 
 @pytest.mark.spark

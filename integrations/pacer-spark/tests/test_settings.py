@@ -40,7 +40,10 @@ def attached(monkeypatch: pytest.MonkeyPatch) -> list[PacerConfig]:
     """attach() without Spark: the session check passes, and the PacerSession it would build records its config."""
     built: list[PacerConfig] = []
     monkeypatch.setattr(runtime, "require_classic", lambda spark: None)
-    monkeypatch.setattr(runtime, "PacerSession", lambda spark, config: built.append(config) or SimpleNamespace())
+    # the stand-in keeps its session alive and is stopped, as a real one would be: attach registers it by the
+    # session's id, which a collected stand-in session could hand to the next one
+    monkeypatch.setattr(runtime, "PacerSession",
+                        lambda spark, config: built.append(config) or SimpleNamespace(spark=spark, closed=True))
     return built
 
 

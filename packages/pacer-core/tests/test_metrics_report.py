@@ -1,11 +1,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
-from pacer import Controller, Dataset, QuerySpec
-from pacer.clock import ManualClock
+from pacer import Controller
 from pacer.metrics import deadline_miss_ratio, latency_summary_ms, percentile, series
 from pacer.report import SCHEMA, build_report, dumps, validate_report
 
@@ -22,22 +22,8 @@ def test_deadline_miss_ratio() -> None:
     assert deadline_miss_ratio([1.0, 2.0, 5.0, 6.0], 4.0) == 0.5
 
 
-def _run(clock: ManualClock, spec: QuerySpec) -> Controller:
-    c = Controller(clock=clock, cores=2, timer=None)
-    c.add_query(spec)
-    for i in range(4):
-        clock.now = float(i)
-        c.arrive("q1", Dataset(f"d{i}", clock.now, 1000, 10))
-        batch = c.poll("q1")
-        assert batch is not None
-        c.start(batch.id)
-        clock.now += 0.5
-        c.complete(batch.id)
-    return c
-
-
-def test_report_has_the_documented_shape(clock: ManualClock, spec: QuerySpec) -> None:
-    c = _run(clock, spec)
+def test_report_has_the_documented_shape(ran: Callable[[int], Controller]) -> None:
+    c = ran(4)
     report = build_report(runtime="sim", config={"seed": 1}, controller=c, start=0.0, end=4.0)
     validate_report(report)
     assert report["schema"] == SCHEMA
@@ -52,8 +38,8 @@ def test_report_has_the_documented_shape(clock: ManualClock, spec: QuerySpec) ->
     assert dumps(report) == dumps(json.loads(dumps(report)))
 
 
-def test_series_assigns_batches_to_their_completion_interval(clock: ManualClock, spec: QuerySpec) -> None:
-    c = _run(clock, spec)
+def test_series_assigns_batches_to_their_completion_interval(ran: Callable[[int], Controller]) -> None:
+    c = ran(4)
     rows = series(c.reports("q1"), c.recorder.arrivals("q1"), start=0.0, end=4.0, interval=2.0)
     assert [r["batches"] for r in rows] == [2, 2]
     assert rows[0]["input_rows_per_s"] == 10.0

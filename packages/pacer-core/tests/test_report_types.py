@@ -5,32 +5,22 @@ from __future__ import annotations
 import json
 import pickle
 import typing
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from pacer import Controller, Dataset, QuerySpec
-from pacer.clock import ManualClock
+from pacer import Controller
 from pacer.report import REQUIRED_QUERY_KEYS, build_report, dumps, validate_report
 from pacer.report_types import SCHEMA, SCHEMA_VERSION, QueryReport, Report, ReportDocument, schema_version
 
 
-def _report(clock: ManualClock, spec: QuerySpec) -> Report:
-    c = Controller(clock=clock, cores=2, timer=None)
-    c.add_query(spec)
-    for i in range(3):
-        clock.now = float(i)
-        c.arrive("q1", Dataset(f"d{i}", clock.now, 1000, 10))
-        batch = c.poll("q1")
-        assert batch is not None
-        c.start(batch.id)
-        clock.now += 0.5
-        c.complete(batch.id)
-    return build_report(runtime="sim", config={"seed": 1}, controller=c, start=0.0, end=3.0)
+def _report(ran: Callable[[int], Controller]) -> Report:
+    return build_report(runtime="sim", config={"seed": 1}, controller=ran(3), start=0.0, end=3.0)
 
 
-def test_a_report_is_a_dict_with_typed_views(clock: ManualClock, spec: QuerySpec) -> None:
-    report = _report(clock, spec)
+def test_a_report_is_a_dict_with_typed_views(ran: Callable[[int], Controller]) -> None:
+    report = _report(ran)
     assert isinstance(report, Report) and isinstance(report, dict)
     validate_report(report)
     assert report["schema"] == report.schema == SCHEMA == "pacer.report/1"
@@ -42,8 +32,8 @@ def test_a_report_is_a_dict_with_typed_views(clock: ManualClock, spec: QuerySpec
         report.query("q9")
 
 
-def test_it_serialises_as_before(clock: ManualClock, spec: QuerySpec, tmp_path: Path) -> None:
-    report = _report(clock, spec)
+def test_it_serialises_as_before(ran: Callable[[int], Controller], tmp_path: Path) -> None:
+    report = _report(ran)
     assert report.to_json() == dumps(report) and json.loads(report.to_json()) == report
     plain = report.as_dict()
     assert type(plain) is dict and plain == report and plain["queries"] is not report["queries"]
@@ -65,9 +55,9 @@ def test_the_version_is_read_from_the_schema_and_a_later_one_refused() -> None:
         Report.from_json("[]")
 
 
-def test_the_typed_dicts_name_every_key_the_report_has(clock: ManualClock, spec: QuerySpec) -> None:
+def test_the_typed_dicts_name_every_key_the_report_has(ran: Callable[[int], Controller]) -> None:
     """A key added to the report and not to its types (or the other way round) fails here."""
-    report = _report(clock, spec)
+    report = _report(ran)
     query_keys = set(typing.get_type_hints(QueryReport))
     assert set(report["queries"]["q1"]) == query_keys and set(REQUIRED_QUERY_KEYS) <= query_keys
     assert set(report) <= set(typing.get_type_hints(ReportDocument))

@@ -75,7 +75,14 @@ def test_rpc_round_trip_and_unreachable() -> None:
     server.close()
     client.close()
     dead = ControllerClient(server.address, server.authkey, timeout=0.5)
-    with pytest.raises(ControllerUnavailable):
+    host, port = server.address
+    # the error names the Controller, the cause and what to do; the next call, not tried, repeats the cause
+    with pytest.raises(ControllerUnavailable, match=rf"^pacer Controller at {host}:{port} did not answer "
+                                                    r"\(ConnectionRefusedError: .*\)\. The driver's pacer session "
+                                                    r"stopped .* raise the source's pacer\.timeout$"):
+        dead.call({"x": 1})
+    with pytest.raises(ControllerUnavailable, match=r"did not answer its last call \(ConnectionRefusedError: .*\); "
+                                                    r"not asked again for 5 s after it\. The driver's"):
         dead.call({"x": 1})
 
 

@@ -46,6 +46,12 @@ Handler = Callable[[dict[str, Any]], dict[str, Any]]
 AUTHKEY_FILE_NAME = "authkey"
 
 
+#: What a user does about a Controller that does not answer (every such error ends with it).
+_WHAT_TO_DO = ("The driver's pacer session stopped (pacer.stop(), the driver exited) or is too busy to answer in "
+               "time: the source admits every available dataset until it answers again, nothing is lost. Check the "
+               "driver's log; if it runs, raise the source's pacer.timeout")
+
+
 class ControllerUnavailable(ConnectionError):
     """The driver's Controller did not answer (gone, or too slow)."""
 
@@ -246,6 +252,7 @@ class ControllerClient:
         self.connect_timeout = connect_timeout
         self._conn: Connection | None = None
         self._down_until = 0.0
+        self._down_because = ""  # the last failure's cause, repeated while no call is tried
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ControllerClient | None:
@@ -282,7 +289,9 @@ class ControllerClient:
         :raises ControllerUnavailable: when the driver cannot be reached or does not answer in time.
         """
         if time.monotonic() < self._down_until:
-            raise ControllerUnavailable("the driver's Controller did not answer recently; not retrying yet")
+            raise ControllerUnavailable(
+                f"pacer Controller at {self.address[0]}:{self.address[1]} did not answer its last call "
+                f"({self._down_because}); not asked again for {self.retry_after:g} s after it. {_WHAT_TO_DO}")
         try:
             if self._conn is None:
                 self._conn = self._connect()
@@ -294,7 +303,9 @@ class ControllerClient:
         except Exception as exc:
             self.close()
             self._down_until = time.monotonic() + self.retry_after
-            raise ControllerUnavailable(f"pacer Controller at {self.address[0]}:{self.address[1]}: {exc}") from exc
+            self._down_because = f"{type(exc).__name__}: {exc}"
+            raise ControllerUnavailable(f"pacer Controller at {self.address[0]}:{self.address[1]} did not answer "
+                                        f"({self._down_because}). {_WHAT_TO_DO}") from exc
 
     def close(self) -> None:
         """Drop the connection (the next call reconnects)."""

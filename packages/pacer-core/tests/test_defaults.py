@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import argparse
 
+import pytest
+
 from pacer.cli.run_command import add_run_arguments, config_from_args
+from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.runtime_api import DEADLINE_ADMISSION, DEFAULT_ADMISSION, DEFAULT_OVERLOAD, QueryRun, RunConfig
 
 
-def _config(*argv: str) -> RunConfig:
+def _config(*argv: str, pm: PluginManager | None = None) -> RunConfig:
     parser = argparse.ArgumentParser()
     add_run_arguments(parser)
-    return config_from_args(parser.parse_args(["--workload", "lr2", *argv]))
+    return config_from_args(parser.parse_args(["--workload", "lr2", *argv]), pm=pm)
 
 
 def test_a_stated_deadline_gets_the_deadline_admission() -> None:
@@ -20,6 +23,18 @@ def test_a_stated_deadline_gets_the_deadline_admission() -> None:
     assert [q.admission for q in _config("--deadline", "5s").queries] == [DEADLINE_ADMISSION]
     assert [q.admission for q in _config().queries] == [DEFAULT_ADMISSION]  # no deadline: Spark's default trigger
     assert [q.admission for q in _config("--deadline", "5s", "--admission", "asap").queries] == ["asap"]
+
+
+def test_without_the_deadline_admission_installed_a_deadline_runs_spark_s_trigger_saying_so(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """As ``attach`` does (pacer-spark's ``runtime.attach``): the deadline's default is used where installed."""
+    assert [q.admission for q in _config("--deadline", "5s", pm=get_plugin_manager()).queries] == [DEADLINE_ADMISSION]
+    assert capsys.readouterr().err == ""
+    baselines = get_plugin_manager(entry_points=False)
+    assert [q.admission for q in _config("--deadline", "5s", pm=baselines).queries] == [DEFAULT_ADMISSION]
+    assert "'zstream' (pacer's default for a deadline) is not installed, so Spark's default trigger (asap) runs" in \
+        capsys.readouterr().err
+    assert [q.admission for q in _config("--deadline", "5s", "--admission", "pid", pm=baselines).queries] == ["pid"]
 
 
 def test_overload_keeps_by_default_everywhere() -> None:

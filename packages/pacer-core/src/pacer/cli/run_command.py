@@ -183,10 +183,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--report", help="write the pacer.report/1 JSON here (missing folders are created)")
 
 
-def config_from_args(args: argparse.Namespace, *, duration_default: float = DEFAULT_DURATION) -> RunConfig:
+def config_from_args(args: argparse.Namespace, *, duration_default: float = DEFAULT_DURATION,
+                     pm: PluginManager | None = None) -> RunConfig:
     """The :class:`RunConfig` the common flags describe (``--config``: the file's), checked for form.
 
-    Strategies are checked by :func:`check_strategies`, workloads and traffic by the runtime.
+    Strategies are checked by :func:`check_strategies`, workloads and traffic by the runtime. With ``pm``, a
+    deadline stated with no ``--admission`` gets :data:`~pacer.runtime_api.DEADLINE_ADMISSION` only where it is
+    installed, else Spark's default trigger with a warning, as ``attach`` does (:func:`deadline_admission`).
 
     :raises UsageError: naming the flag and what to do.
     """
@@ -222,7 +225,7 @@ def config_from_args(args: argparse.Namespace, *, duration_default: float = DEFA
                       for key, value in parse_assignments(args.traffic_param, "--traffic-param").items()}
     queries = tuple(
         QueryRun(workload, traffic=args.traffic, rate=args.rate, traffic_params=traffic_params,
-                 admission=args.admission or default_admission(deadline is not None),
+                 admission=args.admission or deadline_admission(deadline is not None, pm),
                  admission_params=params["admission"], placement=args.placement,
                  placement_params=params["placement"], deadline=deadline, max_rows=args.max_rows,
                  max_bytes=args.max_bytes)
@@ -249,6 +252,18 @@ def config_from_args(args: argparse.Namespace, *, duration_default: float = DEFA
                      monitor_interval=args.monitor_interval,
                      scale=args.scale, scale_params=params["scale"], executors=executors,
                      cores_per_executor=args.cores_per_executor, initial_executors=args.initial_executors)
+
+
+def deadline_admission(deadline_stated: bool, pm: PluginManager | None) -> str:
+    """The admission of a query that names none (:func:`~pacer.runtime_api.default_admission`); where a deadline's
+    (zStream) is not installed in ``pm``, Spark's default trigger, saying so on stderr (``attach`` logs the same)."""
+    admission = default_admission(deadline_stated)
+    if admission == DEADLINE_ADMISSION and pm is not None and not pm.provides(admission, "admission"):
+        print(f"pacer: a deadline is stated and no --admission named; {admission!r} (pacer's default for a deadline) "
+              f"is not installed, so Spark's default trigger ({DEFAULT_ADMISSION}) runs: pip install "
+              "./strategies/pacer-zstream from the checkout, or name one with --admission", file=sys.stderr)
+        return DEFAULT_ADMISSION
+    return admission
 
 
 def check_strategies(config: RunConfig, pm: PluginManager) -> None:
@@ -293,7 +308,7 @@ def _run(args: argparse.Namespace, pm: PluginManager, runtime: Runtime,
             flags = ", ".join("--" + dest.replace("_", "-") for dest in given)
             raise UsageError(f"{flags}: an option of runtime {other!r}; add --runtime {other} (or drop it)")
     defaults: Mapping[str, Any] = getattr(runtime, "defaults", {})
-    config = config_from_args(args, duration_default=float(defaults.get("duration", DEFAULT_DURATION)))
+    config = config_from_args(args, duration_default=float(defaults.get("duration", DEFAULT_DURATION)), pm=pm)
     own = groups.get(runtime.name)
     if own is not None:
         config = config.with_options(runtime.name, **_explicit(args, own))

@@ -218,9 +218,10 @@ def test_a_query_on_a_missing_topic_fails_naming_it(spark: Any, paced: Any, kafk
     only once its offset requests timed out (minutes by default), with an exception that names no topic."""
     from pacer_spark.run.kafka_run import explain_failure
 
-    servers, topic = kafka_broker.bootstrap_servers, f"never-{uuid.uuid4().hex[:8]}"
+    servers = kafka_broker.bootstrap_servers
     there = new_topic(servers, "there")
     produce(servers, there, 0, 1)
+    topic = there[:-1]  # a typo: the topic the query meant leads the ones listed, whatever else the broker holds
     started = time.monotonic()
     query = start(spark, "pacer", servers, topic, tmp_path / "missing", "missing_topic")  # Spark's default patience
     limit = started + 60
@@ -229,7 +230,7 @@ def test_a_query_on_a_missing_topic_fails_naming_it(spark: Any, paced: Any, kafk
     assert not query.isActive, f"a query on a missing topic still runs after 60 s: {query.status}"
     error = str(query.exception())
     said = f"Kafka topic '{topic}' does not exist on the cluster at {servers} (it has "
-    assert said in error.splitlines()[0] and there in error.splitlines()[0], error[:2000]
+    assert error.splitlines()[0].split(f"{said}")[1].split(": ", 1)[1].startswith(there), error[:2000]
     assert f"pacer kafka create-topic --bootstrap-servers {servers} --topic {topic}" in error
     assert "UnknownTopicOrPartitionException" not in error
     explained = explain_failure(error, bootstrap_servers=servers, topic=topic)

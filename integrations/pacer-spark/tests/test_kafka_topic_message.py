@@ -43,3 +43,11 @@ def test_explain_failure_gives_the_jvm_check_s_line() -> None:
              f"Caused by: java.lang.IllegalArgumentException: {line}\n\tat io.pacer.spark.KafkaTopicCheck.check")
     assert explain_failure(trace, bootstrap_servers="h:1", topic="orders") == line
     assert line.startswith("Kafka topic 'orders' does not exist on the cluster at h:1 (it has no topic yet); ")
+
+
+def test_the_topics_nearest_the_name_asked_for_are_listed_first() -> None:
+    """A typo's target leads the list, however many other topics sort before it (ten are listed)."""
+    existing = [f"a{i:02d}" for i in range(20)] + ["orders", "order-audit", "__consumer_offsets"]
+    message = missing_topic_message("h:1", "order", existing)
+    assert "(it has 22: order-audit, orders, a00, a01, " in message and message.count(", a") == 8
+    assert "..." in message.split(";")[0]

@@ -280,9 +280,16 @@ def create_hint(bootstrap_servers: str, topic: str) -> str:
             f"--topic {topic} --workload W --rate R --duration S` (creates it), then run again")
 
 
+def _shared_prefix(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` share."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
 def missing_topic_message(bootstrap_servers: str, topic: str, existing: Sequence[str] | None = None) -> str:
-    """One line: ``topic`` does not exist at ``bootstrap_servers``, which topics do, and how to create it."""
-    others = sorted(t for t in existing or () if not t.startswith("__"))
+    """One line: ``topic`` does not exist at ``bootstrap_servers``, which topics do (the ten nearest the name asked
+    for first, by the prefix they share with it: a typo's target leads), and how to create it."""
+    others = sorted((t for t in existing or () if not t.startswith("__")),
+                    key=lambda t: (-_shared_prefix(t, topic), t))
     listed = (f" (it has {len(others)}: {', '.join(others[:10])}{', ...' if len(others) > 10 else ''})"
               if others else " (it has no topic yet)" if existing is not None else "")
     return (f"Kafka topic {topic!r} does not exist on the cluster at {bootstrap_servers}{listed}; "

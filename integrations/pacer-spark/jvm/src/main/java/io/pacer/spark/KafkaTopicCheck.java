@@ -3,6 +3,7 @@ package io.pacer.spark;
 import java.lang.reflect.InvocationTargetException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -63,7 +64,8 @@ final class KafkaTopicCheck {
   }
 
   /**
-   * One line: {@code topic} does not exist at {@code servers}, which topics do, and how to create
+   * One line: {@code topic} does not exist at {@code servers}, which topics do (the ten nearest the
+   * name asked for first, by the prefix they share with it: a typo's target leads), and how to create
    * it (as {@code pacer_spark.run.kafka_run.missing_topic_message} says it).
    */
   static String missingMessage(String servers, String topic, Set<String> existing) {
@@ -73,6 +75,8 @@ final class KafkaTopicCheck {
         others.add(t);
       }
     }
+    others.sort(Comparator.comparingInt((String t) -> -sharedPrefix(t, topic))
+        .thenComparing(Comparator.naturalOrder()));
     String listed = others.isEmpty() ? " (it has no topic yet)"
         : " (it has " + others.size() + ": " + String.join(", ", others.subList(0, Math.min(10, others.size())))
             + (others.size() > 10 ? ", ..." : "") + ")";
@@ -82,6 +86,15 @@ final class KafkaTopicCheck {
         + " --topic " + topic + " --workload W --rate R --duration S` (creates it), or correct the query's"
         + " subscribe option, then start the query again";
   }
+  /** How many leading characters {@code a} and {@code b} share. */
+  static int sharedPrefix(String a, String b) {
+    int n = 0;
+    while (n < a.length() && n < b.length() && a.charAt(n) == b.charAt(n)) {
+      n++;
+    }
+    return n;
+  }
+
 
   /**
    * Check {@code sourceOptions}' subscribed topics (a no-op for any other source).

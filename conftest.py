@@ -39,10 +39,18 @@ os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf spark.driver.extraJavaOptio
 
 
 #: Fixtures that start a JVM (Spark's driver, the Kafka broker, a standalone cluster): a test taking one is ``jvm``.
-JVM_FIXTURES = frozenset({"spark", "spark_cluster", "kafka_broker", "own_broker", "rapids_spark", "gpu_spark", "wheels"})
+JVM_FIXTURES = frozenset({"spark", "spark_cluster", "kafka_broker", "own_broker", "rapids_spark", "gpu_spark",
+                          "wheels"})
+#: Fixtures whose tests share one process under pytest-xdist (``--dist loadgroup``): one standalone cluster, one
+#: Kafka broker per run rather than one per worker.
+SHARED_FIXTURES = (("spark_cluster", "cluster"), ("kafka_broker", "kafka"), ("own_broker", "kafka"))
 
 #: Marks whose tests start a JVM.
 JVM_MARKS = ("spark", "cluster", "gpu")
+#: Marks whose tests run alone (``serial``: CI's last pass, after the JVM tier's parallel one): they measure Spark's
+#: timing or run the standalone cluster, which a second Spark beside them on 2 cores skews (seen: a calibration
+#: step missed, a join's batch past its bound, an executor's lifetime).
+SERIAL_MARKS = ("serial", "cluster", "gpu")
 
 #: Skip reasons CI expects (a regular expression): there is no GPU (nor the RAPIDS jar it needs), a variant runs in the
 #: full suite only, a branch another test covers on this machine, giving a file away needs root, a conformance check
@@ -72,8 +80,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Mark ``jvm`` the tests that start a JVM (module docstring); skip the tests marked ``full`` outside the full
     suite, naming what covers them in the default run."""
     for item in items:
-        if JVM_FIXTURES & set(getattr(item, "fixturenames", ())) or any(item.get_closest_marker(m) for m in JVM_MARKS):
+        used = set(getattr(item, "fixturenames", ()))
+        if JVM_FIXTURES & used or any(item.get_closest_marker(m) for m in JVM_MARKS):
             item.add_marker(pytest.mark.jvm)
+        if any(item.get_closest_marker(m) for m in SERIAL_MARKS[1:]):
+            item.add_marker(pytest.mark.serial)
+        # under xdist's loadgroup: a module's tests in one worker (its module fixtures built once), and the tests of
+        # the one cluster or broker together
+        group = next((name for fixture, name in SHARED_FIXTURES if fixture in used), item.nodeid.split("::")[0])
+        item.add_marker(pytest.mark.xdist_group(group))
     if full_suite():
         return
     for item in items:

@@ -13,7 +13,7 @@ import pytest
 
 from pacer.engine_profile import load
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.serial]  # measures Spark's timing: alone
 
 
 def test_pacer_calibrate_measures_spark_and_a_session_starts_its_workload_from_the_profile(

@@ -15,7 +15,7 @@ import pytest
 from pacer import QueryRun, RunConfig
 from pacer.plugins import get_plugin_manager
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.serial]  # measures Spark's timing: alone
 
 
 def test_the_calibrated_simulator_predicts_a_short_spark_run_within_the_bounds(spark: Any, tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from pacer.plugins import get_plugin_manager
 from pacer.report import validate_report
 from pacer.service_time import PROBE_GROWTH
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.serial]  # batch times on Spark: alone
 
 DEADLINE_S = 8.0
 

@@ -47,10 +47,11 @@ SHARED_FIXTURES = (("spark_cluster", "cluster"), ("kafka_broker", "kafka"), ("ow
 
 #: Marks whose tests start a JVM.
 JVM_MARKS = ("spark", "cluster", "gpu")
-#: Marks whose tests run alone (``serial``: CI's last pass, after the JVM tier's parallel one): they measure Spark's
-#: timing or run the standalone cluster, which a second Spark beside them on 2 cores skews (seen: a calibration
-#: step missed, a join's batch past its bound, an executor's lifetime).
-SERIAL_MARKS = ("serial", "cluster", "gpu")
+#: Marks whose tests are ``serial`` too (run alone: CI's last pass, after the JVM tier's parallel one): like the
+#: modules marked ``serial`` (they measure Spark's timing), they run the standalone cluster or a GPU, which a second
+#: Spark beside them on 2 cores skews (seen: a calibration step missed, a join's batch past its bound, an executor's
+#: lifetime).
+SERIAL_MARKS = ("cluster", "gpu")
 
 #: Skip reasons CI expects (a regular expression): there is no GPU (nor the RAPIDS jar it needs), a variant runs in the
 #: full suite only, a branch another test covers on this machine, giving a file away needs root, a conformance check
@@ -58,17 +59,18 @@ SERIAL_MARKS = ("serial", "cluster", "gpu")
 SKIPS_CI_EXPECTS = re.compile(r"GPU|RAPIDS|NVVM|nvidia|full suite only|covers it|needs root|is a Spark the jar supports"
                               r"|does not declare capability", re.IGNORECASE)
 
-settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
-settings.register_profile("deep", max_examples=1000, print_blob=True)
-if os.environ.get("HYPOTHESIS_PROFILE"):
-    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
-elif os.environ.get("CI", "").lower() == "true":
-    settings.load_profile("ci")
-
 
 def on_ci() -> bool:
     """Whether this run is CI's (``CI=true``, as CI services set it; ``.ci/run`` does too)."""
     return os.environ.get("CI", "").lower() == "true"
+
+
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("deep", max_examples=1000, print_blob=True)
+if os.environ.get("HYPOTHESIS_PROFILE"):
+    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
+elif on_ci():
+    settings.load_profile("ci")
 
 
 def full_suite() -> bool:
@@ -83,7 +85,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         used = set(getattr(item, "fixturenames", ()))
         if JVM_FIXTURES & used or any(item.get_closest_marker(m) for m in JVM_MARKS):
             item.add_marker(pytest.mark.jvm)
-        if any(item.get_closest_marker(m) for m in SERIAL_MARKS[1:]):
+        if any(item.get_closest_marker(m) for m in SERIAL_MARKS):
             item.add_marker(pytest.mark.serial)
         # under xdist's loadgroup: a module's tests in one worker (its module fixtures built once), and the tests of
         # the one cluster or broker together
@@ -114,26 +116,28 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     """Under ``CI=true``, a skip CI does not expect (:data:`SKIPS_CI_EXPECTS`) is a failure."""
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
-    if report.skipped and on_ci() and not hasattr(report, "wasxfail"):  # an expected failure is no skip
-        reason = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr)
-        reason = reason.removeprefix("Skipped: ")
-        if not SKIPS_CI_EXPECTS.search(reason):
-            report.outcome = "failed"
-            report.longrepr = (f"skipped on CI, where every prerequisite is installed (CI=true): {reason}\n"
-                               "install what it names, or add the reason to conftest.SKIPS_CI_EXPECTS if CI cannot "
-                               "have it")
+    if not hasattr(report, "wasxfail"):  # an expected failure is no skip
+        _fail_an_unexpected_skip(report)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
     """Under ``CI=true``, a module skipped whole (``pytest.importorskip``) for a reason CI does not expect fails."""
     outcome = yield
-    report: pytest.CollectReport = outcome.get_result()
-    if report.skipped and on_ci() and isinstance(report.longrepr, tuple):
-        reason = str(report.longrepr[2]).removeprefix("Skipped: ")
-        if not SKIPS_CI_EXPECTS.search(reason):
-            report.outcome = "failed"
-            report.longrepr = f"{collector.nodeid} skipped on CI, where every prerequisite is installed: {reason}"
+    _fail_an_unexpected_skip(outcome.get_result())
+
+
+def _fail_an_unexpected_skip(report: pytest.TestReport | pytest.CollectReport) -> None:
+    """Under ``CI=true``, turn ``report``'s skip into a failure unless its reason is one CI expects."""
+    if not (report.skipped and on_ci()):
+        return
+    reason = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr)
+    reason = reason.removeprefix("Skipped: ")
+    if not SKIPS_CI_EXPECTS.search(reason):
+        report.outcome = "failed"
+        report.longrepr = (f"{report.nodeid} skipped on CI, where every prerequisite is installed (CI=true): "
+                           f"{reason}\ninstall what it names, or add the reason to conftest.SKIPS_CI_EXPECTS if CI "
+                           "cannot have it")
 
 
 _REFUSING_JVM = """#!/bin/sh

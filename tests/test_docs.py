@@ -163,6 +163,32 @@ def test_the_quick_start_runs_as_shown(tmp_path: Path) -> None:
     assert int(line.split()[0]) >= 2, line  # paced: batches formed, not one
 
 
+def test_the_strategy_pages_plugin_passes_the_conformance_suite_as_the_page_says(tmp_path: Path) -> None:
+    """docs/writing-a-strategy.md's module, registered under the ``pacer`` entry-point group as the page says (an
+    installed distribution's metadata, on the path), and the shared suite subclassed in one line, run by pytest as
+    its author would run it. (The page's first row budget never admitted empty files: this test found it.)"""
+    (code,) = blocks(ROOT / "docs" / "writing-a-strategy.md", "python")
+    name = re.search(r'StrategyInfo\("([\w-]+)"', code).group(1)  # type: ignore[union-attr]
+    site_dir, tests = tmp_path / "site", tmp_path / "tests"
+    (site_dir / "row_budget-0.1.dist-info").mkdir(parents=True)
+    tests.mkdir()
+    (site_dir / "row_budget.py").write_text(code)
+    (site_dir / "row_budget-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: row-budget\n"
+                                                                    "Version: 0.1\n")
+    (site_dir / "row_budget-0.1.dist-info" / "entry_points.txt").write_text(f"[pacer]\n{name} = row_budget\n")
+    (tests / "test_row_budget.py").write_text("from pacer_conformance import AdmissionConformance\n\n\n"
+                                              f"class TestRowBudget(AdmissionConformance): strategies = ({name!r},)\n")
+    env = {k: v for k, v in os.environ.items() if k != "PACER_PLUGINS"}
+    env["PYTHONPATH"] = str(site_dir)
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                          str(tests)], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert ran.returncode == 0, ran.stdout[-4000:]
+    from pacer_conformance import AdmissionConformance
+
+    suite = [test for test in dir(AdmissionConformance) if test.startswith("test_")]
+    assert ran.stdout.splitlines()[-1].startswith(f"{len(suite)} passed"), ran.stdout[-2000:]  # each of its tests
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")

@@ -130,6 +130,95 @@ def test_every_python_block_compiles_and_calls_pacer_spark_as_it_takes() -> None
     assert checked >= 8, checked
 
 
+#: What runs each command the pages show (README and docs/), where no test runs it as shown at the size shown: its
+#: first words -> the file that runs it and the test there (None: a script). ``pacer demo``, ``pacer produce``,
+#: ``pacer calibrate`` and ``pacer bench fidelity`` take minutes as shown; their tests run them shorter. The
+#: install lines are CI's own first steps (``.ci/run`` installs the same folders, editable) and a new user's
+#: (``scripts/new_user_check.sh``: clone, venv, the README's install line, the quick start; 143 s here).
+RUN_BY = {
+    "git clone": ("scripts/new_user_check.sh", None),
+    "cd": ("scripts/new_user_check.sh", None),
+    "python3 -m venv": ("scripts/new_user_check.sh", None),
+    ". .venv/bin/activate": ("scripts/new_user_check.sh", None),
+    "python -m pip install": ("tests/test_docs.py", "test_every_shell_command_shown_parses_against_what_it_runs"),
+    "python -m pytest": (".ci/run", None),
+    "pacer demo": ("packages/pacer-bench/tests/test_demo.py",
+                   "test_pacer_demo_runs_its_three_configurations_and_writes_the_report_folder"),
+    "pacer kafka create-topic": ("tests/test_docs.py", "test_the_readme_python_block_runs_against_a_kafka_broker"),
+    "pacer produce": ("tests/test_docs.py", "test_the_readme_python_block_runs_against_a_kafka_broker"),
+    "pacer advise": ("integrations/pacer-spark/tests/test_your_query_page.py",
+                     "test_the_your_query_page_runs_as_shown"),
+    "pacer calibrate --runtime spark": ("integrations/pacer-spark/tests/test_calibrate_spark.py",
+                                        "test_pacer_calibrate_measures_spark_and_a_session_starts_its_workload_from_"
+                                        "the_profile"),
+    "pacer run --runtime sim": ("tests/test_docs.py", "test_the_simulated_run_the_pages_show_runs_as_shown"),
+    "pacer bench fidelity --runtime spark": ("integrations/pacer-spark/tests/test_fidelity_spark.py",
+                                             "test_the_calibrated_simulator_predicts_a_short_spark_run_within_the_"
+                                             "bounds"),
+}
+#: What runs each page's Python blocks: the page -> the file whose test reads and runs them (deploying.md's needs a
+#: cluster: its settings are set as shown by test_docs_settings.py, its report's keys read by the cluster's test).
+PYTHON_RUN_BY = {
+    "README.md": ["tests/test_docs.py"],
+    "docs/index.md": ["tests/test_docs.py"],
+    "docs/kafka.md": ["tests/test_docs.py"],
+    "docs/quickstart.md": ["tests/test_docs.py"],
+    "docs/writing-a-strategy.md": ["tests/test_docs.py"],
+    "docs/notebook.md": ["integrations/pacer-spark/tests/test_notebook_page.py"],
+    "docs/your-query.md": ["integrations/pacer-spark/tests/test_your_query_page.py"],
+    "docs/monitoring.md": ["integrations/pacer-spark/tests/metrics_app.py"],
+    "docs/deploying.md": ["integrations/pacer-spark/tests/test_docs_settings.py",
+                          "integrations/pacer-spark/tests/test_cluster_autoscale.py"],
+}
+
+
+def _shown_commands() -> Iterator[tuple[str, str]]:
+    """Every command the pages show: (where, the command), a ``pacer`` line of an unlabelled block included."""
+    for path in READ_AND_RUN:
+        for block in blocks(path, "bash", "sh"):
+            for command in shell_commands(block):
+                yield f"{path.relative_to(ROOT)}: {command}", command
+        for block in blocks(path, ""):
+            for line in block.replace("\\\n", " ").splitlines():
+                if line.startswith("pacer "):
+                    yield f"{path.relative_to(ROOT)}: {line}", shlex.join(shlex.split(line, comments=True))
+
+
+def test_every_command_and_python_block_shown_is_run_by_a_test() -> None:
+    """Each command shown is run as shown or by the test :data:`RUN_BY` names (which exists and runs that
+    command); each page's Python blocks by the test that reads that page (:data:`PYTHON_RUN_BY`)."""
+    seen = set()
+    for where, command in _shown_commands():
+        runners = [key for key in RUN_BY if command == key or command.startswith(key + " ")]
+        assert runners, f"{where}: no test runs this command; run it in one and name it in RUN_BY"
+        path, test = RUN_BY[max(runners, key=len)]
+        source = (ROOT / path).read_text()
+        assert test is None or re.search(rf"^def {test}\(", source, re.M), (where, path, test)
+        words = [w for w in max(runners, key=len).split() if w not in ("pacer", "python", "-m", "--runtime")]
+        assert all(re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", source) for w in words), (where, path, words)
+        seen.add(max(runners, key=len))
+    assert seen == set(RUN_BY), set(RUN_BY) - seen  # a runner named for a command no page shows any more
+    shown = {str(p.relative_to(ROOT)) for p in READ_AND_RUN if blocks(p, "python")}
+    assert shown == set(PYTHON_RUN_BY), shown ^ set(PYTHON_RUN_BY)
+    for page, runners in PYTHON_RUN_BY.items():
+        for runner in runners:
+            assert Path(page).name in (ROOT / runner).read_text(), (page, runner)
+
+
+def test_the_simulated_run_the_pages_show_runs_as_shown(tmp_path: Path) -> None:
+    """docs/your-query.md's simulated run, as shown, on the LR2 profile ``pacer calibrate --runtime spark``
+    measured (bench-results/engine-profile: the page's first command's output, as a user's folder holds it)."""
+    (command,) = [c for _, c in _shown_commands() if c.startswith("pacer run --runtime sim")]
+    shutil.copy(ROOT / "bench-results" / "engine-profile" / "lr2-spark.json", tmp_path / "lr2-spark.json")
+    words = shlex.split(command)
+    ran = subprocess.run([sys.executable, "-m", "pacer.cli", *words[1:]], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300)
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-3000:]
+    row = next(line.split() for line in ran.stdout.splitlines() if line.startswith("lr2 "))
+    assert row[-1] == "600/600" and int(row[1]) > 1, ran.stdout  # every dataset processed, in batches
+    assert "all figures are simulated" in ran.stdout
+
+
 def _check_pytest_arguments(args: list[str], where: str) -> None:
     """A ``python -m pytest`` line's arguments: a ``-m`` expression names registered marks only, ``-n`` (xdist) is a
     count or ``auto``, and any other word is a path of the repository."""
@@ -285,6 +374,13 @@ def test_the_readme_python_block_runs_against_a_kafka_broker(kafka_broker: Any, 
     lines = code.rstrip().splitlines()  # its last two lines show values: print them
     code = "\n".join([*lines[:-2], *(f"print(repr({line.split('#')[0].strip()}))" for line in lines[-2:])])
     code += "\nquery.stop()\npacer.stop()\nspark.stop()\n"
+    # the Kafka page's and the landing page's blocks first, each as shown on the same broker (the session they
+    # build is the one the README's getOrCreate() returns): each attaches and builds its paced Kafka frame
+    for page in ("index.md", "kafka.md"):
+        (shown,) = blocks(ROOT / "docs" / page, "python")
+        assert shown.count("localhost:9092") == 1, page
+        code = (shown.replace("localhost:9092", servers) + "assert frame.isStreaming and not pacer.closed\n"
+                f"print('ran docs/{page}')\npacer.stop()\n" + code)
     script = tmp_path / "readme.py"
     script.write_text(code)
     created = subprocess.run([sys.executable, "-m", "pacer.cli", "kafka", "create-topic", "--bootstrap-servers",
@@ -296,3 +392,4 @@ def test_the_readme_python_block_runs_against_a_kafka_broker(kafka_broker: Any, 
                          env=env)
     assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-4000:]
     assert "pacerReason" in ran.stdout and "'queries'" in ran.stdout, ran.stdout[-2000:]
+    assert "ran docs/index.md" in ran.stdout and "ran docs/kafka.md" in ran.stdout, ran.stdout[-2000:]

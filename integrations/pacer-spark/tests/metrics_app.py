@@ -1,24 +1,27 @@
 """A paced query on a session whose metrics system serves Prometheus (the driver's UI, ``/metrics/prometheus``):
-run by test_metrics_system.py in a process of its own (the suite's session has its UI off). Prints one JSON line:
-the scrape's lines that name pacer, and the query's batches."""
+run by test_metrics_system.py in a process of its own (the suite's session has its UI off). The session is
+docs/monitoring.md's, built by its block as shown (the test gives the UI a free port and loopback through
+``PYSPARK_SUBMIT_ARGS``), and the page's other block, the progress metric it reads, is read as shown too. Prints one
+JSON line: the scrape's lines that name pacer, the query's batches and the page's progress metric."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 import urllib.request
+from pathlib import Path
+from typing import Any
+
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "monitoring.md"
 
 
 def main() -> int:
-    import pacer_spark
-
-    spark = pacer_spark.session_builder("local[1]", "pacer-metrics-system", shuffle_partitions=2, conf={
-        "spark.ui.enabled": "true", "spark.ui.port": "0", "spark.ui.showConsoleProgress": "false",
-        "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-        "spark.metrics.conf.*.sink.prometheusServlet.class": "org.apache.spark.metrics.sink.PrometheusServlet",
-        "spark.metrics.conf.*.sink.prometheusServlet.path": "/metrics/prometheus",
-    }).getOrCreate()
+    progress_shown, session_shown = re.findall(r"^```python\n(.*?)^```", PAGE.read_text(), re.S | re.M)
+    namespace: dict[str, Any] = {}
+    exec(compile(session_shown, str(PAGE), "exec"), namespace)
+    spark, pacer_spark = namespace["spark"], namespace["pacer_spark"]
     spark.sparkContext.setLogLevel("ERROR")
     pacer = pacer_spark.attach(spark, admission="asap", deadline="1 minute")  # no row waits that long: none late
     query = (spark.readStream.format("pacer").option("pacer.source", "rate").option("rowsPerSecond", 20)
@@ -31,11 +34,12 @@ def main() -> int:
     with urllib.request.urlopen(url, timeout=30) as response:
         scrape = response.read().decode()
     batches = sum(1 for p in query.recentProgress if p["numInputRows"] > 0)
+    oldest_held = eval(progress_shown, {"query": query})  # the page's first block: a paced query's progress metric
     query.stop()
     pacer.stop()
     spark.stop()
     print(json.dumps({"url": url, "lines": [line for line in scrape.splitlines() if "pacer" in line],
-                      "batches": batches}))
+                      "batches": batches, "oldest_held_age_ms": oldest_held}))
     return 0
 
 

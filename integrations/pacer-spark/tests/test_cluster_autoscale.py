@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,8 @@ from typing import Any
 import pytest
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
+
+DEPLOYING = Path(__file__).resolve().parents[3] / "docs" / "deploying.md"
 
 #: Seconds of traffic per configuration: enough for the scaler to measure batches and decide at its 5 s pace (a
 #: scale-down waits for its hold, longer than this run: the decommission test below scales down).
@@ -68,6 +71,10 @@ def test_bench_autoscale_runs_fixed_at_peak_and_the_deadline_scaler_on_the_clust
     # each change it made says why, from batches it measured
     assert deadline["recommended"] is not None and 1 <= deadline["wanted"] <= 2, deadline
     assert all(c["reason"].startswith("deadlines need") for c in deadline["changes"]), deadline["changes"]
+    # docs/deploying.md's reading of the report, each line as shown, on the deadline scaler's run
+    (shown,) = re.findall(r"^```python\n(.*?)^```", DEPLOYING.read_text(), re.S | re.M)
+    reads = [line.split("#")[0].strip() for line in shown.splitlines() if line.startswith("report[")]
+    assert len(reads) == 3 and all(eval(read, {"report": runs["deadline"]}) is not None for read in reads), reads
     assert "executors_wave-1-query-standalone-cluster" in {p.stem.removeprefix("autoscale-") for p in
                                                             out.glob("*.png")}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -22,8 +23,15 @@ APP = Path(__file__).with_name("metrics_app.py")
 
 
 def test_a_paced_querys_gauges_and_counters_reach_the_prometheus_servlet(tmp_path: Path) -> None:
+    # the page's session as shown; its UI on a free port, on loopback, the console's progress bar off: given the way
+    # spark-submit gives confs, under the caller's own
+    confs = {"spark.ui.port": "0", "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+             "spark.ui.showConsoleProgress": "false"}
+    submit = os.environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell").removesuffix("pyspark-shell")
+    env = {**os.environ, "PYSPARK_SUBMIT_ARGS": submit + "".join(f"--conf {k}={v} " for k, v in confs.items())
+           + "pyspark-shell"}
     done = subprocess.run([sys.executable, str(APP), str(tmp_path / "ck")], capture_output=True, text=True,
-                          timeout=240)
+                          timeout=240, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     scraped = json.loads(done.stdout.strip().splitlines()[-1])
     series: dict[str, float] = {}
@@ -32,6 +40,7 @@ def test_a_paced_querys_gauges_and_counters_reach_the_prometheus_servlet(tmp_pat
         if found:
             series[found.group(1)] = float(found.group(3))
     assert series["deadlineMs_Value"] == 60_000.0, series
+    assert float(scraped["oldest_held_age_ms"]) >= 0  # docs/monitoring.md's progress metric, read as the page does
     assert series["batchRows_Value"] > 0 and series["batchDatasets_Value"] >= 1
     assert series["previousBatchTriggerMs_Value"] > 0 and series["previousBatchRowsLate_Value"] == 0
     # one admission counted per batch Spark ran (the scrape came after the 4th, before the query stopped)

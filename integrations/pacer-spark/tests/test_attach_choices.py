@@ -4,6 +4,7 @@ scale phase), and the admission a stated deadline gets."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -39,8 +40,8 @@ def test_a_scale_without_bounds_and_an_unknown_scaler_are_refused(spark: Any) ->
         pacer_spark.attach(spark, scale="nope", executors="1:2", paced=False)
 
 
-def test_a_stated_deadline_with_no_admission_named_is_paced_by_zstream(spark: Any,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stated_deadline_with_no_admission_named_is_paced_by_zstream(spark: Any, monkeypatch: pytest.MonkeyPatch,
+                                                                         caplog: pytest.LogCaptureFixture) -> None:
     """``attach(spark, deadline="5s")`` paces: zStream where installed, else asap with a warning naming the package;
     without a deadline, Spark's default trigger; a named admission is kept."""
     import pacer_spark
@@ -63,8 +64,13 @@ def test_a_stated_deadline_with_no_admission_named_is_paced_by_zstream(spark: An
     finally:
         session.stop()
     monkeypatch.setenv("PACER_PLUGINS", "")  # baselines only: zStream is not installed
-    session = pacer_spark.attach(spark, deadline="5s", paced=False)
+    with caplog.at_level(logging.WARNING, logger="pacer_spark"):
+        session = pacer_spark.attach(spark, deadline="5s", paced=False)
     try:
         assert (session.config.admission, session.config.admission_source) == ("asap", "default (zstream not installed)")
+        # the reason pacer run prints too (pacer.plugins.PluginManager.default_admission), and how to name one here
+        assert "'zstream' (pacer's default for a deadline) is not installed, so Spark's default trigger (asap) runs: " \
+               "pip install ./strategies/pacer-zstream from the checkout, or name one (admission=..., " \
+               "spark.pacer.admission)" in caplog.text, caplog.text
     finally:
         session.stop()

@@ -508,12 +508,11 @@ def attach(
                            "first one, or attach to spark.newSession()")
     config = PacerConfig.from_spark(spark, **options)
     pm = config.plugin_manager or get_plugin_manager()
-    if config.admission_source == "deadline default" and not pm.provides(config.admission, "admission"):
-        log.warning("pacer: a deadline is stated and no admission named; %r (pacer's default for a deadline) is not "
-                    "installed, so Spark's default trigger (asap) paces the queries: pip install "
-                    "./strategies/pacer-zstream from the checkout, or "
-                    "name one (admission=..., spark.pacer.admission)", config.admission)
-        config = replace(config, admission="asap", admission_source="default (zstream not installed)")
+    if config.admission_source == "deadline default":
+        admission, why_not = pm.default_admission(deadline_stated=True)
+        if why_not:
+            log.warning("pacer: %s, or name one (admission=..., spark.pacer.admission)", why_not)
+            config = replace(config, admission=admission, admission_source="default (zstream not installed)")
     keywords = {"admission": "admission", "scheduling": "scheduler", "placement": "placement", "scaling": "scale"}
     for decision, name in config.strategies().items():
         try:

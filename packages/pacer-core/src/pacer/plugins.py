@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pluggy
 
 from pacer import hookspecs
+from pacer.runtime_api import DEADLINE_ADMISSION, DEFAULT_ADMISSION, default_admission
 from pacer.strategy import StrategyInfo
 
 if TYPE_CHECKING:
@@ -200,6 +201,18 @@ class PluginManager(pluggy.PluginManager):
     def provides(self, name: str, decision: str) -> bool:
         """Whether exactly one installed strategy called ``name`` provides ``decision``."""
         return sum(1 for s in self.strategies() if s.name == name and decision in s.provides) == 1
+
+    def default_admission(self, deadline_stated: bool) -> tuple[str, str | None]:
+        """The admission a query that names none gets here, and why it is not pacer's default where it is not:
+        :func:`~pacer.runtime_api.default_admission`, or where a deadline's (zStream) is not installed, Spark's
+        default trigger with the reason (``attach`` logs it, ``pacer run`` prints it, each adding how to name one)."""
+        admission = default_admission(deadline_stated)
+        if admission == DEADLINE_ADMISSION and not self.provides(admission, "admission"):
+            return DEFAULT_ADMISSION, (f"a deadline is stated and no admission named; {admission!r} (pacer's default "
+                                       f"for a deadline) is not installed, so Spark's default trigger "
+                                       f"({DEFAULT_ADMISSION}) runs: pip install ./strategies/pacer-zstream from "
+                                       "the checkout")
+        return admission, None
 
     def find(self, name: str, decision: str) -> StrategyInfo:
         """The one strategy called ``name`` that provides ``decision``.

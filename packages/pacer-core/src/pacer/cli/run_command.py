@@ -189,7 +189,8 @@ def config_from_args(args: argparse.Namespace, *, duration_default: float = DEFA
 
     Strategies are checked by :func:`check_strategies`, workloads and traffic by the runtime. With ``pm``, a
     deadline stated with no ``--admission`` gets :data:`~pacer.runtime_api.DEADLINE_ADMISSION` only where it is
-    installed, else Spark's default trigger with a warning, as ``attach`` does (:func:`deadline_admission`).
+    installed, else Spark's default trigger with a warning, as ``attach`` does
+    (:meth:`~pacer.plugins.PluginManager.default_admission`).
 
     :raises UsageError: naming the flag and what to do.
     """
@@ -223,9 +224,14 @@ def config_from_args(args: argparse.Namespace, *, duration_default: float = DEFA
         params["admission"]["interval"] = str(interval)
     traffic_params = {key: traffic_value(value)
                       for key, value in parse_assignments(args.traffic_param, "--traffic-param").items()}
+    admission = args.admission or default_admission(deadline is not None)
+    if not args.admission and pm is not None:
+        admission, fallback = pm.default_admission(deadline is not None)
+        if fallback:
+            print(f"pacer: {fallback}, or name one with --admission", file=sys.stderr)
     queries = tuple(
         QueryRun(workload, traffic=args.traffic, rate=args.rate, traffic_params=traffic_params,
-                 admission=args.admission or deadline_admission(deadline is not None, pm),
+                 admission=admission,
                  admission_params=params["admission"], placement=args.placement,
                  placement_params=params["placement"], deadline=deadline, max_rows=args.max_rows,
                  max_bytes=args.max_bytes)
@@ -252,18 +258,6 @@ def config_from_args(args: argparse.Namespace, *, duration_default: float = DEFA
                      monitor_interval=args.monitor_interval,
                      scale=args.scale, scale_params=params["scale"], executors=executors,
                      cores_per_executor=args.cores_per_executor, initial_executors=args.initial_executors)
-
-
-def deadline_admission(deadline_stated: bool, pm: PluginManager | None) -> str:
-    """The admission of a query that names none (:func:`~pacer.runtime_api.default_admission`); where a deadline's
-    (zStream) is not installed in ``pm``, Spark's default trigger, saying so on stderr (``attach`` logs the same)."""
-    admission = default_admission(deadline_stated)
-    if admission == DEADLINE_ADMISSION and pm is not None and not pm.provides(admission, "admission"):
-        print(f"pacer: a deadline is stated and no --admission named; {admission!r} (pacer's default for a deadline) "
-              f"is not installed, so Spark's default trigger ({DEFAULT_ADMISSION}) runs: pip install "
-              "./strategies/pacer-zstream from the checkout, or name one with --admission", file=sys.stderr)
-        return DEFAULT_ADMISSION
-    return admission
 
 
 def check_strategies(config: RunConfig, pm: PluginManager) -> None:

@@ -152,3 +152,16 @@ def test_a_non_finite_parameter_is_refused_naming_it(value: object) -> None:
     assert Param("cap", float("inf"), "no cap by default").coerce("inf") == float("inf")
     with pytest.raises(ValueError, match="parameter 'n' expects int"):
         Param("n", 2, "count").coerce("inf")
+
+
+@pytest.mark.parametrize("value", ["flase", "yes", "1", "on", ""])
+def test_a_boolean_parameter_reads_as_spark_reads_a_boolean(value: str) -> None:
+    """``pacer.param.admission.partial=flase`` was read as false (every word but 1/true/yes/on was): a boolean
+    parameter takes ``true``/``false`` as Spark's confs do (:func:`pacer.durations.parse_boolean`, the one reader of
+    ``spark.pacer.fallback`` too), anything else refused naming the parameter."""
+    from pacer.strategy import Param
+
+    partial = Param("partial", True, "admit a prefix")
+    assert [partial.coerce(v) for v in ("false", " TRUE ", "False", False)] == [False, True, False, False]
+    with pytest.raises(ValueError, match=r"parameter 'partial' \(default True\) expects true or false, got"):
+        partial.coerce(value)

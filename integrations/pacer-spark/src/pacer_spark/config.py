@@ -20,6 +20,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from pacer.durations import EXAMPLES as DURATION_EXAMPLES
+from pacer.durations import parse_boolean
 from pacer.engine_profile import EngineProfile, EngineProfileError
 from pacer.engine_profile import load as load_engine_profile
 from pacer.plugins import PluginManager
@@ -72,16 +73,6 @@ def _object(value: Any, setting: str) -> Any:
 def _text(value: Any, setting: str) -> Any:
     """A strategy's name, as given (attach checks it against the installed strategies, naming the setting)."""
     return value if value is None else str(value)
-
-
-def _boolean(value: Any, setting: str) -> bool:
-    """``true``/``false`` (any case, as Spark reads a boolean conf) or a bool -> a bool."""
-    if isinstance(value, bool):
-        return value
-    word = str(value).strip().lower()
-    if word in ("true", "false"):
-        return word == "true"
-    raise ValueError(f"{setting} expects true or false, got {value!r}")
 
 
 def _whole(low: int) -> Reader:
@@ -274,7 +265,7 @@ class PacerConfig:
     scheduler: str = field(default="fifo", metadata=_conf("scheduler", given=_is_set))
     placement: str = field(default="cpu-only", metadata=_conf("placement", given=_is_set))
     deadline: float | None = field(default=None, metadata=_conf("deadline", _seconds))
-    fallback: bool = field(default=True, metadata=_conf("fallback", _boolean))
+    fallback: bool = field(default=True, metadata=_conf("fallback", parse_boolean))
     admission_params: Mapping[str, Any] = field(default_factory=_empty, metadata=_params("admission"))
     scheduler_params: Mapping[str, Any] = field(default_factory=_empty, metadata=_params("scheduler"))
     placement_params: Mapping[str, Any] = field(default_factory=_empty, metadata=_params("placement"))
@@ -283,18 +274,18 @@ class PacerConfig:
     concurrency: int = field(default=1, metadata=_conf("gate.concurrency", _whole(1), _is_set))
     gate_timeout: float = field(default=60.0, metadata=_conf("gate.timeout", _seconds))
     decide_timeout: float | None = field(default=None, metadata=_conf("decide.timeout", _seconds))
-    operator_metrics: bool = field(default=True, metadata=_conf("", _boolean))
+    operator_metrics: bool = field(default=True, metadata=_conf("", parse_boolean))
     plugin_manager: PluginManager | None = field(default=None, metadata=_conf("", _object))
     checkpoint_root: str | None = field(default=None, metadata=_conf("", _path))
     overload: str = field(default=DEFAULT_OVERLOAD, metadata=_conf("overload", _choice(*OVERLOAD_CHOICES), _is_set))
-    paced: bool = field(default=True, metadata=_conf("", _boolean))
+    paced: bool = field(default=True, metadata=_conf("", parse_boolean))
     progress_timeout: float = field(default=DEFAULT_PROGRESS_TIMEOUT_S, metadata=_conf("", _seconds))
     scale: str = field(default="fixed", metadata=_conf("scale", given=_is_set))
     scale_params: Mapping[str, Any] = field(default_factory=_empty, metadata=_params("scale"))
     executors: tuple[int, int] | None = field(default=None, metadata=_conf("scale.executors", _bounds))
     initial_executors: int | None = field(default=None, metadata=_conf("scale.initial", _whole(0)))
     scale_every: float = field(default=5.0, metadata=_conf("scale.every", _seconds))
-    scale_recommend_only: bool = field(default=False, metadata=_conf("scale.recommendOnly", _boolean))
+    scale_recommend_only: bool = field(default=False, metadata=_conf("scale.recommendOnly", parse_boolean))
     engine_profile: EngineProfile | None = field(default=None, metadata=_conf("engineProfile", _engine_profile))
 
     def __post_init__(self) -> None:

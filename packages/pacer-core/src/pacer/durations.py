@@ -1,5 +1,5 @@
 """The one duration parser of pacer: ``"10s"``, ``"500ms"``, ``"2min"``, ``"1.5h"``, ``"5 minutes"``, ``"10"`` or a
-number -> seconds.
+number -> seconds; and its one boolean reader, :func:`parse_boolean` (``true``/``false``, as Spark reads its own).
 
 Every command-line flag, run configuration, Spark conf and source option that takes a duration reads it here:
 :func:`parse_duration` for a value that must be one, :func:`parse_seconds` for an optional one (None stays None),
@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import re
 
-__all__ = ["flag_seconds", "parse_duration", "parse_seconds"]
+__all__ = ["flag_seconds", "parse_boolean", "parse_duration", "parse_seconds"]
 
 #: Units, as Spark writes them in its confs (``ms``, ``s``, ``min``, ``h``, ``d``) and in a trigger's interval
 #: (``"1 minute"``, ``"500 milliseconds"``), to seconds.
@@ -78,3 +78,14 @@ def flag_seconds(value: str) -> float:
         return parse_duration(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expects a duration such as {EXAMPLES}, got {value!r}") from None
+
+
+def parse_boolean(value: object, setting: str) -> bool:
+    """``true`` or ``false``, any case, spaces around (as Spark reads a boolean conf), or a bool -> a bool; anything
+    else is refused naming ``setting`` (``ValueError``), never read as false."""
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in ("true", "false"):
+        return word == "true"
+    raise ValueError(f"{setting} expects true or false, got {value!r}")

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pacer.durations import parse_boolean
 from pacer.model import DECISION_KINDS, QueryHistory, QuerySpec
 from pacer.service_time import ServiceTimeModel
 
@@ -29,8 +30,8 @@ class Param:
         kind = type(self.default)
         if self.default is None or (isinstance(value, kind) and not isinstance(value, float)):
             return value
-        if kind is bool and isinstance(value, str):
-            return value.strip().lower() in ("1", "true", "yes", "on")
+        if kind is bool:
+            return parse_boolean(value, f"parameter {self.name!r} (default {self.default!r})")
         try:
             coerced = kind(value)
         except (TypeError, ValueError, OverflowError) as exc:

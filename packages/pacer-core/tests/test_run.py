@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -99,6 +100,33 @@ def test_durations_and_parameters_parse_once_for_every_command() -> None:
         "admission": {"rho": "0.5"}, "placement": {}, "scheduler": {"spread": "2"}, "scale": {"headroom": "0.2"}}
     with pytest.raises(UsageError, match="--param expects KEY=VALUE"):
         split_strategy_params(["rho"])
+
+
+def test_every_flag_of_every_installed_command_that_takes_seconds_reads_spark_s_wording() -> None:
+    """Each ``pacer`` subcommand's flag that takes a time (``--duration``, ``--timeout``, ``--period``, ...) reads
+    :func:`pacer.durations.flag_seconds`: ``pacer produce --duration 1m`` and ``pacer kafka up --timeout "2
+    minutes"`` as ``pacer run --duration`` does (they took plain seconds only)."""
+    from pacer.cli.program import build_parser
+    from pacer.plugins import get_plugin_manager
+
+    parser, _ = build_parser(get_plugin_manager())
+    timed = re.compile(r"duration|timeout|interval|period|every|drain|startup|hold|wait$")
+    seen, wrong = [], []
+
+    def walk(p: argparse.ArgumentParser, where: str) -> None:
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, f"{where} {name}")
+            elif action.option_strings and timed.search(action.dest) and action.type not in (None, int):
+                seen.append(f"{where} {action.option_strings[0]}")
+                if action.type is not durations.flag_seconds:
+                    wrong.append(f"{where} {action.option_strings[0]}")
+
+    walk(parser, "pacer")
+    assert not wrong, wrong
+    assert {"pacer produce --duration", "pacer kafka up --timeout", "pacer cluster down --timeout",
+            "pacer calibrate --duration", "pacer run --duration"} <= set(seen), seen
 
 
 def test_one_duration_parser_for_flags_confs_and_options() -> None:

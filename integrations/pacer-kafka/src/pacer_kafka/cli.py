@@ -7,6 +7,7 @@ import logging
 import sys
 
 from pacer.cli import Command, UsageError
+from pacer.durations import flag_seconds
 from pacer.plugins import PluginManager
 from pacer_kafka.broker import (
     DEFAULT_HEAP,
@@ -28,12 +29,12 @@ def _configure_kafka(parser: argparse.ArgumentParser) -> None:
     up.add_argument("--port", type=int, help="client port on 127.0.0.1 (default: a free one)")
     up.add_argument("--kafka-version", help="Apache Kafka release (default: $PACER_KAFKA_VERSION or the built-in one)")
     up.add_argument("--heap", default=DEFAULT_HEAP, help=f"the broker JVM's -Xmx (default {DEFAULT_HEAP})")
-    up.add_argument("--timeout", type=float, default=DEFAULT_START_TIMEOUT_S,
-                    help=f"seconds to wait for the broker to answer (default {DEFAULT_START_TIMEOUT_S:g})")
+    up.add_argument("--timeout", type=flag_seconds, default=DEFAULT_START_TIMEOUT_S,
+                    help=f"how long to wait for the broker to answer, e.g. 2m (default {DEFAULT_START_TIMEOUT_S:g} s)")
     down = actions.add_parser("down", help="stop the broker started in --dir (SIGTERM, then SIGKILL)")
     down.add_argument("--dir", required=True)
-    down.add_argument("--timeout", type=float, default=DEFAULT_STOP_TIMEOUT_S,
-                      help=f"seconds between SIGTERM and SIGKILL (default {DEFAULT_STOP_TIMEOUT_S:g})")
+    down.add_argument("--timeout", type=flag_seconds, default=DEFAULT_STOP_TIMEOUT_S,
+                      help=f"time between SIGTERM and SIGKILL, e.g. 30s (default {DEFAULT_STOP_TIMEOUT_S:g} s)")
     status = actions.add_parser("status", help="print bootstrap.servers of the broker running in --dir")
     status.add_argument("--dir", required=True)
     create = actions.add_parser("create-topic", help="create a topic without writing records (kept as it is when it "
@@ -117,16 +118,19 @@ def _traffic_param(text: str) -> tuple[str, float]:
 def _configure_produce(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-servers", required=True, help="host:port[,host:port...] of the Kafka cluster")
     parser.add_argument("--topic", required=True)
-    parser.add_argument("--workload", required=True, help="a pacer workload (lr1, lr1t, lr2, lr3, cm1, cm2): its stream "
+    parser.add_argument("--workload", required=True,
+                        help="a pacer workload (lr1, lr1t, lr2, lr3, cm1, cm2): its stream "
                         "is written")
     parser.add_argument("--traffic", default="constant", help="traffic pattern (constant, random, sinusoidal, wave, "
                         "binary, spike, increasing, decreasing)")
     parser.add_argument("--traffic-param", action="append", type=_traffic_param, default=[], metavar="KEY=VALUE",
                         help="a traffic pattern parameter (e.g. period=30); repeatable")
     parser.add_argument("--rate", type=float, required=True, help="mean rows per second")
-    parser.add_argument("--duration", type=float, required=True, help="seconds of traffic to write")
+    parser.add_argument("--duration", type=flag_seconds, required=True,
+                        help="how long to write traffic, e.g. 60, 60s or '1 minute'")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--period", type=float, default=1.0, help="seconds per dataset of the schedule (default 1)")
+    parser.add_argument("--period", type=flag_seconds, default=1.0,
+                        help="time per dataset of the schedule, e.g. 1 or 500ms (default 1 s)")
     parser.add_argument("--partitions", type=int, help="partitions when the topic is created (default 1)")
     parser.add_argument("--format", dest="value_format", default="json", choices=("json", "csv"),
                         help="record value encoding (default json)")

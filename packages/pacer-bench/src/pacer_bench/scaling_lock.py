@@ -35,6 +35,7 @@ from pacer import (
     StrategyInfo,
     hookimpl,
 )
+from pacer.durations import flag_seconds
 from pacer.plugins import get_plugin_manager
 from pacer.scaler import Scaler
 from pacer_spark.driver.books import Books
@@ -210,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--delay", type=float, default=10.0, help="seconds every cluster-manager call takes")
     parser.add_argument("--seconds", type=float, default=30.0, help="seconds each run lasts")
     parser.add_argument("--repeat", type=int, default=3, help="rounds, each a run with and one without the delay")
-    parser.add_argument("--ask-every", type=float, default=0.01, help="seconds between a source's asks")
+    parser.add_argument("--ask-every", type=flag_seconds, default=0.01, help="seconds between a source's asks")
     args = parser.parse_args(argv)
     result = measure(args.delay, args.seconds, args.repeat, args.ask_every)
     args.out.mkdir(parents=True, exist_ok=True)

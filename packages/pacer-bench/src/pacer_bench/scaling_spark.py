@@ -55,6 +55,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pacer.durations import flag_seconds
+
 NAME = "scaling-spark"
 QUERY = "scaling_spark"
 #: Partitions of each configuration's topic: its batches' tasks (6: one, two or three executors run them in 6, 3 or
@@ -721,7 +723,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--high", type=int, default=450, help="rows/s at the peak")
     parser.add_argument("--wait-ms", type=float, default=4.0, help="milliseconds each row waits")
     parser.add_argument("--initial", type=int, default=1, help="the deadline configuration's initial executors")
-    parser.add_argument("--drain", type=float, default=90.0, help="seconds after the traffic to wait for every row")
+    parser.add_argument("--drain", type=flag_seconds, default=90.0,
+                        help="seconds after the traffic to wait for every row")
     parser.add_argument("--shuffle-partitions", type=int, default=PARTITIONS,
                         help="spark.sql.shuffle.partitions: pacer takes a format('pacer') query's tasks to be these "
                              "(session_builder's default is 2; the topic's partitions are what its batches run)")

@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from pacer.cli.run_command import parse_assignments
+from pacer.durations import flag_seconds
 from pacer.plugins import PluginManager, get_plugin_manager
 from pacer.run import RunConfig, RunResult
 from pacer.scaler import Scaler
@@ -196,14 +197,14 @@ class SimRuntime:
                                 "--gpus > 0)")
         group.add_argument("--cost-profile", metavar="FILE",
                            help="measured kernel curves (pacer.cost-profile/1 from python -m pacer_sim.kernels)")
-        group.add_argument("--executor-startup", type=float, metavar="SECONDS",
+        group.add_argument("--executor-startup", type=flag_seconds, metavar="SECONDS",
                            help=f"with --executors: seconds from asking for an executor to its running "
                                 f"(default {EXECUTOR_STARTUP_S:g}, a container starting)")
         group.add_argument("--watermark", metavar="SECONDS|none",
                            help=f"the queries' watermark delay: an aggregation then runs Spark's no-data batch after "
                                 f"each batch that moved it (default {WATERMARK_S:g}, as pacer-spark's workloads; "
                                 "'none': no watermark, no no-data batches)")
-        group.add_argument("--arrival-period", type=float, metavar="SECONDS",
+        group.add_argument("--arrival-period", type=flag_seconds, metavar="SECONDS",
                            help=f"seconds between a query's datasets (default 1, as pacer-gen writes; down to "
                                 f"{MIN_ARRIVAL_PERIOD_S:g}): finer for records that arrive continuously, as on a "
                                 "Kafka topic")

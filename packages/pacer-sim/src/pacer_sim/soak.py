@@ -28,6 +28,7 @@ from typing import Any
 
 from pacer import Controller, Dataset, MicroBatch, Operator, OperatorDAG, QuerySpec
 from pacer.clock import ManualClock
+from pacer.durations import flag_seconds
 from pacer.metrics import percentile
 
 
@@ -197,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--rate", type=float, default=200.0, help="datasets per simulated second (controller; default 200)")
     p.add_argument("--hours", type=float, default=4.0, help="hours of simulated traffic (sim driver; default 4)")
     p.add_argument("--admission", default="static", help="a paced admission strategy (default static)")
-    p.add_argument("--interval", type=float, default=1.0, help="its batch interval, seconds (default 1)")
+    p.add_argument("--interval", type=flag_seconds, default=1.0, help="its batch interval, seconds (default 1)")
     p.add_argument("--checkpoints", type=int, default=10, help="checkpoints over the run (default 10)")
     p.add_argument("--memory", choices=("heap", "rss"), default="rss",
                    help="rss (default: cheap) or heap (tracemalloc: exact Python allocations, about 2x slower)")

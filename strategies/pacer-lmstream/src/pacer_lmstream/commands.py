@@ -21,6 +21,7 @@ from typing import Any
 
 from pacer import UnknownRuntimeError, UnknownStrategyError, hookimpl
 from pacer.cli.commands import Command, UsageError
+from pacer.durations import flag_seconds
 from pacer.plugins import PluginManager
 
 #: ``--runtime spark``: the large batches' rate (rows/s), triggers (seconds) and batches per trigger by default:
@@ -46,7 +47,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--admission", default="lmstream", help="admission during the sweep (default lmstream)")
     p.add_argument("--param", action="append", default=[], metavar="DECISION.KEY=VALUE",
                    help="strategy parameter, e.g. admission.max_datasets=1 or placement.initial_inflection_bytes=2e5")
-    p.add_argument("--duration", type=float, default=60.0, help="seconds of traffic per point (default 60)")
+    p.add_argument("--duration", type=flag_seconds, default=60.0,
+                   help="traffic per point, e.g. 60, 60s or 1m (default 60 s)")
     p.add_argument("--warm-up", type=int, default=10, help="batches dropped at the start of each point (default 10)")
     p.add_argument("--seed", type=int, default=3, help="seed of traffic and noise (default 3)")
     p.add_argument("--cores", type=int, default=2, help="task slots (default 2)")
@@ -64,7 +66,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="implementations --kernels times: numpy numba pandas cupy numba-cuda cudf (default: all; "
                    "each one whose library or GPU is missing is skipped, saying why)")
     engine = p.add_argument_group("measuring an engine (--runtime spark)")
-    engine.add_argument("--intervals", type=float, nargs="+", default=list(ENGINE_INTERVALS), metavar="SECONDS",
+    engine.add_argument("--intervals", type=flag_seconds, nargs="+", default=list(ENGINE_INTERVALS), metavar="SECONDS",
                         help="fixed triggers whose batches are measured: rate x interval rows each (default "
                         f"{' '.join(f'{t:g}' for t in ENGINE_INTERVALS)})")
     engine.add_argument("--batches", type=int, default=ENGINE_BATCHES,

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from pacer.cli import Command
+from pacer.durations import flag_seconds
 from pacer_spark.run.cluster import (
     DEFAULT_DAEMON_HEAP,
     DEFAULT_START_TIMEOUT_S,
@@ -31,12 +32,13 @@ def _configure(parser: argparse.ArgumentParser) -> None:
                     help=f"memory each worker offers to executors (default {DEFAULT_WORKER_MEMORY})")
     up.add_argument("--heap", default=DEFAULT_DAEMON_HEAP,
                     help=f"each daemon's own -Xmx (default {DEFAULT_DAEMON_HEAP})")
-    up.add_argument("--timeout", type=float, default=DEFAULT_START_TIMEOUT_S,
-                    help=f"seconds to wait for every worker to register (default {DEFAULT_START_TIMEOUT_S:g})")
+    up.add_argument("--timeout", type=flag_seconds, default=DEFAULT_START_TIMEOUT_S,
+                    help=f"how long to wait for every worker to register, e.g. 2m "
+                         f"(default {DEFAULT_START_TIMEOUT_S:g} s)")
     down = actions.add_parser("down", help="stop everything started in --dir (workers, their executors, the master)")
     down.add_argument("--dir", required=True)
-    down.add_argument("--timeout", type=float, default=DEFAULT_STOP_TIMEOUT_S,
-                      help=f"seconds between SIGTERM and SIGKILL (default {DEFAULT_STOP_TIMEOUT_S:g})")
+    down.add_argument("--timeout", type=flag_seconds, default=DEFAULT_STOP_TIMEOUT_S,
+                      help=f"time between SIGTERM and SIGKILL, e.g. 30s (default {DEFAULT_STOP_TIMEOUT_S:g} s)")
     status = actions.add_parser("status", help="print the master URL and the workers of the cluster in --dir")
     status.add_argument("--dir", required=True)
 

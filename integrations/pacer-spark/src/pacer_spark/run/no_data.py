@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pacer.durations import flag_seconds
 from pacer_spark.config import NO_DATA_BATCHES_CONF
 from pacer_spark.jvm.progress import TriggerProgress
 
@@ -215,7 +216,7 @@ def run(spark: Any, args: argparse.Namespace, *, mode: str, settings: Sequence[b
 def main(argv: Sequence[str] | None = None, *, out: Callable[[str], None] = print) -> int:
     """Run every mode with no-data batches on, then off, and print and (``--json``) write the comparison."""
     parser = argparse.ArgumentParser(prog="python -m pacer_spark.run.no_data", description=__doc__.split("\n")[0])
-    parser.add_argument("--duration", type=float, default=120.0, help="seconds of traffic per run (default 120)")
+    parser.add_argument("--duration", type=flag_seconds, default=120.0, help="seconds of traffic per run (default 120)")
     parser.add_argument("--deadline", type=float, default=10.0, help="zStream's deadline, seconds (default 10)")
     parser.add_argument("--watermark", type=float, default=10.0, help="watermark delay, seconds (default 10)")
     parser.add_argument("--rate", type=float, default=1000.0, help="rows/s (default 1000)")

@@ -33,6 +33,10 @@ def _configure(parser: argparse.ArgumentParser) -> None:
                         help="run every configuration N times, interleaved; tables show median [min-max] (default 1)")
     parser.add_argument("--vary-seed", action="store_true",
                         help="give repetition i the seed SEED+i-1 (default: every repetition gets the same traffic)")
+    parser.add_argument("--no-warm-up-stream", dest="warm_up_stream", action="store_false",
+                        help="--runtime spark: skip the throwaway stream a fresh session runs before its measured one "
+                             "(the small JIT job still runs; the first stateful batch's start-up then counts in the "
+                             "figures)")
     parser.add_argument("--overload", choices=OVERLOAD_CHOICES, default=DEFAULT_OVERLOAD,
                         help="the Controller's overload policy: keep (default, as everywhere in pacer: every dataset "
                              "processed and counted, so runs compare) or shed (drop the datasets that can no longer "
@@ -201,7 +205,7 @@ def _run_scenario(args: argparse.Namespace, out: Path, pm: PluginManager, target
         seed=args.seed, master=args.master, rapids_jars=args.rapids_jar, plugin_manager=pm,
         repeat=args.repeat, vary_seed=args.vary_seed, gpus=args.gpus, overload=args.overload, target=target,
         source_options=source_options, rate_scale=args.rate_scale, executors=args.executors,
-        engine_profile=args.engine_profile, calibrated=args.calibrated,
+        engine_profile=args.engine_profile, calibrated=args.calibrated, warm_up_stream=args.warm_up_stream,
     )
 
 

@@ -194,6 +194,7 @@ def run_scenario(
     executors: str | None = None,
     engine_profile: str | None = None,
     calibrated: Sequence[str] = (),
+    warm_up_stream: bool = True,
 ) -> dict[str, Path]:
     """Run every configuration of ``scenario`` ``repeat`` times and write its outputs under ``out``.
 
@@ -210,7 +211,8 @@ def run_scenario(
     configuration on ``source_options["bootstrap_servers"]``, or on a scratch broker when None. ``engine_profile``
     (a file ``pacer calibrate`` wrote, on the runtime's options): the runs' queries start from it and the bounds
     use it (:func:`pacer_bench.bound.calibrated_fit`). ``calibrated`` (fidelity): the engine profiles the simulator
-    predicts the Spark runs from.
+    predicts the Spark runs from. ``warm_up_stream=False`` (``--no-warm-up-stream``): a fresh Spark session runs no
+    throwaway stream before its measured one (its JIT job still runs).
 
     The scenario is looked up in the registry (:func:`pacer_bench.scenarios.find_scenario`), which builds its
     configurations and writes its outputs (:attr:`pacer_bench.scenarios.Scenario.write`).
@@ -236,6 +238,8 @@ def run_scenario(
     options = traits.run_options(master, rapids_jars)
     if engine_profile is not None:  # every run's queries start from it; its reports name it (the bounds read it)
         options = {**options, "engine_profile": str(engine_profile)}
+    if not warm_up_stream:
+        options = {**options, "warm_up_stream": False}
     source = _source(target)
     with ExitStack() as stack:
         handle = stack.enter_context(source.open(source_options or {})) if source is not None else None

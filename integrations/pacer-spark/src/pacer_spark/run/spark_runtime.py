@@ -108,7 +108,9 @@ class SparkRuntime:
         spark, owned, fresh = self._session(options, config)
         pm = plugin_manager or get_plugin_manager()
         try:
-            if fresh and not options.get("input") and options.get("source") != "kafka":  # never read a user's data
+            # never read a user's data; warm_up_stream=False (pacer bench --no-warm-up-stream): the JIT job only
+            if fresh and options.get("warm_up_stream", True) and not options.get("input") \
+                    and options.get("source") != "kafka":
                 warm_scratch = tempfile.mkdtemp(prefix="pacer-spark-warm-up-")
                 try:
                     run_configuration(spark, stream_warm_up(config, warm_scratch), pm, label="warm-up")

@@ -165,3 +165,16 @@ def test_a_boolean_parameter_reads_as_spark_reads_a_boolean(value: str) -> None:
     assert [partial.coerce(v) for v in ("false", " TRUE ", "False", False)] == [False, True, False, False]
     with pytest.raises(ValueError, match=r"parameter 'partial' \(default True\) expects true or false, got"):
         partial.coerce(value)
+
+
+def test_a_parameter_is_found_whatever_the_case_of_its_name_as_spark_hands_options_over() -> None:
+    """The JVM lowercases a source's options (``pacer.param.admission.maxRows`` reaches the driver as ``maxrows``):
+    a parameter is found whatever the case of the name given, and two that differ only in case are refused."""
+    from pacer.strategy import Param, StrategyInfo
+
+    info = StrategyInfo("budget", frozenset({"admission"}), params=(Param("maxRows", 10, "rows"),))
+    assert info.resolve_params({"maxrows": "7"}) == {"maxRows": 7} == info.resolve_params({"MAXROWS": 7})
+    with pytest.raises(ValueError, match=r"strategy 'budget' has no parameter 'rows'; its parameters are \['maxRows'\]"):
+        info.resolve_params({"rows": 1})
+    with pytest.raises(ValueError, match="parameter names must differ in more than case"):
+        StrategyInfo("twins", frozenset({"admission"}), params=(Param("maxRows", 1, "a"), Param("maxrows", 1, "b")))

@@ -80,17 +80,22 @@ class StrategyInfo:
             raise ValueError(
                 f"strategy {self.name!r}: provides must be a non-empty subset of {DECISION_KINDS}, got {sorted(self.provides)}"
             )
+        names = [p.name.lower() for p in self.params]
+        if len(set(names)) != len(names):
+            raise ValueError(f"strategy {self.name!r}: parameter names must differ in more than case (Spark hands a "
+                             f"source's options lowercased), got {sorted(p.name for p in self.params)}")
 
     def resolve_params(self, given: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Defaults overlaid with ``given``; an unknown key raises with the list of known ones."""
-        known = {p.name: p for p in self.params}
+        """Defaults overlaid with ``given``, its names read whatever their case (as Spark reads an option's: the JVM
+        hands ``pacer.param.admission.maxRows`` over as ``maxrows``); an unknown name raises with the known ones."""
+        known = {p.name.lower(): p for p in self.params}
         out = {p.name: p.default for p in self.params}
         for key, value in (given or {}).items():
-            if key not in known:
-                raise ValueError(
-                    f"strategy {self.name!r} has no parameter {key!r}; its parameters are {sorted(known) or 'none'}"
-                )
-            out[key] = known[key].coerce(value)
+            param = known.get(str(key).lower())
+            if param is None:
+                raise ValueError(f"strategy {self.name!r} has no parameter {key!r}; its parameters are "
+                                 f"{sorted(p.name for p in self.params) or 'none'}")
+            out[param.name] = param.coerce(value)
         return out
 
     def as_json(self) -> dict[str, Any]:

@@ -134,8 +134,8 @@ def test_every_python_block_compiles_and_calls_pacer_spark_as_it_takes() -> None
 #: What runs each command the pages show (README and docs/), where no test runs it as shown at the size shown: its
 #: first words -> the file that runs it and the test there (None: a script). ``pacer demo``, ``pacer produce``,
 #: ``pacer calibrate`` and ``pacer bench fidelity`` take minutes as shown; their tests run them shorter. The
-#: install lines are CI's own first steps (``.ci/run`` installs the same folders, editable) and a new user's
-#: (``scripts/new_user_check.sh``: clone, venv, the README's install line, the quick start; 143 s here).
+#: install lines are a new user's first steps, ``scripts/new_user_check.sh`` (clone, venv, the README's install
+#: line, the quick start), which tests/test_new_user.py runs; ``.ci/run`` runs the README's test command.
 RUN_BY = {
     "git clone": ("scripts/new_user_check.sh", None),
     "cd": ("scripts/new_user_check.sh", None),
@@ -199,6 +199,7 @@ def test_every_command_and_python_block_shown_is_run_by_a_test() -> None:
         assert all(re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", source) for w in words), (where, path, words)
         seen.add(max(runners, key=len))
     assert seen == set(RUN_BY), set(RUN_BY) - seen  # a runner named for a command no page shows any more
+    assert "scripts/new_user_check.sh" in (ROOT / "tests" / "test_new_user.py").read_text()
     shown = {str(p.relative_to(ROOT)) for p in READ_AND_RUN if blocks(p, "python")}
     assert shown == set(PYTHON_RUN_BY), shown ^ set(PYTHON_RUN_BY)
     for page, runners in PYTHON_RUN_BY.items():

@@ -9,7 +9,7 @@ import pytest
 
 from pacer.plugins import get_plugin_manager
 
-pytest.importorskip("pacer_kafka", reason="the kafka bench source needs pacer-kafka (pip install 'pacer-bench[kafka]')")
+pytest.importorskip("pacer_kafka", reason="the kafka bench source needs pacer-kafka (pip install './packages/pacer-bench[kafka]')")
 
 from pacer_bench.kafka_source import SOURCE, kafka_figures, topic_name
 from pacer_bench.latency_target import analyse

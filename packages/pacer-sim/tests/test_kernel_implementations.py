@@ -48,7 +48,7 @@ def test_numba_cuda_kernels_compute_numpys_result_on_the_cuda_simulator() -> Non
     """The @cuda.jit kernels run, thread by thread, on numba's CUDA simulator (no GPU); never timed there.
     Filter and join on 130 rows: two blocks of 128 threads, so the compactions' cross-block scan runs; the rest on
     100 rows (the shuffle's two chunks of 64; a bitonic sort over 128): ~3 s of CPU."""
-    pytest.importorskip("numba", reason="numba is not installed: pip install 'pacer-sim[numba]'")
+    pytest.importorskip("numba", reason="numba is not installed: pip install './packages/pacer-sim[numba]'")
     code = ("from pacer_sim import kernels_cuda_host as k; from pacer_sim.kernels import check_implementation;"
             "from pacer_sim.kernels_array import load_numpy; from pacer_sim.kernel_base import make_host_batch;"
             "assert isinstance(k.load(), str) and 'simulator' in k.load();"
@@ -133,9 +133,9 @@ def test_every_kind_has_an_implementation_in_every_module() -> None:
 
 def test_numba_cuda_kernels_compile_to_ptx_without_a_gpu() -> None:
     """Every (22) @cuda.jit kernel type-checks and compiles for an H100 (sm_90) with the types it is launched with.
-    Needs only NVVM (the CUDA toolkit, or pip install 'pacer-sim[cuda]'), no GPU. Checked so with numba-cuda
+    Needs only NVVM (the CUDA toolkit, or pip install './packages/pacer-sim[cuda]'), no GPU. Checked so with numba-cuda
     0.30.4 and the pip CUDA 12.9 toolkit."""
-    pytest.importorskip("numba", reason="numba is not installed: pip install 'pacer-sim[numba]'")
+    pytest.importorskip("numba", reason="numba is not installed: pip install './packages/pacer-sim[numba]'")
     from pacer_sim import kernels_cuda
 
     try:
@@ -144,7 +144,7 @@ def test_numba_cuda_kernels_compile_to_ptx_without_a_gpu() -> None:
         if "NVVM" not in str(exc) and "Nvvm" not in type(exc).__name__:
             raise
         pytest.skip(f"no NVVM to compile PTX with ({type(exc).__name__}: {' '.join(str(exc).split())[:120]}); "
-                    "pip install 'pacer-sim[cuda]'")
+                    "pip install './packages/pacer-sim[cuda]'")
     assert len(compiled) == 22 and all(n > 1000 for n in compiled.values())
 
 

@@ -258,7 +258,7 @@ def _expand(t: Any, v: Any, s: Any, h: Any, d: Any, g: Any,
 
 def compile_ptx(cc: tuple[int, int] = (9, 0)) -> dict[str, int]:
     """Compile every kernel to PTX for compute capability ``cc`` with the argument types the host code launches it
-    with; no GPU or driver is needed (NVVM only, from the CUDA toolkit or ``pip install 'pacer-sim[cuda]'``).
+    with; no GPU or driver is needed (NVVM only, from the CUDA toolkit or ``pip install './packages/pacer-sim[cuda]'``).
 
     :return: kernel name -> characters of PTX.
     :raises Exception: numba's own error for a kernel that does not compile, or for a missing NVVM.

@@ -5,7 +5,7 @@ cudf is the library the RAPIDS Accelerator runs Spark's operators on; pandas is 
 group, ``join`` an inner merge with a build side of each vehicle's first row (``drop_duplicates``), ``sort``
 ``sort_values``, ``shuffle`` a partition column, a sort on it and ``value_counts``, ``expand`` ``take`` of every
 row three times and a window column. The same code runs on both libraries, so their ratio is the device's.
-cudf is a large wheel for CUDA 12 (``pip install 'pacer-sim[cudf]'``), absent from the lent GPU machines; where
+cudf is a large wheel for CUDA 12 (``pip install './packages/pacer-sim[cudf]'``), absent from the lent GPU machines; where
 it (or a GPU) is missing, :func:`load` says why.
 """
 

@@ -5,7 +5,7 @@ Each kind computes what :mod:`pacer_sim.kernels_array` computes, by the algorith
 per group; ``join`` builds an open-addressing hash table of each vehicle's first row and probes it with every
 row; ``sort`` is numba's quicksort of the speed column and a gather; ``shuffle`` is a stable counting sort into
 200 partitions; ``expand`` writes three rows per row. The functions are plain Python until :func:`load` compiles
-them, so this module imports without numba (``pip install 'pacer-sim[numba]'``).
+them, so this module imports without numba (``pip install './packages/pacer-sim[numba]'``).
 """
 
 from __future__ import annotations

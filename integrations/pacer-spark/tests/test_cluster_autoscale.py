@@ -62,16 +62,16 @@ def test_bench_autoscale_runs_fixed_at_peak_and_the_deadline_scaler_on_the_clust
     assert runs["fixed at peak"]["scaling"]["changes"] == []
     peak = runs["fixed at peak"]
     assert peak["cost"]["allocated_core_s"] >= 2 * 0.9 * DURATION_S, peak["cost"]
-    # spark-dynamic: Spark's allocation decided, pacer only watched (asked for and removed nothing)
+    # spark-dynamic: Spark's allocation decided, pacer only watched (asked for and removed nothing; a change Spark
+    # made is reported as Spark's: in 15 s it makes none, its idle timeout being longer than the run)
     dynamic = runs["spark-dynamic"]["scaling"]
     assert dynamic["enacted_by"] == "Spark's dynamic allocation" and dynamic["removals"] == [], dynamic
-    assert all(c["reason"] == "Spark's dynamic allocation" for c in dynamic["changes"]), dynamic["changes"]
+    assert {c["reason"] for c in dynamic["changes"]} <= {"Spark's dynamic allocation"}, dynamic["changes"]
     deadline = runs["deadline"]["scaling"]
     assert deadline["enacted_by"] == "pacer" and deadline["refused"] == [] and deadline["ungranted"] == []
-    # the deadline scaler was asked on its own clock and answered (a decision is kept even where nothing changed);
-    # each change it made says why, from batches it measured
+    # the deadline scaler was asked on its own clock and answered (a decision is kept even where nothing changed;
+    # the change it makes, and why, is the decommission test's below, whose run is long enough to scale down)
     assert deadline["recommended"] is not None and 1 <= deadline["wanted"] <= 2, deadline
-    assert all(c["reason"].startswith("deadlines need") for c in deadline["changes"]), deadline["changes"]
     # docs/deploying.md's reading of the report, each line as shown, on the deadline scaler's run
     (shown,) = re.findall(r"^```python\n(.*?)^```", DEPLOYING.read_text(), re.S | re.M)
     reads = [line.split("#")[0].strip() for line in shown.splitlines() if line.startswith("report[")]
@@ -104,6 +104,7 @@ def test_the_deadline_scaler_decommissions_where_the_session_decommissions(spark
     scaling = report["scaling"]
     # 2000 rows/s of LR2 need well under one executor: it scaled down once, by decommissioning, between batches
     assert [(c["from"], c["to"]) for c in scaling["changes"]] == [(2, 1)], scaling["changes"]
+    assert scaling["changes"][0]["reason"].startswith("deadlines need"), scaling["changes"]  # why, from its batches
     assert [(len(r["executors"]), r["how"], r["between_batches"]) for r in scaling["removals"]] == \
         [(1, "decommissioned", True)], scaling["removals"]
     assert scaling["executors"][-1][1] == 1 and scaling["refused"] == [], scaling

@@ -19,6 +19,7 @@ from pacer_spark import runtime
 from pacer_spark.config import CONF_PREFIX, KEYWORDS, PacerConfig
 from pacer_spark.driver.protocol.state import check_options
 from pacer_spark.gen_plan import GenPlan
+from pacer_spark.jvm import executor_requests
 
 #: Spark's own wording of durations (its confs and a trigger's interval) and pacer's short forms, in seconds.
 SPARK_WORDING = {"10s": 10.0, "10 seconds": 10.0, "500 milliseconds": 0.5, "500ms": 0.5, "1 minute": 60.0,
@@ -177,3 +178,15 @@ def test_the_readme_lists_attachs_keywords_and_quotes_its_error() -> None:
     with pytest.raises(ValueError) as refused:
         from_conf("fallback", "yes")
     assert str(refused.value) == quoted.group(1)
+
+
+def test_spark_dynamic_takes_its_bounds_from_spark_s_dynamic_allocation() -> None:
+    """``scale="spark-dynamic"`` hands the executors to Spark: with no ``executors`` its bounds are
+    ``spark.dynamicAllocation.min/maxExecutors`` (the Deploying page's example; it was refused, asking for bounds);
+    a pacer scaler still needs its own."""
+    assert PacerConfig(scale="spark-dynamic").executors is None
+    with pytest.raises(ValueError, match="scale='deadline' changes the executors: give their bounds"):
+        PacerConfig(scale="deadline")
+    confs = {"spark.dynamicAllocation.minExecutors": "2", "spark.dynamicAllocation.maxExecutors": "6"}
+    assert runtime._allocation_bounds(session(**confs)) == (2, 6)
+    assert runtime._allocation_bounds(session()) == (1, executor_requests.NO_MAX_EXECUTORS)

@@ -296,7 +296,7 @@ class PacerConfig:
                 object.__setattr__(self, f.name, source.reader(value, f.name))
         for name in ("admission_params", "scheduler_params", "placement_params", "scale_params"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
-        if self.scale != "fixed" and self.executors is None:
+        if self.scale not in ("fixed", "spark-dynamic") and self.executors is None:  # spark-dynamic: Spark's bounds
             raise ValueError(f"scale={self.scale!r} changes the executors: give their bounds, executors=(min, max) "
                              "(conf spark.pacer.scale.executors=MIN:MAX)")
         if self.executors is not None:

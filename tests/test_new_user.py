@@ -1,7 +1,7 @@
-"""A new user's first steps, run as the README and docs/quickstart.md write them (``scripts/new_user_check.sh``):
-clone this repository, a virtual environment, the README's install line, the quick start's Python block saved and
-run. Its last line is pacer's report of the paced query. It needs what a new user's machine needs: Python, a JDK
-and PyPI (pip's cache serves what CI's own install fetched)."""
+"""A new user's first steps, run as the README and docs/quickstart.md write them (``scripts/new_user_check.sh``): clone
+this repository, a virtual environment, the README's install line, the quick start's Python block saved and run
+exactly as shown (the quick start's only test). Its last line is pacer's report of the paced query. It needs what a
+new user's machine needs: Python, a JDK and PyPI (pip's cache serves what CI's own install fetched)."""
 
 from __future__ import annotations
 
@@ -33,5 +33,6 @@ def test_a_new_user_clones_installs_and_runs_the_quick_start_as_written(tmp_path
     report, timing = done.stdout.strip().splitlines()[-2:]
     assert re.fullmatch(r"\d+ batches, [\d.]+% of rows later than 5 s, p99 latency [\d.]+ s, [\d.]+ busy core-s",
                         report), done.stdout[-2000:]
+    assert int(report.split()[0]) >= 2, report  # paced: batches formed, not one
     assert re.match(r"install: \d+ s; quick start: \d+ s; in all: \d+ s", timing), timing
     print(timing)  # what the closing notes quote

@@ -367,9 +367,11 @@ class Simulation:
         return self._over(t)
 
     def _over(self, t: float) -> bool:
-        """True once the traffic is over and everything drained (the last no-data batch included)."""
-        return (t >= self._duration and not self._running and not self._arrivals_left and not self._triggers
-                and not self._buffered())
+        """True once the traffic is over and every dataset processed: a run ends where a Spark run does (pacer-spark
+        stops its queries once drained), so a no-data batch due or running after the last data batch is not the
+        run's (on Spark it is stopped before it reports: the fidelity run's 0 no-data batches where the model ran 1)."""
+        return (t >= self._duration and not self._arrivals_left and not self._buffered()
+                and all(run.no_data for run in self._running.values()))
 
     def _buffered(self) -> bool:
         return any(self.controller.has_buffered(q) for q in self._queries)

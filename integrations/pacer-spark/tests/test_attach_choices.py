@@ -67,7 +67,8 @@ def test_a_stated_deadline_with_no_admission_named_is_paced_by_zstream(spark: An
     with caplog.at_level(logging.WARNING, logger="pacer_spark"):
         session = pacer_spark.attach(spark, deadline="5s", paced=False)
     try:
-        assert (session.config.admission, session.config.admission_source) == ("asap", "default (zstream not installed)")
+        assert (session.config.admission, session.config.admission_source) == \
+            ("asap", "default (zstream not installed)")
         # the reason pacer run prints too (pacer.plugins.PluginManager.default_admission), and how to name one here
         assert "'zstream' (pacer's default for a deadline) is not installed, so Spark's default trigger (asap) runs: " \
                "pip install ./strategies/pacer-zstream from the checkout, or name one (admission=..., " \

@@ -174,7 +174,8 @@ def test_a_parameter_is_found_whatever_the_case_of_its_name_as_spark_hands_optio
 
     info = StrategyInfo("budget", frozenset({"admission"}), params=(Param("maxRows", 10, "rows"),))
     assert info.resolve_params({"maxrows": "7"}) == {"maxRows": 7} == info.resolve_params({"MAXROWS": 7})
-    with pytest.raises(ValueError, match=r"strategy 'budget' has no parameter 'rows'; its parameters are \['maxRows'\]"):
+    with pytest.raises(ValueError,
+                       match=r"strategy 'budget' has no parameter 'rows'; its parameters are \['maxRows'\]"):
         info.resolve_params({"rows": 1})
     with pytest.raises(ValueError, match="parameter names must differ in more than case"):
         StrategyInfo("twins", frozenset({"admission"}), params=(Param("maxRows", 1, "a"), Param("maxrows", 1, "b")))

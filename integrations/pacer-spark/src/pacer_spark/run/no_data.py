@@ -216,9 +216,10 @@ def run(spark: Any, args: argparse.Namespace, *, mode: str, settings: Sequence[b
 def main(argv: Sequence[str] | None = None, *, out: Callable[[str], None] = print) -> int:
     """Run every mode with no-data batches on, then off, and print and (``--json``) write the comparison."""
     parser = argparse.ArgumentParser(prog="python -m pacer_spark.run.no_data", description=__doc__.split("\n")[0])
-    parser.add_argument("--duration", type=flag_seconds, default=120.0, help="seconds of traffic per run (default 120)")
-    parser.add_argument("--deadline", type=float, default=10.0, help="zStream's deadline, seconds (default 10)")
-    parser.add_argument("--watermark", type=float, default=10.0, help="watermark delay, seconds (default 10)")
+    parser.add_argument("--duration", type=flag_seconds, default=120.0,
+                        help="traffic per run, e.g. 120 or 2m (default 120 s)")
+    parser.add_argument("--deadline", type=flag_seconds, default=10.0, help="zStream's deadline (default 10 s)")
+    parser.add_argument("--watermark", type=flag_seconds, default=10.0, help="watermark delay (default 10 s)")
     parser.add_argument("--rate", type=float, default=1000.0, help="rows/s (default 1000)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--modes", default="append,update", help="output modes, comma-separated")

@@ -78,6 +78,7 @@ def full_suite() -> bool:
     return os.environ.get(FULL_SUITE_ENV, "") not in ("", "0")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the groups into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``jvm`` the tests that start a JVM (module docstring); skip the tests marked ``full`` outside the full
     suite, naming what covers them in the default run."""
@@ -99,6 +100,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             covered_by = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
             item.add_marker(pytest.mark.skip(reason=f"full suite only ({covered_by}); {FULL_SUITE_ENV}=1 or "
                                              "nox -s spark runs it"))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    """Under ``--dist loadgroup`` (CI's JVM tier), stop the run where a worker's tests came back without their groups
+    (every test has one: :func:`pytest_collection_modifyitems`): pytest-xdist's scheduler would spread a group's tests
+    over every worker, each building the module's fixtures and its own broker (pytest 9.2 with pytest-xdist 3.8, which
+    still writes the group into the node id where pytest 9.2 no longer reads it: three brokers on three workers)."""
+    config = getattr(node, "config", None)
+    if config is None or config.getvalue("dist") != "loadgroup" or not ids or any("@" in i for i in ids):
+        return
+    pytest.exit(f"--dist loadgroup: pytest-xdist left every test out of its group (e.g. {ids[0]}), so each worker "
+                f"would build every module's fixtures and a broker of its own; pytest {pytest.__version__} with this "
+                "pytest-xdist does not group: install the pytest pyproject.toml's dev group pins "
+                "(python -m pip install -r requirements-dev.txt)", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.fixture

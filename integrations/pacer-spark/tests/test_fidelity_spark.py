@@ -3,8 +3,8 @@ LR2 is calibrated on the suite's session (a short calibration after a warm-up st
 traffic at another rate and trigger than the calibration's, then simulated with the profile on the same arrivals;
 the batches, the rows late and the busy core-seconds are predicted within the bounds
 (:data:`pacer_bench.fidelity.BOUNDS`). One short comparison, about 70 s on 2 cores. The calibration's large batches
-are of two sizes (2 s and 5 s at 2000 rows/s) around the run's (1200-6000 rows): fitted on one size, 2 s, the
-per-row cost came out 0.036-0.097 core-ms over seven runs and the busy core-s 0.98-1.36x Spark's (failed on CI)."""
+are of two sizes (2 s and 5 s at 2000 rows/s: 4000 and 10000 rows; the run's are 1200-6000): fitted on one, the
+per-row cost came out 0.036-0.097 core-ms (six runs) and the busy core-s 0.98-1.36x Spark's (seven; failed on CI)."""
 
 from __future__ import annotations
 
